@@ -1,0 +1,22 @@
+// Package v1beta1 holds the GitOpsCluster API: it registers the managed clusters a Placement
+// selects with an Argo CD instance on the hub, as Argo CD cluster secrets.
+//
+// +kubebuilder:object:generate=true
+// +groupName=apps.open-cluster-management.io
+package v1beta1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of the objects in this package.
+	GroupVersion = schema.GroupVersion{Group: "apps.open-cluster-management.io", Version: "v1beta1"}
+
+	// SchemeBuilder registers the types of this package with a scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the types of this package to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

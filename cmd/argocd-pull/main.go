@@ -1,0 +1,14 @@
+// Command argocd-pull is the hub side of the Argo CD pull model for Open Cluster Management.
+package main
+
+import (
+	"os"
+
+	"github.com/argocd-pull/argocd-pull/internal/cli"
+)
+
+func main() {
+	if err := cli.NewRootCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}

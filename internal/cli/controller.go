@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/argocd-pull/argocd-pull/internal/controller"
+)
+
+type controllerFlags struct {
+	kubeconfig              string
+	metricsAddr             string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	opts                    controller.Options
+	zap                     zap.Options
+}
+
+func newControllerCommand() *cobra.Command {
+	f := controllerFlags{opts: controller.DefaultOptions(), zap: zap.Options{Development: false}}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the hub controllers",
+		Long: `Run the hub controllers against the cluster of the current kubeconfig (or in-cluster config).
+
+The manager serves Prometheus metrics and health probes (/healthz, /readyz) and can run with
+leader election for high availability.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runController(cmd, f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; \"0\" disables it")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to")
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time")
+	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace)")
+	fs.StringVar(&f.opts.ArgoCDNamespace, "argocd-namespace", f.opts.ArgoCDNamespace, "Namespace of the hub's Argo CD")
+	fs.StringSliceVar(&f.opts.PullNamespaces, "pull-namespaces", nil, "Namespaces pull-model Applications are taken from (default: the Argo CD namespace)")
+	fs.IntVar(&f.opts.MaxConcurrentReconciles, "concurrency", f.opts.MaxConcurrentReconciles, "Concurrent reconciles per controller")
+	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	f.zap.BindFlags(goflags)
+	fs.AddGoFlagSet(goflags)
+	return cmd
+}
+
+func runController(cmd *cobra.Command, f controllerFlags) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:  f.probeAddr,
+		LeaderElection:          f.leaderElect,
+		LeaderElectionID:        "argocd-pull.apps.open-cluster-management.io",
+		LeaderElectionNamespace: f.leaderElectionNamespace,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := controller.Setup(mgr, f.opts); err != nil {
+		return fmt.Errorf("setting up controllers: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding ready check: %w", err)
+	}
+	log.Info("Starting manager", "version", Version(), "argocdNamespace", f.opts.ArgoCDNamespace)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

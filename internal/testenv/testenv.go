@@ -1,0 +1,171 @@
+// Package testenv runs one real kube-apiserver and etcd per test package, with the CRDs of
+// argocd-pull, OCM and Argo CD installed. Every controller test uses it:
+//
+//	func TestMain(m *testing.M) { testenv.Main(m) }
+//
+//	func TestSomething(t *testing.T) {
+//		env := testenv.Get(t)
+//		ns := env.Namespace(t)
+//		...
+//	}
+//
+// The binaries come from KUBEBUILDER_ASSETS (make test sets it), else from bin/k8s/<version>/
+// built by `make kube-assets`. With -short no apiserver is started and Get skips the test.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/argocd-pull/argocd-pull/internal/controller"
+)
+
+// Env is a running apiserver with a client for it.
+type Env struct {
+	Config *rest.Config
+	Client client.Client
+
+	env *envtest.Environment
+}
+
+var (
+	current  *Env
+	startErr error
+)
+
+// Main starts the package's apiserver, runs the tests and stops it. Call it from TestMain.
+func Main(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	current, startErr = Start()
+	code := m.Run()
+	if current != nil {
+		if err := current.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the test apiserver: %v\n", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// Get returns the package's apiserver. It skips the test under -short and fails it when the
+// apiserver could not start.
+func Get(t testing.TB) *Env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a real apiserver; run without -short")
+	}
+	if startErr != nil {
+		t.Fatalf("the test apiserver did not start: %v", startErr)
+	}
+	if current == nil {
+		t.Fatal("testenv.Get called without testenv.Main in TestMain")
+	}
+	return current
+}
+
+// Start runs an apiserver and etcd with all CRDs installed and waits until they are served.
+func Start() (*Env, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	assets, err := assetsDir(root)
+	if err != nil {
+		return nil, err
+	}
+	crdDirs, err := CRDDirectories(root)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     crdDirs,
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("creating client: %w", err), te.Stop())
+	}
+	return &Env{Config: cfg, Client: c, env: te}, nil
+}
+
+// Stop stops the apiserver and etcd.
+func (e *Env) Stop() error {
+	return e.env.Stop()
+}
+
+var invalidNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// Namespace creates a namespace for one test, named after it, and deletes it when the test ends.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	prefix := strings.Trim(invalidNameChars.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(prefix) > 40 {
+		prefix = strings.TrimRight(prefix[:40], "-")
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Client.Create(ctx, ns); err != nil {
+		t.Fatalf("creating namespace for %s: %v", t.Name(), err)
+	}
+	t.Cleanup(func() {
+		// The test apiserver runs no namespace controller: the namespace stays Terminating,
+		// which is enough to keep tests apart.
+		_ = e.Client.Delete(context.Background(), ns)
+	})
+	return ns.Name
+}
+
+// RepoRoot is the directory of the argocd-pull module, found from this source file.
+func RepoRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("locating the repository: no caller information")
+	}
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return "", fmt.Errorf("locating the repository from %s: %w", file, err)
+	}
+	return root, nil
+}
+
+// assetsDir is KUBEBUILDER_ASSETS, else the newest bin/k8s/<version> the Makefile built.
+func assetsDir(root string) (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, "bin", "k8s", "*", "kube-apiserver"))
+	if len(dirs) == 0 {
+		return "", errors.New("no kube-apiserver found: run 'make kube-assets' (or 'make test'), or set KUBEBUILDER_ASSETS")
+	}
+	sort.Strings(dirs)
+	return filepath.Dir(dirs[len(dirs)-1]), nil
+}
