@@ -4,11 +4,13 @@ package main
 import (
 	"os"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/argocd-pull/argocd-pull/internal/cli"
 )
 
 func main() {
-	if err := cli.NewRootCommand().Execute(); err != nil {
+	if err := cli.NewRootCommand().ExecuteContext(ctrl.SetupSignalHandler()); err != nil {
 		os.Exit(1)
 	}
 }

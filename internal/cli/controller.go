@@ -52,6 +52,7 @@ leader election for high availability.`,
 	return cmd
 }
 
+// runController runs the manager until the command's context ends (SIGTERM/SIGINT in main).
 func runController(cmd *cobra.Command, f controllerFlags) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
 	log := ctrl.Log.WithName("setup")
@@ -85,5 +86,5 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 		return fmt.Errorf("adding ready check: %w", err)
 	}
 	log.Info("Starting manager", "version", Version(), "argocdNamespace", f.opts.ArgoCDNamespace)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(cmd.Context())
 }

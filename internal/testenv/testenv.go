@@ -169,3 +169,22 @@ func assetsDir(root string) (string, error) {
 	sort.Strings(dirs)
 	return filepath.Dir(dirs[len(dirs)-1]), nil
 }
+
+// Kubeconfig writes a kubeconfig for a cluster-admin user of the test apiserver into the test's
+// temporary directory and returns its path, for code under test that takes a kubeconfig file.
+func (e *Env) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	user, err := e.env.AddUser(envtest.User{Name: "test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("adding a test user: %v", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("rendering kubeconfig: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatalf("writing kubeconfig: %v", err)
+	}
+	return path
+}

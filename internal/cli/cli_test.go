@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/argocd-pull/argocd-pull/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func TestVersionPrintsVersionAndPlatform(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	cmd := NewRootCommand()
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"version"})
+	g.Expect(cmd.Execute()).To(Succeed())
+	g.Expect(out.String()).To(MatchRegexp(`^argocd-pull \S+ \(go1\.\d+.*, \w+/\w+\)\n$`))
+}
+
+func TestControllerHelpListsEveryFlag(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	cmd := NewRootCommand()
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"controller", "--help"})
+	g.Expect(cmd.Execute()).To(Succeed())
+	for _, flag := range []string{"--kubeconfig", "--metrics-bind-address", "--health-probe-bind-address",
+		"--leader-elect", "--leader-election-namespace", "--argocd-namespace", "--pull-namespaces", "--concurrency", "--zap-log-level"} {
+		g.Expect(out.String()).To(ContainSubstring(flag))
+	}
+}
+
+func TestControllerRejectsBadOptionsBeforeStarting(t *testing.T) {
+	env := testenv.Get(t)
+	g := NewWithT(t)
+	cmd := NewRootCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"controller", "--kubeconfig", env.Kubeconfig(t), "--concurrency", "0",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"})
+	err := cmd.ExecuteContext(context.Background())
+	g.Expect(err).To(MatchError(ContainSubstring("max concurrent reconciles must be at least 1")))
+}
+
+// The controller command serves probes and metrics against a real apiserver and stops cleanly
+// when its context ends.
+func TestControllerServesProbesAndMetricsAndStops(t *testing.T) {
+	env := testenv.Get(t)
+	g := NewWithT(t)
+	probeAddr, metricsAddr := freeAddr(t), freeAddr(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := NewRootCommand()
+	cmd.SetArgs([]string{"controller", "--kubeconfig", env.Kubeconfig(t),
+		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", metricsAddr,
+		"--leader-elect", "--leader-election-namespace", env.Namespace(t)})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	for _, url := range []string{"http://" + probeAddr + "/healthz", "http://" + probeAddr + "/readyz"} {
+		g.Eventually(func() (int, error) { return httpStatus(url) }, 20*time.Second, 100*time.Millisecond).
+			Should(Equal(http.StatusOK), "GET %s", url)
+	}
+	g.Eventually(func() (string, error) { return httpBody("http://" + metricsAddr + "/metrics") }, 20*time.Second, 100*time.Millisecond).
+		Should(ContainSubstring("leader_election_master_status"))
+
+	cancel()
+	g.Eventually(done, 20*time.Second).Should(Receive(BeNil()))
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func httpStatus(url string) (int, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func httpBody(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	var b strings.Builder
+	_, err = io.Copy(&b, resp.Body)
+	return b.String(), err
+}
