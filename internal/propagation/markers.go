@@ -1,0 +1,60 @@
+// Package propagation decides, without side effects, what the hub writes for a pull-model
+// Application: whether it is one, where it goes, and the ManifestWork that carries it.
+package propagation
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+)
+
+// ErrInvalidMarkers wraps every error about the pull-model label and annotations: the user must
+// fix the Application (or its ApplicationSet template); retrying does not help.
+var ErrInvalidMarkers = errors.New("invalid pull-model markers")
+
+// Target is where a pull-model Application goes.
+type Target struct {
+	// Cluster is the managed cluster, and so the namespace of the ManifestWork on the hub.
+	Cluster string
+	// AppNamespace is the namespace of the Application on the managed cluster.
+	AppNamespace string
+}
+
+// Decide reads the pull-model markers of a hub Application. pull is false for Applications that
+// are not pull-model ones (no label, or a false one): they must be left alone. A label that is
+// not a bool, or a missing or invalid cluster annotation, is an ErrInvalidMarkers.
+func Decide(app *unstructured.Unstructured) (target Target, pull bool, err error) {
+	value, ok := app.GetLabels()[argocd.PullLabel]
+	if !ok {
+		return Target{}, false, nil
+	}
+	pull, perr := strconv.ParseBool(value)
+	if perr != nil {
+		return Target{}, false, fmt.Errorf("%w: label %s is %q, want \"true\" or \"false\"", ErrInvalidMarkers, argocd.PullLabel, value)
+	}
+	if !pull {
+		return Target{}, false, nil
+	}
+	annotations := app.GetAnnotations()
+	cluster := strings.TrimSpace(annotations[argocd.ClusterAnnotation])
+	if cluster == "" {
+		return Target{}, true, fmt.Errorf("%w: annotation %s must name the managed cluster", ErrInvalidMarkers, argocd.ClusterAnnotation)
+	}
+	if errs := validation.IsDNS1123Label(cluster); len(errs) > 0 {
+		return Target{}, true, fmt.Errorf("%w: annotation %s is %q, not a cluster name: %s", ErrInvalidMarkers, argocd.ClusterAnnotation, cluster, strings.Join(errs, "; "))
+	}
+	appNamespace := strings.TrimSpace(annotations[argocd.AppNamespaceAnnotation])
+	if appNamespace == "" {
+		appNamespace = app.GetNamespace()
+	}
+	if errs := validation.IsDNS1123Label(appNamespace); len(errs) > 0 {
+		return Target{}, true, fmt.Errorf("%w: annotation %s is %q, not a namespace name: %s", ErrInvalidMarkers, argocd.AppNamespaceAnnotation, appNamespace, strings.Join(errs, "; "))
+	}
+	return Target{Cluster: cluster, AppNamespace: appNamespace}, true, nil
+}

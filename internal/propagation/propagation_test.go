@@ -1,0 +1,280 @@
+package propagation
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+)
+
+func pullApp(mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
+	app := argocd.NewApplication()
+	app.SetName("guestbook-cluster1")
+	app.SetNamespace("argocd")
+	app.SetLabels(map[string]string{argocd.PullLabel: "true", "team": "web"})
+	app.SetAnnotations(map[string]string{
+		argocd.ClusterAnnotation:       "cluster1",
+		argocd.SkipReconcileAnnotation: "true",
+		"note":                         "kept",
+	})
+	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
+	app.SetResourceVersion("42")
+	app.SetUID("uid-1")
+	app.Object["spec"] = map[string]any{
+		"project":     "default",
+		"source":      map[string]any{"repoURL": "https://git.example/repo", "path": "guestbook", "targetRevision": "main"},
+		"destination": map[string]any{"server": "https://cluster1-control-plane:6443", "namespace": "guestbook"},
+		"syncPolicy":  map[string]any{"automated": map[string]any{"prune": true}},
+	}
+	app.Object["status"] = map[string]any{"health": map[string]any{"status": "Healthy"}}
+	for _, m := range mutate {
+		m(app)
+	}
+	return app
+}
+
+func setAnnotation(k, v string) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		a := u.GetAnnotations()
+		a[k] = v
+		u.SetAnnotations(a)
+	}
+}
+
+func setLabel(k, v string) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		l := u.GetLabels()
+		l[k] = v
+		u.SetLabels(l)
+	}
+}
+
+func TestDecide(t *testing.T) {
+	tests := map[string]struct {
+		app     *unstructured.Unstructured
+		want    Target
+		pull    bool
+		wantErr string
+	}{
+		"pull app, app namespace defaults to the hub namespace": {
+			app: pullApp(), want: Target{Cluster: "cluster1", AppNamespace: "argocd"}, pull: true,
+		},
+		"app namespace annotation": {
+			app:  pullApp(setAnnotation(argocd.AppNamespaceAnnotation, "openshift-gitops")),
+			want: Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"}, pull: true,
+		},
+		"label parsed as bool: True": {app: pullApp(setLabel(argocd.PullLabel, "True")), want: Target{Cluster: "cluster1", AppNamespace: "argocd"}, pull: true},
+		"label parsed as bool: 1":    {app: pullApp(setLabel(argocd.PullLabel, "1")), want: Target{Cluster: "cluster1", AppNamespace: "argocd"}, pull: true},
+		"label false is push model":  {app: pullApp(setLabel(argocd.PullLabel, "false"))},
+		"no label is push model": {app: pullApp(func(u *unstructured.Unstructured) {
+			u.SetLabels(map[string]string{"team": "web"})
+		})},
+		"label not a bool":   {app: pullApp(setLabel(argocd.PullLabel, "yes-please")), wantErr: `label apps.open-cluster-management.io/pull-to-ocm-managed-cluster is "yes-please"`},
+		"empty cluster":      {app: pullApp(setAnnotation(argocd.ClusterAnnotation, " ")), pull: true, wantErr: "must name the managed cluster"},
+		"missing cluster":    {app: pullApp(func(u *unstructured.Unstructured) { u.SetAnnotations(nil) }), pull: true, wantErr: "must name the managed cluster"},
+		"invalid cluster":    {app: pullApp(setAnnotation(argocd.ClusterAnnotation, "Cluster_1")), pull: true, wantErr: `is "Cluster_1", not a cluster name`},
+		"invalid app namesp": {app: pullApp(setAnnotation(argocd.AppNamespaceAnnotation, "a/b")), pull: true, wantErr: "not a namespace name"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, pull, err := Decide(tt.app)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				g.Expect(errors.Is(err, ErrInvalidMarkers)).To(BeTrue())
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pull).To(Equal(tt.pull))
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestWorkName(t *testing.T) {
+	long := strings.Repeat("a", 250) + ".b"
+	tests := map[string]struct {
+		namespace, name string
+		prefix          string
+	}{
+		"short":                         {"argocd", "guestbook-cluster1", "guestbook-cluster1-"},
+		"253 characters":                {"argocd", strings.Repeat("x", 253), strings.Repeat("x", 244) + "-"},
+		"truncation ending in a dot":    {"argocd", long, strings.Repeat("a", 244) + "-"},
+		"truncation ending in a hyphen": {"argocd", strings.Repeat("a", 243) + "-bbbb", strings.Repeat("a", 243) + "-"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := WorkName(tt.namespace, tt.name)
+			g.Expect(got).To(HavePrefix(tt.prefix))
+			g.Expect(len(got)).To(BeNumerically("<=", 253))
+			g.Expect(validation.IsDNS1123Subdomain(got)).To(BeEmpty())
+			g.Expect(WorkName(tt.namespace, tt.name)).To(Equal(got), "stable")
+		})
+	}
+	NewWithT(t).Expect(WorkName("team-a", "app")).NotTo(Equal(WorkName("team-b", "app")), "same name, other namespace")
+}
+
+func payloadOf(t *testing.T, work *workv1.ManifestWork, i int) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(work.Spec.Workload.Manifests[i].Raw, &u.Object); err != nil {
+		t.Fatalf("decoding manifest %d: %v", i, err)
+	}
+	return u
+}
+
+func TestDesiredWorkPayload(t *testing.T) {
+	g := NewWithT(t)
+	app := pullApp(func(u *unstructured.Unstructured) {
+		u.Object["operation"] = map[string]any{"sync": map[string]any{"revision": "abc"}}
+		a := u.GetAnnotations()
+		a[argocd.RefreshAnnotation] = "hard"
+		u.SetAnnotations(a)
+	})
+	work, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(work.Namespace).To(Equal("cluster1"))
+	g.Expect(work.Name).To(Equal(WorkName("argocd", "guestbook-cluster1")))
+	g.Expect(work.Labels).To(HaveKeyWithValue(ManagedByLabel, ManagedByValue))
+	g.Expect(work.Annotations).To(HaveKeyWithValue(HubApplicationNamespaceAnnotation, "argocd"))
+	g.Expect(work.Annotations).To(HaveKeyWithValue(HubApplicationNameAnnotation, "guestbook-cluster1"))
+	g.Expect(work.Spec.Workload.Manifests).To(HaveLen(1))
+	g.Expect(work.Spec.DeleteOption).To(BeNil(), "the Application itself is deleted with the work")
+
+	p := payloadOf(t, work, 0)
+	g.Expect(p.GetKind()).To(Equal("Application"))
+	g.Expect(p.GetNamespace()).To(Equal("openshift-gitops"))
+	g.Expect(p.GetLabels()).To(Equal(map[string]string{"team": "web"}))
+	g.Expect(p.GetAnnotations()).To(Equal(map[string]string{"note": "kept", argocd.RefreshAnnotation: "hard"}))
+	g.Expect(p.GetFinalizers()).To(Equal([]string{argocd.ResourcesFinalizer}))
+	g.Expect(p.GetResourceVersion()).To(BeEmpty())
+	g.Expect(string(p.GetUID())).To(BeEmpty())
+	g.Expect(p.Object).NotTo(HaveKey("status"))
+	g.Expect(p.Object["operation"]).To(Equal(map[string]any{"sync": map[string]any{"revision": "abc"}}))
+	spec := p.Object["spec"].(map[string]any)
+	g.Expect(spec["destination"]).To(Equal(map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}))
+	g.Expect(spec["source"]).To(Equal(app.Object["spec"].(map[string]any)["source"]))
+	g.Expect(app.Object["spec"].(map[string]any)["destination"]).To(HaveKeyWithValue("server", "https://cluster1-control-plane:6443"), "the hub app is not modified")
+
+	cfg := work.Spec.ManifestConfigs[0]
+	g.Expect(cfg.ResourceIdentifier).To(Equal(workv1.ResourceIdentifier{Group: "argoproj.io", Resource: "applications", Name: "guestbook-cluster1", Namespace: "openshift-gitops"}))
+	g.Expect(cfg.FeedbackScrapeType).To(Equal(workv1.FeedbackWatchType))
+	paths := map[string]string{}
+	for _, jp := range cfg.FeedbackRules[0].JsonPaths {
+		paths[jp.Name] = jp.Path
+	}
+	g.Expect(paths).To(HaveKeyWithValue(FeedbackHealth, ".status.health.status"))
+	g.Expect(paths).To(HaveKeyWithValue(FeedbackSync, ".status.sync.status"))
+	g.Expect(paths).To(HaveKeyWithValue(FeedbackRevision, ".status.sync.revision"))
+	g.Expect(paths).To(HaveKeyWithValue(FeedbackPhase, ".status.operationState.phase"))
+	g.Expect(paths).To(HaveKeyWithValue(FeedbackStartedAt, ".status.operationState.startedAt"))
+	g.Expect(paths).To(HaveKeyWithValue(FeedbackMessage, ".status.operationState.message"))
+	g.Expect(paths).To(HaveKeyWithValue(FeedbackResources, ".status.resources"))
+	g.Expect(paths).To(HaveKeyWithValue(FeedbackConditions, ".status.conditions"))
+	g.Expect(cfg.UpdateStrategy.Type).To(Equal(workv1.UpdateStrategyTypeServerSideApply))
+	g.Expect(cfg.UpdateStrategy.ServerSideApply.IgnoreFields).To(ConsistOf(workv1.IgnoreField{
+		Condition: workv1.IgnoreFieldsConditionOnSpokeChange,
+		JSONPaths: []string{operationJSONPath, refreshAnnotationJSONPath},
+	}))
+}
+
+func TestDesiredWorkDestination(t *testing.T) {
+	tests := map[string]struct {
+		app  *unstructured.Unstructured
+		want map[string]any
+	}{
+		"local by default": {pullApp(), map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}},
+		"name override":    {pullApp(setAnnotation(argocd.DestinationNameAnnotation, "in-cluster")), map[string]any{"name": "in-cluster", "namespace": "guestbook"}},
+		"server override":  {pullApp(setAnnotation(argocd.DestinationServerAnnotation, "https://10.0.0.1:6443")), map[string]any{"server": "https://10.0.0.1:6443", "namespace": "guestbook"}},
+		"hub destination by name is replaced": {pullApp(func(u *unstructured.Unstructured) {
+			u.Object["spec"].(map[string]any)["destination"] = map[string]any{"name": "cluster1"}
+		}), map[string]any{"server": argocd.LocalServer}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			work, err := DesiredWork(tt.app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"})
+			g.Expect(err).NotTo(HaveOccurred())
+			p := payloadOf(t, work, 0)
+			g.Expect(p.Object["spec"].(map[string]any)["destination"]).To(Equal(tt.want))
+			g.Expect(p.GetAnnotations()).NotTo(HaveKey(argocd.DestinationNameAnnotation))
+			g.Expect(p.GetAnnotations()).NotTo(HaveKey(argocd.DestinationServerAnnotation))
+		})
+	}
+}
+
+func TestDesiredWorkApplicationSetMarkers(t *testing.T) {
+	g := NewWithT(t)
+	app := pullApp(func(u *unstructured.Unstructured) {
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: "guestbook-allclusters-app-set", UID: "u"}})
+	})
+	work, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(work.Labels).To(HaveKeyWithValue(argocd.ApplicationSetLabel, "true"))
+	g.Expect(work.Annotations).To(HaveKeyWithValue(argocd.HostingApplicationSetAnnotation, "argocd/guestbook-allclusters-app-set"))
+	p := payloadOf(t, work, 0)
+	g.Expect(p.GetLabels()).To(HaveKeyWithValue(argocd.ApplicationSetLabel, "true"))
+	g.Expect(p.GetAnnotations()).To(HaveKeyWithValue(argocd.HostingApplicationSetAnnotation, "argocd/guestbook-allclusters-app-set"))
+	g.Expect(p.GetOwnerReferences()).To(BeEmpty())
+}
+
+func TestDesiredWorkCarriesAndOrphansTheAppProject(t *testing.T) {
+	g := NewWithT(t)
+	project := argocd.NewAppProject()
+	project.SetName("team-web")
+	project.SetNamespace("argocd")
+	project.SetResourceVersion("7")
+	project.Object["spec"] = map[string]any{"destinations": []any{map[string]any{"server": "*", "namespace": "*"}}}
+	project.Object["status"] = map[string]any{"jwtTokensByRole": map[string]any{}}
+
+	work, err := DesiredWork(pullApp(), project, Target{Cluster: "cluster1", AppNamespace: "argocd"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(work.Spec.Workload.Manifests).To(HaveLen(2))
+	p := payloadOf(t, work, 1)
+	g.Expect(p.GetKind()).To(Equal("AppProject"))
+	g.Expect(p.GetName()).To(Equal("team-web"))
+	g.Expect(p.GetResourceVersion()).To(BeEmpty())
+	g.Expect(p.Object).NotTo(HaveKey("status"))
+	g.Expect(p.Object["spec"]).To(Equal(project.Object["spec"]))
+	g.Expect(work.Spec.DeleteOption).To(Equal(&workv1.DeleteOption{
+		PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
+		SelectivelyOrphan: &workv1.SelectivelyOrphan{OrphaningRules: []workv1.OrphaningRule{{Group: "argoproj.io", Resource: "appprojects", Name: "team-web", Namespace: "argocd"}}},
+	}))
+}
+
+func TestDesiredWorkRefusesOversizedPayload(t *testing.T) {
+	g := NewWithT(t)
+	app := pullApp(setAnnotation("big", strings.Repeat("x", MaxManifestsSize)))
+	_, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"})
+	g.Expect(errors.Is(err, ErrPayloadTooLarge)).To(BeTrue())
+	g.Expect(err).To(MatchError(ContainSubstring("the limit is 512000")))
+}
+
+func TestSpecHashChangesOnlyWithContent(t *testing.T) {
+	g := NewWithT(t)
+	target := Target{Cluster: "cluster1", AppNamespace: "argocd"}
+	a, err := DesiredWork(pullApp(), nil, target)
+	g.Expect(err).NotTo(HaveOccurred())
+	b, err := DesiredWork(pullApp(func(u *unstructured.Unstructured) {
+		u.SetResourceVersion("99")
+		u.Object["status"] = map[string]any{"health": map[string]any{"status": "Degraded"}}
+	}), nil, target)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(UpToDate(a, b)).To(BeTrue(), "status and server-set metadata do not change the work")
+
+	c, err := DesiredWork(pullApp(func(u *unstructured.Unstructured) {
+		u.Object["spec"].(map[string]any)["source"].(map[string]any)["targetRevision"] = "v2"
+	}), nil, target)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(UpToDate(a, c)).To(BeFalse())
+}

@@ -1,0 +1,264 @@
+package propagation
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+)
+
+// Labels and annotations on the ManifestWork.
+const (
+	// ManagedByLabel marks the ManifestWorks argocd-pull owns; the controllers' cache holds only these.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of ManagedByLabel.
+	ManagedByValue = "argocd-pull"
+	// HubApplicationNamespaceAnnotation and HubApplicationNameAnnotation point back to the hub Application.
+	HubApplicationNamespaceAnnotation = "apps.open-cluster-management.io/hub-application-namespace"
+	HubApplicationNameAnnotation      = "apps.open-cluster-management.io/hub-application-name"
+	// SpecHashAnnotation holds a hash of everything argocd-pull sets on the work, so that an
+	// unchanged work is never written again whatever the apiserver defaulted in it.
+	SpecHashAnnotation = "apps.open-cluster-management.io/pull-spec-hash"
+)
+
+// MaxManifestsSize is the size limit OCM's ManifestWork admission webhook puts on the manifests
+// of one work (500 KiB). A larger payload is refused here, with a clear reason, rather than by the
+// webhook or etcd.
+const MaxManifestsSize = 500 * 1024
+
+// ErrPayloadTooLarge is returned when the Application (and its AppProject) exceed MaxManifestsSize.
+var ErrPayloadTooLarge = errors.New("payload too large for a ManifestWork")
+
+// Names of the status feedback values of the managed cluster's Application.
+const (
+	FeedbackHealth            = "healthStatus"
+	FeedbackSync              = "syncStatus"
+	FeedbackRevision          = "syncRevision"
+	FeedbackPhase             = "operationStatePhase"
+	FeedbackStartedAt         = "operationStateStartedAt"
+	FeedbackFinishedAt        = "operationStateFinishedAt"
+	FeedbackMessage           = "operationStateMessage"
+	FeedbackOperation         = "operationStateOperation"
+	FeedbackComparedRepoURL   = "comparedToRepoURL"
+	FeedbackComparedRevision  = "comparedToTargetRevision"
+	FeedbackComparedPath      = "comparedToPath"
+	FeedbackComparedChart     = "comparedToChart"
+	FeedbackResources         = "resources"
+	FeedbackConditions        = "conditions"
+	operationJSONPath         = ".operation"
+	refreshAnnotationJSONPath = ".metadata.annotations['argocd.argoproj.io/refresh']"
+)
+
+// feedbackPaths maps feedback names to paths in the managed cluster's Application. The work agent
+// returns scalars always, and lists and objects as raw JSON when its RawFeedbackJsonString
+// feature gate is on.
+var feedbackPaths = []workv1.JsonPath{
+	{Name: FeedbackHealth, Path: ".status.health.status"},
+	{Name: FeedbackSync, Path: ".status.sync.status"},
+	{Name: FeedbackRevision, Path: ".status.sync.revision"},
+	{Name: FeedbackPhase, Path: ".status.operationState.phase"},
+	{Name: FeedbackStartedAt, Path: ".status.operationState.startedAt"},
+	{Name: FeedbackFinishedAt, Path: ".status.operationState.finishedAt"},
+	{Name: FeedbackMessage, Path: ".status.operationState.message"},
+	{Name: FeedbackOperation, Path: ".status.operationState.operation"},
+	{Name: FeedbackComparedRepoURL, Path: ".status.sync.comparedTo.source.repoURL"},
+	{Name: FeedbackComparedRevision, Path: ".status.sync.comparedTo.source.targetRevision"},
+	{Name: FeedbackComparedPath, Path: ".status.sync.comparedTo.source.path"},
+	{Name: FeedbackComparedChart, Path: ".status.sync.comparedTo.source.chart"},
+	{Name: FeedbackResources, Path: ".status.resources"},
+	{Name: FeedbackConditions, Path: ".status.conditions"},
+}
+
+// Markers stripped from the payload: they steer the hub and mean nothing on the managed cluster.
+var hubOnlyAnnotations = []string{
+	argocd.ClusterAnnotation,
+	argocd.AppNamespaceAnnotation,
+	argocd.SkipReconcileAnnotation,
+	argocd.DestinationNameAnnotation,
+	argocd.DestinationServerAnnotation,
+	"kubectl.kubernetes.io/last-applied-configuration",
+}
+
+// DesiredWork returns the ManifestWork that carries the hub Application app to target. project is
+// the hub's AppProject of the app, or nil for the default project; it travels in the same work and
+// is orphaned, not deleted, with the work (other Applications on the cluster may use it).
+func DesiredWork(app, project *unstructured.Unstructured, target Target) (*workv1.ManifestWork, error) {
+	payload := applicationPayload(app, target)
+	manifests := []*unstructured.Unstructured{payload}
+	configs := []workv1.ManifestConfigOption{{
+		ResourceIdentifier: identifierOf(payload, "applications"),
+		FeedbackRules:      []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedbackPaths}},
+		FeedbackScrapeType: workv1.FeedbackWatchType,
+		UpdateStrategy: serverSideApply(workv1.IgnoreField{
+			// The managed Argo CD clears these when it has acted on them; a manual sync or refresh
+			// from the hub changes them again and so reaches the managed cluster.
+			Condition: workv1.IgnoreFieldsConditionOnSpokeChange,
+			JSONPaths: []string{operationJSONPath, refreshAnnotationJSONPath},
+		}),
+	}}
+	var deleteOption *workv1.DeleteOption
+	if project != nil {
+		p := projectPayload(project, target)
+		manifests = append(manifests, p)
+		configs = append(configs, workv1.ManifestConfigOption{
+			ResourceIdentifier: identifierOf(p, "appprojects"),
+			UpdateStrategy:     serverSideApply(),
+		})
+		deleteOption = &workv1.DeleteOption{
+			PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
+			SelectivelyOrphan: &workv1.SelectivelyOrphan{OrphaningRules: []workv1.OrphaningRule{workv1.OrphaningRule(identifierOf(p, "appprojects"))}},
+		}
+	}
+
+	work := &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      WorkName(app.GetNamespace(), app.GetName()),
+			Namespace: target.Cluster,
+			Labels:    map[string]string{ManagedByLabel: ManagedByValue},
+			Annotations: map[string]string{
+				HubApplicationNamespaceAnnotation: app.GetNamespace(),
+				HubApplicationNameAnnotation:      app.GetName(),
+			},
+		},
+		Spec: workv1.ManifestWorkSpec{ManifestConfigs: configs, DeleteOption: deleteOption},
+	}
+	if appSet, ok := argocd.OwningApplicationSet(app); ok {
+		work.Labels[argocd.ApplicationSetLabel] = "true"
+		work.Annotations[argocd.HostingApplicationSetAnnotation] = app.GetNamespace() + "/" + appSet
+	}
+
+	size := 0
+	for _, m := range manifests {
+		raw, err := json.Marshal(m.Object)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s %s: %w", m.GetKind(), m.GetName(), err)
+		}
+		size += len(raw)
+		work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+	}
+	if size > MaxManifestsSize {
+		return nil, fmt.Errorf("%w: the Application and its AppProject take %d bytes, the limit is %d", ErrPayloadTooLarge, size, MaxManifestsSize)
+	}
+
+	hash, err := specHash(work)
+	if err != nil {
+		return nil, err
+	}
+	work.Annotations[SpecHashAnnotation] = hash
+	return work, nil
+}
+
+// applicationPayload is the Application as the managed cluster's Argo CD must see it.
+func applicationPayload(app *unstructured.Unstructured, target Target) *unstructured.Unstructured {
+	out := argocd.NewApplication()
+	out.SetName(app.GetName())
+	out.SetNamespace(target.AppNamespace)
+
+	labels := maps.Clone(app.GetLabels())
+	delete(labels, argocd.PullLabel)
+	annotations := maps.Clone(app.GetAnnotations())
+	for _, k := range hubOnlyAnnotations {
+		delete(annotations, k)
+	}
+	if appSet, ok := argocd.OwningApplicationSet(app); ok {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		labels[argocd.ApplicationSetLabel] = "true"
+		annotations[argocd.HostingApplicationSetAnnotation] = app.GetNamespace() + "/" + appSet
+	}
+	out.SetLabels(labels)
+	out.SetAnnotations(annotations)
+	out.SetFinalizers(app.GetFinalizers())
+
+	if spec, ok := app.Object["spec"].(map[string]any); ok {
+		spec = runtime.DeepCopyJSON(spec)
+		spec["destination"] = localDestination(app, spec["destination"])
+		out.Object["spec"] = spec
+	}
+	if op, ok := app.Object["operation"].(map[string]any); ok {
+		out.Object["operation"] = runtime.DeepCopyJSON(op)
+	}
+	return out
+}
+
+// localDestination points the Application at the managed cluster itself, keeping its namespace,
+// unless the destination-name or destination-server annotation says otherwise.
+func localDestination(app *unstructured.Unstructured, current any) map[string]any {
+	dest := map[string]any{}
+	if cur, ok := current.(map[string]any); ok {
+		if ns, ok := cur["namespace"]; ok {
+			dest["namespace"] = ns
+		}
+	}
+	annotations := app.GetAnnotations()
+	switch {
+	case annotations[argocd.DestinationNameAnnotation] != "":
+		dest["name"] = annotations[argocd.DestinationNameAnnotation]
+	case annotations[argocd.DestinationServerAnnotation] != "":
+		dest["server"] = annotations[argocd.DestinationServerAnnotation]
+	default:
+		dest["server"] = argocd.LocalServer
+	}
+	return dest
+}
+
+func projectPayload(project *unstructured.Unstructured, target Target) *unstructured.Unstructured {
+	out := argocd.NewAppProject()
+	out.SetName(project.GetName())
+	out.SetNamespace(target.AppNamespace)
+	out.SetLabels(project.GetLabels())
+	annotations := maps.Clone(project.GetAnnotations())
+	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	out.SetAnnotations(annotations)
+	if spec, ok := project.Object["spec"].(map[string]any); ok {
+		out.Object["spec"] = runtime.DeepCopyJSON(spec)
+	}
+	return out
+}
+
+func identifierOf(obj *unstructured.Unstructured, resource string) workv1.ResourceIdentifier {
+	return workv1.ResourceIdentifier{Group: argocd.Group, Resource: resource, Name: obj.GetName(), Namespace: obj.GetNamespace()}
+}
+
+func serverSideApply(ignore ...workv1.IgnoreField) *workv1.UpdateStrategy {
+	return &workv1.UpdateStrategy{
+		Type: workv1.UpdateStrategyTypeServerSideApply,
+		ServerSideApply: &workv1.ServerSideApplyConfig{
+			// The hub is the source of truth for what it sends; the managed Argo CD owns status.
+			Force:        true,
+			FieldManager: workv1.DefaultFieldManager,
+			IgnoreFields: ignore,
+		},
+	}
+}
+
+func specHash(work *workv1.ManifestWork) (string, error) {
+	data, err := json.Marshal(struct {
+		Labels      map[string]string
+		Annotations map[string]string
+		Spec        workv1.ManifestWorkSpec
+	}{work.Labels, work.Annotations, work.Spec})
+	if err != nil {
+		return "", fmt.Errorf("hashing ManifestWork %s: %w", work.Name, err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+// UpToDate reports whether the existing work already carries what desired carries.
+func UpToDate(existing, desired *workv1.ManifestWork) bool {
+	return existing.Annotations[SpecHashAnnotation] == desired.Annotations[SpecHashAnnotation]
+}
