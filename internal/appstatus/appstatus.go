@@ -1,0 +1,205 @@
+// Package appstatus derives, without side effects, the status of a hub Application from what the
+// managed cluster reported through its ManifestWork.
+//
+// Status is honest for ApplicationSet progressive sync: the hub Application reads Synced and
+// Healthy only when the managed cluster has applied the ManifestWork's current generation and its
+// Argo CD compared the Application against the source the hub wants. Until then it reads OutOfSync
+// and Progressing, so a RollingSync step never advances on the previous revision's health.
+package appstatus
+
+import (
+	"encoding/json"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+)
+
+// Source is the part of an Application source Argo CD records in status.sync.comparedTo.
+type Source struct {
+	RepoURL, TargetRevision, Path, Chart string
+}
+
+// Observed is what the managed cluster reported for its Application.
+type Observed struct {
+	// Applied is true when the work agent applied the work's current generation.
+	Applied bool
+	// Reported is true when any feedback value arrived.
+	Reported bool
+
+	Health, Sync, Revision                string
+	Phase, StartedAt, FinishedAt, Message string
+	Operation                             map[string]any
+	ComparedTo                            *Source
+	RawResources, RawConditions           string
+}
+
+// Observe reads the Application's feedback from its ManifestWork.
+func Observe(work *workv1.ManifestWork) Observed {
+	obs := Observed{Applied: appliedAtGeneration(work)}
+	values := feedbackValues(work)
+	obs.Reported = len(values) > 0
+	str := func(name string) string {
+		v, ok := values[name]
+		if !ok {
+			return ""
+		}
+		switch {
+		case v.String != nil:
+			return *v.String
+		case v.JsonRaw != nil:
+			return *v.JsonRaw
+		}
+		return ""
+	}
+	obs.Health = str(propagation.FeedbackHealth)
+	obs.Sync = str(propagation.FeedbackSync)
+	obs.Revision = str(propagation.FeedbackRevision)
+	obs.Phase = str(propagation.FeedbackPhase)
+	obs.StartedAt = str(propagation.FeedbackStartedAt)
+	obs.FinishedAt = str(propagation.FeedbackFinishedAt)
+	obs.Message = str(propagation.FeedbackMessage)
+	obs.RawResources = str(propagation.FeedbackResources)
+	obs.RawConditions = str(propagation.FeedbackConditions)
+	if raw := str(propagation.FeedbackOperation); raw != "" {
+		var op map[string]any
+		if json.Unmarshal([]byte(raw), &op) == nil {
+			obs.Operation = op
+		}
+	}
+	compared := Source{
+		RepoURL:        str(propagation.FeedbackComparedRepoURL),
+		TargetRevision: str(propagation.FeedbackComparedRevision),
+		Path:           str(propagation.FeedbackComparedPath),
+		Chart:          str(propagation.FeedbackComparedChart),
+	}
+	if compared != (Source{}) {
+		obs.ComparedTo = &compared
+	}
+	return obs
+}
+
+// appliedAtGeneration is true when the work's Applied condition is True for its current spec.
+func appliedAtGeneration(work *workv1.ManifestWork) bool {
+	c := meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied)
+	return c != nil && c.Status == "True" && c.ObservedGeneration == work.Generation
+}
+
+// feedbackValues returns the feedback values of the Application manifest in the work.
+func feedbackValues(work *workv1.ManifestWork) map[string]workv1.FieldValue {
+	for _, m := range work.Status.ResourceStatus.Manifests {
+		if m.ResourceMeta.Group != argocd.Group || m.ResourceMeta.Kind != argocd.ApplicationGVK.Kind {
+			continue
+		}
+		values := make(map[string]workv1.FieldValue, len(m.StatusFeedbacks.Values))
+		for _, v := range m.StatusFeedbacks.Values {
+			values[v.Name] = v.Value
+		}
+		return values
+	}
+	return nil
+}
+
+// WantedSource is the single source of a hub Application, or nil for multi-source Applications
+// (whose comparedTo the scalar feedback cannot carry).
+func WantedSource(app *unstructured.Unstructured) *Source {
+	src, ok, _ := unstructured.NestedMap(app.Object, "spec", "source")
+	if !ok {
+		return nil
+	}
+	s := func(k string) string { v, _ := src[k].(string); return v }
+	return &Source{RepoURL: s("repoURL"), TargetRevision: s("targetRevision"), Path: s("path"), Chart: s("chart")}
+}
+
+// Status is what argocd-pull writes into the hub Application's status.
+type Status struct {
+	Health, Sync, Revision string
+	// Operation is nil when the managed cluster reported no operation.
+	Operation *OperationState
+}
+
+// OperationState is the last sync operation on the managed cluster.
+type OperationState struct {
+	Operation                             map[string]any
+	Phase, StartedAt, FinishedAt, Message string
+}
+
+// Derive decides the hub Application's status from the observation and the source the hub wants.
+func Derive(obs Observed, wanted *Source) Status {
+	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision}
+	switch {
+	case !obs.Applied:
+		// The managed cluster has not applied what the hub wants yet.
+		st.Health, st.Sync = argocd.HealthProgressing, argocd.SyncOutOfSync
+	case !obs.Reported || obs.Health == "" || obs.Sync == "":
+		st.Health, st.Sync = argocd.HealthUnknown, argocd.SyncUnknown
+	case wanted != nil && obs.ComparedTo != nil && *obs.ComparedTo != *wanted:
+		// Its Argo CD has not compared against the wanted source: what it says is about the old one.
+		st.Health, st.Sync = argocd.HealthProgressing, argocd.SyncOutOfSync
+	}
+	if obs.Phase != "" && obs.StartedAt != "" {
+		op := obs.Operation
+		if op == nil {
+			// The Application CRD requires an operation; the phase is what matters to readers.
+			op = map[string]any{"sync": map[string]any{}}
+		}
+		st.Operation = &OperationState{Operation: op, Phase: obs.Phase, StartedAt: obs.StartedAt, FinishedAt: obs.FinishedAt, Message: obs.Message}
+	}
+	return st
+}
+
+// Apply writes st into a copy of the hub Application's status and returns it, with changed false
+// when the status already says the same. Fields argocd-pull does not own are kept.
+func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Unstructured, changed bool) {
+	updated = app.DeepCopy()
+	status, _, _ := unstructured.NestedMap(updated.Object, "status")
+	if status == nil {
+		status = map[string]any{}
+	}
+	health, _, _ := unstructured.NestedMap(status, "health")
+	if health == nil {
+		health = map[string]any{}
+	}
+	health["status"] = st.Health
+	status["health"] = health
+
+	sync, _, _ := unstructured.NestedMap(status, "sync")
+	if sync == nil {
+		sync = map[string]any{}
+	}
+	sync["status"] = st.Sync
+	setOrDelete(sync, "revision", st.Revision)
+	status["sync"] = sync
+
+	if st.Operation != nil {
+		op := map[string]any{
+			"operation": st.Operation.Operation,
+			"phase":     st.Operation.Phase,
+			"startedAt": st.Operation.StartedAt,
+		}
+		setOrDelete(op, "finishedAt", st.Operation.FinishedAt)
+		setOrDelete(op, "message", st.Operation.Message)
+		status["operationState"] = op
+	}
+	updated.Object["status"] = status
+	before, _, _ := unstructured.NestedMap(app.Object, "status")
+	return updated, !jsonEqual(before, status)
+}
+
+func setOrDelete(m map[string]any, key, value string) {
+	if value == "" {
+		delete(m, key)
+		return
+	}
+	m[key] = value
+}
+
+// jsonEqual compares two JSON-like values, treating numbers alike whatever their Go type.
+func jsonEqual(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}

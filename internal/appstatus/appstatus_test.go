@@ -1,0 +1,121 @@
+package appstatus
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+)
+
+// work builds a ManifestWork at generation gen, applied at appliedGen, with feedback values.
+func work(gen, appliedGen int64, values map[string]string) *workv1.ManifestWork {
+	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Generation: gen}}
+	if appliedGen > 0 {
+		w.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, ObservedGeneration: appliedGen}}
+	}
+	var fv []workv1.FeedbackValue
+	for k, v := range values {
+		typ := workv1.String
+		val := workv1.FieldValue{Type: typ, String: ptr.To(v)}
+		if k == propagation.FeedbackOperation || k == propagation.FeedbackResources {
+			val = workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: ptr.To(v)}
+		}
+		fv = append(fv, workv1.FeedbackValue{Name: k, Value: val})
+	}
+	w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{
+		{ResourceMeta: workv1.ManifestResourceMeta{Group: "", Kind: "ConfigMap"}},
+		{ResourceMeta: workv1.ManifestResourceMeta{Group: "argoproj.io", Kind: "Application"}, StatusFeedbacks: workv1.StatusFeedbackResult{Values: fv}},
+	}
+	return w
+}
+
+var v2 = &Source{RepoURL: "https://git.example/repo", TargetRevision: "v2", Path: "app"}
+
+func feedback(health, sync, comparedRevision string) map[string]string {
+	return map[string]string{
+		propagation.FeedbackHealth:           health,
+		propagation.FeedbackSync:             sync,
+		propagation.FeedbackRevision:         "sha-" + comparedRevision,
+		propagation.FeedbackComparedRepoURL:  "https://git.example/repo",
+		propagation.FeedbackComparedRevision: comparedRevision,
+		propagation.FeedbackComparedPath:     "app",
+	}
+}
+
+func TestDerive(t *testing.T) {
+	tests := map[string]struct {
+		work              *workv1.ManifestWork
+		wanted            *Source
+		health, sync, rev string
+	}{
+		"healthy at the wanted source":                 {work(2, 2, feedback("Healthy", "Synced", "v2")), v2, "Healthy", "Synced", "sha-v2"},
+		"degraded passes through":                      {work(2, 2, feedback("Degraded", "Synced", "v2")), v2, "Degraded", "Synced", "sha-v2"},
+		"not yet applied: old health not believed":     {work(2, 1, feedback("Healthy", "Synced", "v1")), v2, "Progressing", "OutOfSync", "sha-v1"},
+		"never applied":                                {work(1, 0, nil), v2, "Progressing", "OutOfSync", ""},
+		"applied, spoke compared the old source":       {work(2, 2, feedback("Healthy", "Synced", "v1")), v2, "Progressing", "OutOfSync", "sha-v1"},
+		"applied, no feedback yet":                     {work(2, 2, nil), v2, "Unknown", "Unknown", ""},
+		"multi-source app: comparedTo not checked":     {work(2, 2, feedback("Healthy", "Synced", "v1")), nil, "Healthy", "Synced", "sha-v1"},
+		"no comparedTo reported: trusted once applied": {work(2, 2, map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced"}), v2, "Healthy", "Synced", ""},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			st := Derive(Observe(tt.work), tt.wanted)
+			g.Expect(st.Health).To(Equal(tt.health))
+			g.Expect(st.Sync).To(Equal(tt.sync))
+			g.Expect(st.Revision).To(Equal(tt.rev))
+		})
+	}
+}
+
+func TestDeriveOperationState(t *testing.T) {
+	g := NewWithT(t)
+	values := feedback("Healthy", "Synced", "v2")
+	values[propagation.FeedbackPhase] = "Succeeded"
+	values[propagation.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
+	values[propagation.FeedbackMessage] = "successfully synced (all tasks run)"
+	st := Derive(Observe(work(1, 1, values)), v2)
+	g.Expect(st.Operation).To(Equal(&OperationState{
+		Operation: map[string]any{"sync": map[string]any{}},
+		Phase:     "Succeeded", StartedAt: "2026-11-21T10:00:00Z", Message: "successfully synced (all tasks run)",
+	}))
+
+	values[propagation.FeedbackOperation] = `{"sync":{"revision":"abc"},"initiatedBy":{"username":"admin"}}`
+	st = Derive(Observe(work(1, 1, values)), v2)
+	g.Expect(st.Operation.Operation).To(Equal(map[string]any{"sync": map[string]any{"revision": "abc"}, "initiatedBy": map[string]any{"username": "admin"}}))
+
+	g.Expect(Derive(Observe(work(1, 1, feedback("Healthy", "Synced", "v2"))), v2).Operation).To(BeNil(), "no operation reported")
+}
+
+func TestApplyKeepsOtherFieldsAndReportsNoChange(t *testing.T) {
+	g := NewWithT(t)
+	app := argocd.NewApplication()
+	app.Object["status"] = map[string]any{
+		"health":     map[string]any{"status": "Unknown", "message": "kept"},
+		"sync":       map[string]any{"status": "Unknown", "comparedTo": map[string]any{"source": map[string]any{}}},
+		"conditions": []any{map[string]any{"type": "X", "message": "kept"}},
+	}
+	st := Status{Health: "Healthy", Sync: "Synced", Revision: "abc", Operation: &OperationState{Operation: map[string]any{"sync": map[string]any{}}, Phase: "Succeeded", StartedAt: "t"}}
+	updated, changed := Apply(app, st)
+	g.Expect(changed).To(BeTrue())
+	g.Expect(nested(updated, "status", "health", "status")).To(Equal("Healthy"))
+	g.Expect(nested(updated, "status", "health", "message")).To(Equal("kept"))
+	g.Expect(nested(updated, "status", "sync", "revision")).To(Equal("abc"))
+	g.Expect(nested(updated, "status", "operationState", "phase")).To(Equal("Succeeded"))
+	g.Expect(updated.Object["status"].(map[string]any)).To(HaveKey("conditions"))
+	g.Expect(app.Object["status"].(map[string]any)["health"].(map[string]any)["status"]).To(Equal("Unknown"), "input not modified")
+
+	_, changed = Apply(updated, st)
+	g.Expect(changed).To(BeFalse())
+}
+
+func nested(u *unstructured.Unstructured, path ...string) string {
+	v, _, _ := unstructured.NestedString(u.Object, path...)
+	return v
+}
