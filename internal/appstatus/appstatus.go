@@ -39,7 +39,7 @@ type Observed struct {
 
 // Observe reads the Application's feedback from its ManifestWork.
 func Observe(work *workv1.ManifestWork) Observed {
-	obs := Observed{Applied: appliedAtGeneration(work)}
+	obs := Observed{Applied: AppliedAtGeneration(work)}
 	values := feedbackValues(work)
 	obs.Reported = len(values) > 0
 	str := func(name string) string {
@@ -82,8 +82,8 @@ func Observe(work *workv1.ManifestWork) Observed {
 	return obs
 }
 
-// appliedAtGeneration is true when the work's Applied condition is True for its current spec.
-func appliedAtGeneration(work *workv1.ManifestWork) bool {
+// AppliedAtGeneration is true when the work's Applied condition is True for its current spec.
+func AppliedAtGeneration(work *workv1.ManifestWork) bool {
 	c := meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied)
 	return c != nil && c.Status == "True" && c.ObservedGeneration == work.Generation
 }

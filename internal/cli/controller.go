@@ -11,6 +11,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/argocd-pull/argocd-pull/internal/controller"
+	"github.com/argocd-pull/argocd-pull/internal/scheme"
 )
 
 type controllerFlags struct {
@@ -61,18 +62,20 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	if err != nil {
 		return err
 	}
-	scheme, err := controller.NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress:  f.probeAddr,
-		LeaderElection:          f.leaderElect,
-		LeaderElectionID:        "argocd-pull.apps.open-cluster-management.io",
-		LeaderElectionNamespace: f.leaderElectionNamespace,
-	})
+	if err := f.opts.Validate(); err != nil {
+		return err
+	}
+	mopts := controller.ManagerOptions(s, f.opts)
+	mopts.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}
+	mopts.HealthProbeBindAddress = f.probeAddr
+	mopts.LeaderElection = f.leaderElect
+	mopts.LeaderElectionID = "argocd-pull.apps.open-cluster-management.io"
+	mopts.LeaderElectionNamespace = f.leaderElectionNamespace
+	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}

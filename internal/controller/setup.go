@@ -1,28 +1,30 @@
 // Package controller holds the argocd-pull reconcilers, one file each. Setup wires them into a
-// manager; main and the tests call the same Setup, so what is tested is what runs.
+// manager; main and the tests call the same ManagerOptions and Setup, so what is tested is what runs.
 package controller
 
 import (
 	"fmt"
+	"slices"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
-	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	"k8s.io/apimachinery/pkg/selection"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	appsetreportv1alpha1 "github.com/argocd-pull/argocd-pull/api/v1alpha1"
-	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // DefaultArgoCDNamespace is where the hub's Argo CD runs unless told otherwise.
 const DefaultArgoCDNamespace = "argocd"
 
-// Options configure the controllers. The zero value is not valid: start from DefaultOptions.
+// Options configure the controllers. Start from DefaultOptions.
 type Options struct {
-	// ArgoCDNamespace is the namespace of the hub's Argo CD.
+	// ArgoCDNamespace is the namespace of the hub's Argo CD (and of its AppProjects).
 	ArgoCDNamespace string
 	// PullNamespaces are the namespaces pull-model Applications are taken from. Empty means
 	// ArgoCDNamespace only.
@@ -39,33 +41,62 @@ func DefaultOptions() Options {
 	}
 }
 
-// NewScheme returns a scheme with every type the controllers read or write. Argo CD types are
-// handled as unstructured objects and need no registration.
-func NewScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme,
-		clusterv1.Install,
-		clusterv1beta1.Install,
-		clusterv1beta2.Install,
-		workv1.Install,
-		appsetreportv1alpha1.AddToScheme,
-		gitopsv1beta1.AddToScheme,
-	} {
-		if err := add(scheme); err != nil {
-			return nil, fmt.Errorf("building scheme: %w", err)
-		}
+// Validate reports options the controllers cannot run with.
+func (o Options) Validate() error {
+	if o.ArgoCDNamespace == "" {
+		return fmt.Errorf("the Argo CD namespace must not be empty")
 	}
-	return scheme, nil
+	if o.MaxConcurrentReconciles < 1 {
+		return fmt.Errorf("max concurrent reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
+	}
+	return nil
+}
+
+// PullNamespaceAllowed reports whether pull-model Applications are taken from namespace ns.
+func (o Options) PullNamespaceAllowed(ns string) bool {
+	if len(o.PullNamespaces) == 0 {
+		return ns == o.ArgoCDNamespace
+	}
+	return slices.Contains(o.PullNamespaces, ns) || slices.Contains(o.PullNamespaces, "*")
+}
+
+// ManagerOptions returns the manager options the controllers need: the scheme, and a cache that
+// holds only pull-labelled Applications, argocd-pull's ManifestWorks and the Argo CD namespace's
+// AppProjects, so that memory follows the pull-model fleet and not everything on the hub.
+func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
+	pullLabelled, _ := labels.NewRequirement(argocd.PullLabel, selection.Exists, nil)
+	ours := labels.SelectorFromSet(labels.Set{propagation.ManagedByLabel: propagation.ManagedByValue})
+	app, project := argocd.NewApplication(), argocd.NewAppProject()
+	return ctrl.Options{
+		Scheme: scheme,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			app:                    {Label: labels.NewSelector().Add(*pullLabelled)},
+			&workv1.ManifestWork{}: {Label: ours},
+			project:                {Namespaces: map[string]cache.Config{opts.ArgoCDNamespace: {}}},
+		}},
+		// Argo CD objects are unstructured; read them from the cache like everything else.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	}
 }
 
 // Setup registers the controllers with the manager.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	if opts.ArgoCDNamespace == "" {
-		return fmt.Errorf("the Argo CD namespace must not be empty")
+	if err := opts.Validate(); err != nil {
+		return err
 	}
-	if opts.MaxConcurrentReconciles < 1 {
-		return fmt.Errorf("max concurrent reconciles must be at least 1, got %d", opts.MaxConcurrentReconciles)
+	if err := setupIndexes(mgr); err != nil {
+		return err
+	}
+	copts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
+	if err := (&PropagationReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("argocd-pull-propagation"),
+		Options:  opts,
+	}).SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("setting up the propagation controller: %w", err)
+	}
+	if err := (&StatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("setting up the application status controller: %w", err)
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/argocd-pull/argocd-pull/internal/controller"
+	"github.com/argocd-pull/argocd-pull/internal/scheme"
 )
 
 // Env is a running apiserver with a client for it.
@@ -95,7 +95,7 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := controller.NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
@@ -103,13 +103,13 @@ func Start() (*Env, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
-		Scheme:                scheme,
+		Scheme:                s,
 	}
 	cfg, err := te.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("creating client: %w", err), te.Stop())
 	}

@@ -1,0 +1,95 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// PropagationErrorCondition is the condition type argocd-pull sets on a hub Application it could
+// not deliver. Argo CD shows conditions whose type ends in "Error" as errors.
+const PropagationErrorCondition = "PullPropagationError"
+
+// Reasons a hub Application was not delivered. Each is the reason of a Warning event and the
+// first word of the condition message.
+const (
+	ReasonInvalidMarkers      = "InvalidPullMarkers"
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	ReasonClusterNotFound     = "ManagedClusterNotFound"
+	ReasonClusterNotBound     = "ClusterNotBoundToNamespace"
+	ReasonNamespaceMissing    = "ClusterNamespaceMissing"
+	ReasonProjectNotFound     = "AppProjectNotFound"
+	ReasonPayloadTooLarge     = "PayloadTooLarge"
+	ReasonWorkWriteFailed     = "ManifestWorkWriteFailed"
+)
+
+// Reasons of Normal events.
+const (
+	ReasonPropagated = "Propagated"
+	ReasonRetargeted = "Retargeted"
+	ReasonDelivered  = "OperationDelivered"
+)
+
+// hubAppConditions sets and clears argocd-pull's condition on hub Applications, and records an
+// event when, and only when, the condition changes.
+type hubAppConditions struct {
+	client   client.Client
+	recorder events.EventRecorder
+}
+
+// refuse records that app was not delivered, for reason. The Application CRD has no status
+// subresource: the condition is merged into the object's status, leaving other conditions alone.
+func (h hubAppConditions) refuse(ctx context.Context, app *unstructured.Unstructured, reason, message string) error {
+	text := reason + ": " + message
+	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == PropagationErrorCondition && m["message"] == text {
+			return nil
+		}
+	}
+	h.recorder.Eventf(app, nil, corev1.EventTypeWarning, reason, "Propagate", message)
+	return h.setConditions(ctx, app, append(withoutOurCondition(conditions), map[string]any{
+		"type":               PropagationErrorCondition,
+		"message":            text,
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+	}))
+}
+
+// clear removes argocd-pull's condition once the Application was delivered.
+func (h hubAppConditions) clear(ctx context.Context, app *unstructured.Unstructured) error {
+	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	kept := withoutOurCondition(conditions)
+	if len(kept) == len(conditions) {
+		return nil
+	}
+	return h.setConditions(ctx, app, kept)
+}
+
+func (h hubAppConditions) setConditions(ctx context.Context, app *unstructured.Unstructured, conditions []any) error {
+	updated := app.DeepCopy()
+	if len(conditions) == 0 {
+		unstructured.RemoveNestedField(updated.Object, "status", "conditions")
+	} else if err := unstructured.SetNestedSlice(updated.Object, conditions, "status", "conditions"); err != nil {
+		return fmt.Errorf("setting conditions of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
+	}
+	if err := h.client.Patch(ctx, updated, client.MergeFrom(app)); err != nil {
+		return fmt.Errorf("patching conditions of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
+	}
+	return nil
+}
+
+func withoutOurCondition(conditions []any) []any {
+	kept := make([]any, 0, len(conditions))
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == PropagationErrorCondition {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	return kept
+}

@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+)
+
+// Cache indexes.
+const (
+	// workHubAppIndex indexes ManifestWorks by "<namespace>/<name>" of their hub Application.
+	workHubAppIndex = "argocd-pull.hubApplication"
+	// appClusterIndex indexes Applications by the managed cluster they target.
+	appClusterIndex = "argocd-pull.cluster"
+	// appProjectIndex indexes Applications by their AppProject.
+	appProjectIndex = "argocd-pull.project"
+)
+
+func setupIndexes(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workHubAppIndex, func(o client.Object) []string {
+		if key, ok := hubApplicationOf(o); ok {
+			return []string{key.String()}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing ManifestWorks by hub Application: %w", err)
+	}
+	if err := idx.IndexField(ctx, argocd.NewApplication(), appClusterIndex, func(o client.Object) []string {
+		if c := o.GetAnnotations()[argocd.ClusterAnnotation]; c != "" {
+			return []string{c}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing Applications by cluster: %w", err)
+	}
+	if err := idx.IndexField(ctx, argocd.NewApplication(), appProjectIndex, func(o client.Object) []string {
+		return []string{argocd.Project(o.(*unstructured.Unstructured))}
+	}); err != nil {
+		return fmt.Errorf("indexing Applications by project: %w", err)
+	}
+	return nil
+}
+
+// hubApplicationOf reads a ManifestWork's back-link to its hub Application.
+func hubApplicationOf(work client.Object) (types.NamespacedName, bool) {
+	a := work.GetAnnotations()
+	key := types.NamespacedName{Namespace: a[propagation.HubApplicationNamespaceAnnotation], Name: a[propagation.HubApplicationNameAnnotation]}
+	return key, key.Namespace != "" && key.Name != ""
+}
+
+// requestForHubApplication maps a ManifestWork to its hub Application.
+func requestForHubApplication(_ context.Context, work client.Object) []reconcile.Request {
+	if key, ok := hubApplicationOf(work); ok {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+	return nil
+}
+
+// applicationRequests lists the pull-labelled Applications matching opts as requests.
+func applicationRequests(ctx context.Context, c client.Reader, opts ...client.ListOption) []reconcile.Request {
+	apps := argocd.NewApplicationList()
+	if err := c.List(ctx, apps, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Applications to requeue")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(apps.Items))
+	for _, app := range apps.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: app.GetNamespace(), Name: app.GetName()}})
+	}
+	return reqs
+}

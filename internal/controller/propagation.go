@@ -1,0 +1,375 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
+)
+
+// PropagationReconciler wraps each pull-model hub Application into a ManifestWork in its managed
+// cluster's namespace, and removes the work when the Application goes.
+type PropagationReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Options  Options
+}
+
+// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=argoproj.io,resources=appprojects,verbs=get;list;watch
+// +kubebuilder:rbac:groups=work.open-cluster-management.io,resources=manifestworks,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclusters;managedclustersets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclustersetbindings;placementdecisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the reconciler and its watches.
+func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("propagation").
+		WithOptions(opts).
+		For(argocd.NewApplication()).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(workChangedForPropagation())).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.appsOnCluster), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool { return !equalLabels(e.ObjectOld, e.ObjectNew) },
+		})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.appsOnCluster), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
+		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.appsInNamespace)).
+		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.appsInNamespace)).
+		Watches(&clusterv1beta2.ManagedClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.appsOfSet)).
+		Watches(argocd.NewAppProject(), handler.EnqueueRequestsFromMapFunc(r.appsOfProject)).
+		Complete(r)
+}
+
+// Reconcile brings the ManifestWork of one hub Application in line with it.
+func (r *PropagationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	app := argocd.NewApplication()
+	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone, or no longer pull-labelled: its works are orphans.
+			return ctrl.Result{}, r.deleteWorks(ctx, req.NamespacedName, nil)
+		}
+		return ctrl.Result{}, fmt.Errorf("reading Application %s: %w", req, err)
+	}
+	conditions := hubAppConditions{client: r.Client, recorder: r.Recorder}
+
+	target, pull, err := propagation.Decide(app)
+	if !app.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, app, pull && err == nil)
+	}
+	if err != nil {
+		// Nothing is deleted on bad input: the managed cluster keeps what it had.
+		return ctrl.Result{}, conditions.refuse(ctx, app, ReasonInvalidMarkers, err.Error())
+	}
+	if !pull {
+		return ctrl.Result{}, r.deleteWorks(ctx, req.NamespacedName, nil)
+	}
+	if !r.Options.PullNamespaceAllowed(app.GetNamespace()) {
+		return ctrl.Result{}, conditions.refuse(ctx, app, ReasonNamespaceNotAllowed, fmt.Sprintf(
+			"pull-model Applications are not taken from namespace %s; the operator allows %s (flag --pull-namespaces)",
+			app.GetNamespace(), r.allowedNamespacesText()))
+	}
+	if reason, msg, err := r.checkCluster(ctx, app.GetNamespace(), target.Cluster); err != nil || reason != "" {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		// Retried with backoff as well as on the watched change that would fix it.
+		return ctrl.Result{}, errors.Join(conditions.refuse(ctx, app, reason, msg), fmt.Errorf("%s: %s", reason, msg))
+	}
+
+	project, err := r.project(ctx, app)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if project == nil && argocd.Project(app) != argocd.DefaultProject {
+		msg := fmt.Sprintf("AppProject %s not found in the Argo CD namespace %s", argocd.Project(app), r.Options.ArgoCDNamespace)
+		return ctrl.Result{}, errors.Join(conditions.refuse(ctx, app, ReasonProjectNotFound, msg), errors.New(msg))
+	}
+
+	desired, err := propagation.DesiredWork(app, project, target)
+	if errors.Is(err, propagation.ErrPayloadTooLarge) {
+		return ctrl.Result{}, conditions.refuse(ctx, app, ReasonPayloadTooLarge, err.Error())
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.deleteWorks(ctx, req.NamespacedName, desired); err != nil {
+		return ctrl.Result{}, err
+	}
+	work, err := r.apply(ctx, app, desired)
+	if err != nil {
+		if tooLarge(err) {
+			return ctrl.Result{}, conditions.refuse(ctx, app, ReasonPayloadTooLarge, "the apiserver refused the ManifestWork: "+err.Error())
+		}
+		return ctrl.Result{}, errors.Join(conditions.refuse(ctx, app, ReasonWorkWriteFailed, err.Error()), err)
+	}
+	if err := r.clearDelivered(ctx, app, work); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, conditions.clear(ctx, app)
+}
+
+// checkCluster returns a reason and message when the Application may not, or cannot yet, go to
+// the cluster: it must exist, be bound to the Application's namespace, and have its namespace.
+func (r *PropagationReconciler) checkCluster(ctx context.Context, appNamespace, name string) (reason, message string, err error) {
+	cluster := &clusterv1.ManagedCluster{}
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ReasonClusterNotFound, fmt.Sprintf("ManagedCluster %s does not exist on the hub; check the annotation %s", name, argocd.ClusterAnnotation), nil
+		}
+		return "", "", fmt.Errorf("reading ManagedCluster %s: %w", name, err)
+	}
+	bindings, err := r.bindingsOf(ctx, appNamespace)
+	if err != nil {
+		return "", "", err
+	}
+	if ok, _ := bindings.Allows(cluster); !ok {
+		return ReasonClusterNotBound, fmt.Sprintf("ManagedCluster %s is not bound to namespace %s: create a ManagedClusterSetBinding in %s for a set that contains it, or a Placement there that selects it", name, appNamespace, appNamespace), nil
+	}
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, &corev1.Namespace{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ReasonNamespaceMissing, fmt.Sprintf("the cluster namespace %s does not exist on the hub yet (is the cluster's registration accepted?)", name), nil
+		}
+		return "", "", fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	return "", "", nil
+}
+
+func (r *PropagationReconciler) bindingsOf(ctx context.Context, namespace string) (tenancy.Bindings, error) {
+	var b tenancy.Bindings
+	bindings := &clusterv1beta2.ManagedClusterSetBindingList{}
+	if err := r.List(ctx, bindings, client.InNamespace(namespace)); err != nil {
+		return b, fmt.Errorf("listing ManagedClusterSetBindings in %s: %w", namespace, err)
+	}
+	for _, binding := range bindings.Items {
+		set := clusterv1beta2.ManagedClusterSet{}
+		if err := r.Get(ctx, types.NamespacedName{Name: binding.Spec.ClusterSet}, &set); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return b, fmt.Errorf("reading ManagedClusterSet %s: %w", binding.Spec.ClusterSet, err)
+		}
+		b.Sets = append(b.Sets, set)
+	}
+	decisions := &clusterv1beta1.PlacementDecisionList{}
+	if err := r.List(ctx, decisions, client.InNamespace(namespace)); err != nil {
+		return b, fmt.Errorf("listing PlacementDecisions in %s: %w", namespace, err)
+	}
+	b.Decisions = decisions.Items
+	return b, nil
+}
+
+// project returns the hub AppProject that travels with the Application, nil for the default
+// project (every Argo CD has one) or when it does not exist.
+func (r *PropagationReconciler) project(ctx context.Context, app *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	name := argocd.Project(app)
+	if name == argocd.DefaultProject {
+		return nil, nil
+	}
+	project := argocd.NewAppProject()
+	if err := r.Get(ctx, types.NamespacedName{Namespace: r.Options.ArgoCDNamespace, Name: name}, project); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading AppProject %s: %w", name, err)
+	}
+	return project, nil
+}
+
+// apply creates or updates the work, writing only when it differs from what the hub wants.
+func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Unstructured, desired *workv1.ManifestWork) (*workv1.ManifestWork, error) {
+	log := ctrl.LoggerFrom(ctx)
+	existing := &workv1.ManifestWork{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		log.Info("Creating ManifestWork", "manifestWork", klog.KObj(desired))
+		if err := r.Create(ctx, desired); err != nil {
+			return nil, fmt.Errorf("creating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+		}
+		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonPropagated, "Propagate", "Created ManifestWork %s/%s", desired.Namespace, desired.Name)
+		return desired, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+	case propagation.UpToDate(existing, desired):
+		return existing, nil
+	}
+	updated := existing.DeepCopy()
+	updated.Labels = merged(updated.Labels, desired.Labels)
+	updated.Annotations = merged(updated.Annotations, desired.Annotations)
+	updated.Spec = desired.Spec
+	log.Info("Updating ManifestWork", "manifestWork", klog.KObj(updated))
+	if err := r.Update(ctx, updated); err != nil {
+		return nil, fmt.Errorf("updating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	return updated, nil
+}
+
+// clearDelivered removes a manual sync (.operation) or refresh request from the hub Application
+// once the managed cluster has applied the work that carries it, so that it is not applied twice.
+func (r *PropagationReconciler) clearDelivered(ctx context.Context, app *unstructured.Unstructured, work *workv1.ManifestWork) error {
+	_, hasOperation := app.Object["operation"]
+	_, hasRefresh := app.GetAnnotations()[argocd.RefreshAnnotation]
+	if (!hasOperation && !hasRefresh) || !appstatus.AppliedAtGeneration(work) {
+		return nil
+	}
+	updated := app.DeepCopy()
+	delete(updated.Object, "operation")
+	annotations := updated.GetAnnotations()
+	delete(annotations, argocd.RefreshAnnotation)
+	updated.SetAnnotations(annotations)
+	ctrl.LoggerFrom(ctx).Info("Clearing the delivered operation and refresh request", "manifestWork", klog.KObj(work))
+	// Optimistic lock: a newer request made meanwhile must not be cleared unseen.
+	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("clearing the delivered operation of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
+	}
+	r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Propagate", "The managed cluster %s received the sync or refresh request", work.Namespace)
+	return nil
+}
+
+// finalize deletes the Application's works. With Argo CD's resources finalizer, the finalizer is
+// removed only once the works are gone, that is once the managed cluster deleted the Application
+// and its resources.
+func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.Unstructured, pull bool) error {
+	key := client.ObjectKeyFromObject(app)
+	if err := r.deleteWorks(ctx, key, nil); err != nil {
+		return err
+	}
+	finalizers := app.GetFinalizers()
+	kept := finalizers[:0:0]
+	for _, f := range finalizers {
+		if f != argocd.ResourcesFinalizer && !strings.HasPrefix(f, argocd.ResourcesFinalizer+"/") {
+			kept = append(kept, f)
+		}
+	}
+	if !pull || len(kept) == len(finalizers) {
+		return nil
+	}
+	works, err := r.worksOf(ctx, key)
+	if err != nil || len(works) > 0 {
+		return err // the work deletions requeue this Application
+	}
+	updated := app.DeepCopy()
+	updated.SetFinalizers(kept)
+	ctrl.LoggerFrom(ctx).Info("Removing the resources finalizer: the managed cluster removed the Application")
+	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the finalizer of Application %s: %w", key, err)
+	}
+	return nil
+}
+
+// deleteWorks deletes the works that point back to the hub Application key, except keep.
+func (r *PropagationReconciler) deleteWorks(ctx context.Context, key types.NamespacedName, keep *workv1.ManifestWork) error {
+	works, err := r.worksOf(ctx, key)
+	if err != nil {
+		return err
+	}
+	for i := range works {
+		w := &works[i]
+		if keep != nil && w.Namespace == keep.Namespace && w.Name == keep.Name {
+			continue
+		}
+		if !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Deleting ManifestWork", "manifestWork", klog.KObj(w))
+		if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+		}
+		if keep != nil {
+			app := argocd.NewApplication()
+			app.SetNamespace(key.Namespace)
+			app.SetName(key.Name)
+			if r.Get(ctx, key, app) == nil {
+				r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonRetargeted, "Propagate", "Moved from cluster %s to cluster %s", w.Namespace, keep.Namespace)
+			}
+		}
+	}
+	return nil
+}
+
+func (r *PropagationReconciler) worksOf(ctx context.Context, key types.NamespacedName) ([]workv1.ManifestWork, error) {
+	works := &workv1.ManifestWorkList{}
+	if err := r.List(ctx, works, client.MatchingFields{workHubAppIndex: key.String()}); err != nil {
+		return nil, fmt.Errorf("listing ManifestWorks of Application %s: %w", key, err)
+	}
+	return works.Items, nil
+}
+
+func (r *PropagationReconciler) allowedNamespacesText() string {
+	if len(r.Options.PullNamespaces) == 0 {
+		return r.Options.ArgoCDNamespace
+	}
+	return strings.Join(r.Options.PullNamespaces, ", ")
+}
+
+func (r *PropagationReconciler) appsOnCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: o.GetName()})
+}
+
+func (r *PropagationReconciler) appsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return applicationRequests(ctx, r.Client, client.InNamespace(o.GetNamespace()))
+}
+
+func (r *PropagationReconciler) appsOfProject(ctx context.Context, o client.Object) []reconcile.Request {
+	return applicationRequests(ctx, r.Client, client.MatchingFields{appProjectIndex: o.GetName()})
+}
+
+// appsOfSet requeues the Applications of the namespaces bound to a ManagedClusterSet.
+func (r *PropagationReconciler) appsOfSet(ctx context.Context, o client.Object) []reconcile.Request {
+	bindings := &clusterv1beta2.ManagedClusterSetBindingList{}
+	if err := r.List(ctx, bindings); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ManagedClusterSetBindings to requeue")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, b := range bindings.Items {
+		if b.Spec.ClusterSet == o.GetName() {
+			reqs = append(reqs, applicationRequests(ctx, r.Client, client.InNamespace(b.Namespace))...)
+		}
+	}
+	return reqs
+}
+
+// tooLarge recognises the apiserver's and etcd's refusals of an oversized object.
+func tooLarge(err error) bool {
+	return apierrors.IsRequestEntityTooLargeError(err) || strings.Contains(err.Error(), "request is too large") ||
+		strings.Contains(err.Error(), "exceeds the") && strings.Contains(err.Error(), "limit")
+}
+
+func merged(base, over map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
+}

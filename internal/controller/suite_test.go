@@ -1,0 +1,314 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/scheme"
+	"github.com/argocd-pull/argocd-pull/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+const (
+	timeout  = 20 * time.Second
+	interval = 50 * time.Millisecond
+)
+
+// harness runs the real manager, built by ManagerOptions and Setup as main builds it, against the
+// package's apiserver, with the test's namespace as the Argo CD namespace.
+type harness struct {
+	t  *testing.T
+	g  *WithT
+	c  client.Client // reads straight from the apiserver, not the manager's cache
+	ns string
+}
+
+func start(t *testing.T, mutate ...func(*Options)) *harness {
+	t.Helper()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	opts := DefaultOptions()
+	opts.ArgoCDNamespace = ns
+	for _, m := range mutate {
+		m(&opts)
+	}
+	s, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mopts := ManagerOptions(s, opts)
+	mopts.Metrics = metricsserver.Options{BindAddress: "0"}
+	mopts.Controller.SkipNameValidation = ptr.To(true) // one manager per test, same controller names
+	mgr, err := ctrl.NewManager(env.Config, mopts)
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	if err := Setup(mgr, opts); err != nil {
+		t.Fatalf("setting up controllers: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	h := &harness{t: t, g: NewWithT(t), c: env.Client, ns: ns}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager stopped with an error: %v", err)
+		}
+		h.removeApplications()
+		if n := reconcilePanics(t); n > 0 {
+			t.Errorf("controllers panicked %v times", n)
+		}
+	})
+	return h
+}
+
+// removeApplications deletes the test's Applications so later tests' managers do not see them.
+func (h *harness) removeApplications() {
+	apps := argocd.NewApplicationList()
+	if err := h.c.List(context.Background(), apps, client.InNamespace(h.ns)); err != nil {
+		return
+	}
+	for i := range apps.Items {
+		app := &apps.Items[i]
+		if len(app.GetFinalizers()) > 0 {
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+			_ = h.c.Patch(context.Background(), app, patch)
+		}
+		_ = h.c.Delete(context.Background(), app)
+	}
+}
+
+func reconcilePanics(t *testing.T) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Errorf("gathering metrics: %v", err)
+		return 0
+	}
+	var total float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_panics_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			total += counterValue(m)
+		}
+	}
+	return total
+}
+
+func counterValue(m *dto.Metric) float64 {
+	if m.GetCounter() == nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
+
+// cluster registers a managed cluster bound to the test namespace through a ManagedClusterSet,
+// with its namespace on the hub, and returns its name.
+func (h *harness) cluster() string {
+	h.t.Helper()
+	name := h.unboundCluster()
+	set := &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "set-" + name}}
+	h.create(set)
+	h.labelCluster(name, clusterv1beta2.ClusterSetLabel, set.Name)
+	h.create(&clusterv1beta2.ManagedClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: set.Name, Namespace: h.ns},
+		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: set.Name},
+	})
+	return name
+}
+
+// unboundCluster registers a managed cluster and its namespace, bound to no namespace.
+func (h *harness) unboundCluster() string {
+	h.t.Helper()
+	name := "c-" + utilrand.String(8)
+	h.create(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}})
+	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	return name
+}
+
+func (h *harness) labelCluster(name, key, value string) {
+	h.t.Helper()
+	mc := &clusterv1.ManagedCluster{}
+	h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Name: name}, mc)).To(Succeed())
+	if mc.Labels == nil {
+		mc.Labels = map[string]string{}
+	}
+	mc.Labels[key] = value
+	h.g.Expect(h.c.Update(context.Background(), mc)).To(Succeed())
+}
+
+func (h *harness) create(obj client.Object) {
+	h.t.Helper()
+	if err := h.c.Create(context.Background(), obj); err != nil {
+		h.t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// newApp returns a pull-model Application for cluster in the test namespace, not yet created.
+func (h *harness) newApp(name, cluster string) *unstructured.Unstructured {
+	app := argocd.NewApplication()
+	app.SetName(name)
+	app.SetNamespace(h.ns)
+	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: cluster, argocd.SkipReconcileAnnotation: "true"})
+	app.Object["spec"] = map[string]any{
+		"project":     "default",
+		"source":      map[string]any{"repoURL": "https://git.example/apps", "path": "guestbook", "targetRevision": "main"},
+		"destination": map[string]any{"server": "https://" + cluster + "-control-plane:6443", "namespace": "guestbook"},
+	}
+	return app
+}
+
+func (h *harness) app(name, cluster string, mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
+	h.t.Helper()
+	app := h.newApp(name, cluster)
+	for _, m := range mutate {
+		m(app)
+	}
+	h.create(app)
+	return app
+}
+
+func (h *harness) getApp(name string) *unstructured.Unstructured {
+	h.t.Helper()
+	app := argocd.NewApplication()
+	h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, app)).To(Succeed())
+	return app
+}
+
+// updateApp re-reads the Application, mutates it and updates it, retrying on conflicts.
+func (h *harness) updateApp(name string, mutate func(*unstructured.Unstructured)) {
+	h.t.Helper()
+	h.g.Eventually(func() error {
+		app := h.getApp(name)
+		mutate(app)
+		return h.c.Update(context.Background(), app)
+	}, timeout, interval).Should(Succeed())
+}
+
+func workKey(ns, app, cluster string) types.NamespacedName {
+	return types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(ns, app)}
+}
+
+// work waits for the work of the test's Application name on cluster and returns it.
+func (h *harness) work(name, cluster string) *workv1.ManifestWork {
+	h.t.Helper()
+	w := &workv1.ManifestWork{}
+	h.g.Eventually(func() error {
+		return h.c.Get(context.Background(), workKey(h.ns, name, cluster), w)
+	}, timeout, interval).Should(Succeed(), "ManifestWork of %s on %s", name, cluster)
+	return w
+}
+
+func (h *harness) workGone(name, cluster string) {
+	h.t.Helper()
+	h.g.Eventually(func() bool {
+		err := h.c.Get(context.Background(), workKey(h.ns, name, cluster), &workv1.ManifestWork{})
+		return apierrors.IsNotFound(err)
+	}, timeout, interval).Should(BeTrue(), "ManifestWork of %s on %s should be deleted", name, cluster)
+}
+
+// noWorkFor asserts that no ManifestWork points back to the Application, for a while.
+func (h *harness) noWorkFor(name string) {
+	h.t.Helper()
+	h.g.Consistently(func() []workv1.ManifestWork {
+		return h.worksOf(name)
+	}, 2*time.Second, 200*time.Millisecond).Should(BeEmpty())
+}
+
+func (h *harness) worksOf(name string) []workv1.ManifestWork {
+	all := &workv1.ManifestWorkList{}
+	h.g.Expect(h.c.List(context.Background(), all)).To(Succeed())
+	var out []workv1.ManifestWork
+	for _, w := range all.Items {
+		if w.Annotations[propagation.HubApplicationNamespaceAnnotation] == h.ns && w.Annotations[propagation.HubApplicationNameAnnotation] == name {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// condition returns the message of argocd-pull's condition on the Application, "" if none.
+func (h *harness) condition(name string) string {
+	conditions, _, _ := unstructured.NestedSlice(h.getApp(name).Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == PropagationErrorCondition {
+			msg, _ := m["message"].(string)
+			return msg
+		}
+	}
+	return ""
+}
+
+// eventsFor returns "reason: note" of the events about the Application.
+func (h *harness) eventsFor(name string) []string {
+	list := &corev1.EventList{}
+	h.g.Expect(h.c.List(context.Background(), list, client.InNamespace(h.ns))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "Application" {
+			out = append(out, e.Reason+": "+e.Message)
+		}
+	}
+	return out
+}
+
+// report writes work status as the work agent would: Applied at generation applied, and feedback.
+func (h *harness) report(name, cluster string, appliedGeneration int64, values map[string]string) {
+	h.t.Helper()
+	h.g.Eventually(func() error {
+		w := &workv1.ManifestWork{}
+		if err := h.c.Get(context.Background(), workKey(h.ns, name, cluster), w); err != nil {
+			return err
+		}
+		if appliedGeneration > 0 {
+			w.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete",
+				ObservedGeneration: appliedGeneration, LastTransitionTime: metav1.Now()}}
+		}
+		var fv []workv1.FeedbackValue
+		for k, v := range values {
+			fv = append(fv, workv1.FeedbackValue{Name: k, Value: workv1.FieldValue{Type: workv1.String, String: ptr.To(v)}})
+		}
+		w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
+			ResourceMeta:    workv1.ManifestResourceMeta{Group: argocd.Group, Version: "v1alpha1", Kind: "Application", Resource: "applications", Name: name, Namespace: h.ns},
+			StatusFeedbacks: workv1.StatusFeedbackResult{Values: fv},
+			Conditions:      []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "Applied", LastTransitionTime: metav1.Now()}},
+		}}
+		return h.c.Status().Update(context.Background(), w)
+	}, timeout, interval).Should(Succeed())
+}
+
+func statusField(app *unstructured.Unstructured, path ...string) string {
+	v, _, _ := unstructured.NestedString(app.Object, append([]string{"status"}, path...)...)
+	return v
+}
+
+func isConflict(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && apierrors.IsConflict(err) || strings.Contains(err.Error(), "conflict")
+}

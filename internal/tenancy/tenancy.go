@@ -1,0 +1,62 @@
+// Package tenancy decides which managed clusters a hub namespace may deliver Applications to.
+//
+// A tenant who may create Applications in namespace N may only reach clusters bound to N: a
+// cluster in a ManagedClusterSet that a ManagedClusterSetBinding in N binds, or a cluster that a
+// PlacementDecision in N selects (a Placement in N can only select from sets bound to N, so this
+// is the same trust, made explicit for hubs that use placements).
+package tenancy
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+)
+
+// Bindings is what namespace N has: its ManagedClusterSetBindings (with their sets) and its
+// PlacementDecisions.
+type Bindings struct {
+	// Sets are the ManagedClusterSets bound to the namespace (bindings whose set exists).
+	Sets []clusterv1beta2.ManagedClusterSet
+	// Decisions are the PlacementDecisions in the namespace.
+	Decisions []clusterv1beta1.PlacementDecision
+}
+
+// Allows reports whether the namespace's bindings reach the cluster, and says how.
+func (b Bindings) Allows(cluster *clusterv1.ManagedCluster) (bool, string) {
+	for i := range b.Sets {
+		ok, err := SetSelects(&b.Sets[i], cluster)
+		if err == nil && ok {
+			return true, fmt.Sprintf("ManagedClusterSet %s", b.Sets[i].Name)
+		}
+	}
+	for _, d := range b.Decisions {
+		for _, cd := range d.Status.Decisions {
+			if cd.ClusterName == cluster.Name {
+				return true, fmt.Sprintf("PlacementDecision %s", d.Name)
+			}
+		}
+	}
+	return false, ""
+}
+
+// SetSelects reports whether a ManagedClusterSet contains the cluster.
+func SetSelects(set *clusterv1beta2.ManagedClusterSet, cluster *clusterv1.ManagedCluster) (bool, error) {
+	sel := set.Spec.ClusterSelector
+	switch sel.SelectorType {
+	case clusterv1beta2.LabelSelector:
+		if sel.LabelSelector == nil {
+			return false, nil
+		}
+		s, err := v1.LabelSelectorAsSelector(sel.LabelSelector)
+		if err != nil {
+			return false, fmt.Errorf("parsing the label selector of ManagedClusterSet %s: %w", set.Name, err)
+		}
+		return s.Matches(labels.Set(cluster.Labels)), nil
+	default: // ExclusiveClusterSetLabel, the default
+		return cluster.Labels[clusterv1beta2.ClusterSetLabel] == set.Name, nil
+	}
+}
