@@ -2,11 +2,11 @@ package controller
 
 import (
 	"context"
-	"errors"
-	"strings"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +21,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -30,7 +31,15 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	// Controller logs are noise in a passing run; ARGOCD_PULL_TEST_LOGS=1 shows them.
+	if os.Getenv("ARGOCD_PULL_TEST_LOGS") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	testenv.Main(m)
+}
 
 const (
 	timeout  = 20 * time.Second
@@ -46,14 +55,14 @@ type harness struct {
 	ns string
 }
 
-func start(t *testing.T, mutate ...func(*Options)) *harness {
+func start(t *testing.T, mutate ...func(o *Options, ns string)) *harness {
 	t.Helper()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	opts := DefaultOptions()
 	opts.ArgoCDNamespace = ns
 	for _, m := range mutate {
-		m(&opts)
+		m(&opts, ns)
 	}
 	s, err := scheme.New()
 	if err != nil {
@@ -140,6 +149,18 @@ func (h *harness) cluster() string {
 		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: set.Name},
 	})
 	return name
+}
+
+// createClusterWithoutNamespace registers a bound managed cluster whose hub namespace is missing.
+func (h *harness) createClusterWithoutNamespace(name string) {
+	h.t.Helper()
+	h.create(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "set-" + name}}})
+	set := &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "set-" + name}}
+	h.create(set)
+	h.create(&clusterv1beta2.ManagedClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: set.Name, Namespace: h.ns},
+		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: set.Name},
+	})
 }
 
 // unboundCluster registers a managed cluster and its namespace, bound to no namespace.
@@ -306,9 +327,4 @@ func (h *harness) report(name, cluster string, appliedGeneration int64, values m
 func statusField(app *unstructured.Unstructured, path ...string) string {
 	v, _, _ := unstructured.NestedString(app.Object, append([]string{"status"}, path...)...)
 	return v
-}
-
-func isConflict(err error) bool {
-	var status apierrors.APIStatus
-	return errors.As(err, &status) && apierrors.IsConflict(err) || strings.Contains(err.Error(), "conflict")
 }

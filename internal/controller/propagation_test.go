@@ -1,0 +1,343 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+)
+
+func payload(t *testing.T, w *workv1.ManifestWork, i int) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(w.Spec.Workload.Manifests[i].Raw, &u.Object); err != nil {
+		t.Fatalf("decoding manifest %d of %s: %v", i, w.Name, err)
+	}
+	return u
+}
+
+func TestPushModelApplicationsAreLeftAlone(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	push := h.app("push", cluster, func(u *unstructured.Unstructured) { u.SetLabels(nil) })
+	off := h.app("off", cluster, func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{argocd.PullLabel: "false"}) })
+	h.app("pull", cluster) // proves the controller is running
+	h.work("pull", cluster)
+
+	h.noWorkFor("push")
+	h.noWorkFor("off")
+	h.g.Expect(h.getApp("push").GetResourceVersion()).To(Equal(push.GetResourceVersion()), "not written to")
+	h.g.Expect(h.getApp("off").GetResourceVersion()).To(Equal(off.GetResourceVersion()), "not written to")
+}
+
+func TestCreatesManifestWorkInClusterNamespace(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	appSet := argocd.NewApplication()
+	appSet.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	appSet.SetName("guestbook-allclusters-app-set")
+	appSet.SetNamespace(h.ns)
+	appSet.Object["spec"] = map[string]any{"generators": []any{}, "template": map[string]any{"metadata": map[string]any{}, "spec": map[string]any{
+		"project": "default", "destination": map[string]any{}, "source": map[string]any{"repoURL": "x"}}}}
+	h.create(appSet)
+	name := "guestbook-" + strings.Repeat("x", 230) // a 240-character app name
+	h.app(name, cluster, func(u *unstructured.Unstructured) {
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: appSet.GetName(), UID: appSet.GetUID()}})
+		u.SetFinalizers([]string{argocd.ResourcesFinalizer})
+		a := u.GetAnnotations()
+		a[argocd.AppNamespaceAnnotation] = "openshift-gitops"
+		u.SetAnnotations(a)
+	})
+
+	w := h.work(name, cluster)
+	h.g.Expect(len(w.Name)).To(BeNumerically("<=", 253))
+	h.g.Expect(w.Labels).To(HaveKeyWithValue(argocd.ApplicationSetLabel, "true"))
+	h.g.Expect(w.Annotations).To(HaveKeyWithValue(argocd.HostingApplicationSetAnnotation, h.ns+"/guestbook-allclusters-app-set"))
+	h.g.Expect(w.Annotations).To(HaveKeyWithValue(propagation.HubApplicationNamespaceAnnotation, h.ns))
+	h.g.Expect(w.Annotations).To(HaveKeyWithValue(propagation.HubApplicationNameAnnotation, name))
+
+	p := payload(t, w, 0)
+	h.g.Expect(p.GetNamespace()).To(Equal("openshift-gitops"))
+	h.g.Expect(p.GetFinalizers()).To(ConsistOf(argocd.ResourcesFinalizer))
+	h.g.Expect(p.GetLabels()).NotTo(HaveKey(argocd.PullLabel))
+	h.g.Expect(p.GetAnnotations()).NotTo(HaveKey(argocd.SkipReconcileAnnotation))
+	h.g.Expect(p.GetAnnotations()).To(HaveKeyWithValue(argocd.HostingApplicationSetAnnotation, h.ns+"/guestbook-allclusters-app-set"))
+	dest, _, _ := unstructured.NestedStringMap(p.Object, "spec", "destination")
+	h.g.Expect(dest).To(Equal(map[string]string{"server": argocd.LocalServer, "namespace": "guestbook"}))
+	h.g.Expect(w.Spec.ManifestConfigs[0].FeedbackScrapeType).To(Equal(workv1.FeedbackWatchType))
+	h.g.Expect(h.eventsFor(name)).To(ContainElement(ContainSubstring("Propagated: Created ManifestWork " + cluster)))
+}
+
+func TestAppProjectTravelsAndIsOrphaned(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	project := argocd.NewAppProject()
+	project.SetName("team-web")
+	project.SetNamespace(h.ns)
+	project.Object["spec"] = map[string]any{"sourceRepos": []any{"*"}, "destinations": []any{map[string]any{"server": "*", "namespace": "*"}}}
+	h.create(project)
+	h.app("web", cluster, func(u *unstructured.Unstructured) { u.Object["spec"].(map[string]any)["project"] = "team-web" })
+
+	w := h.work("web", cluster)
+	h.g.Expect(w.Spec.Workload.Manifests).To(HaveLen(2))
+	h.g.Expect(payload(t, w, 1).GetName()).To(Equal("team-web"))
+	h.g.Expect(w.Spec.DeleteOption.PropagationPolicy).To(Equal(workv1.DeletePropagationPolicyTypeSelectivelyOrphan))
+	h.g.Expect(w.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules).To(ConsistOf(workv1.OrphaningRule{Group: "argoproj.io", Resource: "appprojects", Name: "team-web", Namespace: h.ns}))
+}
+
+func TestMissingAppProjectIsReported(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	h.app("web", cluster, func(u *unstructured.Unstructured) { u.Object["spec"].(map[string]any)["project"] = "nope" })
+	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(ReasonProjectNotFound + ": AppProject nope not found"))
+	h.noWorkFor("web")
+}
+
+func TestNoWriteWhenNothingChanged(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	h.app("web", cluster)
+	w := h.work("web", cluster)
+
+	// Touch what the controllers watch without changing what the work carries: the app's status
+	// and the cluster's labels both requeue the Application.
+	h.updateApp("web", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "2026-11-21T00:00:00Z", "status", "reconciledAt")
+	})
+	h.labelCluster(cluster, "touched", "yes")
+	h.g.Consistently(func() string {
+		got := &workv1.ManifestWork{}
+		h.g.Expect(h.c.Get(context.Background(), client.ObjectKeyFromObject(w), got)).To(Succeed())
+		return got.ResourceVersion
+	}, 3*time.Second, 100*time.Millisecond).Should(Equal(w.ResourceVersion))
+
+	h.updateApp("web", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "v2", "spec", "source", "targetRevision")
+	})
+	h.g.Eventually(func() string {
+		got := h.work("web", cluster)
+		rev, _, _ := unstructured.NestedString(payload(t, got, 0).Object, "spec", "source", "targetRevision")
+		return rev
+	}, timeout, interval).Should(Equal("v2"))
+}
+
+func TestDeleteWithResourcesFinalizerWaitsForTheWork(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	h.app("web", cluster, func(u *unstructured.Unstructured) { u.SetFinalizers([]string{argocd.ResourcesFinalizer}) })
+	w := h.work("web", cluster)
+	// Stand in for the work agent, which holds the work until the managed cluster cleaned up.
+	w.Finalizers = []string{workv1.ManifestWorkFinalizer}
+	h.g.Expect(h.c.Update(context.Background(), w)).To(Succeed())
+
+	h.g.Expect(h.c.Delete(context.Background(), h.getApp("web"))).To(Succeed())
+	h.g.Eventually(func() bool {
+		got := &workv1.ManifestWork{}
+		return h.c.Get(context.Background(), client.ObjectKeyFromObject(w), got) == nil && !got.DeletionTimestamp.IsZero()
+	}, timeout, interval).Should(BeTrue(), "the work is being deleted")
+	h.g.Consistently(func() []string { return h.getApp("web").GetFinalizers() }, 2*time.Second, 100*time.Millisecond).
+		Should(ConsistOf(argocd.ResourcesFinalizer), "the finalizer stays while the managed cluster cleans up")
+
+	h.g.Eventually(func() error {
+		got := &workv1.ManifestWork{}
+		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(w), got); err != nil {
+			return err
+		}
+		got.Finalizers = nil
+		return h.c.Update(context.Background(), got)
+	}, timeout, interval).Should(Succeed())
+	h.g.Eventually(func() bool {
+		err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: "web"}, argocd.NewApplication())
+		return apierrors.IsNotFound(err)
+	}, timeout, interval).Should(BeTrue(), "the Application is gone once its work is")
+}
+
+func TestDeleteWithoutFinalizerRemovesTheOrphanedWork(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	h.app("web", cluster)
+	h.work("web", cluster)
+	h.g.Expect(h.c.Delete(context.Background(), h.getApp("web"))).To(Succeed())
+	h.workGone("web", cluster)
+}
+
+func TestRemovingThePullLabelRemovesTheWork(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	h.app("web", cluster)
+	h.work("web", cluster)
+	h.updateApp("web", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{argocd.PullLabel: "false"}) })
+	h.workGone("web", cluster)
+}
+
+func TestSweepRemovesWorksWhoseApplicationIsGone(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	orphan := &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: propagation.WorkName(h.ns, "deleted-while-we-were-down"), Namespace: cluster,
+			Labels: map[string]string{propagation.ManagedByLabel: propagation.ManagedByValue},
+			Annotations: map[string]string{
+				propagation.HubApplicationNamespaceAnnotation: h.ns,
+				propagation.HubApplicationNameAnnotation:      "deleted-while-we-were-down",
+			},
+		},
+	}
+	h.create(orphan)
+	foreign := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Namespace: cluster}}
+	h.create(foreign)
+
+	h.workGone("deleted-while-we-were-down", cluster)
+	h.g.Expect(h.c.Get(context.Background(), client.ObjectKeyFromObject(foreign), &workv1.ManifestWork{})).To(Succeed(), "works of others are left alone")
+}
+
+func TestRetargetMovesTheWork(t *testing.T) {
+	h := start(t)
+	first, second := h.cluster(), h.cluster()
+	h.app("web", first)
+	h.work("web", first)
+	h.updateApp("web", func(u *unstructured.Unstructured) { setCluster(u, second) })
+	h.work("web", second)
+	h.workGone("web", first)
+	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).
+		Should(ContainElement(ContainSubstring("Retargeted: Moved from cluster " + first + " to cluster " + second)))
+}
+
+// Each bad input: a condition and one Warning event a user can act on, no work, nothing else
+// affected, and the Application delivered once the input is fixed.
+func TestBadInputIsReportedAndNothingElseIsAffected(t *testing.T) {
+	tests := map[string]struct {
+		mutate  func(h *harness, app *unstructured.Unstructured)
+		reason  string
+		message string
+		fix     func(h *harness, name string)
+	}{
+		"unknown ManagedCluster": {
+			mutate:  func(h *harness, app *unstructured.Unstructured) { setCluster(app, "does-not-exist") },
+			reason:  ReasonClusterNotFound,
+			message: "ManagedCluster does-not-exist does not exist on the hub",
+		},
+		"cluster namespace missing": {
+			mutate: func(h *harness, app *unstructured.Unstructured) {
+				name := "c-nons-" + strings.ToLower(h.ns[len(h.ns)-5:])
+				h.createClusterWithoutNamespace(name)
+				setCluster(app, name)
+			},
+			reason:  ReasonNamespaceMissing,
+			message: "does not exist on the hub yet",
+			fix: func(h *harness, name string) {
+				h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterOf(h.getApp(name))}})
+			},
+		},
+		"payload too large": {
+			mutate: func(h *harness, app *unstructured.Unstructured) {
+				// Inline Helm values: the hub accepts them, a ManifestWork may not carry them.
+				_ = unstructured.SetNestedField(app.Object, strings.Repeat("x", propagation.MaxManifestsSize), "spec", "source", "helm", "values")
+			},
+			reason:  ReasonPayloadTooLarge,
+			message: "the limit is 512000",
+			fix: func(h *harness, name string) {
+				h.updateApp(name, func(u *unstructured.Unstructured) {
+					unstructured.RemoveNestedField(u.Object, "spec", "source", "helm")
+				})
+			},
+		},
+		"label not a bool": {
+			mutate: func(h *harness, app *unstructured.Unstructured) {
+				app.SetLabels(map[string]string{argocd.PullLabel: "yes"})
+			},
+			reason:  ReasonInvalidMarkers,
+			message: `label apps.open-cluster-management.io/pull-to-ocm-managed-cluster is "yes"`,
+			fix: func(h *harness, name string) {
+				h.updateApp(name, func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{argocd.PullLabel: "true"}) })
+			},
+		},
+		"empty cluster annotation": {
+			mutate:  func(h *harness, app *unstructured.Unstructured) { setCluster(app, "") },
+			reason:  ReasonInvalidMarkers,
+			message: "must name the managed cluster",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := start(t)
+			good := h.cluster()
+			h.app("healthy-neighbour", good)
+			bad := h.newApp("bad", good)
+			tt.mutate(h, bad)
+			h.create(bad)
+
+			h.g.Eventually(func() string { return h.condition("bad") }, timeout, interval).Should(And(HavePrefix(tt.reason+": "), ContainSubstring(tt.message)))
+			h.g.Eventually(func() []string { return h.eventsFor("bad") }, timeout, interval).Should(ContainElement(HavePrefix(tt.reason + ": ")))
+			h.noWorkFor("bad")
+			h.work("healthy-neighbour", good)
+			h.g.Expect(h.eventsFor("bad")).To(HaveLen(1), "one event for one transition, not one per retry")
+
+			if tt.fix != nil {
+				tt.fix(h, "bad")
+				h.work("bad", clusterOf(h.getApp("bad")))
+				h.g.Eventually(func() string { return h.condition("bad") }, timeout, interval).Should(BeEmpty(), "the condition clears once delivered")
+			}
+		})
+	}
+}
+
+func TestNamespaceNotAllowedIsIgnoredWithAnEvent(t *testing.T) {
+	h := start(t, func(o *Options, _ string) { o.ArgoCDNamespace = "argocd-elsewhere" })
+	cluster := h.cluster()
+	h.app("web", cluster)
+	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).
+		Should(ContainSubstring(ReasonNamespaceNotAllowed + ": pull-model Applications are not taken from namespace " + h.ns + "; the operator allows argocd-elsewhere"))
+	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(ReasonNamespaceNotAllowed)))
+	h.noWorkFor("web")
+}
+
+func TestPullNamespacesFlagAllowsListedNamespaces(t *testing.T) {
+	h := start(t, func(o *Options, ns string) {
+		o.ArgoCDNamespace = "argocd-elsewhere"
+		o.PullNamespaces = []string{"team-x", ns}
+	})
+	cluster := h.cluster()
+	h.app("web", cluster)
+	h.work("web", cluster)
+}
+
+func TestClusterNotBoundToNamespaceIsRefused(t *testing.T) {
+	h := start(t)
+	unbound := h.unboundCluster()
+	h.app("web", unbound)
+	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(ReasonClusterNotBound + ": ManagedCluster " + unbound + " is not bound to namespace " + h.ns))
+	h.noWorkFor("web")
+
+	// A PlacementDecision in the namespace that selects the cluster binds it.
+	decision := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: "p-decision-1", Namespace: h.ns,
+		Labels: map[string]string{clusterv1beta1.PlacementLabel: "p"}}}
+	h.create(decision)
+	decision.Status.Decisions = []clusterv1beta1.ClusterDecision{{ClusterName: unbound}}
+	h.g.Expect(h.c.Status().Update(context.Background(), decision)).To(Succeed())
+	h.work("web", unbound)
+}
+
+func setCluster(app *unstructured.Unstructured, cluster string) {
+	a := app.GetAnnotations()
+	a[argocd.ClusterAnnotation] = cluster
+	app.SetAnnotations(a)
+}
+
+func clusterOf(app *unstructured.Unstructured) string {
+	return app.GetAnnotations()[argocd.ClusterAnnotation]
+}
