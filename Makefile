@@ -31,9 +31,10 @@ build: ## Build bin/argocd-pull
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/argocd-pull ./cmd/argocd-pull
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs from the API types
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from the API types and markers
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=argocd-pull paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: verify
 verify: generate ## Check that generated files and go.mod are up to date

@@ -80,6 +80,8 @@ func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
 }
 
 // Setup registers the controllers with the manager.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := opts.Validate(); err != nil {
 		return err
