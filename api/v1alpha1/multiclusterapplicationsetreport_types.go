@@ -138,7 +138,3 @@ type MulticlusterApplicationSetReportList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MulticlusterApplicationSetReport `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&MulticlusterApplicationSetReport{}, &MulticlusterApplicationSetReportList{})
-}

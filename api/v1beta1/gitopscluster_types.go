@@ -118,7 +118,3 @@ type GitOpsClusterList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []GitOpsCluster `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&GitOpsCluster{}, &GitOpsClusterList{})
-}
