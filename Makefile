@@ -9,6 +9,10 @@ BIN := $(CURDIR)/bin
 KUBE_VERSION := $(shell sed -n 's/^\tk8s.io\/kubernetes v//p' hack/tools/kube/go.mod)
 KUBE_ASSETS := $(BIN)/k8s/$(KUBE_VERSION)
 
+# The OCM work agent (end-to-end tests, sandbox) is built by hack/tools/ocm at the version it pins.
+OCM_VERSION := $(shell sed -n 's/^\topen-cluster-management.io\/ocm v//p' hack/tools/ocm/go.mod)
+OCM_ASSETS := $(BIN)/ocm/v$(OCM_VERSION)
+
 CONTROLLER_GEN_VERSION := v0.21.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT_VERSION := v2.6.2
@@ -50,8 +54,8 @@ lint: $(GOLANGCI_LINT) ## Run gofmt, go vet and golangci-lint
 ##@ Test
 
 .PHONY: test
-test: kube-assets ## Run all tests (unit and real-apiserver tests)
-	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go test $(GO_TEST_FLAGS) ./...
+test: kube-assets ocm-assets ## Run all tests: unit, real-apiserver and end-to-end with the OCM work agent
+	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no apiserver
@@ -61,7 +65,18 @@ test-unit: ## Run the tests that need no apiserver
 kube-assets: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd ## Build kube-apiserver and etcd once and print their directory
 	@echo $(KUBE_ASSETS)
 
+.PHONY: ocm-assets
+ocm-assets: $(OCM_ASSETS)/work-agent ## Build the OCM work agent once and print its directory
+	@echo $(OCM_ASSETS)
+
 ##@ Tools (built once into bin/, never rebuilt while present)
+
+$(OCM_ASSETS)/work-agent:
+	@echo "Building the OCM work agent $(OCM_VERSION) into $(OCM_ASSETS) (first time only, ~5 min)" >&2
+	cd hack/tools/ocm && go build -o $@ ./work-agent
+
+$(OCM_ASSETS)/placement:
+	cd hack/tools/ocm && go build -o $@ ./placement
 
 $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd:
 	@echo "Building kube-apiserver and etcd $(KUBE_VERSION) into $(KUBE_ASSETS) (first time only, ~5 min)" >&2

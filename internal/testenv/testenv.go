@@ -81,17 +81,48 @@ func Get(t testing.TB) *Env {
 	return current
 }
 
-// Start runs an apiserver and etcd with all CRDs installed and waits until they are served.
+// Start runs a hub apiserver and etcd with all CRDs installed (ours, OCM's, Argo CD's) and waits
+// until they are served.
 func Start() (*Env, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	assets, err := assetsDir(root)
+	crdDirs, err := CRDDirectories(root)
 	if err != nil {
 		return nil, err
 	}
-	crdDirs, err := CRDDirectories(root)
+	return StartWithCRDs(crdDirs...)
+}
+
+// StartManagedCluster runs an apiserver standing in for a managed cluster: Argo CD's CRDs (its
+// Argo CD runs there) and OCM's AppliedManifestWork CRD (its work agent needs it).
+func StartManagedCluster() (*Env, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	argo, err := ArgoCDModuleDir(root)
+	if err != nil {
+		return nil, err
+	}
+	ocm, err := goModuleDir(root, "open-cluster-management.io/api", "")
+	if err != nil {
+		return nil, err
+	}
+	return StartWithCRDs(
+		filepath.Join(argo, "manifests", "crds"),
+		filepath.Join(ocm, "work", "v1", "0000_01_work.open-cluster-management.io_appliedmanifestworks.crd.yaml"),
+	)
+}
+
+// StartWithCRDs runs an apiserver and etcd with the CRDs of the given files or directories.
+func StartWithCRDs(paths ...string) (*Env, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	assets, err := assetsDir(root)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +132,7 @@ func Start() (*Env, error) {
 	}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     crdDirs,
+		CRDDirectoryPaths:     paths,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
 	}
@@ -174,17 +205,25 @@ func assetsDir(root string) (string, error) {
 // temporary directory and returns its path, for code under test that takes a kubeconfig file.
 func (e *Env) Kubeconfig(t testing.TB) string {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := e.WriteKubeconfig(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// WriteKubeconfig writes a kubeconfig for a cluster-admin user of the apiserver to path.
+func (e *Env) WriteKubeconfig(path string) error {
 	user, err := e.env.AddUser(envtest.User{Name: "test-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		t.Fatalf("adding a test user: %v", err)
+		return fmt.Errorf("adding a test user: %w", err)
 	}
 	data, err := user.KubeConfig()
 	if err != nil {
-		t.Fatalf("rendering kubeconfig: %v", err)
+		return fmt.Errorf("rendering kubeconfig: %w", err)
 	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatalf("writing kubeconfig: %v", err)
+		return fmt.Errorf("writing kubeconfig: %w", err)
 	}
-	return path
+	return nil
 }

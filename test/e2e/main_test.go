@@ -1,0 +1,213 @@
+// Package e2e runs the pull model end to end: a hub apiserver with argocd-pull's controller, a
+// second apiserver as the managed cluster, and the real OCM work agent between them. The test
+// stands in for the managed cluster's Argo CD by writing the Application's status there.
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/internal/cli"
+	"github.com/argocd-pull/argocd-pull/internal/testenv"
+)
+
+const (
+	argoNamespace = "argocd"
+	clusterName   = "cluster1"
+)
+
+// lab is the running hub, managed cluster and agent, shared by the package's tests.
+var lab struct {
+	hub, spoke *testenv.Env
+	dir        string // kubeconfigs and process logs
+	agentLog   string
+	startErr   error
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	stop, err := startLab()
+	lab.startErr = err
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// startLab starts everything and returns a function that stops it in reverse order.
+func startLab() (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+			stop = func() {}
+		}
+	}()
+	agent, err := workAgentBinary()
+	if err != nil {
+		return stop, err
+	}
+	if lab.dir, err = os.MkdirTemp("", "argocd-pull-e2e-"); err != nil {
+		return stop, err
+	}
+	if lab.hub, err = testenv.Start(); err != nil {
+		return stop, fmt.Errorf("starting the hub: %w", err)
+	}
+	stops = append(stops, func() { _ = lab.hub.Stop() })
+	if lab.spoke, err = testenv.StartManagedCluster(); err != nil {
+		return stop, fmt.Errorf("starting the managed cluster: %w", err)
+	}
+	stops = append(stops, func() { _ = lab.spoke.Stop() })
+	hubKubeconfig, spokeKubeconfig := filepath.Join(lab.dir, "hub.kubeconfig"), filepath.Join(lab.dir, "cluster1.kubeconfig")
+	if err := lab.hub.WriteKubeconfig(hubKubeconfig); err != nil {
+		return stop, err
+	}
+	if err := lab.spoke.WriteKubeconfig(spokeKubeconfig); err != nil {
+		return stop, err
+	}
+	if err := registerCluster(); err != nil {
+		return stop, err
+	}
+
+	lab.agentLog = filepath.Join(lab.dir, "work-agent.log")
+	agentStop, err := startProcess(lab.agentLog, agent,
+		"--spoke-cluster-name="+clusterName,
+		"--workload-source-config="+hubKubeconfig,
+		"--kubeconfig="+spokeKubeconfig,
+		"--feature-gates=RawFeedbackJsonString=true",
+		"--status-sync-interval=1s",
+		"--disable-leader-election",
+		"--namespace=open-cluster-management-agent",
+	)
+	if err != nil {
+		return stop, err
+	}
+	stops = append(stops, agentStop)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	logLevel := "error" // ARGOCD_PULL_TEST_LOGS=1 shows the controller's progress too
+	if os.Getenv("ARGOCD_PULL_TEST_LOGS") != "" {
+		logLevel = "info"
+	}
+	controller := cli.NewRootCommand()
+	controller.SetArgs([]string{"controller", "--kubeconfig", hubKubeconfig, "--argocd-namespace", argoNamespace,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", logLevel})
+	go func() { done <- controller.ExecuteContext(ctx) }()
+	stops = append(stops, func() { cancel(); <-done })
+	return stop, nil
+}
+
+// registerCluster creates on the hub what OCM registration would: the ManagedCluster, its
+// namespace, and a set bound to the Argo CD namespace; and on the managed cluster the namespace
+// its Argo CD runs in.
+func registerCluster() error {
+	ctx := context.Background()
+	hubObjects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterName}},
+		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "gitops"}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "gitops"}},
+			Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}},
+		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: argoNamespace},
+			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "gitops"}},
+	}
+	for _, o := range hubObjects {
+		if err := lab.hub.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %T %s on the hub: %w", o, o.GetName(), err)
+		}
+	}
+	if err := lab.spoke.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNamespace}}); err != nil {
+		return fmt.Errorf("creating namespace %s on the managed cluster: %w", argoNamespace, err)
+	}
+	return nil
+}
+
+// workAgentBinary is $OCM_ASSETS/work-agent (make test sets it), else the newest bin/ocm/*/.
+func workAgentBinary() (string, error) {
+	if dir := os.Getenv("OCM_ASSETS"); dir != "" {
+		return filepath.Join(dir, "work-agent"), nil
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	found, _ := filepath.Glob(filepath.Join(root, "bin", "ocm", "*", "work-agent"))
+	if len(found) == 0 {
+		return "", fmt.Errorf("no OCM work agent: run 'make ocm-assets' (or 'make test'), or set OCM_ASSETS")
+	}
+	sort.Strings(found)
+	return found[len(found)-1], nil
+}
+
+// startProcess runs a binary with its output in logPath and returns a function that stops it.
+func startProcess(logPath, bin string, args ...string) (func(), error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	return func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		_ = logFile.Close()
+	}, nil
+}
+
+// requireLab fails the test when the lab did not start, and skips it under -short.
+func requireLab(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: needs apiservers and the OCM work agent; run without -short")
+	}
+	if lab.startErr != nil {
+		t.Fatalf("the end-to-end lab did not start: %v", lab.startErr)
+	}
+}
+
+// eventually polls cond until it holds or the timeout ends, then fails naming what to read.
+func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s (last error: %v); the work agent's log is %s", what, timeout, last, lab.agentLog)
+	}
+}
