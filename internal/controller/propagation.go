@@ -247,6 +247,9 @@ func (r *PropagationReconciler) clearDelivered(ctx context.Context, app *unstruc
 	ctrl.LoggerFrom(ctx).Info("Clearing the delivered operation and refresh request", "manifestWork", klog.KObj(work))
 	// Optimistic lock: a newer request made meanwhile must not be cleared unseen.
 	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // the newer Application requeues this with what it now asks for
+		}
 		return fmt.Errorf("clearing the delivered operation of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
 	}
 	r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Propagate", "The managed cluster %s received the sync or refresh request", work.Namespace)
@@ -278,7 +281,7 @@ func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.
 	updated := app.DeepCopy()
 	updated.SetFinalizers(kept)
 	ctrl.LoggerFrom(ctx).Info("Removing the resources finalizer: the managed cluster removed the Application")
-	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("removing the finalizer of Application %s: %w", key, err)
 	}
 	return nil

@@ -125,3 +125,86 @@ func TestPullModelRoundTrip(t *testing.T) {
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 }
+
+// A manual sync and a hard refresh requested on the hub reach the managed cluster once: its Argo
+// CD clearing them is not undone by the work agent, and the hub does not send them again.
+func TestManualSyncAndRefreshReachTheManagedClusterOnce(t *testing.T) {
+	requireLab(t)
+	ctx := context.Background()
+	hub, spoke := lab.hub.Client, lab.spoke.Client
+	key := types.NamespacedName{Namespace: argoNamespace, Name: "sync-once"}
+	app := application(key.Name)
+	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: clusterName})
+	app.Object["spec"] = map[string]any{
+		"project":     "default",
+		"source":      map[string]any{"repoURL": "https://git.example/apps", "path": "guestbook", "targetRevision": "main"},
+		"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"},
+	}
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatalf("creating the hub Application: %v", err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(context.Background(), application(key.Name)) })
+	eventually(t, "the Application on the managed cluster", step, func(ctx context.Context) (bool, error) {
+		return spoke.Get(ctx, key, application(key.Name)) == nil, nil
+	})
+
+	eventually(t, "requesting a sync and a hard refresh on the hub", step, func(ctx context.Context) (bool, error) {
+		got := application(key.Name)
+		if err := hub.Get(ctx, key, got); err != nil {
+			return false, err
+		}
+		got.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{"revision": "main"}}
+		a := got.GetAnnotations()
+		a[argocd.RefreshAnnotation] = "hard"
+		got.SetAnnotations(a)
+		err := hub.Update(ctx, got)
+		return err == nil, err
+	})
+
+	// The managed cluster receives both; its Argo CD (this test) acts and clears them.
+	eventually(t, "the sync and refresh on the managed cluster", step, func(ctx context.Context) (bool, error) {
+		got := application(key.Name)
+		if err := spoke.Get(ctx, key, got); err != nil {
+			return false, err
+		}
+		_, op := got.Object["operation"]
+		return op && got.GetAnnotations()[argocd.RefreshAnnotation] == "hard", nil
+	})
+	eventually(t, "the managed Argo CD clearing them", step, func(ctx context.Context) (bool, error) {
+		got := application(key.Name)
+		if err := spoke.Get(ctx, key, got); err != nil {
+			return false, err
+		}
+		delete(got.Object, "operation")
+		a := got.GetAnnotations()
+		delete(a, argocd.RefreshAnnotation)
+		got.SetAnnotations(a)
+		err := spoke.Update(ctx, got)
+		return err == nil, err
+	})
+	eventually(t, "the hub clearing its copy", step, func(ctx context.Context) (bool, error) {
+		got := application(key.Name)
+		if err := hub.Get(ctx, key, got); err != nil {
+			return false, err
+		}
+		_, op := got.Object["operation"]
+		_, refresh := got.GetAnnotations()[argocd.RefreshAnnotation]
+		return !op && !refresh, nil
+	})
+	// For several status-sync intervals of the agent, nothing brings them back.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		got := application(key.Name)
+		if err := spoke.Get(ctx, key, got); err != nil {
+			t.Fatalf("reading the managed Application: %v", err)
+		}
+		if _, op := got.Object["operation"]; op {
+			t.Fatalf("the operation was applied to the managed cluster again; the work agent's log is %s", lab.agentLog)
+		}
+		if _, ok := got.GetAnnotations()[argocd.RefreshAnnotation]; ok {
+			t.Fatalf("the refresh annotation was applied to the managed cluster again; the work agent's log is %s", lab.agentLog)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
