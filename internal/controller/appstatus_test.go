@@ -123,8 +123,11 @@ func TestHubStatusIsHonestForProgressiveSync(t *testing.T) {
 
 	// Syncing v2.
 	h.report("web", cluster, gen2, spoke("Progressing", "Synced", "v2", "Running"))
-	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Progressing"))
-	h.g.Expect(statusField(h.getApp("web"), "sync", "revision")).To(Equal("sha-of-v2"))
+	// (The stale state above also reads Progressing: wait for the new revision with it.)
+	h.g.Eventually(func() []string {
+		app := h.getApp("web")
+		return []string{statusField(app, "health", "status"), statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
+	}, timeout, interval).Should(Equal([]string{"Progressing", "Synced", "sha-of-v2"}))
 	h.g.Expect(rollingSyncSeesHealthy(h.getApp("web"))).To(BeFalse())
 
 	// Healthy at v2: now, and only now, the step may advance.
