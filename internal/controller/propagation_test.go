@@ -79,7 +79,8 @@ func TestCreatesManifestWorkInClusterNamespace(t *testing.T) {
 	dest, _, _ := unstructured.NestedStringMap(p.Object, "spec", "destination")
 	h.g.Expect(dest).To(Equal(map[string]string{"server": argocd.LocalServer, "namespace": "guestbook"}))
 	h.g.Expect(w.Spec.ManifestConfigs[0].FeedbackScrapeType).To(Equal(workv1.FeedbackWatchType))
-	h.g.Expect(h.eventsFor(name)).To(ContainElement(ContainSubstring("Propagated: Created ManifestWork " + cluster)))
+	h.g.Eventually(func() []string { return h.eventsFor(name) }, timeout, interval).
+		Should(ContainElement(ContainSubstring("Propagated: Created ManifestWork " + cluster)))
 }
 
 func TestAppProjectTravelsAndIsOrphaned(t *testing.T) {
