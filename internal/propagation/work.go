@@ -100,7 +100,10 @@ func DesiredWork(app, project *unstructured.Unstructured, target Target) (*workv
 		FeedbackScrapeType: workv1.FeedbackWatchType,
 		UpdateStrategy: serverSideApply(workv1.IgnoreField{
 			// The managed Argo CD clears these when it has acted on them; a manual sync or refresh
-			// from the hub changes them again and so reaches the managed cluster.
+			// from the hub changes them again and so reaches the managed cluster. (The OCM v1.2
+			// agent implements OnSpokeChange by hashing the whole manifest: spoke changes survive
+			// until the manifest changes. The hub drops both from the manifest once delivered, so
+			// the next apply does not bring them back.)
 			Condition: workv1.IgnoreFieldsConditionOnSpokeChange,
 			JSONPaths: []string{operationJSONPath, refreshAnnotationJSONPath},
 		}),

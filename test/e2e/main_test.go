@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,7 +92,12 @@ func startLab() (stop func(), err error) {
 	}
 
 	lab.agentLog = filepath.Join(lab.dir, "work-agent.log")
+	listen, err := freeLoopbackAddr() // its HTTPS endpoint defaults to :8443 on every interface
+	if err != nil {
+		return stop, err
+	}
 	agentStop, err := startProcess(lab.agentLog, agent,
+		"--listen="+listen,
 		"--spoke-cluster-name="+clusterName,
 		"--workload-source-config="+hubKubeconfig,
 		"--kubeconfig="+spokeKubeconfig,
@@ -159,6 +165,15 @@ func workAgentBinary() (string, error) {
 	}
 	sort.Strings(found)
 	return found[len(found)-1], nil
+}
+
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
 }
 
 // startProcess runs a binary with its output in logPath and returns a function that stops it.
