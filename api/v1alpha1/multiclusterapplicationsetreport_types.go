@@ -50,6 +50,11 @@ type AppConditions struct {
 	// Summary counts the clusters by sync and health status.
 	// +optional
 	Summary ReportSummary `json:"summary,omitempty"`
+
+	// Notes say what the report could not show and why: resource lists a cluster did not return,
+	// entries or messages cut to keep the report bounded at thousands of clusters.
+	// +optional
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ResourceRef identifies one deployed resource.

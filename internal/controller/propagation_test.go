@@ -54,7 +54,7 @@ func TestCreatesManifestWorkInClusterNamespace(t *testing.T) {
 	appSet.Object["spec"] = map[string]any{"generators": []any{}, "template": map[string]any{"metadata": map[string]any{}, "spec": map[string]any{
 		"project": "default", "destination": map[string]any{}, "source": map[string]any{"repoURL": "x"}}}}
 	h.create(appSet)
-	name := "guestbook-" + strings.Repeat("x", 230) // a 240-character app name
+	name := "guestbook-" + strings.Repeat("x", 243) // a 253-character app name, the longest there is
 	h.app(name, cluster, func(u *unstructured.Unstructured) {
 		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: appSet.GetName(), UID: appSet.GetUID()}})
 		u.SetFinalizers([]string{argocd.ResourcesFinalizer})

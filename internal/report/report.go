@@ -1,0 +1,294 @@
+// Package report builds, without side effects, the MulticlusterApplicationSetReport of one
+// ApplicationSet from what the hub holds: its pull-model Applications, their ManifestWorks and
+// the ManagedClusters.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+)
+
+// Condition types the report adds to the spoke's own (SyncError, ComparisonError, ...).
+const (
+	// ConditionStale says the cluster stopped reporting, and since when.
+	ConditionStale = "StaleStatus"
+	// ConditionNotPropagated carries the reason the hub could not deliver the Application.
+	ConditionNotPropagated = "PropagationError"
+	// ConditionSyncError carries the message of a failed sync operation.
+	ConditionSyncError = "SyncError"
+)
+
+// Member is one cluster's Application of the ApplicationSet, as the hub holds it.
+type Member struct {
+	Cluster string
+	// AppNamespace and AppName name the hub Application.
+	AppNamespace, AppName string
+	// WorkName is the name of the Application's ManifestWork in the cluster's namespace.
+	WorkName string
+	// Work is the ManifestWork, nil when it does not exist (yet).
+	Work *workv1.ManifestWork
+	// WorkWrittenAt is when the hub last wrote the work, zero if unknown.
+	WorkWrittenAt time.Time
+	// ManagedCluster is nil when the cluster does not exist on the hub.
+	ManagedCluster *clusterv1.ManagedCluster
+	// Wanted is the single source the hub Application wants, nil for multi-source Applications.
+	Wanted *appstatus.Source
+	// PropagationError is the hub Application's propagation error, if any.
+	PropagationError string
+}
+
+// Options tune the report. Zero values take the defaults.
+type Options struct {
+	// Now is the time staleness is judged at.
+	Now time.Time
+	// StaleAfter is how long a cluster may leave the current work unapplied before its status is
+	// shown as stale. Default 5 minutes.
+	StaleAfter time.Duration
+	// MessageLimit cuts condition messages. Default 512 characters.
+	MessageLimit int
+	// MaxConditions bounds the conditions of one cluster. Default 5.
+	MaxConditions int
+	// SizeBudget bounds the encoded statuses, in bytes. Default 768 KiB: half of etcd's default
+	// request limit, leaving room for metadata and the apiserver's own overhead.
+	SizeBudget int
+}
+
+func (o Options) withDefaults() Options {
+	if o.StaleAfter == 0 {
+		o.StaleAfter = 5 * time.Minute
+	}
+	if o.MessageLimit == 0 {
+		o.MessageLimit = 512
+	}
+	if o.MaxConditions == 0 {
+		o.MaxConditions = 5
+	}
+	if o.SizeBudget == 0 {
+		o.SizeBudget = 768 * 1024
+	}
+	return o
+}
+
+// Build returns the report's statuses, and the time at which it must be rebuilt even if nothing
+// changes (the earliest moment a cluster turns stale); zero when there is none.
+func Build(members []Member, opts Options) (v1alpha1.AppConditions, time.Time) {
+	opts = opts.withDefaults()
+	var (
+		out            v1alpha1.AppConditions
+		recheck        time.Time
+		resources      = map[v1alpha1.ResourceRef]struct{}{}
+		noResourceFeed int
+	)
+	for _, m := range members {
+		cc, next, res, fed := member(m, opts)
+		out.ClusterConditions = append(out.ClusterConditions, cc)
+		if !next.IsZero() && (recheck.IsZero() || next.Before(recheck)) {
+			recheck = next
+		}
+		for _, r := range res {
+			resources[r] = struct{}{}
+		}
+		if !fed {
+			noResourceFeed++
+		}
+	}
+	sort.Slice(out.ClusterConditions, func(i, j int) bool {
+		a, b := out.ClusterConditions[i], out.ClusterConditions[j]
+		return a.Cluster < b.Cluster || a.Cluster == b.Cluster && a.App < b.App
+	})
+	for r := range resources {
+		out.Resources = append(out.Resources, r)
+	}
+	sort.Slice(out.Resources, func(i, j int) bool { return resourceKey(out.Resources[i]) < resourceKey(out.Resources[j]) })
+	out.Summary = Summarize(out.ClusterConditions)
+	if noResourceFeed > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("resources unknown for %d of %d clusters: their work agent returned no .status.resources "+
+			"(it needs the RawFeedbackJsonString feature gate, and the list must fit in its --max-json-raw-length)", noResourceFeed, len(members)))
+	}
+	bound(&out, opts.SizeBudget)
+	return out, recheck
+}
+
+// member builds one cluster's entry. fed is false when the cluster reported but returned no
+// resource list.
+func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.Time, resources []v1alpha1.ResourceRef, fed bool) {
+	cc = v1alpha1.ClusterCondition{
+		Cluster:      m.Cluster,
+		App:          strings.Join([]string{m.AppNamespace, m.AppName, m.Cluster, m.WorkName}, "/"),
+		SyncStatus:   argocd.SyncUnknown,
+		HealthStatus: argocd.HealthUnknown,
+	}
+	var conditions []v1alpha1.Condition
+	if m.PropagationError != "" {
+		conditions = append(conditions, v1alpha1.Condition{Type: ConditionNotPropagated, Message: m.PropagationError})
+	}
+	fed = true
+	if m.Work != nil {
+		obs := appstatus.Observe(m.Work)
+		st := appstatus.Derive(obs, m.Wanted)
+		cc.SyncStatus, cc.HealthStatus, cc.SyncRevision = st.Sync, st.Health, st.Revision
+		if st.Operation != nil {
+			cc.OperationStatePhase, cc.OperationStateStartedAt = st.Operation.Phase, st.Operation.StartedAt
+			if (st.Operation.Phase == "Failed" || st.Operation.Phase == "Error") && st.Operation.Message != "" {
+				conditions = append(conditions, v1alpha1.Condition{Type: ConditionSyncError, Message: st.Operation.Message})
+			}
+		}
+		conditions = append(conditions, spokeConditions(obs.RawConditions)...)
+		resources = deployed(obs.RawResources)
+		fed = !obs.Reported || obs.RawResources != ""
+
+		var stale string
+		stale, recheck = staleness(m, obs.Applied, opts)
+		if stale != "" {
+			cc.SyncStatus, cc.HealthStatus = argocd.SyncUnknown, argocd.HealthUnknown
+			conditions = append([]v1alpha1.Condition{{Type: ConditionStale, Message: stale}}, conditions...)
+		}
+	}
+	if m.ManagedCluster == nil {
+		cc.SyncStatus, cc.HealthStatus = argocd.SyncUnknown, argocd.HealthUnknown
+		conditions = append([]v1alpha1.Condition{{Type: ConditionStale, Message: "ManagedCluster " + m.Cluster + " does not exist on the hub"}}, conditions...)
+	}
+	if cc.SyncStatus != argocd.SyncSynced || cc.HealthStatus != argocd.HealthHealthy {
+		cc.Conditions = capConditions(conditions, opts)
+	}
+	return cc, recheck, resources, fed
+}
+
+// staleness says why the cluster's status is not current, or when to look again.
+func staleness(m Member, applied bool, opts Options) (reason string, recheck time.Time) {
+	if m.ManagedCluster != nil {
+		if c := meta.FindStatusCondition(m.ManagedCluster.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); c != nil && c.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("no status from %s since %s: the ManagedCluster is not available (%s)", m.Cluster, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Reason), time.Time{}
+		}
+	}
+	if applied || m.WorkWrittenAt.IsZero() {
+		return "", time.Time{}
+	}
+	deadline := m.WorkWrittenAt.Add(opts.StaleAfter)
+	if opts.Now.Before(deadline) {
+		return "", deadline
+	}
+	return fmt.Sprintf("no status from %s since %s: its work agent has not applied the ManifestWork written then", m.Cluster, m.WorkWrittenAt.UTC().Format(time.RFC3339)), time.Time{}
+}
+
+// spokeConditions reads the spoke Application's .status.conditions from raw feedback.
+func spokeConditions(raw string) []v1alpha1.Condition {
+	if raw == "" {
+		return nil
+	}
+	var list []struct{ Type, Message string }
+	if json.Unmarshal([]byte(raw), &list) != nil {
+		return nil
+	}
+	out := make([]v1alpha1.Condition, 0, len(list))
+	for _, c := range list {
+		out = append(out, v1alpha1.Condition{Type: c.Type, Message: c.Message})
+	}
+	return out
+}
+
+// deployed reads the spoke Application's .status.resources from raw feedback and keeps the
+// resources that exist on the cluster: synced ones, and ones whose health is known and not Missing.
+func deployed(raw string) []v1alpha1.ResourceRef {
+	if raw == "" {
+		return nil
+	}
+	var list []struct {
+		Group, Version, Kind, Namespace, Name, Status string
+		Health                                        *struct{ Status string }
+	}
+	if json.Unmarshal([]byte(raw), &list) != nil {
+		return nil
+	}
+	var out []v1alpha1.ResourceRef
+	for _, r := range list {
+		exists := r.Status == argocd.SyncSynced || r.Health != nil && r.Health.Status != "" && r.Health.Status != "Missing"
+		if !exists {
+			continue
+		}
+		apiVersion := r.Version
+		if r.Group != "" {
+			apiVersion = r.Group + "/" + r.Version
+		}
+		out = append(out, v1alpha1.ResourceRef{APIVersion: apiVersion, Kind: r.Kind, Name: r.Name, Namespace: r.Namespace})
+	}
+	return out
+}
+
+func capConditions(conditions []v1alpha1.Condition, opts Options) []v1alpha1.Condition {
+	if len(conditions) == 0 {
+		return nil
+	}
+	out := make([]v1alpha1.Condition, 0, min(len(conditions), opts.MaxConditions))
+	for i, c := range conditions {
+		if i == opts.MaxConditions-1 && len(conditions) > opts.MaxConditions {
+			out = append(out, v1alpha1.Condition{Type: "More", Message: fmt.Sprintf("%d more conditions not shown", len(conditions)-i)})
+			break
+		}
+		c.Message = Truncate(c.Message, opts.MessageLimit)
+		out = append(out, c)
+	}
+	return out
+}
+
+// Truncate cuts s to at most limit bytes, ending in "..." when cut, without splitting a UTF-8
+// character.
+func Truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit - 3
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// Summarize counts clusters with the documents' rules: Healthy -> healthy; Progressing ->
+// inProgress and notHealthy; anything else -> notHealthy; Synced -> synced; else notSynced.
+func Summarize(clusters []v1alpha1.ClusterCondition) v1alpha1.ReportSummary {
+	var healthy, inProgress, notHealthy, synced, notSynced int
+	for _, c := range clusters {
+		switch c.HealthStatus {
+		case argocd.HealthHealthy:
+			healthy++
+		case argocd.HealthProgressing:
+			inProgress++
+			notHealthy++
+		default:
+			notHealthy++
+		}
+		if c.SyncStatus == argocd.SyncSynced {
+			synced++
+		} else {
+			notSynced++
+		}
+	}
+	return v1alpha1.ReportSummary{
+		Clusters:   strconv.Itoa(len(clusters)),
+		Healthy:    strconv.Itoa(healthy),
+		InProgress: strconv.Itoa(inProgress),
+		NotHealthy: strconv.Itoa(notHealthy),
+		NotSynced:  strconv.Itoa(notSynced),
+		Synced:     strconv.Itoa(synced),
+	}
+}
+
+func resourceKey(r v1alpha1.ResourceRef) string {
+	return r.APIVersion + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
+}
