@@ -27,6 +27,8 @@ type Source struct {
 type Observed struct {
 	// Applied is true when the work agent applied the work's current generation.
 	Applied bool
+	// Seen is true when the work agent ever acted on the work (any Applied condition).
+	Seen bool
 	// Reported is true when any feedback value arrived.
 	Reported bool
 
@@ -39,7 +41,10 @@ type Observed struct {
 
 // Observe reads the Application's feedback from its ManifestWork.
 func Observe(work *workv1.ManifestWork) Observed {
-	obs := Observed{Applied: AppliedAtGeneration(work)}
+	obs := Observed{
+		Applied: AppliedAtGeneration(work),
+		Seen:    meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied) != nil,
+	}
 	values := feedbackValues(work)
 	obs.Reported = len(values) > 0
 	str := func(name string) string {
@@ -131,6 +136,9 @@ type OperationState struct {
 func Derive(obs Observed, wanted *Source) Status {
 	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision}
 	switch {
+	case !obs.Seen && !obs.Reported:
+		// The managed cluster has not reported anything yet.
+		st.Health, st.Sync = argocd.HealthUnknown, argocd.SyncUnknown
 	case !obs.Applied:
 		// The managed cluster has not applied what the hub wants yet.
 		st.Health, st.Sync = argocd.HealthProgressing, argocd.SyncOutOfSync

@@ -57,7 +57,7 @@ func TestDerive(t *testing.T) {
 		"healthy at the wanted source":                 {work(2, 2, feedback("Healthy", "Synced", "v2")), v2, "Healthy", "Synced", "sha-v2"},
 		"degraded passes through":                      {work(2, 2, feedback("Degraded", "Synced", "v2")), v2, "Degraded", "Synced", "sha-v2"},
 		"not yet applied: old health not believed":     {work(2, 1, feedback("Healthy", "Synced", "v1")), v2, "Progressing", "OutOfSync", "sha-v1"},
-		"never applied":                                {work(1, 0, nil), v2, "Progressing", "OutOfSync", ""},
+		"never reported":                               {work(1, 0, nil), v2, "Unknown", "Unknown", ""},
 		"applied, spoke compared the old source":       {work(2, 2, feedback("Healthy", "Synced", "v1")), v2, "Progressing", "OutOfSync", "sha-v1"},
 		"applied, no feedback yet":                     {work(2, 2, nil), v2, "Unknown", "Unknown", ""},
 		"multi-source app: comparedTo not checked":     {work(2, 2, feedback("Healthy", "Synced", "v1")), nil, "Healthy", "Synced", "sha-v1"},

@@ -47,6 +47,8 @@ leader election for high availability.`,
 	fs.StringVar(&f.opts.ArgoCDNamespace, "argocd-namespace", f.opts.ArgoCDNamespace, "Namespace of the hub's Argo CD")
 	fs.StringSliceVar(&f.opts.PullNamespaces, "pull-namespaces", nil, "Namespaces pull-model Applications are taken from (default: the Argo CD namespace)")
 	fs.IntVar(&f.opts.MaxConcurrentReconciles, "concurrency", f.opts.MaxConcurrentReconciles, "Concurrent reconciles per controller")
+	fs.DurationVar(&f.opts.StaleAfter, "stale-after", f.opts.StaleAfter, "How long a cluster may leave its ManifestWork unapplied before the report shows it as stale")
+	fs.DurationVar(&f.opts.ReportCoalesce, "report-coalesce", f.opts.ReportCoalesce, "How long events of one ApplicationSet are gathered into one report update")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(goflags)
 	fs.AddGoFlagSet(goflags)

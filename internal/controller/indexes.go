@@ -23,6 +23,8 @@ const (
 	appClusterIndex = "argocd-pull.cluster"
 	// appProjectIndex indexes Applications by their AppProject.
 	appProjectIndex = "argocd-pull.project"
+	// appOwnerIndex indexes Applications by "<namespace>/<name>" of their ApplicationSet.
+	appOwnerIndex = "argocd-pull.applicationSet"
 )
 
 func setupIndexes(mgr ctrl.Manager) error {
@@ -48,6 +50,14 @@ func setupIndexes(mgr ctrl.Manager) error {
 		return []string{argocd.Project(o.(*unstructured.Unstructured))}
 	}); err != nil {
 		return fmt.Errorf("indexing Applications by project: %w", err)
+	}
+	if err := idx.IndexField(ctx, argocd.NewApplication(), appOwnerIndex, func(o client.Object) []string {
+		if name, ok := argocd.OwningApplicationSet(o.(*unstructured.Unstructured)); ok {
+			return []string{o.GetNamespace() + "/" + name}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing Applications by ApplicationSet: %w", err)
 	}
 	return nil
 }

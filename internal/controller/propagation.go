@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -209,6 +210,7 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
 	switch {
 	case apierrors.IsNotFound(err):
+		desired.Annotations[propagation.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 		log.Info("Creating ManifestWork", "manifestWork", klog.KObj(desired))
 		if err := r.Create(ctx, desired); err != nil {
 			return nil, fmt.Errorf("creating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
@@ -223,6 +225,7 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	updated := existing.DeepCopy()
 	updated.Labels = merged(updated.Labels, desired.Labels)
 	updated.Annotations = merged(updated.Annotations, desired.Annotations)
+	updated.Annotations[propagation.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 	updated.Spec = desired.Spec
 	log.Info("Updating ManifestWork", "manifestWork", klog.KObj(updated))
 	if err := r.Update(ctx, updated); err != nil {

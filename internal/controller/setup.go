@@ -5,6 +5,7 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +32,11 @@ type Options struct {
 	PullNamespaces []string
 	// MaxConcurrentReconciles bounds the workers of each controller.
 	MaxConcurrentReconciles int
+	// StaleAfter is how long a cluster may leave its current ManifestWork unapplied before the
+	// report shows its status as stale.
+	StaleAfter time.Duration
+	// ReportCoalesce is how long report events of one ApplicationSet are gathered into one rebuild.
+	ReportCoalesce time.Duration
 }
 
 // DefaultOptions returns the options used when no flag is given.
@@ -38,6 +44,8 @@ func DefaultOptions() Options {
 	return Options{
 		ArgoCDNamespace:         DefaultArgoCDNamespace,
 		MaxConcurrentReconciles: 4,
+		StaleAfter:              5 * time.Minute,
+		ReportCoalesce:          100 * time.Millisecond,
 	}
 }
 
@@ -48,6 +56,12 @@ func (o Options) Validate() error {
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		return fmt.Errorf("max concurrent reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
+	}
+	if o.StaleAfter <= 0 {
+		return fmt.Errorf("the staleness window must be positive, got %s", o.StaleAfter)
+	}
+	if o.ReportCoalesce < 0 {
+		return fmt.Errorf("the report coalescing delay must not be negative, got %s", o.ReportCoalesce)
 	}
 	return nil
 }
@@ -99,6 +113,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&StatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the application status controller: %w", err)
+	}
+	if err := (&ReportReconciler{Client: mgr.GetClient(), Options: opts}).SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("setting up the report controller: %w", err)
 	}
 	return nil
 }

@@ -313,7 +313,11 @@ func (h *harness) report(name, cluster string, appliedGeneration int64, values m
 		}
 		var fv []workv1.FeedbackValue
 		for k, v := range values {
-			fv = append(fv, workv1.FeedbackValue{Name: k, Value: workv1.FieldValue{Type: workv1.String, String: ptr.To(v)}})
+			value := workv1.FieldValue{Type: workv1.String, String: ptr.To(v)}
+			if k == propagation.FeedbackResources || k == propagation.FeedbackConditions || k == propagation.FeedbackOperation {
+				value = workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: ptr.To(v)}
+			}
+			fv = append(fv, workv1.FeedbackValue{Name: k, Value: value})
 		}
 		w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
 			ResourceMeta:    workv1.ManifestResourceMeta{Group: argocd.Group, Version: "v1alpha1", Kind: "Application", Resource: "applications", Name: name, Namespace: h.ns},

@@ -28,6 +28,9 @@ const (
 	// SpecHashAnnotation holds a hash of everything argocd-pull sets on the work, so that an
 	// unchanged work is never written again whatever the apiserver defaulted in it.
 	SpecHashAnnotation = "apps.open-cluster-management.io/pull-spec-hash"
+	// WrittenAtAnnotation is when the hub last wrote the work (RFC 3339). A cluster that has not
+	// applied it some time later is shown as stale. It is not part of the hash.
+	WrittenAtAnnotation = "apps.open-cluster-management.io/pull-written-at"
 )
 
 // MaxManifestsSize is the size limit OCM's ManifestWork admission webhook puts on the manifests

@@ -1,0 +1,300 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/report"
+)
+
+// ReportReconciler keeps one MulticlusterApplicationSetReport per ApplicationSet that has
+// pull-model Applications, rebuilt from the hub's cache whenever one of its Applications, their
+// ManifestWorks or their clusters' availability changes.
+type ReportReconciler struct {
+	client.Client
+	Options Options
+}
+
+// +kubebuilder:rbac:groups=argoproj.io,resources=applicationsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.open-cluster-management.io,resources=multiclusterapplicationsetreports,verbs=get;list;watch;create;update;delete
+
+// SetupWithManager registers the reconciler and its watches. Events are coalesced per
+// ApplicationSet for Options.ReportCoalesce: a burst of feedback from many clusters is one write.
+func (r *ReportReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	appSet := &unstructured.Unstructured{}
+	appSet.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	delay := r.Options.ReportCoalesce
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("report").
+		WithOptions(opts).
+		For(appSet).
+		Watches(argocd.NewApplication(), enqueueAfter(delay, appSetOfApplication)).
+		Watches(&workv1.ManifestWork{}, enqueueAfter(delay, appSetOfWork)).
+		Watches(&clusterv1.ManagedCluster{}, enqueueAfter(delay, r.appSetsOnCluster), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool { return availability(e.ObjectOld) != availability(e.ObjectNew) },
+		})).
+		Watches(&v1alpha1.MulticlusterApplicationSetReport{}, &handler.EnqueueRequestForObject{}).
+		Complete(r)
+}
+
+// Reconcile rebuilds the report of one ApplicationSet and writes it when it changed.
+func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	appSet := &unstructured.Unstructured{}
+	appSet.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	if err := r.Get(ctx, req.NamespacedName, appSet); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Garbage collection removes it through its owner reference; this covers hubs without.
+			return ctrl.Result{}, r.deleteReport(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, fmt.Errorf("reading ApplicationSet %s: %w", req, err)
+	}
+	if !appSet.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	members, err := r.members(ctx, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	existing := &v1alpha1.MulticlusterApplicationSetReport{}
+	err = r.Get(ctx, req.NamespacedName, existing)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("reading report %s: %w", req, err)
+	}
+	found := err == nil
+	if !found && len(members) == 0 {
+		return ctrl.Result{}, nil // not a pull-model ApplicationSet
+	}
+
+	now := time.Now()
+	statuses, recheck := report.Build(members, report.Options{Now: now, StaleAfter: r.Options.StaleAfter})
+	result := ctrl.Result{}
+	if !recheck.IsZero() {
+		result.RequeueAfter = recheck.Sub(now) + time.Second
+	}
+	desired := existing.DeepCopy()
+	desired.Name, desired.Namespace = req.Name, req.Namespace
+	if desired.Labels == nil {
+		desired.Labels = map[string]string{}
+	}
+	desired.Labels[v1alpha1.HostingApplicationSetLabel] = report.HostingLabelValue(req.Namespace, req.Name)
+	desired.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: argocd.ApplicationSetGVK.GroupVersion().String(), Kind: argocd.ApplicationSetGVK.Kind,
+		Name: appSet.GetName(), UID: appSet.GetUID(),
+	}}
+	desired.Statuses = statuses
+	log := ctrl.LoggerFrom(ctx)
+	if !found {
+		log.Info("Creating MulticlusterApplicationSetReport", "report", klog.KObj(desired), "clusters", statuses.Summary.Clusters)
+		if err := r.Create(ctx, desired); err != nil {
+			return ctrl.Result{}, fmt.Errorf("creating report %s: %w", req, err)
+		}
+		return result, nil
+	}
+	if equality.Semantic.DeepEqual(existing.Statuses, desired.Statuses) &&
+		equality.Semantic.DeepEqual(existing.Labels, desired.Labels) &&
+		equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) {
+		return result, nil
+	}
+	if err := r.Update(ctx, desired); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: r.Options.ReportCoalesce}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("updating report %s: %w", req, err)
+	}
+	return result, nil
+}
+
+// members collects, for each pull-model Application of the ApplicationSet, what the hub holds.
+func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedName) ([]report.Member, error) {
+	apps := argocd.NewApplicationList()
+	if err := r.List(ctx, apps, client.InNamespace(appSet.Namespace), client.MatchingFields{appOwnerIndex: appSet.String()}); err != nil {
+		return nil, fmt.Errorf("listing Applications of ApplicationSet %s: %w", appSet, err)
+	}
+	members := make([]report.Member, 0, len(apps.Items))
+	for i := range apps.Items {
+		app := &apps.Items[i]
+		target, pull, err := propagation.Decide(app)
+		if err == nil && !pull {
+			continue
+		}
+		m := report.Member{
+			Cluster:          app.GetAnnotations()[argocd.ClusterAnnotation],
+			AppNamespace:     app.GetNamespace(),
+			AppName:          app.GetName(),
+			WorkName:         propagation.WorkName(app.GetNamespace(), app.GetName()),
+			Wanted:           appstatus.WantedSource(app),
+			PropagationError: propagationError(app),
+		}
+		if err != nil {
+			m.PropagationError = err.Error()
+			members = append(members, m)
+			continue
+		}
+		m.Cluster = target.Cluster
+		if err := r.fill(ctx, &m); err != nil {
+			return nil, err
+		}
+		members = append(members, m)
+	}
+	return members, nil
+}
+
+// fill reads the member's ManifestWork and ManagedCluster from the cache.
+func (r *ReportReconciler) fill(ctx context.Context, m *report.Member) error {
+	work := &workv1.ManifestWork{}
+	switch err := r.Get(ctx, types.NamespacedName{Namespace: m.Cluster, Name: m.WorkName}, work); {
+	case err == nil:
+		m.Work = work
+		if t, err := time.Parse(time.RFC3339, work.Annotations[propagation.WrittenAtAnnotation]); err == nil {
+			m.WorkWrittenAt = t
+		}
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading ManifestWork %s/%s: %w", m.Cluster, m.WorkName, err)
+	}
+	cluster := &clusterv1.ManagedCluster{}
+	switch err := r.Get(ctx, types.NamespacedName{Name: m.Cluster}, cluster); {
+	case err == nil:
+		m.ManagedCluster = cluster
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading ManagedCluster %s: %w", m.Cluster, err)
+	}
+	return nil
+}
+
+func (r *ReportReconciler) deleteReport(ctx context.Context, key types.NamespacedName) error {
+	existing := &v1alpha1.MulticlusterApplicationSetReport{}
+	if err := r.Get(ctx, key, existing); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if _, ours := existing.Labels[v1alpha1.HostingApplicationSetLabel]; !ours {
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleting the report of a deleted ApplicationSet", "report", klog.KObj(existing))
+	return client.IgnoreNotFound(r.Delete(ctx, existing))
+}
+
+// appSetsOnCluster maps a ManagedCluster to the ApplicationSets with an Application on it.
+func (r *ReportReconciler) appSetsOnCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	apps := argocd.NewApplicationList()
+	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Applications to requeue their reports")
+		return nil
+	}
+	seen := map[reconcile.Request]bool{}
+	var reqs []reconcile.Request
+	for i := range apps.Items {
+		for _, req := range appSetOfApplication(ctx, &apps.Items[i]) {
+			if !seen[req] {
+				seen[req] = true
+				reqs = append(reqs, req)
+			}
+		}
+	}
+	return reqs
+}
+
+func appSetOfApplication(_ context.Context, o client.Object) []reconcile.Request {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	if name, ok := argocd.OwningApplicationSet(u); ok {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: u.GetNamespace(), Name: name}}}
+	}
+	return nil
+}
+
+func appSetOfWork(_ context.Context, o client.Object) []reconcile.Request {
+	ns, name, ok := cutNamespacedName(o.GetAnnotations()[argocd.HostingApplicationSetAnnotation])
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+func cutNamespacedName(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return s[:i], s[i+1:], i > 0 && i < len(s)-1
+		}
+	}
+	return "", "", false
+}
+
+// propagationError is the message of argocd-pull's condition on the hub Application, if any.
+func propagationError(app *unstructured.Unstructured) string {
+	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == PropagationErrorCondition {
+			msg, _ := m["message"].(string)
+			return msg
+		}
+	}
+	return ""
+}
+
+// availability is the status of a ManagedCluster's Available condition.
+func availability(o client.Object) metav1.ConditionStatus {
+	mc, ok := o.(*clusterv1.ManagedCluster)
+	if !ok {
+		return ""
+	}
+	if c := meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
+// enqueueAfter maps events to requests added after delay, so that the queue merges a burst of
+// events for one key into one reconcile.
+func enqueueAfter(delay time.Duration, mapFn handler.MapFunc) handler.EventHandler {
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		for _, o := range objs {
+			if o == nil {
+				continue
+			}
+			for _, req := range mapFn(ctx, o) {
+				q.AddAfter(req, delay)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+	}
+}

@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+
+	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+)
+
+// appSet creates an ApplicationSet in the test namespace.
+func (h *harness) appSet(name string) *unstructured.Unstructured {
+	h.t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	u.SetName(name)
+	u.SetNamespace(h.ns)
+	u.Object["spec"] = map[string]any{"generators": []any{}, "template": map[string]any{"metadata": map[string]any{}, "spec": map[string]any{
+		"project": "default", "destination": map[string]any{}, "source": map[string]any{"repoURL": "x"}}}}
+	h.create(u)
+	return u
+}
+
+func ownedBy(appSet *unstructured.Unstructured) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: appSet.GetName(), UID: appSet.GetUID()}})
+	}
+}
+
+func (h *harness) getReport(name string) (*v1alpha1.MulticlusterApplicationSetReport, error) {
+	r := &v1alpha1.MulticlusterApplicationSetReport{}
+	return r, h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, r)
+}
+
+func (h *harness) summary(name string) v1alpha1.ReportSummary {
+	r, err := h.getReport(name)
+	if err != nil {
+		return v1alpha1.ReportSummary{}
+	}
+	return r.Statuses.Summary
+}
+
+func feedback(health, sync string) map[string]string {
+	return map[string]string{propagation.FeedbackHealth: health, propagation.FeedbackSync: sync, propagation.FeedbackRevision: "53e28ff2"}
+}
+
+func TestReportFollowsTheClusters(t *testing.T) {
+	h := start(t)
+	set := h.appSet("guestbook-allclusters-app-set")
+	c1, c2, c3 := h.cluster(), h.cluster(), h.cluster()
+	for _, c := range []string{c1, c2, c3} {
+		h.app("guestbook-"+c, c, ownedBy(set))
+	}
+	h.app("not-in-the-set", c1) // counted nowhere
+	h.app("push-model", c1, ownedBy(set), func(u *unstructured.Unstructured) { u.SetLabels(nil) })
+
+	// Before any cluster reports: one entry per cluster, Unknown.
+	h.g.Eventually(func() string { return h.summary(set.GetName()).Clusters }, timeout, interval).Should(Equal("3"))
+	r, err := h.getReport(set.GetName())
+	h.g.Expect(err).NotTo(HaveOccurred())
+	want := h.ns + ".guestbook-allclusters-app-set" // over 63 characters here: cut
+	h.g.Expect(len(want)).To(BeNumerically(">", 63))
+	h.g.Expect(r.Labels).To(HaveKeyWithValue(v1alpha1.HostingApplicationSetLabel, strings.TrimRight(want[:63], "-._")))
+	h.g.Expect(r.OwnerReferences).To(ConsistOf(HaveField("UID", set.GetUID())))
+	h.g.Expect(r.Statuses.ClusterConditions).To(HaveLen(3))
+	for _, cc := range r.Statuses.ClusterConditions {
+		h.g.Expect(cc.HealthStatus).To(Equal("Unknown"))
+		h.g.Expect(cc.SyncStatus).To(Equal("Unknown"))
+	}
+
+	// The documents' example: one cluster failing to sync, two Progressing.
+	forbidden := `Failed sync attempt to 53e28ff2: one or more objects failed to apply, reason: services is forbidden`
+	failing := feedback("Missing", "OutOfSync")
+	failing[propagation.FeedbackConditions] = fmt.Sprintf(`[{"type":"SyncError","message":%q}]`, forbidden)
+	h.report("guestbook-"+c1, c1, 1, failing)
+	progressing := feedback("Progressing", "Synced")
+	progressing[propagation.FeedbackResources] = `[{"version":"v1","kind":"Service","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"}},` +
+		`{"group":"apps","version":"v1","kind":"Deployment","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Progressing"}}]`
+	h.report("guestbook-"+c2, c2, 1, progressing)
+	h.report("guestbook-"+c3, c3, 1, progressing)
+	h.g.Eventually(func() v1alpha1.ReportSummary { return h.summary(set.GetName()) }, timeout, interval).Should(Equal(
+		v1alpha1.ReportSummary{Clusters: "3", Healthy: "0", InProgress: "2", NotHealthy: "3", NotSynced: "1", Synced: "2"}))
+
+	r, _ = h.getReport(set.GetName())
+	byCluster := map[string]v1alpha1.ClusterCondition{}
+	for _, cc := range r.Statuses.ClusterConditions {
+		byCluster[cc.Cluster] = cc
+	}
+	h.g.Expect(byCluster[c1].Conditions).To(ConsistOf(v1alpha1.Condition{Type: "SyncError", Message: forbidden}))
+	h.g.Expect(byCluster[c1].App).To(Equal(h.ns + "/guestbook-" + c1 + "/" + c1 + "/" + propagation.WorkName(h.ns, "guestbook-"+c1)))
+	h.g.Expect(byCluster[c2].SyncRevision).To(Equal("53e28ff2"))
+	h.g.Expect(r.Statuses.Resources).To(ConsistOf(
+		v1alpha1.ResourceRef{APIVersion: "v1", Kind: "Service", Namespace: "guestbook", Name: "guestbook-ui"},
+		v1alpha1.ResourceRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "guestbook", Name: "guestbook-ui"},
+	))
+
+	// A cluster turns Healthy: the report follows, and writes nothing more once it has.
+	h.report("guestbook-"+c2, c2, 1, feedback("Healthy", "Synced"))
+	h.g.Eventually(func() string { return h.summary(set.GetName()).Healthy }, timeout, interval).Should(Equal("1"))
+	r, _ = h.getReport(set.GetName())
+	h.g.Consistently(func() string { got, _ := h.getReport(set.GetName()); return got.ResourceVersion }, 2*time.Second, 100*time.Millisecond).
+		Should(Equal(r.ResourceVersion))
+
+	// A cluster leaves the ApplicationSet: it leaves the report.
+	h.g.Expect(h.c.Delete(context.Background(), h.getApp("guestbook-"+c3))).To(Succeed())
+	h.g.Eventually(func() string { return h.summary(set.GetName()).Clusters }, timeout, interval).Should(Equal("2"))
+}
+
+func TestReportShowsUnavailableClustersAsStale(t *testing.T) {
+	h := start(t)
+	set := h.appSet("web")
+	c := h.cluster()
+	h.app("web-"+c, c, ownedBy(set))
+	h.report("web-"+c, c, 1, feedback("Healthy", "Synced"))
+	h.g.Eventually(func() string { return h.summary("web").Healthy }, timeout, interval).Should(Equal("1"))
+
+	since := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	mc := &clusterv1.ManagedCluster{}
+	h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Name: c}, mc)).To(Succeed())
+	mc.Status.Conditions = []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionUnknown,
+		Reason: "ManagedClusterLeaseUpdateStopped", Message: "lease not updated", LastTransitionTime: since}}
+	h.g.Expect(h.c.Status().Update(context.Background(), mc)).To(Succeed())
+
+	h.g.Eventually(func() []v1alpha1.ClusterCondition {
+		r, _ := h.getReport("web")
+		return r.Statuses.ClusterConditions
+	}, timeout, interval).Should(ConsistOf(And(
+		HaveField("HealthStatus", "Unknown"),
+		HaveField("SyncRevision", "53e28ff2"),
+		HaveField("Conditions", ContainElement(v1alpha1.Condition{Type: "StaleStatus",
+			Message: fmt.Sprintf("no status from %s since %s: the ManagedCluster is not available (ManagedClusterLeaseUpdateStopped)", c, since.UTC().Format(time.RFC3339))})),
+	)))
+	h.g.Expect(h.summary("web").Healthy).To(Equal("0"))
+}
+
+func TestReportOfWorkNotAppliedInTimeTurnsStale(t *testing.T) {
+	h := start(t, func(o *Options, _ string) { o.StaleAfter = 2 * time.Second })
+	set := h.appSet("web")
+	c := h.cluster()
+	h.app("web-"+c, c, ownedBy(set))
+	// No agent applies the work: after the window the report says so without any new event.
+	h.g.Eventually(func() []v1alpha1.Condition {
+		r, _ := h.getReport("web")
+		if len(r.Statuses.ClusterConditions) == 0 {
+			return nil
+		}
+		return r.Statuses.ClusterConditions[0].Conditions
+	}, timeout, interval).Should(ContainElement(HaveField("Message", ContainSubstring("its work agent has not applied the ManifestWork"))))
+}
+
+func TestReportOfEmptiedAndDeletedApplicationSets(t *testing.T) {
+	h := start(t)
+	set := h.appSet("web")
+	c := h.cluster()
+	h.app("web-"+c, c, ownedBy(set))
+	h.g.Eventually(func() string { return h.summary("web").Clusters }, timeout, interval).Should(Equal("1"))
+
+	// Zero clusters: a report with zero counts, not a stale one.
+	h.g.Expect(h.c.Delete(context.Background(), h.getApp("web-"+c))).To(Succeed())
+	h.g.Eventually(func() v1alpha1.ReportSummary { return h.summary("web") }, timeout, interval).Should(Equal(
+		v1alpha1.ReportSummary{Clusters: "0", Healthy: "0", InProgress: "0", NotHealthy: "0", NotSynced: "0", Synced: "0"}))
+
+	h.g.Expect(h.c.Delete(context.Background(), set)).To(Succeed())
+	h.g.Eventually(func() bool { _, err := h.getReport("web"); return apierrors.IsNotFound(err) }, timeout, interval).Should(BeTrue())
+}
+
+func TestNoReportForApplicationSetsWithoutPullApplications(t *testing.T) {
+	h := start(t)
+	push := h.appSet("push-only")
+	pull := h.appSet("pull")
+	c := h.cluster()
+	h.app("push-app", c, ownedBy(push), func(u *unstructured.Unstructured) { u.SetLabels(nil) })
+	h.app("pull-app", c, ownedBy(pull))
+	h.g.Eventually(func() error { _, err := h.getReport("pull"); return err }, timeout, interval).Should(Succeed())
+	h.g.Consistently(func() bool { _, err := h.getReport("push-only"); return apierrors.IsNotFound(err) }, time.Second, 100*time.Millisecond).Should(BeTrue())
+}
+
+func TestReportIsRestoredWhenEdited(t *testing.T) {
+	h := start(t)
+	set := h.appSet("web")
+	c := h.cluster()
+	h.app("web-"+c, c, ownedBy(set))
+	h.g.Eventually(func() string { return h.summary("web").Clusters }, timeout, interval).Should(Equal("1"))
+	r, _ := h.getReport("web")
+	r.Statuses.Summary.Clusters = "42"
+	h.g.Expect(h.c.Update(context.Background(), r)).To(Succeed())
+	h.g.Eventually(func() string { return h.summary("web").Clusters }, timeout, interval).Should(Equal("1"))
+}
