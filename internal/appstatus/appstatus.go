@@ -34,6 +34,7 @@ type Observed struct {
 
 	Health, Sync, Revision                string
 	Phase, StartedAt, FinishedAt, Message string
+	ReconciledAt                          string
 	Operation                             map[string]any
 	ComparedTo                            *Source
 	RawResources, RawConditions           string
@@ -67,6 +68,7 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs.StartedAt = str(propagation.FeedbackStartedAt)
 	obs.FinishedAt = str(propagation.FeedbackFinishedAt)
 	obs.Message = str(propagation.FeedbackMessage)
+	obs.ReconciledAt = str(propagation.FeedbackReconciledAt)
 	obs.RawResources = str(propagation.FeedbackResources)
 	obs.RawConditions = str(propagation.FeedbackConditions)
 	if raw := str(propagation.FeedbackOperation); raw != "" {

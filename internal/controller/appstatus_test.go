@@ -137,12 +137,14 @@ func TestHubStatusIsHonestForProgressiveSync(t *testing.T) {
 	h.g.Expect(rev).To(Equal("sha-of-v2"))
 }
 
-func TestManualSyncAndRefreshAreDeliveredOnce(t *testing.T) {
+func TestManualSyncAndRefreshAreClearedOnceTheClusterActedOnThem(t *testing.T) {
 	h := start(t)
 	cluster := h.cluster()
 	h.app("web", cluster)
 	gen1 := h.work("web", cluster).Generation
-	h.report("web", cluster, gen1, nil)
+	before := map[string]string{propagation.FeedbackPhase: "Succeeded", propagation.FeedbackStartedAt: "2026-11-21T09:00:00Z", propagation.FeedbackReconciledAt: "2026-11-21T09:00:01Z"}
+	h.report("web", cluster, gen1, before)
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "startedAt") }, timeout, interval).Should(Equal("2026-11-21T09:00:00Z"))
 
 	// A manual sync and a hard refresh requested on the hub.
 	h.updateApp("web", func(u *unstructured.Unstructured) {
@@ -158,21 +160,24 @@ func TestManualSyncAndRefreshAreDeliveredOnce(t *testing.T) {
 		return ok
 	}, timeout, interval).Should(BeTrue(), "the work carries the operation")
 	h.g.Expect(payload(t, carrying, 0).GetAnnotations()).To(HaveKeyWithValue(argocd.RefreshAnnotation, "hard"))
-	h.g.Consistently(func() bool {
-		_, ok := h.getApp("web").Object["operation"]
-		return ok
-	}, time.Second, 100*time.Millisecond).Should(BeTrue(), "kept on the hub until the managed cluster applied it")
+	h.g.Expect(carrying.Annotations).To(HaveKeyWithValue(propagation.DeliveryBaselineAnnotation, "2026-11-21T09:00:00Z|2026-11-21T09:00:01Z"))
 
-	h.report("web", cluster, carrying.Generation, nil)
-	h.g.Eventually(func() bool {
-		app := h.getApp("web")
-		_, op := app.Object["operation"]
-		_, refresh := app.GetAnnotations()[argocd.RefreshAnnotation]
-		return op || refresh
-	}, timeout, interval).Should(BeFalse(), "cleared on the hub once delivered")
+	hubRequests := func() propagation.Requests { return propagation.RequestsOf(h.getApp("web")) }
+	// Applied, but the managed Argo CD has not acted yet: the work keeps carrying both.
+	h.report("web", cluster, carrying.Generation, before)
+	h.g.Consistently(hubRequests, 2*time.Second, 100*time.Millisecond).Should(Equal(propagation.Requests{Sync: true, Refresh: true}))
+
+	// It reconciled (the refresh), then started the sync: each is cleared on its own signal.
+	refreshed := map[string]string{propagation.FeedbackPhase: "Succeeded", propagation.FeedbackStartedAt: "2026-11-21T09:00:00Z", propagation.FeedbackReconciledAt: "2026-11-21T10:00:00Z"}
+	h.report("web", cluster, carrying.Generation, refreshed)
+	h.g.Eventually(hubRequests, timeout, interval).Should(Equal(propagation.Requests{Sync: true}))
+	synced := map[string]string{propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-11-21T10:00:02Z", propagation.FeedbackReconciledAt: "2026-11-21T10:00:00Z"}
+	h.report("web", cluster, h.work("web", cluster).Generation, synced)
+	h.g.Eventually(hubRequests, timeout, interval).Should(Equal(propagation.Requests{}))
 	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(ReasonDelivered)))
 	h.g.Eventually(func() bool {
-		_, ok := payload(t, h.work("web", cluster), 0).Object["operation"]
-		return ok
-	}, timeout, interval).Should(BeFalse(), "the next work does not carry it again")
+		w := h.work("web", cluster)
+		_, carried := w.Annotations[propagation.DeliveryBaselineAnnotation]
+		return propagation.RequestsOf(payload(t, w, 0)).Any() || carried
+	}, timeout, interval).Should(BeFalse(), "the next work carries neither")
 }

@@ -9,12 +9,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // workChangedForPropagation passes ManifestWork events the propagation controller acts on:
 // creation and deletion, changes to what it wrote (drift), and the agent applying a new
-// generation (which releases a delivered sync or refresh request). Feedback-only changes, the
-// bulk of the traffic, are left to the status controller.
+// generation, and feedback on works that carry a sync or refresh request (the acknowledgement).
+// Other feedback-only changes, the bulk of the traffic, are left to the status controller.
 func workChangedForPropagation() predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -23,7 +24,8 @@ func workChangedForPropagation() predicate.Funcs {
 			if !okOld || !okNew {
 				return true
 			}
-			return oldWork.Generation != newWork.Generation ||
+			_, awaitingAck := newWork.Annotations[propagation.DeliveryBaselineAnnotation]
+			return awaitingAck || oldWork.Generation != newWork.Generation ||
 				!newWork.DeletionTimestamp.IsZero() ||
 				!maps.Equal(oldWork.Labels, newWork.Labels) ||
 				!maps.Equal(oldWork.Annotations, newWork.Annotations) ||

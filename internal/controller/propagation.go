@@ -208,6 +208,9 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	log := ctrl.LoggerFrom(ctx)
 	existing := &workv1.ManifestWork{}
 	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	if err == nil || apierrors.IsNotFound(err) {
+		markDelivery(app, existing, desired)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		desired.Annotations[propagation.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
@@ -226,6 +229,9 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	updated.Labels = merged(updated.Labels, desired.Labels)
 	updated.Annotations = merged(updated.Annotations, desired.Annotations)
 	updated.Annotations[propagation.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+	if _, ok := desired.Annotations[propagation.DeliveryBaselineAnnotation]; !ok {
+		delete(updated.Annotations, propagation.DeliveryBaselineAnnotation)
+	}
 	updated.Spec = desired.Spec
 	log.Info("Updating ManifestWork", "manifestWork", klog.KObj(updated))
 	if err := r.Update(ctx, updated); err != nil {
@@ -234,28 +240,57 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	return updated, nil
 }
 
+// markDelivery records on the desired work, when it carries a sync or refresh request, what the
+// managed cluster had reported before the request: the baseline its acknowledgement is judged
+// against. A baseline already recorded for pending requests is kept.
+func markDelivery(app *unstructured.Unstructured, existing, desired *workv1.ManifestWork) {
+	if !propagation.RequestsOf(app).Any() {
+		return
+	}
+	if b, ok := existing.Annotations[propagation.DeliveryBaselineAnnotation]; ok {
+		desired.Annotations[propagation.DeliveryBaselineAnnotation] = b
+		return
+	}
+	obs := appstatus.Observe(existing)
+	desired.Annotations[propagation.DeliveryBaselineAnnotation] = propagation.Baseline{StartedAt: obs.StartedAt, ReconciledAt: obs.ReconciledAt}.String()
+}
+
 // clearDelivered removes a manual sync (.operation) or refresh request from the hub Application
-// once the managed cluster has applied the work that carries it, so that it is not applied twice.
+// once the managed cluster has acted on it (a new operation started, or its Argo CD reconciled
+// again), so that it is applied once. Clearing it earlier would drop it from the next work and so
+// from the managed cluster, possibly before its Argo CD saw it.
 func (r *PropagationReconciler) clearDelivered(ctx context.Context, app *unstructured.Unstructured, work *workv1.ManifestWork) error {
-	_, hasOperation := app.Object["operation"]
-	_, hasRefresh := app.GetAnnotations()[argocd.RefreshAnnotation]
-	if (!hasOperation && !hasRefresh) || !appstatus.AppliedAtGeneration(work) {
+	requests := propagation.RequestsOf(app)
+	if !requests.Any() || !appstatus.AppliedAtGeneration(work) {
+		return nil
+	}
+	baseline, ok := propagation.ParseBaseline(work.Annotations[propagation.DeliveryBaselineAnnotation])
+	if !ok {
+		return nil
+	}
+	obs := appstatus.Observe(work)
+	acked := propagation.Acknowledged(requests, baseline, propagation.Baseline{StartedAt: obs.StartedAt, ReconciledAt: obs.ReconciledAt})
+	if !acked.Any() {
 		return nil
 	}
 	updated := app.DeepCopy()
-	delete(updated.Object, "operation")
-	annotations := updated.GetAnnotations()
-	delete(annotations, argocd.RefreshAnnotation)
-	updated.SetAnnotations(annotations)
-	ctrl.LoggerFrom(ctx).Info("Clearing the delivered operation and refresh request", "manifestWork", klog.KObj(work))
+	if acked.Sync {
+		delete(updated.Object, "operation")
+	}
+	if acked.Refresh {
+		annotations := updated.GetAnnotations()
+		delete(annotations, argocd.RefreshAnnotation)
+		updated.SetAnnotations(annotations)
+	}
+	ctrl.LoggerFrom(ctx).Info("Clearing the sync or refresh request the managed cluster acted on", "manifestWork", klog.KObj(work), "sync", acked.Sync, "refresh", acked.Refresh)
 	// Optimistic lock: a newer request made meanwhile must not be cleared unseen.
 	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
 			return nil // the newer Application requeues this with what it now asks for
 		}
-		return fmt.Errorf("clearing the delivered operation of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
+		return fmt.Errorf("clearing the delivered requests of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
 	}
-	r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Propagate", "The managed cluster %s received the sync or refresh request", work.Namespace)
+	r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Propagate", "The managed cluster %s acted on the sync or refresh request", work.Namespace)
 	return nil
 }
 

@@ -278,3 +278,33 @@ func TestSpecHashChangesOnlyWithContent(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(UpToDate(a, c)).To(BeFalse())
 }
+
+func TestAcknowledged(t *testing.T) {
+	base := Baseline{StartedAt: "t0", ReconciledAt: "r0"}
+	both := Requests{Sync: true, Refresh: true}
+	tests := map[string]struct {
+		requests Requests
+		now      Baseline
+		want     Requests
+	}{
+		"nothing happened yet":        {both, base, Requests{}},
+		"reconciled: refresh done":    {both, Baseline{StartedAt: "t0", ReconciledAt: "r1"}, Requests{Refresh: true}},
+		"new operation: sync done":    {both, Baseline{StartedAt: "t1", ReconciledAt: "r0"}, Requests{Sync: true}},
+		"both":                        {both, Baseline{StartedAt: "t1", ReconciledAt: "r1"}, both},
+		"no request, nothing to ack":  {Requests{}, Baseline{StartedAt: "t1", ReconciledAt: "r1"}, Requests{}},
+		"feedback lost is not an ack": {both, Baseline{}, Requests{}},
+		"first operation ever":        {Requests{Sync: true}, Baseline{StartedAt: "t1"}, Requests{Sync: true}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			baseline := base
+			if name == "first operation ever" {
+				baseline = Baseline{}
+			}
+			NewWithT(t).Expect(Acknowledged(tt.requests, baseline, tt.now)).To(Equal(tt.want))
+		})
+	}
+	parsed, ok := ParseBaseline(base.String())
+	NewWithT(t).Expect(ok).To(BeTrue())
+	NewWithT(t).Expect(parsed).To(Equal(base))
+}

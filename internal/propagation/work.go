@@ -57,6 +57,7 @@ const (
 	FeedbackComparedChart     = "comparedToChart"
 	FeedbackResources         = "resources"
 	FeedbackConditions        = "conditions"
+	FeedbackReconciledAt      = "reconciledAt"
 	operationJSONPath         = ".operation"
 	refreshAnnotationJSONPath = ".metadata.annotations['argocd.argoproj.io/refresh']"
 )
@@ -79,6 +80,7 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackComparedChart, Path: ".status.sync.comparedTo.source.chart"},
 	{Name: FeedbackResources, Path: ".status.resources"},
 	{Name: FeedbackConditions, Path: ".status.conditions"},
+	{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"},
 }
 
 // Markers stripped from the payload: they steer the hub and mean nothing on the managed cluster.

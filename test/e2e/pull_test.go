@@ -126,8 +126,8 @@ func TestPullModelRoundTrip(t *testing.T) {
 	})
 }
 
-// A manual sync and a hard refresh requested on the hub reach the managed cluster once: its Argo
-// CD clearing them is not undone by the work agent, and the hub does not send them again.
+// A manual sync and a hard refresh requested on the hub reach the managed cluster and stay there
+// until its Argo CD acted on them; then the hub clears its copy and does not send them again.
 func TestManualSyncAndRefreshReachTheManagedClusterOnce(t *testing.T) {
 	requireLab(t)
 	ctx := context.Background()
@@ -171,15 +171,25 @@ func TestManualSyncAndRefreshReachTheManagedClusterOnce(t *testing.T) {
 		_, op := got.Object["operation"]
 		return op && got.GetAnnotations()[argocd.RefreshAnnotation] == "hard", nil
 	})
-	eventually(t, "the managed Argo CD clearing them", step, func(ctx context.Context) (bool, error) {
+	// As Argo CD does: refresh (new reconciledAt, annotation removed), run the operation (new
+	// operationState) and clear it.
+	eventually(t, "the managed Argo CD acting on them", step, func(ctx context.Context) (bool, error) {
 		got := application(key.Name)
 		if err := spoke.Get(ctx, key, got); err != nil {
 			return false, err
 		}
+		op := got.Object["operation"]
 		delete(got.Object, "operation")
 		a := got.GetAnnotations()
 		delete(a, argocd.RefreshAnnotation)
 		got.SetAnnotations(a)
+		now := time.Now().UTC().Format(time.RFC3339)
+		got.Object["status"] = map[string]any{
+			"reconciledAt":   now,
+			"health":         map[string]any{"status": "Healthy"},
+			"sync":           map[string]any{"status": "Synced", "revision": "abc"},
+			"operationState": map[string]any{"operation": op, "phase": "Succeeded", "startedAt": now, "finishedAt": now},
+		}
 		err := spoke.Update(ctx, got)
 		return err == nil, err
 	})
