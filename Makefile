@@ -61,6 +61,10 @@ test: kube-assets ocm-assets ## Run all tests: unit, real-apiserver and end-to-e
 test-unit: ## Run the tests that need no apiserver
 	go test -short $(GO_TEST_FLAGS) ./...
 
+.PHONY: bench
+bench: kube-assets ## Run the benchmarks and print their figures (not part of make test)
+	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go test -run '^$$' -bench . -benchtime=1x ./internal/controller
+
 .PHONY: kube-assets
 kube-assets: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd ## Build kube-apiserver and etcd once and print their directory
 	@echo $(KUBE_ASSETS)

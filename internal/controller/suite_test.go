@@ -49,13 +49,13 @@ const (
 // harness runs the real manager, built by ManagerOptions and Setup as main builds it, against the
 // package's apiserver, with the test's namespace as the Argo CD namespace.
 type harness struct {
-	t  *testing.T
+	t  testing.TB
 	g  *WithT
 	c  client.Client // reads straight from the apiserver, not the manager's cache
 	ns string
 }
 
-func start(t *testing.T, mutate ...func(o *Options, ns string)) *harness {
+func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 	t.Helper()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
@@ -111,7 +111,7 @@ func (h *harness) removeApplications() {
 	}
 }
 
-func reconcilePanics(t *testing.T) float64 {
+func reconcilePanics(t testing.TB) float64 {
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Errorf("gathering metrics: %v", err)
