@@ -23,12 +23,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/report"
+	"github.com/argocd-pull/argocd-pull/internal/search"
 )
 
 // ReportReconciler keeps one MulticlusterApplicationSetReport per ApplicationSet that has
@@ -37,6 +39,9 @@ import (
 type ReportReconciler struct {
 	client.Client
 	Options Options
+	// Search is the optional OCM Search source, nil when not configured.
+	Search       *search.Poller
+	searchEvents chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=applicationsets,verbs=get;list;watch
@@ -48,7 +53,11 @@ func (r *ReportReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Op
 	appSet := &unstructured.Unstructured{}
 	appSet.SetGroupVersionKind(argocd.ApplicationSetGVK)
 	delay := r.Options.ReportCoalesce
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.searchEvents != nil {
+		b = b.WatchesRawSource(source.Channel(r.searchEvents, &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		Named("report").
 		WithOptions(opts).
 		For(appSet).
@@ -159,6 +168,11 @@ func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedN
 		if err := r.fill(ctx, &m); err != nil {
 			return nil, err
 		}
+		if r.Search != nil {
+			if res, ok := r.Search.Get(search.AppKey{Cluster: target.Cluster, Namespace: target.AppNamespace, Name: app.GetName()}); ok {
+				m.Searched, m.SearchResources, m.SearchConditions = true, res.Resources, res.Conditions
+			}
+		}
 		members = append(members, m)
 	}
 	return members, nil
@@ -184,6 +198,37 @@ func (r *ReportReconciler) fill(ctx context.Context, m *report.Member) error {
 		return fmt.Errorf("reading ManagedCluster %s: %w", m.Cluster, err)
 	}
 	return nil
+}
+
+// tracked lists, for the Search poller, the managed-cluster Applications of every pull-model
+// ApplicationSet.
+func (r *ReportReconciler) tracked(ctx context.Context) (map[search.AppKey]types.NamespacedName, error) {
+	apps := argocd.NewApplicationList()
+	if err := r.List(ctx, apps); err != nil {
+		return nil, fmt.Errorf("listing Applications for Search: %w", err)
+	}
+	out := map[search.AppKey]types.NamespacedName{}
+	for i := range apps.Items {
+		app := &apps.Items[i]
+		appSet, owned := argocd.OwningApplicationSet(app)
+		target, pull, err := propagation.Decide(app)
+		if !owned || !pull || err != nil {
+			continue
+		}
+		out[search.AppKey{Cluster: target.Cluster, Namespace: target.AppNamespace, Name: app.GetName()}] = types.NamespacedName{Namespace: app.GetNamespace(), Name: appSet}
+	}
+	return out, nil
+}
+
+// searchChanged requeues the reports whose Search answers changed.
+func (r *ReportReconciler) searchChanged(appSets []types.NamespacedName) {
+	for _, key := range appSets {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(argocd.ApplicationSetGVK)
+		u.SetNamespace(key.Namespace)
+		u.SetName(key.Name)
+		r.searchEvents <- event.GenericEvent{Object: u}
+	}
 }
 
 func (r *ReportReconciler) deleteReport(ctx context.Context, key types.NamespacedName) error {

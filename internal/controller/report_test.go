@@ -2,8 +2,12 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,4 +200,44 @@ func TestReportIsRestoredWhenEdited(t *testing.T) {
 	r.Statuses.Summary.Clusters = "42"
 	h.g.Expect(h.c.Update(context.Background(), r)).To(Succeed())
 	h.g.Eventually(func() string { return h.summary("web").Clusters }, timeout, interval).Should(Equal("1"))
+}
+
+// With --search-url, the report takes deployed resources and error conditions from OCM Search
+// where ManifestWork feedback has none.
+func TestReportUsesSearchWhenConfigured(t *testing.T) {
+	var queried atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Variables struct {
+				Input []json.RawMessage `json:"input"`
+			} `json:"variables"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		queried.Add(1)
+		results := make([]any, 0, len(body.Variables.Input))
+		for range body.Variables.Input {
+			results = append(results, map[string]any{
+				"items":   []any{map[string]any{"kind": "Application", "_conditionSyncError": "deployments.apps is forbidden"}},
+				"related": []any{map[string]any{"kind": "Deployment", "items": []any{map[string]any{"kind": "Deployment", "apigroup": "apps", "apiversion": "v1", "name": "guestbook-ui", "namespace": "guestbook"}}}},
+			})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{"searchResult": results}})
+	}))
+	defer srv.Close()
+	h := start(t, func(o *Options, _ string) {
+		o.Search.URL = srv.URL
+		o.SearchInterval = 200 * time.Millisecond
+	})
+	set := h.appSet("web")
+	c := h.cluster()
+	h.app("web-"+c, c, ownedBy(set))
+	h.report("web-"+c, c, 1, feedback("Degraded", "OutOfSync"))
+
+	h.g.Eventually(func() []v1alpha1.ResourceRef {
+		r, _ := h.getReport("web")
+		return r.Statuses.Resources
+	}, timeout, interval).Should(ConsistOf(v1alpha1.ResourceRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "guestbook-ui", Namespace: "guestbook"}))
+	r, _ := h.getReport("web")
+	h.g.Expect(r.Statuses.ClusterConditions[0].Conditions).To(ContainElement(v1alpha1.Condition{Type: "SyncError", Message: "deployments.apps is forbidden"}))
+	h.g.Expect(queried.Load()).To(BeNumerically(">", 0))
 }

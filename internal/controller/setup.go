@@ -15,9 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/search"
 )
 
 // DefaultArgoCDNamespace is where the hub's Argo CD runs unless told otherwise.
@@ -37,6 +39,10 @@ type Options struct {
 	StaleAfter time.Duration
 	// ReportCoalesce is how long report events of one ApplicationSet are gathered into one rebuild.
 	ReportCoalesce time.Duration
+	// Search optionally adds OCM Search V2 as a source of the reports; off when URL is empty.
+	Search search.Options
+	// SearchInterval is how often Search is polled.
+	SearchInterval time.Duration
 }
 
 // DefaultOptions returns the options used when no flag is given.
@@ -46,6 +52,7 @@ func DefaultOptions() Options {
 		MaxConcurrentReconciles: 4,
 		StaleAfter:              5 * time.Minute,
 		ReportCoalesce:          100 * time.Millisecond,
+		SearchInterval:          30 * time.Second,
 	}
 }
 
@@ -62,6 +69,9 @@ func (o Options) Validate() error {
 	}
 	if o.ReportCoalesce < 0 {
 		return fmt.Errorf("the report coalescing delay must not be negative, got %s", o.ReportCoalesce)
+	}
+	if o.Search.URL != "" && o.SearchInterval <= 0 {
+		return fmt.Errorf("the Search polling interval must be positive, got %s", o.SearchInterval)
 	}
 	return nil
 }
@@ -114,7 +124,19 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&StatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the application status controller: %w", err)
 	}
-	if err := (&ReportReconciler{Client: mgr.GetClient(), Options: opts}).SetupWithManager(mgr, copts); err != nil {
+	reports := &ReportReconciler{Client: mgr.GetClient(), Options: opts}
+	if opts.Search.URL != "" {
+		client, err := search.New(opts.Search)
+		if err != nil {
+			return err
+		}
+		reports.searchEvents = make(chan event.GenericEvent, 1024)
+		reports.Search = &search.Poller{Client: client, Interval: opts.SearchInterval, Tracked: reports.tracked, Changed: reports.searchChanged}
+		if err := mgr.Add(reports.Search); err != nil {
+			return fmt.Errorf("adding the Search poller: %w", err)
+		}
+	}
+	if err := reports.SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the report controller: %w", err)
 	}
 	return nil

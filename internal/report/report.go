@@ -48,6 +48,11 @@ type Member struct {
 	Wanted *appstatus.Source
 	// PropagationError is the hub Application's propagation error, if any.
 	PropagationError string
+	// Searched is true when OCM Search answered about this Application; SearchResources and
+	// SearchConditions are its answer. They fill in what ManifestWork feedback lacks.
+	Searched         bool
+	SearchResources  []v1alpha1.ResourceRef
+	SearchConditions []v1alpha1.Condition
 }
 
 // Options tune the report. Zero values take the defaults.
@@ -148,7 +153,7 @@ func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.
 		}
 		conditions = append(conditions, spokeConditions(obs.RawConditions)...)
 		resources = deployed(obs.RawResources)
-		fed = !obs.Reported || obs.RawResources != ""
+		fed = !obs.Reported || obs.RawResources != "" || m.Searched
 
 		var stale string
 		stale, recheck = staleness(m, obs.Applied, opts)
@@ -156,6 +161,12 @@ func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.
 			cc.SyncStatus, cc.HealthStatus = argocd.SyncUnknown, argocd.HealthUnknown
 			conditions = append([]v1alpha1.Condition{{Type: ConditionStale, Message: stale}}, conditions...)
 		}
+	}
+	if m.Searched {
+		if len(resources) == 0 {
+			resources = m.SearchResources
+		}
+		conditions = mergeConditions(conditions, m.SearchConditions)
 	}
 	if m.ManagedCluster == nil {
 		cc.SyncStatus, cc.HealthStatus = argocd.SyncUnknown, argocd.HealthUnknown
@@ -182,6 +193,21 @@ func staleness(m Member, applied bool, opts Options) (reason string, recheck tim
 		return "", deadline
 	}
 	return fmt.Sprintf("no status from %s since %s: its work agent has not applied the ManifestWork written then", m.Cluster, m.WorkWrittenAt.UTC().Format(time.RFC3339)), time.Time{}
+}
+
+// mergeConditions adds the extra conditions whose type is not there yet.
+func mergeConditions(conditions, extra []v1alpha1.Condition) []v1alpha1.Condition {
+	have := map[string]bool{}
+	for _, c := range conditions {
+		have[c.Type] = true
+	}
+	for _, c := range extra {
+		if !have[c.Type] {
+			conditions = append(conditions, c)
+			have[c.Type] = true
+		}
+	}
+	return conditions
 }
 
 // spokeConditions reads the spoke Application's .status.conditions from raw feedback.

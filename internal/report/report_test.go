@@ -171,6 +171,21 @@ func TestMissingResourceFeedbackIsExplained(t *testing.T) {
 	g.Expect(out.Notes).To(ConsistOf(ContainSubstring("resources unknown for 1 of 2 clusters")))
 }
 
+func TestSearchFillsWhatFeedbackLacks(t *testing.T) {
+	g := NewWithT(t)
+	searched := m("a", reported(map[string]string{propagation.FeedbackHealth: "Degraded", propagation.FeedbackSync: "OutOfSync",
+		propagation.FeedbackConditions: mustJSON([]map[string]string{{"type": "SyncError", "message": "from feedback"}})}))
+	searched.Searched = true
+	searched.SearchResources = []v1alpha1.ResourceRef{{APIVersion: "v1", Kind: "Service", Name: "ui", Namespace: "guestbook"}}
+	searched.SearchConditions = []v1alpha1.Condition{{Type: "SyncError", Message: "from search"}, {Type: "SharedResourceWarning", Message: "shared"}}
+	out, _ := Build([]Member{searched}, Options{Now: now})
+	g.Expect(out.Resources).To(Equal(searched.SearchResources))
+	g.Expect(out.ClusterConditions[0].Conditions).To(Equal([]v1alpha1.Condition{
+		{Type: "SyncError", Message: "from feedback"}, {Type: "SharedResourceWarning", Message: "shared"},
+	}), "feedback wins for a type both have")
+	g.Expect(out.Notes).To(BeEmpty(), "Search answered for the resources")
+}
+
 func TestStaleClusters(t *testing.T) {
 	healthy := map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced", propagation.FeedbackRevision: "abc"}
 	down := available("down")
