@@ -144,9 +144,7 @@ func TestResourcesAreDeployedOnesDeduplicated(t *testing.T) {
 			{"version": "v1", "kind": "Service", "namespace": "guestbook", "name": "guestbook-ui", "status": "Synced", "health": map[string]any{"status": "Healthy"}},
 			{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "guestbook", "name": "guestbook-ui", "status": "OutOfSync", "health": map[string]any{"status": "Progressing"}},
 		}
-		for _, e := range extra {
-			list = append(list, e)
-		}
+		list = append(list, extra...)
 		return mustJSON(list)
 	}
 	failedToDeploy := map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "guestbook", "name": "forbidden", "status": "OutOfSync", "health": map[string]any{"status": "Missing"}}

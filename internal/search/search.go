@@ -171,10 +171,10 @@ func (c *Client) query(ctx context.Context, batch []AppKey, out map[AppKey]Resul
 		return fmt.Errorf("decoding the Search response: %w", err)
 	}
 	if len(r.Errors) > 0 {
-		return fmt.Errorf("Search answered with an error: %s", r.Errors[0].Message)
+		return fmt.Errorf("the Search API answered with an error: %s", r.Errors[0].Message)
 	}
 	if len(r.Data.SearchResult) != len(batch) {
-		return fmt.Errorf("Search answered %d results for %d inputs", len(r.Data.SearchResult), len(batch))
+		return fmt.Errorf("the Search API answered %d results for %d inputs", len(r.Data.SearchResult), len(batch))
 	}
 	for i, result := range r.Data.SearchResult {
 		if len(result.Items) == 0 {
@@ -199,7 +199,7 @@ func conditionsOf(item map[string]any) []v1alpha1.Condition {
 	for k, v := range item {
 		t, ok := strings.CutPrefix(k, "_condition")
 		msg, isString := v.(string)
-		if !ok || !isString || !(strings.HasSuffix(t, "Error") || strings.HasSuffix(t, "Warning")) {
+		if !ok || !isString || !strings.HasSuffix(t, "Error") && !strings.HasSuffix(t, "Warning") {
 			continue
 		}
 		out = append(out, v1alpha1.Condition{Type: t, Message: msg})
