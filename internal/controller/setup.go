@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -43,6 +45,22 @@ type Options struct {
 	Search search.Options
 	// SearchInterval is how often Search is polled.
 	SearchInterval time.Duration
+	// GitOpsNamespaces are the Argo CD namespaces GitOpsClusters may write cluster secrets into,
+	// besides namespaces labelled apps.open-cluster-management.io/argocd-namespace=true. Empty
+	// means ArgoCDNamespace only.
+	GitOpsNamespaces []string
+	// SecretGracePeriod is how long the secret of a cluster that left a placement is kept.
+	SecretGracePeriod time.Duration
+	// ApplicationSetServiceAccount is the service account of the ApplicationSet controller in the
+	// Argo CD namespace, granted read access to Placements and PlacementDecisions there.
+	ApplicationSetServiceAccount string
+}
+
+func (o Options) gitOpsNamespaces() []string {
+	if len(o.GitOpsNamespaces) == 0 {
+		return []string{o.ArgoCDNamespace}
+	}
+	return o.GitOpsNamespaces
 }
 
 // DefaultOptions returns the options used when no flag is given.
@@ -53,6 +71,9 @@ func DefaultOptions() Options {
 		StaleAfter:              5 * time.Minute,
 		ReportCoalesce:          100 * time.Millisecond,
 		SearchInterval:          30 * time.Second,
+		SecretGracePeriod:       10 * time.Minute,
+
+		ApplicationSetServiceAccount: "argocd-applicationset-controller",
 	}
 }
 
@@ -69,6 +90,9 @@ func (o Options) Validate() error {
 	}
 	if o.ReportCoalesce < 0 {
 		return fmt.Errorf("the report coalescing delay must not be negative, got %s", o.ReportCoalesce)
+	}
+	if o.SecretGracePeriod < 0 {
+		return fmt.Errorf("the secret grace period must not be negative, got %s", o.SecretGracePeriod)
 	}
 	if o.Search.URL != "" && o.SearchInterval <= 0 {
 		return fmt.Errorf("the Search polling interval must be positive, got %s", o.SearchInterval)
@@ -97,6 +121,11 @@ func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
 			app:                    {Label: labels.NewSelector().Add(*pullLabelled)},
 			&workv1.ManifestWork{}: {Label: ours},
 			project:                {Namespaces: map[string]cache.Config{opts.ArgoCDNamespace: {}}},
+			// Only what GitOpsClusters created: never every Secret and ConfigMap of the hub.
+			&corev1.Secret{}:      {Label: ours},
+			&corev1.ConfigMap{}:   {Label: ours},
+			&rbacv1.Role{}:        {Label: ours},
+			&rbacv1.RoleBinding{}: {Label: ours},
 		}},
 		// Argo CD objects are unstructured; read them from the cache like everything else.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
@@ -138,6 +167,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := reports.SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the report controller: %w", err)
+	}
+	if err := (&GitOpsClusterReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("argocd-pull-gitopscluster"),
+		Options:  opts,
+	}).SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,429 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
+	"github.com/argocd-pull/argocd-pull/internal/gitops"
+)
+
+// GitOpsClusterFinalizer lets a deleted GitOpsCluster remove the cluster secrets it created.
+const GitOpsClusterFinalizer = "apps.open-cluster-management.io/gitopscluster-cleanup"
+
+// placementReaderRole is the Role (and RoleBinding) that lets the ApplicationSet controller read
+// Placements and PlacementDecisions in the Argo CD namespace.
+const placementReaderRole = "argocd-pull-placement-reader"
+
+// GitOpsClusterReconciler registers the clusters a Placement selects with the hub's Argo CD, as
+// credential-free cluster secrets in the Argo CD namespace.
+type GitOpsClusterReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Options  Options
+}
+
+// +kubebuilder:rbac:groups=apps.open-cluster-management.io,resources=gitopsclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=apps.open-cluster-management.io,resources=gitopsclusters/status,verbs=update;patch
+// +kubebuilder:rbac:groups=apps.open-cluster-management.io,resources=gitopsclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placements,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create
+
+// SetupWithManager registers the reconciler and its watches.
+func (r *GitOpsClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("gitopscluster").
+		WithOptions(opts).
+		For(&gitopsv1beta1.GitOpsCluster{}).
+		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.byPlacement)).
+		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.byPlacement)).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.all)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byOwnerLabel)).
+		Complete(r)
+}
+
+// Reconcile brings the cluster secrets of one GitOpsCluster in line with its Placement.
+func (r *GitOpsClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	gc := &gitopsv1beta1.GitOpsCluster{}
+	if err := r.Get(ctx, req.NamespacedName, gc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !gc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, gc)
+	}
+	if !controllerutil.ContainsFinalizer(gc, GitOpsClusterFinalizer) {
+		patch := client.MergeFrom(gc.DeepCopy())
+		controllerutil.AddFinalizer(gc, GitOpsClusterFinalizer)
+		return ctrl.Result{}, r.Patch(ctx, gc, patch)
+	}
+
+	before := gc.DeepCopy()
+	result, err := r.reconcile(ctx, gc)
+	// Status is derived above and written once, here, when it changed.
+	return result, errors.Join(err, r.patchStatus(ctx, before, gc))
+}
+
+// reconcile does the work and records the outcome in gc's status conditions.
+func (r *GitOpsClusterReconciler) reconcile(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster) (ctrl.Result, error) {
+	argoNS := gc.Spec.ArgoServer.ArgoNamespace
+	allowed, err := r.argoNamespaceAllowed(ctx, argoNS)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !allowed {
+		setReady(gc, false, gitopsv1beta1.ReasonArgoNamespaceForbidden, fmt.Sprintf(
+			"Argo CD namespace %s is not allowed: the operator must list it in --gitops-namespaces or label it %s=true", argoNS, gitops.AllowedNamespaceLabel))
+		return ctrl.Result{}, nil
+	}
+
+	clusters, reason, msg, err := r.selectedClusters(ctx, gc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if reason != "" {
+		setCondition(gc, gitopsv1beta1.PlacementResolvedCondition, false, reason, msg)
+		setReady(gc, false, reason, msg)
+		return ctrl.Result{}, nil
+	}
+	setCondition(gc, gitopsv1beta1.PlacementResolvedCondition, true, gitopsv1beta1.ReasonSucceeded, fmt.Sprintf("Placement %s selects %d clusters", gc.Spec.PlacementRef.Name, len(clusters)))
+
+	if err := r.ensurePlacementGenerator(ctx, argoNS); err != nil {
+		return ctrl.Result{}, err
+	}
+	registered, conflicts, missing, err := r.ensureSecrets(ctx, gc, clusters)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	requeue, err := r.removeUnselected(ctx, gc, clusters)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	switch {
+	case len(conflicts) > 0:
+		msg := fmt.Sprintf("Secrets not created by argocd-pull already exist in %s, left alone: %s; rename or delete them", argoNS, strings.Join(conflicts, ", "))
+		setCondition(gc, gitopsv1beta1.ClustersRegisteredCondition, false, gitopsv1beta1.ReasonSecretConflict, msg)
+		setReady(gc, false, gitopsv1beta1.ReasonSecretConflict, msg)
+	case len(clusters) == 0:
+		msg := fmt.Sprintf("Placement %s selects no cluster: check its predicates and the ManagedClusterSetBindings in %s", gc.Spec.PlacementRef.Name, gc.Namespace)
+		setCondition(gc, gitopsv1beta1.ClustersRegisteredCondition, false, gitopsv1beta1.ReasonNoClustersSelected, msg)
+		setReady(gc, false, gitopsv1beta1.ReasonNoClustersSelected, msg)
+	default:
+		msg := fmt.Sprintf("%d cluster secrets in %s", registered, argoNS)
+		if len(missing) > 0 {
+			msg += fmt.Sprintf("; no ManagedCluster for %s", strings.Join(missing, ", "))
+		}
+		setCondition(gc, gitopsv1beta1.ClustersRegisteredCondition, true, gitopsv1beta1.ReasonSucceeded, msg)
+		setReady(gc, true, gitopsv1beta1.ReasonSucceeded, msg)
+	}
+	return requeue, nil
+}
+
+// argoNamespaceAllowed: the namespace is listed by the operator or labelled by a cluster admin.
+func (r *GitOpsClusterReconciler) argoNamespaceAllowed(ctx context.Context, ns string) (bool, error) {
+	if slices.Contains(r.Options.gitOpsNamespaces(), ns) {
+		return true, nil
+	}
+	n := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return n.Labels[gitops.AllowedNamespaceLabel] == "true", nil
+}
+
+// selectedClusters reads the Placement, in the GitOpsCluster's own namespace, and all pages of
+// its decisions. A non-empty reason says why it could not.
+func (r *GitOpsClusterReconciler) selectedClusters(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster) (clusters []string, reason, msg string, err error) {
+	ref := gc.Spec.PlacementRef
+	if ref == nil || ref.Name == "" || (ref.Kind != "" && ref.Kind != "Placement") {
+		return nil, gitopsv1beta1.ReasonPlacementNotFound, "spec.placementRef must name a Placement (kind: Placement)", nil
+	}
+	if ref.Namespace != "" && ref.Namespace != gc.Namespace {
+		return nil, gitopsv1beta1.ReasonPlacementNotAllowed, fmt.Sprintf(
+			"Placement %s/%s is in another namespace: a GitOpsCluster may only use Placements of its own namespace %s", ref.Namespace, ref.Name, gc.Namespace), nil
+	}
+	placement := &clusterv1beta1.Placement{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: gc.Namespace, Name: ref.Name}, placement); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, gitopsv1beta1.ReasonPlacementNotFound, fmt.Sprintf("Placement %s not found in namespace %s", ref.Name, gc.Namespace), nil
+		}
+		return nil, "", "", fmt.Errorf("reading Placement %s: %w", ref.Name, err)
+	}
+	decisions := &clusterv1beta1.PlacementDecisionList{}
+	if err := r.List(ctx, decisions, client.InNamespace(gc.Namespace), client.MatchingLabels{clusterv1beta1.PlacementLabel: ref.Name}); err != nil {
+		return nil, "", "", fmt.Errorf("listing the decisions of Placement %s: %w", ref.Name, err)
+	}
+	seen := map[string]bool{}
+	for _, d := range decisions.Items {
+		for _, cd := range d.Status.Decisions {
+			if cd.ClusterName != "" && !seen[cd.ClusterName] {
+				seen[cd.ClusterName] = true
+				clusters = append(clusters, cd.ClusterName)
+			}
+		}
+	}
+	sort.Strings(clusters)
+	return clusters, "", "", nil
+}
+
+// ensureSecrets creates or updates the secret of each selected cluster.
+func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, clusters []string) (registered int, conflicts, missing []string, err error) {
+	argoNS := gc.Spec.ArgoServer.ArgoNamespace
+	owner := gitops.OwnerValue(gc.Namespace, gc.Name)
+	log := ctrl.LoggerFrom(ctx)
+	for _, name := range clusters {
+		mc := &clusterv1.ManagedCluster{}
+		if err := r.Get(ctx, types.NamespacedName{Name: name}, mc); err != nil {
+			if apierrors.IsNotFound(err) {
+				missing = append(missing, name)
+				continue
+			}
+			return 0, nil, nil, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
+		}
+		desired := gitops.ClusterSecret(mc, argoNS, owner)
+		existing := &corev1.Secret{}
+		// The cache holds only secrets argocd-pull created: any other secret reads as not found.
+		switch err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing); {
+		case apierrors.IsNotFound(err):
+			log.Info("Creating cluster secret", "secret", klog.KObj(desired))
+			if err := r.Create(ctx, desired); err != nil {
+				if apierrors.IsAlreadyExists(err) {
+					conflicts = append(conflicts, desired.Name)
+					continue
+				}
+				return 0, nil, nil, fmt.Errorf("creating secret %s/%s: %w", argoNS, desired.Name, err)
+			}
+			r.Recorder.Eventf(gc, nil, corev1.EventTypeNormal, "ClusterRegistered", "Register", "Created cluster secret %s/%s", argoNS, desired.Name)
+		case err != nil:
+			return 0, nil, nil, fmt.Errorf("reading secret %s/%s: %w", argoNS, desired.Name, err)
+		case existing.Labels[gitops.OwnerLabel] != owner:
+			// Another GitOpsCluster registered this cluster first: it stays theirs.
+		default:
+			_, unselected := existing.Annotations[gitops.UnselectedSinceAnnotation]
+			if gitops.SecretUpToDate(existing, desired) && !unselected {
+				break
+			}
+			updated := existing.DeepCopy()
+			updated.Labels = desired.Labels
+			delete(updated.Annotations, gitops.UnselectedSinceAnnotation)
+			updated.Data, updated.StringData = nil, desired.StringData
+			log.Info("Updating cluster secret", "secret", klog.KObj(updated))
+			if err := r.Update(ctx, updated); err != nil {
+				return 0, nil, nil, fmt.Errorf("updating secret %s/%s: %w", argoNS, desired.Name, err)
+			}
+		}
+		registered++
+	}
+	return registered, conflicts, missing, nil
+}
+
+// removeUnselected applies the removal rule to the secrets of clusters that left the placement.
+func (r *GitOpsClusterReconciler) removeUnselected(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, selected []string) (ctrl.Result, error) {
+	secrets := &corev1.SecretList{}
+	if err := r.List(ctx, secrets, client.InNamespace(gc.Spec.ArgoServer.ArgoNamespace),
+		client.MatchingLabels{gitops.OwnerLabel: gitops.OwnerValue(gc.Namespace, gc.Name), gitops.ManagedByLabel: gitops.ManagedByValue}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the cluster secrets of GitOpsCluster %s/%s: %w", gc.Namespace, gc.Name, err)
+	}
+	now := time.Now()
+	var result ctrl.Result
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		cluster := s.Labels[gitops.ClusterLabel]
+		if slices.Contains(selected, cluster) {
+			continue
+		}
+		since, err := time.Parse(time.RFC3339, s.Annotations[gitops.UnselectedSinceAnnotation])
+		if err != nil {
+			since = now
+			patch := client.MergeFrom(s.DeepCopy())
+			metav1.SetMetaDataAnnotation(&s.ObjectMeta, gitops.UnselectedSinceAnnotation, now.UTC().Format(time.RFC3339))
+			if err := r.Patch(ctx, s, patch); err != nil {
+				return ctrl.Result{}, fmt.Errorf("marking secret %s/%s unselected: %w", s.Namespace, s.Name, err)
+			}
+		}
+		exists := r.Get(ctx, types.NamespacedName{Name: cluster}, &clusterv1.ManagedCluster{}) == nil
+		targetedBy := len(applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: cluster}))
+		verdict := gitops.DecideRemoval(since, exists, targetedBy, r.Options.SecretGracePeriod, now)
+		switch {
+		case verdict.Delete:
+			ctrl.LoggerFrom(ctx).Info("Deleting the secret of a cluster that left the placement", "secret", klog.KObj(s))
+			if err := r.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting secret %s/%s: %w", s.Namespace, s.Name, err)
+			}
+			r.Recorder.Eventf(gc, nil, corev1.EventTypeNormal, "ClusterUnregistered", "Register", "Deleted cluster secret %s/%s", s.Namespace, s.Name)
+		case !verdict.After.IsZero():
+			result = soonest(result, verdict.After.Sub(now))
+		default: // kept while an Application targets it: look again later
+			result = soonest(result, time.Minute)
+		}
+	}
+	return result, nil
+}
+
+// ensurePlacementGenerator creates, when missing, the documents' placement generator ConfigMap
+// and the Role and RoleBinding that let the ApplicationSet controller read PlacementDecisions.
+// Existing ones (created by hand, as the documents tell) are left alone.
+func (r *GitOpsClusterReconciler) ensurePlacementGenerator(ctx context.Context, ns string) error {
+	labels := map[string]string{gitops.ManagedByLabel: gitops.ManagedByValue}
+	objects := []client.Object{
+		gitops.PlacementGenerator(ns),
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: placementReaderRole, Namespace: ns, Labels: labels},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{clusterv1beta1.GroupName}, Resources: []string{"placements", "placementdecisions"}, Verbs: []string{"get", "list", "watch"}}},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: placementReaderRole, Namespace: ns, Labels: labels},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: placementReaderRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: r.Options.ApplicationSetServiceAccount, Namespace: ns}},
+		},
+	}
+	for _, o := range objects {
+		existing := o.DeepCopyObject().(client.Object)
+		if err := r.Get(ctx, client.ObjectKeyFromObject(o), existing); err == nil {
+			continue
+		}
+		if err := r.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s/%s: %w", o, ns, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// finalize deletes the secrets this GitOpsCluster created, then lets it go.
+func (r *GitOpsClusterReconciler) finalize(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster) error {
+	if !controllerutil.ContainsFinalizer(gc, GitOpsClusterFinalizer) {
+		return nil
+	}
+	if err := r.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(gc.Spec.ArgoServer.ArgoNamespace),
+		client.MatchingLabels{gitops.OwnerLabel: gitops.OwnerValue(gc.Namespace, gc.Name), gitops.ManagedByLabel: gitops.ManagedByValue}); err != nil {
+		return fmt.Errorf("deleting the cluster secrets of GitOpsCluster %s/%s: %w", gc.Namespace, gc.Name, err)
+	}
+	patch := client.MergeFrom(gc.DeepCopy())
+	controllerutil.RemoveFinalizer(gc, GitOpsClusterFinalizer)
+	return client.IgnoreNotFound(r.Patch(ctx, gc, patch))
+}
+
+// patchStatus writes the status derived during the reconcile, once, when it changed, with an
+// event when Ready changed.
+func (r *GitOpsClusterReconciler) patchStatus(ctx context.Context, before, gc *gitopsv1beta1.GitOpsCluster) error {
+	ready := meta.FindStatusCondition(gc.Status.Conditions, gitopsv1beta1.ReadyCondition)
+	if ready == nil {
+		return nil
+	}
+	gc.Status.Phase, gc.Status.Message = gitopsv1beta1.PhaseFailed, ready.Message
+	if ready.Status == metav1.ConditionTrue {
+		gc.Status.Phase = gitopsv1beta1.PhaseSuccessful
+		gc.Status.ObservedGeneration = gc.Generation
+	}
+	if equality.Semantic.DeepEqual(before.Status.Conditions, gc.Status.Conditions) && before.Status.Phase == gc.Status.Phase &&
+		before.Status.Message == gc.Status.Message && before.Status.ObservedGeneration == gc.Status.ObservedGeneration {
+		return nil
+	}
+	gc.Status.LastUpdateTime = metav1.Now()
+	if old := meta.FindStatusCondition(before.Status.Conditions, gitopsv1beta1.ReadyCondition); old == nil || old.Reason != ready.Reason || old.Status != ready.Status {
+		eventType := corev1.EventTypeNormal
+		if ready.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(gc, nil, eventType, ready.Reason, "Reconcile", ready.Message)
+	}
+	if err := r.Status().Patch(ctx, gc, client.MergeFrom(before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}
+
+func setCondition(gc *gitopsv1beta1.GitOpsCluster, t string, ok bool, reason, msg string) {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&gc.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: gc.Generation})
+}
+
+func setReady(gc *gitopsv1beta1.GitOpsCluster, ok bool, reason, msg string) {
+	setCondition(gc, gitopsv1beta1.ReadyCondition, ok, reason, msg)
+}
+
+func soonest(r ctrl.Result, after time.Duration) ctrl.Result {
+	if after <= 0 {
+		after = time.Second
+	}
+	if r.RequeueAfter == 0 || after < r.RequeueAfter {
+		r.RequeueAfter = after
+	}
+	return r
+}
+
+// byPlacement maps a Placement or PlacementDecision to the GitOpsClusters of its namespace that
+// reference the placement.
+func (r *GitOpsClusterReconciler) byPlacement(ctx context.Context, o client.Object) []reconcile.Request {
+	placement := o.GetName()
+	if p, ok := o.GetLabels()[clusterv1beta1.PlacementLabel]; ok {
+		placement = p
+	}
+	list := &gitopsv1beta1.GitOpsClusterList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, gc := range list.Items {
+		if gc.Spec.PlacementRef != nil && gc.Spec.PlacementRef.Name == placement {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gc)})
+		}
+	}
+	return reqs
+}
+
+// all maps a ManagedCluster change to every GitOpsCluster (there are few).
+func (r *GitOpsClusterReconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &gitopsv1beta1.GitOpsClusterList{}
+	if err := r.List(ctx, list); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, gc := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gc)})
+	}
+	return reqs
+}
+
+// byOwnerLabel maps one of our secrets back to the GitOpsCluster that created it.
+func (r *GitOpsClusterReconciler) byOwnerLabel(ctx context.Context, o client.Object) []reconcile.Request {
+	owner := o.GetLabels()[gitops.OwnerLabel]
+	if owner == "" {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, req := range r.all(ctx, o) {
+		if gitops.OwnerValue(req.Namespace, req.Name) == owner {
+			reqs = append(reqs, req)
+		}
+	}
+	return reqs
+}

@@ -1,0 +1,134 @@
+// Package gitops decides, without side effects, what a GitOpsCluster puts into the Argo CD
+// namespace on the hub: one cluster secret per selected managed cluster, the placement generator
+// ConfigMap, and when a secret of a cluster that left the placement may go.
+package gitops
+
+import (
+	"maps"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+)
+
+// Labels and annotations on the objects a GitOpsCluster manages.
+const (
+	// SecretTypeLabel makes Argo CD read a Secret as a cluster.
+	SecretTypeLabel = "argocd.argoproj.io/secret-type"
+	// ManagedByLabel marks what argocd-pull created; nothing else is ever changed or deleted.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "argocd-pull"
+	// ClusterLabel names the managed cluster of a cluster secret.
+	ClusterLabel = "apps.open-cluster-management.io/cluster-name"
+	// OwnerLabel is "<namespace>.<name>" of the GitOpsCluster that created the secret (cut to 63).
+	OwnerLabel = "apps.open-cluster-management.io/gitopscluster"
+	// UnselectedSinceAnnotation records when the cluster left the placement (RFC 3339).
+	UnselectedSinceAnnotation = "apps.open-cluster-management.io/unselected-since"
+	// AllowedNamespaceLabel on a namespace lets GitOpsClusters write cluster secrets into it.
+	AllowedNamespaceLabel = "apps.open-cluster-management.io/argocd-namespace"
+)
+
+// PlacementGeneratorName is the ConfigMap the pull-model ApplicationSet's clusterDecisionResource
+// generator names.
+const PlacementGeneratorName = "ocm-placement-generator"
+
+// SecretName is the name of a managed cluster's Argo CD cluster secret.
+func SecretName(cluster string) string { return cluster + "-cluster-secret" }
+
+// OwnerValue is the OwnerLabel value of a GitOpsCluster.
+func OwnerValue(namespace, name string) string {
+	v := namespace + "." + name
+	if len(v) > validation.LabelValueMaxLength {
+		v = v[:validation.LabelValueMaxLength]
+	}
+	return strings.TrimRight(v, "-._")
+}
+
+// ClusterSecret returns the cluster secret of a managed cluster: its labels copied (so that
+// ApplicationSet cluster generators can select by them), name and server, and no credentials: in
+// the pull model the hub never connects to the cluster.
+func ClusterSecret(cluster *clusterv1.ManagedCluster, argoNamespace, owner string) *corev1.Secret {
+	labels := maps.Clone(cluster.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[SecretTypeLabel] = "cluster"
+	labels[ManagedByLabel] = ManagedByValue
+	labels[ClusterLabel] = cluster.Name
+	labels[OwnerLabel] = owner
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: SecretName(cluster.Name), Namespace: argoNamespace, Labels: labels},
+		Type:       corev1.SecretTypeOpaque,
+		StringData: map[string]string{"name": cluster.Name, "server": Server(cluster)},
+	}
+}
+
+// Server is the cluster's apiserver URL as registered with OCM, or a placeholder: Argo CD needs
+// a server in a cluster secret, and in the pull model nothing connects to it.
+func Server(cluster *clusterv1.ManagedCluster) string {
+	for _, c := range cluster.Spec.ManagedClusterClientConfigs {
+		if c.URL != "" {
+			return c.URL
+		}
+	}
+	return "https://" + cluster.Name + ".pull-model.invalid"
+}
+
+// SecretUpToDate reports whether an existing secret already holds what desired holds.
+func SecretUpToDate(existing, desired *corev1.Secret) bool {
+	for k, v := range desired.Labels {
+		if existing.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range desired.StringData {
+		if string(existing.Data[k]) != v {
+			return false
+		}
+	}
+	return len(existing.Data) == len(desired.StringData)
+}
+
+// Removal is the verdict on the secret of a cluster that is no longer selected.
+type Removal struct {
+	// Delete is true when the secret goes now.
+	Delete bool
+	// After is when to look again (zero: on the next change).
+	After time.Time
+	// Why explains a kept secret.
+	Why string
+}
+
+// DecideRemoval applies the rule: a secret of a cluster that left the placement is deleted when
+// the grace period since it left is over, or at once when its ManagedCluster is gone; but never
+// while a pull-model Application still targets the cluster (deleting it would make cluster
+// generators drop their Applications mid-flight).
+func DecideRemoval(unselectedSince time.Time, clusterExists bool, targetedBy int, grace time.Duration, now time.Time) Removal {
+	if targetedBy > 0 {
+		return Removal{Why: "an Application still targets the cluster"}
+	}
+	if !clusterExists {
+		return Removal{Delete: true}
+	}
+	if deadline := unselectedSince.Add(grace); now.Before(deadline) {
+		return Removal{After: deadline, Why: "within the grace period after leaving the placement"}
+	}
+	return Removal{Delete: true}
+}
+
+// PlacementGenerator returns the ConfigMap the documents' clusterDecisionResource generator reads.
+func PlacementGenerator(argoNamespace string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: PlacementGeneratorName, Namespace: argoNamespace,
+			Labels: map[string]string{ManagedByLabel: ManagedByValue}},
+		Data: map[string]string{
+			"apiVersion":    "cluster.open-cluster-management.io/v1beta1",
+			"kind":          "placementdecisions",
+			"statusListKey": "decisions",
+			"matchKey":      "clusterName",
+		},
+	}
+}

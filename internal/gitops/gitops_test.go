@@ -1,0 +1,73 @@
+package gitops
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+)
+
+func TestClusterSecret(t *testing.T) {
+	g := NewWithT(t)
+	mc := &clusterv1.ManagedCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster1", Labels: map[string]string{"env": "prod", "cloud": "Amazon", ManagedByLabel: "someone-else"}},
+		Spec:       clusterv1.ManagedClusterSpec{ManagedClusterClientConfigs: []clusterv1.ClientConfig{{URL: "https://api.cluster1.example:6443"}}},
+	}
+	s := ClusterSecret(mc, "openshift-gitops", "openshift-gitops.argo-acm-importer")
+	g.Expect(s.Name).To(Equal("cluster1-cluster-secret"))
+	g.Expect(s.Namespace).To(Equal("openshift-gitops"))
+	g.Expect(s.Labels).To(Equal(map[string]string{
+		"env": "prod", "cloud": "Amazon",
+		SecretTypeLabel: "cluster", ManagedByLabel: ManagedByValue, ClusterLabel: "cluster1", OwnerLabel: "openshift-gitops.argo-acm-importer",
+	}))
+	g.Expect(s.StringData).To(Equal(map[string]string{"name": "cluster1", "server": "https://api.cluster1.example:6443"}), "no credentials")
+	g.Expect(mc.Labels).To(HaveKeyWithValue(ManagedByLabel, "someone-else"), "the cluster is not modified")
+
+	g.Expect(Server(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c2"}})).To(Equal("https://c2.pull-model.invalid"))
+}
+
+func TestSecretUpToDate(t *testing.T) {
+	g := NewWithT(t)
+	desired := ClusterSecret(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Labels: map[string]string{"env": "prod"}}}, "argocd", "argocd.x")
+	existing := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: desired.Labels}, Data: map[string][]byte{"name": []byte("c1"), "server": []byte(desired.StringData["server"])}}
+	g.Expect(SecretUpToDate(existing, desired)).To(BeTrue())
+	existing.Labels = map[string]string{"env": "dev"}
+	g.Expect(SecretUpToDate(existing, desired)).To(BeFalse(), "cluster labels changed")
+	existing.Labels = desired.Labels
+	existing.Data["config"] = []byte("{}")
+	g.Expect(SecretUpToDate(existing, desired)).To(BeFalse(), "credentials added by hand are removed")
+}
+
+func TestDecideRemoval(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	grace := 10 * time.Minute
+	tests := map[string]struct {
+		since      time.Time
+		exists     bool
+		targetedBy int
+		want       Removal
+	}{
+		"just left":                    {now, true, 0, Removal{After: now.Add(grace), Why: "within the grace period after leaving the placement"}},
+		"grace over":                   {now.Add(-grace), true, 0, Removal{Delete: true}},
+		"cluster gone":                 {now, false, 0, Removal{Delete: true}},
+		"still targeted, grace over":   {now.Add(-time.Hour), true, 2, Removal{Why: "an Application still targets the cluster"}},
+		"still targeted, cluster gone": {now, false, 1, Removal{Why: "an Application still targets the cluster"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(DecideRemoval(tt.since, tt.exists, tt.targetedBy, grace, now)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestOwnerValueIsAValidLabel(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(OwnerValue("openshift-gitops", "argo-acm-importer")).To(Equal("openshift-gitops.argo-acm-importer"))
+	long := OwnerValue(strings.Repeat("n", 40), strings.Repeat("x", 40)+"-y")
+	g.Expect(len(long)).To(BeNumerically("<=", 63))
+	g.Expect(long).NotTo(HaveSuffix("-"))
+}
