@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -275,20 +276,11 @@ func appSetOfApplication(_ context.Context, o client.Object) []reconcile.Request
 }
 
 func appSetOfWork(_ context.Context, o client.Object) []reconcile.Request {
-	ns, name, ok := cutNamespacedName(o.GetAnnotations()[argocd.HostingApplicationSetAnnotation])
-	if !ok {
+	ns, name, ok := strings.Cut(o.GetAnnotations()[argocd.HostingApplicationSetAnnotation], "/")
+	if !ok || ns == "" || name == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
-}
-
-func cutNamespacedName(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return s[:i], s[i+1:], i > 0 && i < len(s)-1
-		}
-	}
-	return "", "", false
 }
 
 // propagationError is the message of argocd-pull's condition on the hub Application, if any.
