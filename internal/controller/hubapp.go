@@ -46,12 +46,10 @@ type hubAppConditions struct {
 // subresource: the condition is merged into the object's status, leaving other conditions alone.
 func (h hubAppConditions) refuse(ctx context.Context, app *unstructured.Unstructured, reason, message string) error {
 	text := reason + ": " + message
-	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == PropagationErrorCondition && m["message"] == text {
-			return nil
-		}
+	if propagationError(app) == text {
+		return nil
 	}
+	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
 	h.recorder.Eventf(app, nil, corev1.EventTypeWarning, reason, "Propagate", message)
 	return h.setConditions(ctx, app, append(withoutOurCondition(conditions), map[string]any{
 		"type":               PropagationErrorCondition,
@@ -92,4 +90,16 @@ func withoutOurCondition(conditions []any) []any {
 		kept = append(kept, c)
 	}
 	return kept
+}
+
+// propagationError is the message of argocd-pull's condition on the hub Application, if any.
+func propagationError(app *unstructured.Unstructured) string {
+	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == PropagationErrorCondition {
+			msg, _ := m["message"].(string)
+			return msg
+		}
+	}
+	return ""
 }

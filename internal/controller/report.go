@@ -283,18 +283,6 @@ func appSetOfWork(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-// propagationError is the message of argocd-pull's condition on the hub Application, if any.
-func propagationError(app *unstructured.Unstructured) string {
-	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == PropagationErrorCondition {
-			msg, _ := m["message"].(string)
-			return msg
-		}
-	}
-	return ""
-}
-
 // availability is the status of a ManagedCluster's Available condition.
 func availability(o client.Object) metav1.ConditionStatus {
 	mc, ok := o.(*clusterv1.ManagedCluster)

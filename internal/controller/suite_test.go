@@ -275,16 +275,7 @@ func (h *harness) worksOf(name string) []workv1.ManifestWork {
 }
 
 // condition returns the message of argocd-pull's condition on the Application, "" if none.
-func (h *harness) condition(name string) string {
-	conditions, _, _ := unstructured.NestedSlice(h.getApp(name).Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == PropagationErrorCondition {
-			msg, _ := m["message"].(string)
-			return msg
-		}
-	}
-	return ""
-}
+func (h *harness) condition(name string) string { return propagationError(h.getApp(name)) }
 
 // eventsFor returns "reason: note" of the events about the Application.
 func (h *harness) eventsFor(name string) []string {
