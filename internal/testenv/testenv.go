@@ -21,8 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/argocd-pull/argocd-pull/internal/assets"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 )
 
@@ -88,7 +87,7 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	crdDirs, err := CRDDirectories(root)
+	crdDirs, err := assets.HubCRDs(root)
 	if err != nil {
 		return nil, err
 	}
@@ -102,18 +101,11 @@ func StartManagedCluster() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	argo, err := ArgoCDModuleDir(root)
+	crds, err := assets.ManagedClusterCRDs(root)
 	if err != nil {
 		return nil, err
 	}
-	ocm, err := goModuleDir(root, "open-cluster-management.io/api", "")
-	if err != nil {
-		return nil, err
-	}
-	return StartWithCRDs(
-		filepath.Join(argo, "manifests", "crds"),
-		filepath.Join(ocm, "work", "v1", "0000_01_work.open-cluster-management.io_appliedmanifestworks.crd.yaml"),
-	)
+	return StartWithCRDs(crds...)
 }
 
 // StartWithCRDs runs an apiserver and etcd with the CRDs of the given files or directories.
@@ -122,7 +114,7 @@ func StartWithCRDs(paths ...string) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	assets, err := assetsDir(root)
+	binDir, err := assets.KubeBinDir(root)
 	if err != nil {
 		return nil, err
 	}
@@ -131,14 +123,14 @@ func StartWithCRDs(paths ...string) (*Env, error) {
 		return nil, err
 	}
 	te := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
+		BinaryAssetsDirectory: binDir,
 		CRDDirectoryPaths:     paths,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
 	}
 	cfg, err := te.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", binDir, err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
@@ -175,31 +167,8 @@ func (e *Env) Namespace(t testing.TB) string {
 	return ns.Name
 }
 
-// RepoRoot is the directory of the argocd-pull module, found from this source file.
-func RepoRoot() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("locating the repository: no caller information")
-	}
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		return "", fmt.Errorf("locating the repository from %s: %w", file, err)
-	}
-	return root, nil
-}
-
-// assetsDir is KUBEBUILDER_ASSETS, else the newest bin/k8s/<version> the Makefile built.
-func assetsDir(root string) (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	dirs, _ := filepath.Glob(filepath.Join(root, "bin", "k8s", "*", "kube-apiserver"))
-	if len(dirs) == 0 {
-		return "", errors.New("no kube-apiserver found: run 'make kube-assets' (or 'make test'), or set KUBEBUILDER_ASSETS")
-	}
-	sort.Strings(dirs)
-	return filepath.Dir(dirs[len(dirs)-1]), nil
-}
+// RepoRoot is the directory of the argocd-pull module.
+func RepoRoot() (string, error) { return assets.RepoRoot() }
 
 // Kubeconfig writes a kubeconfig for a cluster-admin user of the test apiserver into the test's
 // temporary directory and returns its path, for code under test that takes a kubeconfig file.

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/internal/assets"
 	"github.com/argocd-pull/argocd-pull/internal/cli"
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
@@ -150,21 +150,17 @@ func registerCluster() error {
 	return nil
 }
 
-// workAgentBinary is $OCM_ASSETS/work-agent (make test sets it), else the newest bin/ocm/*/.
+// workAgentBinary is the work agent the Makefile built (or $OCM_ASSETS/work-agent).
 func workAgentBinary() (string, error) {
-	if dir := os.Getenv("OCM_ASSETS"); dir != "" {
-		return filepath.Join(dir, "work-agent"), nil
-	}
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	found, _ := filepath.Glob(filepath.Join(root, "bin", "ocm", "*", "work-agent"))
-	if len(found) == 0 {
-		return "", fmt.Errorf("no OCM work agent: run 'make ocm-assets' (or 'make test'), or set OCM_ASSETS")
+	dir, err := assets.OCMBinDir(root)
+	if err != nil {
+		return "", err
 	}
-	sort.Strings(found)
-	return found[len(found)-1], nil
+	return filepath.Join(dir, "work-agent"), nil
 }
 
 func freeLoopbackAddr() (string, error) {

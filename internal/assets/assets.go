@@ -1,0 +1,154 @@
+// Package assets finds what the project builds or downloads for tests and the sandbox: the
+// kube-apiserver, etcd and OCM binaries under bin/, and the CRDs of OCM and Argo CD in the Go module
+// cache, at the versions the project pins.
+package assets
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+)
+
+// OCM CRD directories inside open-cluster-management.io/api: ManagedCluster, ManagedClusterSet,
+// ManagedClusterSetBinding, Placement, PlacementDecision and ManifestWork.
+var ocmCRDDirs = []string{"cluster/v1", "cluster/v1beta1", "cluster/v1beta2", "work/v1"}
+
+const argoCDModule = "github.com/argoproj/argo-cd/v3"
+
+// HubCRDs returns the directories of every CRD a hub needs: ours (config/crd/bases), OCM's from
+// the module version go.mod pins, and Argo CD's from the version hack/tools/argocd pins.
+func HubCRDs(root string) ([]string, error) {
+	dirs := []string{filepath.Join(root, "config", "crd", "bases")}
+
+	ocm, err := OCMAPIDir(root)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ocmCRDDirs {
+		dirs = append(dirs, filepath.Join(ocm, d))
+	}
+
+	argo, err := ArgoCDModuleDir(root)
+	if err != nil {
+		return nil, err
+	}
+	return append(dirs, filepath.Join(argo, "manifests", "crds")), nil
+}
+
+// ManagedClusterCRDs returns the CRDs a managed cluster needs: Argo CD's (its Argo CD runs there)
+// and OCM's AppliedManifestWork (its work agent needs it).
+func ManagedClusterCRDs(root string) ([]string, error) {
+	argo, err := ArgoCDModuleDir(root)
+	if err != nil {
+		return nil, err
+	}
+	ocm, err := OCMAPIDir(root)
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		filepath.Join(argo, "manifests", "crds"),
+		filepath.Join(ocm, "work", "v1", "0000_01_work.open-cluster-management.io_appliedmanifestworks.crd.yaml"),
+	}, nil
+}
+
+// OCMAPIDir is the module directory of the open-cluster-management.io/api version go.mod pins.
+func OCMAPIDir(root string) (string, error) {
+	return goModuleDir(root, "open-cluster-management.io/api", "")
+}
+
+// ArgoCDModuleDir returns the module directory of the Argo CD version hack/tools/argocd pins,
+// downloading it through the module proxy when needed.
+func ArgoCDModuleDir(root string) (string, error) {
+	version, err := requiredVersion(filepath.Join(root, "hack", "tools", "argocd", "go.mod"), argoCDModule)
+	if err != nil {
+		return "", err
+	}
+	return goModuleDir(root, argoCDModule, version)
+}
+
+// requiredVersion reads the version a go.mod requires of a module.
+func requiredVersion(goMod, module string) (string, error) {
+	data, err := os.ReadFile(goMod)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", goMod, err)
+	}
+	re := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(module) + `\s+(v\S+)`)
+	m := re.FindSubmatch(data)
+	if m == nil {
+		return "", fmt.Errorf("%s does not require %s", goMod, module)
+	}
+	return string(m[1]), nil
+}
+
+// goModuleDir returns where the module cache holds a module: the version the main module builds
+// with when version is empty, else that version (downloaded if missing).
+func goModuleDir(root, module, version string) (string, error) {
+	arg := module
+	if version != "" {
+		arg += "@" + version
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", arg)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var res struct{ Dir, Error string }
+	if jsonErr := json.Unmarshal(out, &res); jsonErr == nil && res.Error != "" {
+		return "", fmt.Errorf("downloading %s: %s", arg, res.Error)
+	}
+	if err != nil {
+		return "", fmt.Errorf("downloading %s: %w: %s", arg, err, strings.TrimSpace(stderr.String()))
+	}
+	if res.Dir == "" {
+		return "", fmt.Errorf("downloading %s: the go command reported no directory", arg)
+	}
+	return res.Dir, nil
+}
+
+// RepoRoot is the directory of the argocd-pull module, found from this source file (tests and
+// developer tools run from a checkout).
+func RepoRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("locating the repository: no caller information")
+	}
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return "", fmt.Errorf("locating the repository from %s: %w", file, err)
+	}
+	return root, nil
+}
+
+// KubeBinDir is $KUBEBUILDER_ASSETS, else the newest bin/k8s/<version> the Makefile built.
+func KubeBinDir(root string) (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	return newest(root, filepath.Join("bin", "k8s", "*", "kube-apiserver"), "no kube-apiserver found: run 'make kube-assets' (or 'make test'), or set KUBEBUILDER_ASSETS")
+}
+
+// OCMBinDir is $OCM_ASSETS, else the newest bin/ocm/<version> the Makefile built.
+func OCMBinDir(root string) (string, error) {
+	if dir := os.Getenv("OCM_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	return newest(root, filepath.Join("bin", "ocm", "*", "work-agent"), "no OCM work agent found: run 'make ocm-assets' (or 'make test'), or set OCM_ASSETS")
+}
+
+func newest(root, pattern, missing string) (string, error) {
+	found, _ := filepath.Glob(filepath.Join(root, pattern))
+	if len(found) == 0 {
+		return "", errors.New(missing)
+	}
+	sort.Strings(found)
+	return filepath.Dir(found[len(found)-1]), nil
+}
