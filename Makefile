@@ -30,6 +30,10 @@ help: ## Show this help
 
 ##@ Development
 
+.PHONY: demo
+demo: build kube-assets ocm-assets ## Start the local lab (hub + 2 managed clusters, real components); 'bin/argocd-pull sandbox down' stops it
+	$(BIN)/argocd-pull sandbox up --clusters 2 --dir .sandbox
+
 .PHONY: build
 build: ## Build bin/argocd-pull
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/argocd-pull ./cmd/argocd-pull
@@ -70,7 +74,7 @@ kube-assets: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd ## Build kube-api
 	@echo $(KUBE_ASSETS)
 
 .PHONY: ocm-assets
-ocm-assets: $(OCM_ASSETS)/work-agent ## Build the OCM work agent once and print its directory
+ocm-assets: $(OCM_ASSETS)/work-agent $(OCM_ASSETS)/placement ## Build the OCM work agent and placement controller once and print their directory
 	@echo $(OCM_ASSETS)
 
 ##@ Tools (built once into bin/, never rebuilt while present)
@@ -80,6 +84,7 @@ $(OCM_ASSETS)/work-agent:
 	cd hack/tools/ocm && go build -o $@ ./work-agent
 
 $(OCM_ASSETS)/placement:
+	@echo "Building the OCM placement controller $(OCM_VERSION) into $(OCM_ASSETS) (first time only)" >&2
 	cd hack/tools/ocm && go build -o $@ ./placement
 
 $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd:

@@ -1,0 +1,250 @@
+// Package sandbox runs a local pull-model lab with real components and no Docker: a hub and
+// managed clusters (kube-apiserver + etcd each), the real OCM work agent per managed cluster, the
+// real OCM placement controller and argocd-pull's controller on the hub, as processes on 127.0.0.1.
+// `sandbox up` starts it and returns; `sandbox down` stops everything it started.
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
+	"github.com/argocd-pull/argocd-pull/internal/assets"
+	"github.com/argocd-pull/argocd-pull/internal/scheme"
+)
+
+// ArgoNamespace is the Argo CD namespace on the hub and on every managed cluster.
+const ArgoNamespace = "argocd"
+
+// Options say what to start.
+type Options struct {
+	// Dir holds kubeconfigs, logs, data and the process list.
+	Dir string
+	// Clusters is the number of managed clusters, named cluster1, cluster2, ...
+	Clusters int
+	// Controller is the argocd-pull binary to run as the hub controller.
+	Controller string
+	// Out receives one progress line per step.
+	Out io.Writer
+}
+
+// Lab is a running sandbox.
+type Lab struct {
+	Hub      *Cluster
+	Managed  []*Cluster
+	Dir      string
+	progress *progress
+}
+
+type progress struct {
+	out   io.Writer
+	start time.Time
+}
+
+func (p *progress) step(format string, args ...any) func() {
+	begin := time.Now()
+	fmt.Fprintf(p.out, "- "+format+" ...", args...)
+	return func() { fmt.Fprintf(p.out, " done (%.1fs)\n", time.Since(begin).Seconds()) }
+}
+
+// Up starts the lab. On error, what was started keeps running: Down stops it.
+func Up(ctx context.Context, o Options) (*Lab, error) {
+	if o.Clusters < 1 {
+		return nil, fmt.Errorf("a sandbox needs at least one managed cluster, got %d", o.Clusters)
+	}
+	if procs, _ := Processes(o.Dir); anyRunning(procs) {
+		return nil, fmt.Errorf("a sandbox already runs in %s: run 'argocd-pull sandbox down --dir %s' first", o.Dir, o.Dir)
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	root, err := assets.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	kubeBin, err := assets.KubeBinDir(root)
+	if err != nil {
+		return nil, err
+	}
+	ocmBin, err := assets.OCMBinDir(root)
+	if err != nil {
+		return nil, err
+	}
+	lab := &Lab{Dir: o.Dir, progress: &progress{out: o.Out, start: time.Now()}}
+	done := lab.progress.step("hub: kube-apiserver and etcd")
+	if lab.Hub, err = startCluster(ctx, o.Dir, kubeBin, "hub"); err != nil {
+		return lab, err
+	}
+	done()
+	for i := 1; i <= o.Clusters; i++ {
+		name := "cluster" + strconv.Itoa(i)
+		done := lab.progress.step("%s: kube-apiserver and etcd", name)
+		c, err := startCluster(ctx, o.Dir, kubeBin, name)
+		if err != nil {
+			return lab, err
+		}
+		lab.Managed = append(lab.Managed, c)
+		done()
+	}
+
+	done = lab.progress.step("CRDs: OCM, Argo CD and argocd-pull on the hub; Argo CD and AppliedManifestWork on the managed clusters")
+	hubCRDs, err := assets.HubCRDs(root)
+	if err != nil {
+		return lab, err
+	}
+	ocmAPI, err := assets.OCMAPIDir(root)
+	if err != nil {
+		return lab, err
+	}
+	// The placement controller also reads AddOnPlacementScores.
+	hubCRDs = append(hubCRDs, filepath.Join(ocmAPI, "cluster", "v1alpha1"))
+	if _, err := envtest.InstallCRDs(lab.Hub.Config, envtest.CRDInstallOptions{Paths: hubCRDs, ErrorIfPathMissing: true}); err != nil {
+		return lab, fmt.Errorf("installing CRDs on the hub: %w", err)
+	}
+	managedCRDs, err := assets.ManagedClusterCRDs(root)
+	if err != nil {
+		return lab, err
+	}
+	for _, c := range lab.Managed {
+		if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: managedCRDs, ErrorIfPathMissing: true}); err != nil {
+			return lab, fmt.Errorf("installing CRDs on %s: %w", c.Name, err)
+		}
+	}
+	done()
+
+	done = lab.progress.step("hub: namespaces, ManagedClusters (accepted and available), ManagedClusterSet and binding, Placement, GitOpsCluster")
+	if err := lab.register(ctx); err != nil {
+		return lab, err
+	}
+	done()
+
+	for _, c := range lab.Managed {
+		done := lab.progress.step("%s: OCM work agent", c.Name)
+		port, err := freePort()
+		if err != nil {
+			return lab, err
+		}
+		if _, err := start(o.Dir, c.Name+"-work-agent", filepath.Join(ocmBin, "work-agent"), []string{
+			"--spoke-cluster-name=" + c.Name, "--workload-source-config=" + lab.Hub.Kubeconfig, "--kubeconfig=" + c.Kubeconfig,
+			"--feature-gates=RawFeedbackJsonString=true", "--disable-leader-election", "--namespace=open-cluster-management-agent",
+			"--listen=127.0.0.1:" + strconv.Itoa(port),
+		}); err != nil {
+			return lab, err
+		}
+		done()
+	}
+
+	done = lab.progress.step("hub: OCM placement controller")
+	port, err := freePort()
+	if err != nil {
+		return lab, err
+	}
+	if _, err := start(o.Dir, "hub-placement", filepath.Join(ocmBin, "placement"), []string{
+		"--kubeconfig=" + lab.Hub.Kubeconfig, "--disable-leader-election", "--listen=127.0.0.1:" + strconv.Itoa(port),
+	}); err != nil {
+		return lab, err
+	}
+	done()
+
+	done = lab.progress.step("hub: argocd-pull controller")
+	metrics, err := freePort()
+	if err != nil {
+		return lab, err
+	}
+	probes, err := freePort()
+	if err != nil {
+		return lab, err
+	}
+	if _, err := start(o.Dir, "hub-argocd-pull", o.Controller, []string{
+		"controller", "--kubeconfig=" + lab.Hub.Kubeconfig, "--argocd-namespace=" + ArgoNamespace,
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics), "--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probes),
+	}); err != nil {
+		return lab, err
+	}
+	done()
+	return lab, nil
+}
+
+// register creates on the hub what OCM registration and the documents' setup would. The
+// ManagedClusters are created accepted and marked available directly: OCM's registration needs a
+// CSR signer (kube-controller-manager), which this sandbox does not run.
+func (l *Lab) register(ctx context.Context) error {
+	s, err := scheme.New()
+	if err != nil {
+		return err
+	}
+	hub, err := client.New(l.Hub.Config, client.Options{Scheme: s})
+	if err != nil {
+		return err
+	}
+	objects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ArgoNamespace}},
+		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "gitops"}},
+		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: ArgoNamespace},
+			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "gitops"}},
+		&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "all-clusters", Namespace: ArgoNamespace},
+			Spec: clusterv1beta1.PlacementSpec{ClusterSets: []string{"gitops"}}},
+		&gitopsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Name: "argo-ocm-importer", Namespace: ArgoNamespace},
+			Spec: gitopsv1beta1.GitOpsClusterSpec{
+				ArgoServer:   gitopsv1beta1.ArgoServerSpec{Cluster: "notused", ArgoNamespace: ArgoNamespace},
+				PlacementRef: &corev1.ObjectReference{Kind: "Placement", APIVersion: "cluster.open-cluster-management.io/v1beta1", Name: "all-clusters"},
+			}},
+	}
+	for _, c := range l.Managed {
+		objects = append(objects,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Name}},
+			&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "gitops", "name": c.Name}},
+				Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true, ManagedClusterClientConfigs: []clusterv1.ClientConfig{{URL: c.URL}}}})
+	}
+	for _, o := range objects {
+		if err := hub.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s on the hub: %w", o, o.GetName(), err)
+		}
+	}
+	for _, c := range l.Managed {
+		mc := &clusterv1.ManagedCluster{}
+		if err := hub.Get(ctx, client.ObjectKey{Name: c.Name}, mc); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		mc.Status.Conditions = []metav1.Condition{
+			{Type: clusterv1.ManagedClusterConditionHubAccepted, Status: metav1.ConditionTrue, Reason: "SandboxAccepted", Message: "accepted by argocd-pull sandbox", LastTransitionTime: now},
+			{Type: clusterv1.ManagedClusterConditionJoined, Status: metav1.ConditionTrue, Reason: "SandboxJoined", Message: "registered by argocd-pull sandbox", LastTransitionTime: now},
+			{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "SandboxAvailable", Message: "its work agent runs in the sandbox", LastTransitionTime: now},
+		}
+		if err := hub.Status().Update(ctx, mc); err != nil {
+			return fmt.Errorf("marking ManagedCluster %s available: %w", c.Name, err)
+		}
+		spoke, err := client.New(c.Config, client.Options{Scheme: s})
+		if err != nil {
+			return err
+		}
+		if err := spoke.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ArgoNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s on %s: %w", ArgoNamespace, c.Name, err)
+		}
+	}
+	return nil
+}
+
+func anyRunning(procs []Process) bool {
+	for _, p := range procs {
+		if p.Running() {
+			return true
+		}
+	}
+	return false
+}
