@@ -144,6 +144,14 @@ func OCMBinDir(root string) (string, error) {
 	return newest(root, filepath.Join("bin", "ocm", "*", "work-agent"), "no OCM work agent found: run 'make ocm-assets' (or 'make test'), or set OCM_ASSETS")
 }
 
+// ArgoCDBinDir is $ARGOCD_ASSETS, else the newest bin/argocd/<version> the Makefile built.
+func ArgoCDBinDir(root string) (string, error) {
+	if dir := os.Getenv("ARGOCD_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	return newest(root, filepath.Join("bin", "argocd", "*", "argocd"), "no Argo CD binary found: run 'make argocd-assets', or set ARGOCD_ASSETS")
+}
+
 func newest(root, pattern, missing string) (string, error) {
 	found, _ := filepath.Glob(filepath.Join(root, pattern))
 	if len(found) == 0 {

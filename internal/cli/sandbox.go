@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,14 +17,16 @@ func newSandboxCommand() *cobra.Command {
 		Use:   "sandbox",
 		Short: "Run a local pull-model lab: a hub and managed clusters with real components, no Docker",
 		Long: `Run a local pull-model lab as processes on 127.0.0.1: a hub and managed clusters (a real
-kube-apiserver and etcd each), the real OCM work agent per managed cluster, the real OCM placement
-controller and argocd-pull's controller on the hub. Binaries come from bin/ (make kube-assets
-ocm-assets build them once).`,
+kube-apiserver and etcd each), the real OCM work agent and the real Argo CD application controller,
+repo-server and redis per managed cluster, the real OCM placement controller, Argo CD ApplicationSet
+controller and argocd-pull's controller on the hub, a local Git repository, and the documents'
+pull-model ApplicationSet. Binaries come from bin/ ('make demo' builds them once).`,
 	}
 	dir := ".sandbox"
 	cmd.PersistentFlags().StringVar(&dir, "dir", dir, "Directory of the lab: kubeconfigs, logs, data and the list of processes")
 
 	clusters := 2
+	wait := 3 * time.Minute
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Start the lab and return; 'sandbox down' stops it",
@@ -43,6 +46,10 @@ ocm-assets build them once).`,
 			if err != nil {
 				return fmt.Errorf("%w\n(logs are in %s; 'argocd-pull sandbox down --dir %s' stops what started)", err, filepath.Join(abs, "logs"), dir)
 			}
+			fmt.Fprintf(out, "Waiting for the report of ApplicationSet %s/%s to converge\n", sandbox.ArgoNamespace, sandbox.ApplicationSetName)
+			if _, err := lab.WaitForReport(cmd.Context(), out, wait); err != nil {
+				fmt.Fprintf(out, "  %v\n", err)
+			}
 			fmt.Fprintf(out, "\nThe lab runs. Use it with kubectl:\n  KUBECONFIG=%s kubectl get managedclusters,manifestworks -A\n", lab.Hub.Kubeconfig)
 			for _, c := range lab.Managed {
 				fmt.Fprintf(out, "  KUBECONFIG=%s kubectl get applications -A\n", c.Kubeconfig)
@@ -52,6 +59,7 @@ ocm-assets build them once).`,
 		},
 	}
 	up.Flags().IntVar(&clusters, "clusters", clusters, "Number of managed clusters (cluster1, cluster2, ...)")
+	up.Flags().DurationVar(&wait, "wait", wait, "How long to follow the report converging (0: do not wait)")
 
 	down := &cobra.Command{
 		Use:   "down",

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
@@ -27,8 +28,13 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 )
 
-// ArgoNamespace is the Argo CD namespace on the hub and on every managed cluster.
-const ArgoNamespace = "argocd"
+// The documents' names: the Argo CD namespace on the hub and on every managed cluster, the
+// Placement their ApplicationSet selects decisions of, and that ApplicationSet.
+const (
+	ArgoNamespace      = "openshift-gitops"
+	PlacementName      = "aws-app-placement"
+	ApplicationSetName = "guestbook-allclusters-app-set"
+)
 
 // Options say what to start.
 type Options struct {
@@ -47,6 +53,7 @@ type Lab struct {
 	Hub      *Cluster
 	Managed  []*Cluster
 	Dir      string
+	RepoURL  string
 	progress *progress
 }
 
@@ -84,6 +91,11 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	argoBinDir, err := assets.ArgoCDBinDir(root)
+	if err != nil {
+		return nil, err
+	}
+	argoBin := filepath.Join(argoBinDir, "argocd")
 	lab := &Lab{Dir: o.Dir, progress: &progress{out: o.Out, start: time.Now()}}
 	done := lab.progress.step("hub: kube-apiserver and etcd")
 	if lab.Hub, err = startCluster(ctx, o.Dir, kubeBin, "hub"); err != nil {
@@ -132,6 +144,21 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	done()
 
+	done = lab.progress.step("Argo CD base config and default AppProject on every cluster")
+	for _, c := range append([]*Cluster{lab.Hub}, lab.Managed...) {
+		cl, err := c.client()
+		if err != nil {
+			return lab, err
+		}
+		if err := installArgoConfig(ctx, cl, root); err != nil {
+			return lab, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		if err := createDefaultProject(ctx, cl); err != nil {
+			return lab, fmt.Errorf("%s: %w", c.Name, err)
+		}
+	}
+	done()
+
 	for _, c := range lab.Managed {
 		done := lab.progress.step("%s: OCM work agent", c.Name)
 		port, err := freePort()
@@ -143,6 +170,14 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 			"--feature-gates=RawFeedbackJsonString=true", "--disable-leader-election", "--namespace=open-cluster-management-agent",
 			"--listen=127.0.0.1:" + strconv.Itoa(port),
 		}); err != nil {
+			return lab, err
+		}
+		done()
+	}
+
+	for _, c := range lab.Managed {
+		done := lab.progress.step("%s: Argo CD application controller, repo-server and redis", c.Name)
+		if err := startManagedArgoCD(o.Dir, argoBin, c); err != nil {
 			return lab, err
 		}
 		done()
@@ -176,7 +211,68 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		return lab, err
 	}
 	done()
+
+	done = lab.progress.step("hub: Argo CD ApplicationSet controller")
+	if err := startApplicationSetController(o.Dir, argoBin, lab.Hub); err != nil {
+		return lab, err
+	}
+	done()
+
+	// The documents' order: the GitOpsCluster registers the clusters (and the placement generator
+	// ConfigMap the ApplicationSet names) before the ApplicationSet exists.
+	done = lab.progress.step("waiting for the GitOpsCluster to register the clusters")
+	if err := lab.waitGitOpsClusterReady(ctx, 2*time.Minute); err != nil {
+		return lab, err
+	}
+	done()
+
+	done = lab.progress.step("a local Git repository with the sample app, and the documents' pull-model ApplicationSet")
+	repoURL, err := initGitRepo(o.Dir)
+	if err != nil {
+		return lab, err
+	}
+	hub, err := lab.Hub.client()
+	if err != nil {
+		return lab, err
+	}
+	if _, err := applyDocumentsApplicationSet(ctx, hub, root, repoURL); err != nil {
+		return lab, err
+	}
+	lab.RepoURL = repoURL
+	done()
 	return lab, nil
+}
+
+func (l *Lab) waitGitOpsClusterReady(ctx context.Context, timeout time.Duration) error {
+	hub, err := l.Hub.client()
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		gc := &gitopsv1beta1.GitOpsCluster{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: ArgoNamespace, Name: "argo-ocm-importer"}, gc); err == nil &&
+			meta.IsStatusConditionTrue(gc.Status.Conditions, gitopsv1beta1.ReadyCondition) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the GitOpsCluster was not Ready within %s; read %s/logs/hub-placement.log and hub-argocd-pull.log", timeout, l.Dir)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// client returns a client for the cluster.
+func (c *Cluster) client() (client.Client, error) {
+	s, err := scheme.New()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(c.Config, client.Options{Scheme: s})
 }
 
 // register creates on the hub what OCM registration and the documents' setup would. The
@@ -196,12 +292,12 @@ func (l *Lab) register(ctx context.Context) error {
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "gitops"}},
 		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: ArgoNamespace},
 			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "gitops"}},
-		&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "all-clusters", Namespace: ArgoNamespace},
+		&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: PlacementName, Namespace: ArgoNamespace},
 			Spec: clusterv1beta1.PlacementSpec{ClusterSets: []string{"gitops"}}},
 		&gitopsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Name: "argo-ocm-importer", Namespace: ArgoNamespace},
 			Spec: gitopsv1beta1.GitOpsClusterSpec{
 				ArgoServer:   gitopsv1beta1.ArgoServerSpec{Cluster: "notused", ArgoNamespace: ArgoNamespace},
-				PlacementRef: &corev1.ObjectReference{Kind: "Placement", APIVersion: "cluster.open-cluster-management.io/v1beta1", Name: "all-clusters"},
+				PlacementRef: &corev1.ObjectReference{Kind: "Placement", APIVersion: "cluster.open-cluster-management.io/v1beta1", Name: PlacementName},
 			}},
 	}
 	for _, c := range l.Managed {

@@ -1,0 +1,191 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-pull/argocd-pull/internal/assets"
+)
+
+// argoEnv makes Argo CD components run outside a pod: https://kubernetes.default.svc resolves to
+// the kubeconfig's server only with both set.
+func argoEnv(kubeconfig string) []string {
+	return []string{"ARGOCD_FAKE_IN_CLUSTER=true", "KUBECONFIG=" + kubeconfig, "ARGOCD_GPG_ENABLED=false"}
+}
+
+// installArgoConfig applies Argo CD's base ConfigMaps and Secret (with the server key every
+// component needs) into the Argo CD namespace.
+func installArgoConfig(ctx context.Context, c client.Client, root string) error {
+	dir, err := assets.ArgoCDModuleDir(root)
+	if err != nil {
+		return err
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "manifests", "base", "config", "argocd-*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+			return fmt.Errorf("reading %s: %w", f, err)
+		}
+		obj.SetNamespace(ArgoNamespace)
+		if obj.GetKind() == "Secret" {
+			obj.Object["stringData"] = map[string]any{"server.secretkey": "argocd-pull-sandbox"}
+		}
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// startManagedArgoCD starts redis, the repo-server and the application controller of one
+// managed cluster, on their own loopback ports.
+func startManagedArgoCD(dir, bin string, c *Cluster) error {
+	redis, err := freePort()
+	if err != nil {
+		return err
+	}
+	if _, err := start(dir, c.Name+"-redis", "redis-server", []string{"--port", strconv.Itoa(redis), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}); err != nil {
+		return fmt.Errorf("%w (install Debian's redis-server: make sandbox-deps)", err)
+	}
+	repo, err := freePort()
+	if err != nil {
+		return err
+	}
+	repoMetrics, err := freePort()
+	if err != nil {
+		return err
+	}
+	redisAddr := "127.0.0.1:" + strconv.Itoa(redis)
+	env := append(argoEnv(c.Kubeconfig), "TMPDIR="+filepath.Join(dir, c.Name, "repo-server"))
+	if err := os.MkdirAll(filepath.Join(dir, c.Name, "repo-server"), 0o755); err != nil {
+		return err
+	}
+	if _, err := start(dir, c.Name+"-argocd-repo-server", bin, []string{"argocd-repo-server",
+		"--address=127.0.0.1", "--port=" + strconv.Itoa(repo), "--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(repoMetrics),
+		"--redis=" + redisAddr, "--disable-tls", "--logformat=text",
+	}, env...); err != nil {
+		return err
+	}
+	metrics, err := freePort()
+	if err != nil {
+		return err
+	}
+	_, err = start(dir, c.Name+"-argocd-application-controller", bin, []string{"argocd-application-controller",
+		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace,
+		"--repo-server=127.0.0.1:" + strconv.Itoa(repo), "--repo-server-plaintext", "--redis=" + redisAddr,
+		"--metrics-port=" + strconv.Itoa(metrics), "--app-resync=30", "--logformat=text",
+	}, argoEnv(c.Kubeconfig)...)
+	return err
+}
+
+// startApplicationSetController starts the hub's ApplicationSet controller.
+func startApplicationSetController(dir, bin string, hub *Cluster) error {
+	metrics, err := freePort()
+	if err != nil {
+		return err
+	}
+	probes, err := freePort()
+	if err != nil {
+		return err
+	}
+	_, err = start(dir, "hub-argocd-applicationset-controller", bin, []string{"argocd-applicationset-controller",
+		"--kubeconfig=" + hub.Kubeconfig, "--namespace=" + ArgoNamespace,
+		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metrics), "--probe-addr=127.0.0.1:" + strconv.Itoa(probes),
+		"--argocd-repo-server=127.0.0.1:1", "--repo-server-plaintext", "--logformat=text",
+	}, argoEnv(hub.Kubeconfig)...)
+	return err
+}
+
+// sampleApp is what the local Git repository holds: a ConfigMap-only app, which a managed Argo CD
+// can sync to Healthy without a kube-controller-manager.
+const sampleApp = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: guestbook-ui
+data:
+  greeting: hello from the pull model
+`
+
+// initGitRepo makes the local Git repository the ApplicationSet points at, with the sample app at
+// path guestbook on branch main, and returns its file:// URL.
+func initGitRepo(dir string) (string, error) {
+	repo := filepath.Join(dir, "git", "apps")
+	if err := os.MkdirAll(filepath.Join(repo, "guestbook"), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(repo, "guestbook", "guestbook-ui.yaml"), []byte(sampleApp), 0o644); err != nil {
+		return "", err
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=argocd-pull sandbox", "-c", "user.email=sandbox@argocd-pull.invalid", "commit", "-q", "--allow-empty", "-m", "guestbook"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return "file://" + repo, nil
+}
+
+// applyDocumentsApplicationSet creates the documents' pull-model ApplicationSet with only its
+// repoURL pointed at the local repository.
+func applyDocumentsApplicationSet(ctx context.Context, c client.Client, root, repoURL string) (*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(filepath.Join(root, "test", "testdata", "docs", "pull-applicationset.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	appSet := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &appSet.Object); err != nil {
+		return nil, fmt.Errorf("reading the documents' ApplicationSet: %w", err)
+	}
+	sources, _, _ := unstructured.NestedSlice(appSet.Object, "spec", "template", "spec", "sources")
+	for _, s := range sources {
+		if m, ok := s.(map[string]any); ok {
+			m["repoURL"] = repoURL
+		}
+	}
+	if err := unstructured.SetNestedSlice(appSet.Object, sources, "spec", "template", "spec", "sources"); err != nil {
+		return nil, err
+	}
+	if err := c.Create(ctx, appSet); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating the ApplicationSet: %w", err)
+	}
+	return appSet, nil
+}
+
+// createDefaultProject creates Argo CD's default AppProject, which argocd-server would create.
+func createDefaultProject(ctx context.Context, c client.Client) error {
+	p := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+		"metadata": map[string]any{"name": "default", "namespace": ArgoNamespace},
+		"spec": map[string]any{
+			"sourceRepos":              []any{"*"},
+			"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
+			"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
+		},
+	}}
+	if err := c.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the default AppProject: %w", err)
+	}
+	return nil
+}
