@@ -13,6 +13,10 @@ KUBE_ASSETS := $(BIN)/k8s/$(KUBE_VERSION)
 OCM_VERSION := $(shell sed -n 's/^\topen-cluster-management.io\/ocm v//p' hack/tools/ocm/go.mod)
 OCM_ASSETS := $(BIN)/ocm/v$(OCM_VERSION)
 
+# Argo CD (sandbox) is built by hack/tools/argocd at the version it pins.
+ARGOCD_VERSION := $(shell sed -n 's/^require github.com\/argoproj\/argo-cd\/v3 v//p; s/^\tgithub.com\/argoproj\/argo-cd\/v3 v//p' hack/tools/argocd/go.mod)
+ARGOCD_ASSETS := $(BIN)/argocd/v$(ARGOCD_VERSION)
+
 CONTROLLER_GEN_VERSION := v0.21.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT_VERSION := v2.6.2
@@ -31,7 +35,7 @@ help: ## Show this help
 ##@ Development
 
 .PHONY: demo
-demo: build kube-assets ocm-assets ## Start the local lab (hub + 2 managed clusters, real components); 'bin/argocd-pull sandbox down' stops it
+demo: build kube-assets ocm-assets argocd-assets sandbox-deps ## Start the local lab (hub + 2 managed clusters, real components); 'bin/argocd-pull sandbox down' stops it
 	$(BIN)/argocd-pull sandbox up --clusters 2 --dir .sandbox
 
 .PHONY: build
@@ -58,8 +62,8 @@ lint: $(GOLANGCI_LINT) ## Run gofmt, go vet and golangci-lint
 ##@ Test
 
 .PHONY: test
-test: kube-assets ocm-assets ## Run all tests: unit, real-apiserver and end-to-end with the OCM work agent
-	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) go test $(GO_TEST_FLAGS) ./...
+test: kube-assets ocm-assets argocd-assets sandbox-deps ## Run all tests: unit, real-apiserver, end-to-end and the sandbox
+	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no apiserver
@@ -73,6 +77,16 @@ bench: kube-assets ## Run the benchmarks and print their figures (not part of ma
 kube-assets: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd ## Build kube-apiserver and etcd once and print their directory
 	@echo $(KUBE_ASSETS)
 
+.PHONY: argocd-assets
+argocd-assets: $(ARGOCD_ASSETS)/argocd ## Build the Argo CD components (one binary) once and print their directory
+	@echo $(ARGOCD_ASSETS)
+
+.PHONY: sandbox-deps
+sandbox-deps: ## Install what the sandbox runs from Debian: redis-server (Argo CD's cache) and git
+	@command -v redis-server >/dev/null && command -v git >/dev/null || { \
+		echo "Installing redis-server and git from Debian" >&2; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server git >/dev/null; }
+
 .PHONY: ocm-assets
 ocm-assets: $(OCM_ASSETS)/work-agent $(OCM_ASSETS)/placement ## Build the OCM work agent and placement controller once and print their directory
 	@echo $(OCM_ASSETS)
@@ -82,6 +96,10 @@ ocm-assets: $(OCM_ASSETS)/work-agent $(OCM_ASSETS)/placement ## Build the OCM wo
 $(OCM_ASSETS)/work-agent:
 	@echo "Building the OCM work agent $(OCM_VERSION) into $(OCM_ASSETS) (first time only, ~5 min)" >&2
 	cd hack/tools/ocm && go build -o $@ ./work-agent
+
+$(ARGOCD_ASSETS)/argocd:
+	@echo "Building Argo CD $(ARGOCD_VERSION) into $(ARGOCD_ASSETS) (first time only, ~5 min)" >&2
+	cd hack/tools/argocd && go build -o $@ .
 
 $(OCM_ASSETS)/placement:
 	@echo "Building the OCM placement controller $(OCM_VERSION) into $(OCM_ASSETS) (first time only)" >&2

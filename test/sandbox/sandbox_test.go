@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,23 +62,24 @@ func TestSandboxUpRunsTheFlowAndDownLeavesNothing(t *testing.T) {
 	}, 60*time.Second, 250*time.Millisecond).Should(BeTrue(), "GitOpsCluster Ready; read %s/hub-placement.log and hub-argocd-pull.log", logs)
 	g.Expect(hub.Get(context.Background(), types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "cluster1-cluster-secret"}, &corev1.Secret{})).To(Succeed())
 
-	// A pull-model Application on the hub reaches cluster1 through its work agent.
-	app := argocd.NewApplication()
-	app.SetName("guestbook-cluster1")
-	app.SetNamespace(sandbox.ArgoNamespace)
-	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
-	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: "cluster1", argocd.SkipReconcileAnnotation: "true"})
-	app.Object["spec"] = map[string]any{"project": "default",
-		"source":      map[string]any{"repoURL": "https://git.example/apps", "path": "guestbook", "targetRevision": "main"},
-		"destination": map[string]any{"name": "cluster1", "namespace": "guestbook"}}
-	g.Expect(hub.Create(context.Background(), app)).To(Succeed())
-	g.Eventually(func() error {
-		return spoke.Get(context.Background(), client.ObjectKeyFromObject(app), argocd.NewApplication())
-	}, 60*time.Second, 250*time.Millisecond).Should(Succeed(), "Application on cluster1; read %s/cluster1-work-agent.log", logs)
+	// The documents' ApplicationSet -> Application -> ManifestWork -> Application on cluster1 ->
+	// its Argo CD syncs the sample app from the local Git repository -> the report.
+	report, err := lab.WaitForReport(context.Background(), &progress, 2*time.Minute)
+	g.Expect(err).NotTo(HaveOccurred(), "report; progress:\n%s", progress.String())
+	g.Expect(report.Statuses.ClusterConditions).To(HaveLen(1))
+	g.Expect(report.Statuses.ClusterConditions[0].Cluster).To(Equal("cluster1"))
+	g.Expect(report.Statuses.Resources).To(ContainElement(HaveField("Name", "guestbook-ui")))
+	deployed := &corev1.ConfigMap{}
+	g.Expect(spoke.Get(context.Background(), types.NamespacedName{Namespace: "guestbook", Name: "guestbook-ui"}, deployed)).To(Succeed(),
+		"the sample app deployed on cluster1 by its own Argo CD; read %s/cluster1-argocd-application-controller.log", logs)
+	onSpoke := argocd.NewApplication()
+	g.Expect(spoke.Get(context.Background(), types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "cluster1-guestbook-app"}, onSpoke)).To(Succeed())
+	server, _, _ := unstructured.NestedString(onSpoke.Object, "spec", "destination", "server")
+	g.Expect(server).To(Equal(argocd.LocalServer))
 
 	procs, err := sandbox.Down(dir)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(procs).To(HaveLen(7), "hub and cluster1 apiserver+etcd, work agent, placement, argocd-pull")
+	g.Expect(procs).To(HaveLen(11), "apiserver+etcd of hub and cluster1, work agent, redis, repo-server, application controller, placement, argocd-pull, applicationset controller")
 	for _, p := range procs {
 		g.Expect(p.Running()).To(BeFalse(), "%s (pid %d) still runs", p.Name, p.PID)
 	}
