@@ -9,6 +9,7 @@ package appstatus
 
 import (
 	"encoding/json"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -64,6 +65,13 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs.Health = str(propagation.FeedbackHealth)
 	obs.Sync = str(propagation.FeedbackSync)
 	obs.Revision = str(propagation.FeedbackRevision)
+	if obs.Revision == "" {
+		// Multi-source Applications report one revision per source.
+		var revisions []string
+		if json.Unmarshal([]byte(str(propagation.FeedbackRevisions)), &revisions) == nil {
+			obs.Revision = strings.Join(revisions, ",")
+		}
+	}
 	obs.Phase = str(propagation.FeedbackPhase)
 	obs.StartedAt = str(propagation.FeedbackStartedAt)
 	obs.FinishedAt = str(propagation.FeedbackFinishedAt)

@@ -74,6 +74,14 @@ func TestDerive(t *testing.T) {
 	}
 }
 
+func TestMultiSourceRevisions(t *testing.T) {
+	g := NewWithT(t)
+	w := work(1, 1, map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced"})
+	v := workv1.FeedbackValue{Name: propagation.FeedbackRevisions, Value: workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: ptr.To(`["abc","def"]`)}}
+	w.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values = append(w.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values, v)
+	g.Expect(Observe(w).Revision).To(Equal("abc,def"))
+}
+
 func TestDeriveOperationState(t *testing.T) {
 	g := NewWithT(t)
 	values := feedback("Healthy", "Synced", "v2")

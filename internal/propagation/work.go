@@ -58,6 +58,7 @@ const (
 	FeedbackResources         = "resources"
 	FeedbackConditions        = "conditions"
 	FeedbackReconciledAt      = "reconciledAt"
+	FeedbackRevisions         = "syncRevisions"
 	operationJSONPath         = ".operation"
 	refreshAnnotationJSONPath = ".metadata.annotations['argocd.argoproj.io/refresh']"
 )
@@ -69,6 +70,7 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackHealth, Path: ".status.health.status"},
 	{Name: FeedbackSync, Path: ".status.sync.status"},
 	{Name: FeedbackRevision, Path: ".status.sync.revision"},
+	{Name: FeedbackRevisions, Path: ".status.sync.revisions"},
 	{Name: FeedbackPhase, Path: ".status.operationState.phase"},
 	{Name: FeedbackStartedAt, Path: ".status.operationState.startedAt"},
 	{Name: FeedbackFinishedAt, Path: ".status.operationState.finishedAt"},
