@@ -147,7 +147,7 @@ func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.
 		cc.SyncStatus, cc.HealthStatus, cc.SyncRevision = st.Sync, st.Health, st.Revision
 		if st.Operation != nil {
 			cc.OperationStatePhase, cc.OperationStateStartedAt = st.Operation.Phase, st.Operation.StartedAt
-			if (st.Operation.Phase == "Failed" || st.Operation.Phase == "Error") && st.Operation.Message != "" {
+			if failingOperation(st.Operation.Phase, st.Operation.Message) {
 				conditions = append(conditions, v1alpha1.Condition{Type: ConditionSyncError, Message: st.Operation.Message})
 			}
 		}
@@ -176,6 +176,15 @@ func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.
 		cc.Conditions = capConditions(conditions, opts)
 	}
 	return cc, recheck, resources, fed
+}
+
+// failingOperation: the operation failed, or it keeps running because Argo CD retries a failed
+// attempt ("Retrying attempt #2 at ...: <error>").
+func failingOperation(phase, message string) bool {
+	if message == "" {
+		return false
+	}
+	return phase == "Failed" || phase == "Error" || phase == "Running" && strings.HasPrefix(message, "Retrying attempt")
 }
 
 // staleness says why the cluster's status is not current, or when to look again.

@@ -124,6 +124,19 @@ func TestConditionsOnlyForClustersNotSyncedAndHealthy(t *testing.T) {
 	g.Expect(b.Conditions).To(BeEmpty())
 }
 
+func TestRetriedSyncIsASyncError(t *testing.T) {
+	g := NewWithT(t)
+	retrying := "Retrying attempt #3 at 2:36AM: ConfigMap \"guestbook-extra\" is invalid: data: Forbidden: field is immutable"
+	out, _ := Build([]Member{
+		m("a", reported(map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "OutOfSync",
+			propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "t", propagation.FeedbackMessage: retrying})),
+		m("b", reported(map[string]string{propagation.FeedbackHealth: "Progressing", propagation.FeedbackSync: "OutOfSync",
+			propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "t", propagation.FeedbackMessage: "one or more tasks are running"})),
+	}, Options{Now: now})
+	g.Expect(out.ClusterConditions[0].Conditions).To(Equal([]v1alpha1.Condition{{Type: ConditionSyncError, Message: retrying}}))
+	g.Expect(out.ClusterConditions[1].Conditions).To(BeEmpty(), "a sync in progress is not an error")
+}
+
 func TestConditionListIsCapped(t *testing.T) {
 	g := NewWithT(t)
 	var many []map[string]string
