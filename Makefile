@@ -74,7 +74,7 @@ bench: kube-assets ## Run the benchmarks and print their figures (not part of ma
 	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go test -run '^$$' -bench . -benchtime=1x ./internal/controller
 
 .PHONY: kube-assets
-kube-assets: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd ## Build kube-apiserver and etcd once and print their directory
+kube-assets: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd $(KUBE_ASSETS)/kube-controller-manager ## Build kube-apiserver, etcd and kube-controller-manager once and print their directory
 	@echo $(KUBE_ASSETS)
 
 .PHONY: argocd-assets
@@ -108,6 +108,10 @@ $(OCM_ASSETS)/placement:
 $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd:
 	@echo "Building kube-apiserver and etcd $(KUBE_VERSION) into $(KUBE_ASSETS) (first time only, ~5 min)" >&2
 	cd hack/tools/kube && go build -o $(KUBE_ASSETS)/ ./kube-apiserver ./etcd
+
+$(KUBE_ASSETS)/kube-controller-manager:
+	@echo "Building kube-controller-manager $(KUBE_VERSION) into $(KUBE_ASSETS) (first time only)" >&2
+	cd hack/tools/kube && go build -o $(KUBE_ASSETS)/ ./kube-controller-manager
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

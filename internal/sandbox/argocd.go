@@ -80,6 +80,8 @@ func startManagedArgoCD(dir, bin string, c *Cluster) error {
 	if _, err := start(dir, c.Name+"-argocd-repo-server", bin, []string{"argocd-repo-server",
 		"--address=127.0.0.1", "--port=" + strconv.Itoa(repo), "--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(repoMetrics),
 		"--redis=" + redisAddr, "--disable-tls", "--logformat=text",
+		// A lab shows a new commit within seconds, not after Argo CD's 3-minute revision cache.
+		"--revision-cache-expiration=5s",
 	}, env...); err != nil {
 		return err
 	}
@@ -90,7 +92,7 @@ func startManagedArgoCD(dir, bin string, c *Cluster) error {
 	_, err = start(dir, c.Name+"-argocd-application-controller", bin, []string{"argocd-application-controller",
 		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace,
 		"--repo-server=127.0.0.1:" + strconv.Itoa(repo), "--repo-server-plaintext", "--redis=" + redisAddr,
-		"--metrics-port=" + strconv.Itoa(metrics), "--app-resync=30", "--logformat=text",
+		"--metrics-port=" + strconv.Itoa(metrics), "--app-resync=10", "--app-resync-jitter=0", "--logformat=text",
 	}, argoEnv(c.Kubeconfig)...)
 	return err
 }
@@ -145,6 +147,49 @@ func initGitRepo(dir string) (string, error) {
 		}
 	}
 	return "file://" + repo, nil
+}
+
+// Commit writes the sample app's manifest with a new greeting to the lab's Git repository and
+// returns the new commit's SHA.
+func (l *Lab) Commit(greeting string) (string, error) {
+	repo := filepath.Join(l.Dir, "git", "apps")
+	manifest := strings.Replace(sampleApp, "hello from the pull model", greeting, 1)
+	if err := os.WriteFile(filepath.Join(repo, "guestbook", "guestbook-ui.yaml"), []byte(manifest), 0o644); err != nil {
+		return "", err
+	}
+	return l.commit(greeting)
+}
+
+// AddManifest adds a manifest file to the sample app and commits it; it returns the new SHA.
+func (l *Lab) AddManifest(name, manifest string) (string, error) {
+	repo := filepath.Join(l.Dir, "git", "apps")
+	if err := os.WriteFile(filepath.Join(repo, "guestbook", name), []byte(manifest), 0o644); err != nil {
+		return "", err
+	}
+	return l.commit("add " + name)
+}
+
+func (l *Lab) commit(message string) (string, error) {
+	repo := filepath.Join(l.Dir, "git", "apps")
+	for _, args := range [][]string{
+		{"add", "-A"},
+		{"-c", "user.name=argocd-pull sandbox", "-c", "user.email=sandbox@argocd-pull.invalid", "commit", "-q", "-m", message},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return gitHead(l.Dir)
+}
+
+func gitHead(dir string) (string, error) {
+	out, err := exec.Command("git", "-C", filepath.Join(dir, "git", "apps"), "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "", fmt.Errorf("reading the lab repository's HEAD: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // applyDocumentsApplicationSet creates the documents' pull-model ApplicationSet with only its

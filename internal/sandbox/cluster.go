@@ -72,7 +72,22 @@ func startCluster(ctx context.Context, dir, binDir, name string) (*Cluster, erro
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return nil, err
 	}
-	return c, waitReady(ctx, url, p, filepath.Join(dir, "logs", name+"-apiserver.log"))
+	if err := waitReady(ctx, url, p, filepath.Join(dir, "logs", name+"-apiserver.log")); err != nil {
+		return c, err
+	}
+	// Garbage collection (Argo CD deletes with foreground propagation), namespace lifecycle and
+	// the workload controllers make the cluster behave like one.
+	kcmPort, err := freePort()
+	if err != nil {
+		return c, err
+	}
+	_, err = start(dir, name+"-kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"), []string{
+		"--kubeconfig=" + c.Kubeconfig, "--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(kcmPort), "--leader-elect=false",
+		"--service-account-private-key-file=" + p.serviceAccountKey, "--root-ca-file=" + p.caCert,
+		"--use-service-account-credentials=false",
+	})
+	return c, err
 }
 
 func writeKubeconfig(path, name, url string, p *pki) error {

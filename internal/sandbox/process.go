@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -47,6 +48,9 @@ func start(dir, name, bin string, args []string, env ...string) (Process, error)
 	}
 	p := Process{Name: name, PID: cmd.Process.Pid, Log: logPath}
 	_ = cmd.Process.Release()
+	if err := saveCommand(dir, name, command{Bin: bin, Args: args, Env: env}); err != nil {
+		return p, err
+	}
 	f, err := os.OpenFile(filepath.Join(dir, processesFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return p, err
@@ -54,6 +58,37 @@ func start(dir, name, bin string, args []string, env ...string) (Process, error)
 	defer func() { _ = f.Close() }()
 	_, err = fmt.Fprintf(f, "%s %d\n", name, p.PID)
 	return p, err
+}
+
+// command is how a process was started, kept so that it can be started again.
+type command struct {
+	Bin  string   `json:"bin"`
+	Args []string `json:"args"`
+	Env  []string `json:"env,omitempty"`
+}
+
+func saveCommand(dir, name string, c command) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "commands"), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "commands", name+".json"), data, 0o600)
+}
+
+// restart starts a stopped process of the sandbox again, as it was first started.
+func restart(dir, name string) (Process, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "commands", name+".json"))
+	if err != nil {
+		return Process{}, fmt.Errorf("no command recorded for %s: %w", name, err)
+	}
+	var c command
+	if err := json.Unmarshal(data, &c); err != nil {
+		return Process{}, err
+	}
+	return start(dir, name, c.Bin, c.Args, c.Env...)
 }
 
 // Processes lists what the sandbox in dir started, in start order.
@@ -76,7 +111,19 @@ func Processes(dir string) ([]Process, error) {
 		}
 		out = append(out, Process{Name: name, PID: n, Log: filepath.Join(dir, "logs", name+".log")})
 	}
-	return out, sc.Err()
+	// A restarted process appears twice: keep its latest run, at its first place.
+	latest := map[string]Process{}
+	for _, p := range out {
+		latest[p.Name] = p
+	}
+	var unique []Process
+	for _, p := range out {
+		if q, ok := latest[p.Name]; ok {
+			unique = append(unique, q)
+			delete(latest, p.Name)
+		}
+	}
+	return unique, sc.Err()
 }
 
 // Running reports whether the process is alive (and not a zombie).
@@ -120,6 +167,7 @@ func Down(dir string) ([]Process, error) {
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].stop(10 * time.Second)
 	}
+	_ = os.RemoveAll(filepath.Join(dir, "commands"))
 	if err := os.Remove(filepath.Join(dir, processesFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return procs, err
 	}

@@ -15,7 +15,7 @@ import (
 // WaitForReport follows the ApplicationSet's report, printing its summary whenever it changes,
 // until every managed cluster is Synced and Healthy or the timeout ends.
 func (l *Lab) WaitForReport(ctx context.Context, out io.Writer, timeout time.Duration) (*v1alpha1.MulticlusterApplicationSetReport, error) {
-	hub, err := l.Hub.client()
+	hub, err := l.Hub.Client()
 	if err != nil {
 		return nil, err
 	}

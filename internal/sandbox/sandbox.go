@@ -46,14 +46,18 @@ type Options struct {
 	Controller string
 	// Out receives one progress line per step.
 	Out io.Writer
+	// ControllerArgs are extra flags for argocd-pull's controller (e.g. --stale-after).
+	ControllerArgs []string
 }
 
 // Lab is a running sandbox.
 type Lab struct {
-	Hub      *Cluster
-	Managed  []*Cluster
-	Dir      string
-	RepoURL  string
+	Hub     *Cluster
+	Managed []*Cluster
+	Dir     string
+	RepoURL string
+	// Revision is the commit the lab's Git repository started at.
+	Revision string
 	progress *progress
 }
 
@@ -146,7 +150,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 
 	done = lab.progress.step("Argo CD base config and default AppProject on every cluster")
 	for _, c := range append([]*Cluster{lab.Hub}, lab.Managed...) {
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
 			return lab, err
 		}
@@ -204,10 +208,10 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return lab, err
 	}
-	if _, err := start(o.Dir, "hub-argocd-pull", o.Controller, []string{
+	if _, err := start(o.Dir, "hub-argocd-pull", o.Controller, append([]string{
 		"controller", "--kubeconfig=" + lab.Hub.Kubeconfig, "--argocd-namespace=" + ArgoNamespace,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics), "--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probes),
-	}); err != nil {
+	}, o.ControllerArgs...)); err != nil {
 		return lab, err
 	}
 	done()
@@ -231,7 +235,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return lab, err
 	}
-	hub, err := lab.Hub.client()
+	hub, err := lab.Hub.Client()
 	if err != nil {
 		return lab, err
 	}
@@ -239,12 +243,15 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		return lab, err
 	}
 	lab.RepoURL = repoURL
+	if lab.Revision, err = gitHead(o.Dir); err != nil {
+		return lab, err
+	}
 	done()
 	return lab, nil
 }
 
 func (l *Lab) waitGitOpsClusterReady(ctx context.Context, timeout time.Duration) error {
-	hub, err := l.Hub.client()
+	hub, err := l.Hub.Client()
 	if err != nil {
 		return err
 	}
@@ -266,8 +273,29 @@ func (l *Lab) waitGitOpsClusterReady(ctx context.Context, timeout time.Duration)
 	}
 }
 
-// client returns a client for the cluster.
-func (c *Cluster) client() (client.Client, error) {
+// Stop stops one process of the lab by name (e.g. "cluster1-work-agent").
+func (l *Lab) Stop(name string) error {
+	procs, err := Processes(l.Dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range procs {
+		if p.Name == name {
+			p.stop(10 * time.Second)
+			return nil
+		}
+	}
+	return fmt.Errorf("no process %s in the lab", name)
+}
+
+// Restart starts a stopped process of the lab again.
+func (l *Lab) Restart(name string) error {
+	_, err := restart(l.Dir, name)
+	return err
+}
+
+// Client returns a client for the cluster.
+func (c *Cluster) Client() (client.Client, error) {
 	s, err := scheme.New()
 	if err != nil {
 		return nil, err

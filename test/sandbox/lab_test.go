@@ -1,0 +1,330 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/sandbox"
+)
+
+var ctx = context.Background()
+
+func clients(t *testing.T) (hub client.Client, spokes map[string]client.Client) {
+	t.Helper()
+	hub, err := lab.Hub.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spokes = map[string]client.Client{}
+	for _, c := range lab.Managed {
+		if spokes[c.Name], err = c.Client(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hub, spokes
+}
+
+func report(hub client.Client) (*v1alpha1.MulticlusterApplicationSetReport, map[string]v1alpha1.ClusterCondition) {
+	r := &v1alpha1.MulticlusterApplicationSetReport{}
+	byCluster := map[string]v1alpha1.ClusterCondition{}
+	if err := hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: sandbox.ApplicationSetName}, r); err != nil {
+		return r, byCluster
+	}
+	for _, cc := range r.Statuses.ClusterConditions {
+		byCluster[cc.Cluster] = cc
+	}
+	return r, byCluster
+}
+
+func appKey(cluster string) types.NamespacedName {
+	return types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: cluster + "-guestbook-app"}
+}
+
+func greeting(c client.Client) string {
+	cm := &corev1.ConfigMap{}
+	if c.Get(ctx, types.NamespacedName{Namespace: "guestbook", Name: "guestbook-ui"}, cm) != nil {
+		return ""
+	}
+	return cm.Data["greeting"]
+}
+
+// 1. GitOpsCluster -> cluster secrets -> one Application per cluster -> ManifestWorks ->
+// Applications on each cluster -> Argo CD syncs -> hub Applications and the report Synced, Healthy.
+func TestDocumentsFlowConverges(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	if _, err := lab.WaitForReport(ctx, &progress, 2*time.Minute); err != nil {
+		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
+	}
+	_, byCluster := report(hub)
+	for name, spoke := range spokes {
+		if cc := byCluster[name]; cc.SyncRevision != lab.Revision {
+			t.Errorf("report syncRevision of %s = %q, want the repository's %s", name, cc.SyncRevision, lab.Revision)
+		}
+		if got := greeting(spoke); got != "hello from the pull model" {
+			t.Errorf("the sample app on %s: greeting %q", name, got)
+		}
+		hubApp := argocd.NewApplication()
+		if err := hub.Get(ctx, appKey(name), hubApp); err != nil {
+			t.Fatalf("hub Application of %s: %v", name, err)
+		}
+		health, _, _ := unstructured.NestedString(hubApp.Object, "status", "health", "status")
+		sync, _, _ := unstructured.NestedString(hubApp.Object, "status", "sync", "status")
+		if health != "Healthy" || sync != "Synced" {
+			t.Errorf("hub Application of %s: %s/%s, want Healthy/Synced", name, health, sync)
+		}
+		onSpoke := argocd.NewApplication()
+		if err := spoke.Get(ctx, appKey(name), onSpoke); err != nil {
+			t.Fatalf("Application on %s: %v", name, err)
+		}
+		if server, _, _ := unstructured.NestedString(onSpoke.Object, "spec", "destination", "server"); server != argocd.LocalServer {
+			t.Errorf("destination on %s = %q", name, server)
+		}
+	}
+}
+
+// 2. A push-model Application on the hub is untouched.
+func TestPushModelApplicationIsUntouched(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	app := argocd.NewApplication()
+	app.SetName("push-model")
+	app.SetNamespace(sandbox.ArgoNamespace)
+	app.Object["spec"] = map[string]any{"project": "default",
+		"source":      map[string]any{"repoURL": lab.RepoURL, "path": "guestbook", "targetRevision": "main"},
+		"destination": map[string]any{"name": "cluster1", "namespace": "push"}}
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hub.Delete(ctx, app) }()
+	time.Sleep(5 * time.Second)
+	got := argocd.NewApplication()
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(app), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.GetResourceVersion() != app.GetResourceVersion() {
+		t.Errorf("the push-model Application was written to (resourceVersion %s -> %s)", app.GetResourceVersion(), got.GetResourceVersion())
+	}
+	for name, spoke := range spokes {
+		if err := spoke.Get(ctx, client.ObjectKeyFromObject(app), argocd.NewApplication()); !apierrors.IsNotFound(err) {
+			t.Errorf("the push-model Application reached %s: %v", name, err)
+		}
+	}
+}
+
+// 3. A commit to the Git repository reaches every cluster and the report's syncRevision.
+func TestCommitReachesEveryCluster(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	sha, err := lab.Commit("hello again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new revision in the report for every cluster", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		_, byCluster := report(hub)
+		for name := range spokes {
+			if cc := byCluster[name]; cc.SyncRevision != sha || cc.HealthStatus != "Healthy" || cc.SyncStatus != "Synced" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	for name, spoke := range spokes {
+		if got := greeting(spoke); got != "hello again" {
+			t.Errorf("the sample app on %s: greeting %q, want the new commit's", name, got)
+		}
+	}
+}
+
+// 4. A hard refresh and a manual sync requested on the hub reach the managed cluster, once.
+func TestRefreshAndSyncFromTheHubReachTheClusterOnce(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	key := appKey("cluster1")
+	before := argocd.NewApplication()
+	if err := spokes["cluster1"].Get(ctx, key, before); err != nil {
+		t.Fatal(err)
+	}
+	startedBefore, _, _ := unstructured.NestedString(before.Object, "status", "operationState", "startedAt")
+
+	patch := []byte(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}},"operation":{"initiatedBy":{"username":"admin"},"sync":{"revision":"main"}}}`)
+	if err := hub.Patch(ctx, argocdApp(key), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the hub clearing the requests once cluster1 acted on them", 90*time.Second, "hub-argocd-pull.log", func() (bool, error) {
+		got := argocd.NewApplication()
+		if err := hub.Get(ctx, key, got); err != nil {
+			return false, err
+		}
+		_, op := got.Object["operation"]
+		_, refresh := got.GetAnnotations()[argocd.RefreshAnnotation]
+		return !op && !refresh, nil
+	})
+	after := argocd.NewApplication()
+	if err := spokes["cluster1"].Get(ctx, key, after); err != nil {
+		t.Fatal(err)
+	}
+	if started, _, _ := unstructured.NestedString(after.Object, "status", "operationState", "startedAt"); started == startedBefore {
+		t.Errorf("no new sync operation ran on cluster1 (startedAt still %s)", started)
+	}
+	for i := 0; i < 10; i++ { // and it is not applied again
+		got := argocd.NewApplication()
+		if err := spokes["cluster1"].Get(ctx, key, got); err != nil {
+			t.Fatal(err)
+		}
+		if _, op := got.Object["operation"]; op {
+			t.Fatalf("the operation is on cluster1 again after it ran")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func argocdApp(key types.NamespacedName) *unstructured.Unstructured {
+	app := argocd.NewApplication()
+	app.SetNamespace(key.Namespace)
+	app.SetName(key.Name)
+	return app
+}
+
+// 5. A sync error on one cluster shows in the report's conditions for that cluster only.
+func TestSyncErrorOnOneClusterOnly(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	// cluster2 already holds an immutable ConfigMap of the name the next commit adds, with other
+	// data: its Argo CD cannot apply it there. cluster1 has none.
+	blocker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "guestbook-extra", Namespace: "guestbook"},
+		Immutable: ptr.To(true), Data: map[string]string{"a": "set by hand"}}
+	if err := spokes["cluster2"].Create(ctx, blocker); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.AddManifest("extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guestbook-extra\ndata:\n  a: b\n"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a sync error for cluster2 in the report", 2*time.Minute, "cluster2-argocd-application-controller.log", func() (bool, error) {
+		_, byCluster := report(hub)
+		for _, c := range byCluster["cluster2"].Conditions {
+			if c.Type == "SyncError" && strings.Contains(c.Message, "immutable") {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("cluster2 in the report: %+v", byCluster["cluster2"])
+	})
+	_, byCluster := report(hub)
+	if c1 := byCluster["cluster1"]; len(c1.Conditions) != 0 {
+		t.Errorf("cluster1 carries conditions: %+v", c1.Conditions)
+	}
+	// Remove the blocker and ask for a sync from the hub: cluster2 recovers.
+	if err := spokes["cluster2"].Delete(ctx, blocker); err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"operation":{"initiatedBy":{"username":"admin"},"sync":{"revision":"main"}}}`)
+	if err := hub.Patch(ctx, argocdApp(appKey("cluster2")), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "cluster2 recovering after the blocker is gone and a sync", 2*time.Minute, "cluster2-argocd-application-controller.log", func() (bool, error) {
+		_, byCluster := report(hub)
+		cc := byCluster["cluster2"]
+		return cc.SyncStatus == "Synced" && cc.HealthStatus == "Healthy", nil
+	})
+}
+
+// 6. Stopping one cluster's work agent turns that cluster stale in the report once the hub asks
+// something of it; restarting the agent brings it back.
+func TestStoppedWorkAgentTurnsStale(t *testing.T) {
+	requireLab(t)
+	hub, _ := clients(t)
+	if err := lab.Stop("cluster1-work-agent"); err != nil {
+		t.Fatal(err)
+	}
+	// A hard refresh changes the ManifestWork: a running agent applies it within a second.
+	patch := []byte(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}}}`)
+	if err := hub.Patch(ctx, argocdApp(appKey("cluster1")), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "cluster1 stale in the report", staleAfter+time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		_, byCluster := report(hub)
+		cc := byCluster["cluster1"]
+		for _, c := range cc.Conditions {
+			if c.Type == "StaleStatus" && cc.HealthStatus == "Unknown" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if _, byCluster := report(hub); byCluster["cluster2"].HealthStatus != "Healthy" {
+		t.Errorf("cluster2 is %s, want Healthy: only cluster1 stopped", byCluster["cluster2"].HealthStatus)
+	}
+	if err := lab.Restart("cluster1-work-agent"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "cluster1 back after its agent restarted", 2*time.Minute, "cluster1-work-agent.log", func() (bool, error) {
+		_, byCluster := report(hub)
+		return byCluster["cluster1"].HealthStatus == "Healthy", nil
+	})
+}
+
+// 7. A cluster removed from the Placement loses its Application, ManifestWork and resources.
+func TestClusterRemovedFromPlacement(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	mc := &clusterv1.ManagedCluster{}
+	if err := hub.Get(ctx, types.NamespacedName{Name: "cluster2"}, mc); err != nil {
+		t.Fatal(err)
+	}
+	delete(mc.Labels, clusterv1beta2.ClusterSetLabel)
+	if err := hub.Update(ctx, mc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Application and its resources gone from cluster2", 2*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		err := spokes["cluster2"].Get(ctx, appKey("cluster2"), argocd.NewApplication())
+		return apierrors.IsNotFound(err) && greeting(spokes["cluster2"]) == "", nil
+	})
+	eventually(t, "the report without cluster2", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		r, byCluster := report(hub)
+		_, has := byCluster["cluster2"]
+		return !has && r.Statuses.Summary.Clusters == "1", nil
+	})
+	if greeting(spokes["cluster1"]) == "" {
+		t.Error("cluster1 lost its app too")
+	}
+}
+
+// 8. Deleting the ApplicationSet removes everything it caused, on every cluster, and its report.
+func TestDeletingTheApplicationSetRemovesEverything(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	appSet := &unstructured.Unstructured{}
+	appSet.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	appSet.SetNamespace(sandbox.ArgoNamespace)
+	appSet.SetName(sandbox.ApplicationSetName)
+	if err := hub.Delete(ctx, appSet); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Applications and resources gone from every cluster", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		for name, spoke := range spokes {
+			if !apierrors.IsNotFound(spoke.Get(ctx, appKey(name), argocd.NewApplication())) || greeting(spoke) != "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	eventually(t, "the report gone", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		err := hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: sandbox.ApplicationSetName}, &v1alpha1.MulticlusterApplicationSetReport{})
+		return apierrors.IsNotFound(err), nil
+	})
+}

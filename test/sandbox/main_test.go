@@ -1,0 +1,96 @@
+// Package sandbox_test brings the local lab up once, as `argocd-pull sandbox up` does, and checks
+// the documents' flow and argocd-pull's own behaviour through its real components: OCM's placement
+// controller and work agents, Argo CD's ApplicationSet and application controllers. The tests run
+// in file order on one lab; the last one deletes the ApplicationSet.
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/argocd-pull/argocd-pull/internal/assets"
+	"github.com/argocd-pull/argocd-pull/internal/sandbox"
+)
+
+var (
+	lab      *sandbox.Lab
+	labDir   string
+	progress bytes.Buffer
+	upErr    error
+)
+
+// staleAfter is short so that the stale-cluster test runs in seconds.
+const staleAfter = 15 * time.Second
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	code := func() int {
+		dir, err := os.MkdirTemp("", "argocd-pull-lab-")
+		if err != nil {
+			upErr = err
+			return m.Run()
+		}
+		labDir = dir
+		defer func() { _, _ = sandbox.Down(dir) }()
+		bin, err := buildArgocdPull(dir)
+		if err != nil {
+			upErr = err
+			return m.Run()
+		}
+		lab, upErr = sandbox.Up(context.Background(), sandbox.Options{Dir: dir, Clusters: 2, Controller: bin, Out: &progress,
+			ControllerArgs: []string{"--stale-after=" + staleAfter.String()}})
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+func buildArgocdPull(dir string) (string, error) {
+	root, err := assets.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "argocd-pull")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/argocd-pull")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building argocd-pull: %w: %s", err, out)
+	}
+	return bin, nil
+}
+
+// requireLab skips under -short and fails when the lab did not come up.
+func requireLab(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a lab of apiservers, OCM and Argo CD processes; run without -short")
+	}
+	if upErr != nil {
+		t.Fatalf("the lab did not come up: %v\nprogress:\n%s", upErr, progress.String())
+	}
+}
+
+// eventually polls cond every 500ms until it holds, or fails naming the log to read.
+func eventually(t *testing.T, what string, timeout time.Duration, log string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s (last error: %v); read %s", what, timeout, last, filepath.Join(labDir, "logs", log))
+}
