@@ -179,12 +179,12 @@ func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.
 }
 
 // failingOperation: the operation failed, or it keeps running because Argo CD retries a failed
-// attempt ("Retrying attempt #2 at ...: <error>").
+// attempt. Argo CD 3.x says "<error>. Retrying attempt #2 at 2:52AM."; 2.x put it first.
 func failingOperation(phase, message string) bool {
 	if message == "" {
 		return false
 	}
-	return phase == "Failed" || phase == "Error" || phase == "Running" && strings.HasPrefix(message, "Retrying attempt")
+	return phase == "Failed" || phase == "Error" || phase == "Running" && strings.Contains(message, "Retrying attempt #")
 }
 
 // staleness says why the cluster's status is not current, or when to look again.

@@ -126,7 +126,8 @@ func TestConditionsOnlyForClustersNotSyncedAndHealthy(t *testing.T) {
 
 func TestRetriedSyncIsASyncError(t *testing.T) {
 	g := NewWithT(t)
-	retrying := "Retrying attempt #3 at 2:36AM: ConfigMap \"guestbook-extra\" is invalid: data: Forbidden: field is immutable"
+	// As Argo CD v3.2 words it.
+	retrying := "one or more objects failed to apply, reason: ConfigMap \"guestbook-extra\" is invalid: data: Forbidden: field is immutable. Retrying attempt #4 at 2:52AM."
 	out, _ := Build([]Member{
 		m("a", reported(map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "OutOfSync",
 			propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "t", propagation.FeedbackMessage: retrying})),
