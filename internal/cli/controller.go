@@ -14,8 +14,18 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 )
 
+// Client-side rate limits of the controller's API client. A hub of 1,000 clusters with 10
+// ApplicationSets holds 10,000 Applications; these let the controller write their works as fast
+// as a 2-core apiserver accepts them (see the README's benchmark) while still bounding a runaway.
+const (
+	DefaultKubeAPIQPS   = 200
+	DefaultKubeAPIBurst = 400
+)
+
 type controllerFlags struct {
 	kubeconfig              string
+	kubeAPIQPS              float32
+	kubeAPIBurst            int
 	metricsAddr             string
 	probeAddr               string
 	leaderElect             bool
@@ -40,6 +50,8 @@ leader election for high availability.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
+	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", DefaultKubeAPIQPS, "Requests per second the controller may send the hub apiserver (client-side limit; -1 disables it and leaves flow control to the apiserver)")
+	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", DefaultKubeAPIBurst, "Requests the controller may send the hub apiserver in a burst above --kube-api-qps")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; \"0\" disables it")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time")
@@ -72,6 +84,10 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.kubeAPIQPS > 0 && f.kubeAPIBurst < 1 {
+		return fmt.Errorf("--kube-api-burst must be at least 1 when --kube-api-qps is positive, got %d", f.kubeAPIBurst)
+	}
+	cfg.QPS, cfg.Burst = f.kubeAPIQPS, f.kubeAPIBurst
 	s, err := scheme.New()
 	if err != nil {
 		return err

@@ -298,23 +298,7 @@ func (h *harness) report(name, cluster string, appliedGeneration int64, values m
 		if err := h.c.Get(context.Background(), workKey(h.ns, name, cluster), w); err != nil {
 			return err
 		}
-		if appliedGeneration > 0 {
-			w.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete",
-				ObservedGeneration: appliedGeneration, LastTransitionTime: metav1.Now()}}
-		}
-		var fv []workv1.FeedbackValue
-		for k, v := range values {
-			value := workv1.FieldValue{Type: workv1.String, String: ptr.To(v)}
-			if k == propagation.FeedbackResources || k == propagation.FeedbackConditions || k == propagation.FeedbackOperation {
-				value = workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: ptr.To(v)}
-			}
-			fv = append(fv, workv1.FeedbackValue{Name: k, Value: value})
-		}
-		w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
-			ResourceMeta:    workv1.ManifestResourceMeta{Group: argocd.Group, Version: "v1alpha1", Kind: "Application", Resource: "applications", Name: name, Namespace: h.ns},
-			StatusFeedbacks: workv1.StatusFeedbackResult{Values: fv},
-			Conditions:      []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "Applied", LastTransitionTime: metav1.Now()}},
-		}}
+		testenv.SetAgentStatus(w, appliedGeneration, h.ns, name, values)
 		return h.c.Status().Update(context.Background(), w)
 	}, timeout, interval).Should(Succeed())
 }

@@ -212,8 +212,9 @@ func TestSyncErrorOnOneClusterOnly(t *testing.T) {
 	if err := spokes["cluster2"].Create(ctx, blocker); err != nil {
 		t.Fatal(err)
 	}
-	// Whatever happens here, the next tests must not inherit the blocker.
-	t.Cleanup(func() { _ = client.IgnoreNotFound(spokes["cluster2"].Delete(ctx, blocker)) })
+	// Whatever happens here, the next tests must not inherit the blocker; the UID precondition
+	// spares the ConfigMap Argo CD creates under the same name once the blocker is gone.
+	t.Cleanup(func() { _ = spokes["cluster2"].Delete(ctx, blocker, client.Preconditions{UID: ptr.To(blocker.UID)}) })
 	if _, err := lab.AddManifest("extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guestbook-extra\ndata:\n  a: b\n"); err != nil {
 		t.Fatal(err)
 	}
