@@ -69,8 +69,11 @@ test: kube-assets ocm-assets argocd-assets sandbox-deps ## Run all tests: unit, 
 test-unit: ## Run the tests that need no apiserver
 	go test -short $(GO_TEST_FLAGS) ./...
 
+BENCH_FLAGS ?= --clusters 100,1000 --applicationsets 10
+
 .PHONY: bench
-bench: kube-assets ## Run the benchmarks and print their figures (not part of make test)
+bench: kube-assets build ## Run the scale benchmark (BENCH_FLAGS, default N=100,1000 clusters, A=10) and the latency benchmark; not part of make test
+	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull $(BENCH_FLAGS)
 	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go test -run '^$$' -bench . -benchtime=1x ./internal/controller
 
 .PHONY: kube-assets

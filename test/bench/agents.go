@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/testenv"
+)
+
+// initialRevision is what every simulated cluster first reports.
+const initialRevision = "r0"
+
+// agents stands in for the work agents of every cluster, on the hub side: it marks each new
+// ManifestWork Applied and Available and writes the Application's status feedback as the OCM work
+// agent does, then changes that feedback on request. It also watches the hub Applications and the
+// reports, to time when each change arrives there.
+type agents struct {
+	c       client.Client
+	workers int
+
+	mu         sync.Mutex
+	works      map[types.NamespacedName]bool // seen
+	firstWork  time.Time
+	lastWork   time.Time
+	pending    map[string]change // by "<appset>/<cluster>"
+	appLatency []time.Duration
+	repLatency []time.Duration
+	reported   map[string]int // report name -> clusters at initialRevision
+	reportSize map[string]int // report name -> bytes of its last version
+
+	queue chan types.NamespacedName
+}
+
+type change struct {
+	revision string
+	written  time.Time
+	app      bool // arrived at the hub Application
+	report   bool // arrived at the report
+}
+
+func newAgents(c client.Client, workers int) *agents {
+	return &agents{c: c, workers: workers, works: map[types.NamespacedName]bool{}, pending: map[string]change{},
+		reported: map[string]int{}, reportSize: map[string]int{}, queue: make(chan types.NamespacedName, 1<<16)}
+}
+
+// workEvent takes an added or updated ManifestWork: a new one, or one whose generation the
+// agent has not applied yet, is queued for its status.
+func (a *agents) workEvent(w *workv1.ManifestWork) {
+	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	a.mu.Lock()
+	if !a.works[key] {
+		a.works[key] = true
+		now := time.Now()
+		if a.firstWork.IsZero() {
+			a.firstWork = now
+		}
+		a.lastWork = now
+	}
+	a.mu.Unlock()
+	if applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); applied == nil || applied.ObservedGeneration != w.Generation {
+		a.queue <- key
+	}
+}
+
+func (a *agents) workCount() (n int, first, last time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.works), a.firstWork, a.lastWork
+}
+
+// run applies queued works until ctx ends.
+func (a *agents) run(ctx context.Context) {
+	for range a.workers {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case key := <-a.queue:
+					if err := a.apply(ctx, key); err != nil && ctx.Err() == nil {
+						a.queue <- key // retried, as the agent would
+					}
+				}
+			}
+		}()
+	}
+}
+
+// apply reports a work Applied with the initial feedback.
+func (a *agents) apply(ctx context.Context, key types.NamespacedName) error {
+	return a.writeStatus(ctx, key, map[string]string{
+		propagation.FeedbackHealth: "Progressing", propagation.FeedbackSync: "OutOfSync", propagation.FeedbackRevision: initialRevision,
+		propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-01-01T00:00:00Z"})
+}
+
+func (a *agents) writeStatus(ctx context.Context, key types.NamespacedName, values map[string]string) error {
+	w := &workv1.ManifestWork{}
+	if err := a.c.Get(ctx, key, w); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	appNs, appName := w.Annotations[propagation.HubApplicationNamespaceAnnotation], w.Annotations[propagation.HubApplicationNameAnnotation]
+	testenv.SetAgentStatus(w, w.Generation, appNs, appName, values)
+	if err := a.c.Status().Update(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// change writes new feedback for the Application of appSet on cluster: Healthy, Synced, revision.
+func (a *agents) change(ctx context.Context, appSet, cluster, revision string) error {
+	key := types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(argoNamespace, appName(appSet, cluster))}
+	a.mu.Lock()
+	a.pending[appSet+"/"+cluster] = change{revision: revision, written: time.Now()}
+	a.mu.Unlock()
+	values := map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced", propagation.FeedbackRevision: revision,
+		propagation.FeedbackPhase: "Succeeded", propagation.FeedbackStartedAt: "2026-01-01T00:00:00Z"}
+	for {
+		err := a.writeStatus(ctx, key, values)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
+
+// appEvent takes an updated hub Application: a pending change whose revision it shows has arrived.
+func (a *agents) appEvent(app *unstructured.Unstructured) {
+	rev, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
+	ann := app.GetAnnotations()
+	owner := ""
+	for _, ref := range app.GetOwnerReferences() {
+		owner = ref.Name
+	}
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := owner + "/" + ann[argocd.ClusterAnnotation]
+	if ch, ok := a.pending[key]; ok && !ch.app && ch.revision == rev {
+		ch.app = true
+		a.appLatency = append(a.appLatency, now.Sub(ch.written))
+		a.pending[key] = ch
+	}
+}
+
+// reportEvent takes an added or updated report: pending changes it shows have arrived, and
+// clusters at the initial revision are counted.
+func (a *agents) reportEvent(r *v1alpha1.MulticlusterApplicationSetReport, size int) {
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reportSize[r.Name] = size
+	initial := 0
+	for _, cc := range r.Statuses.ClusterConditions {
+		if cc.SyncRevision == initialRevision {
+			initial++
+		}
+		key := r.Name + "/" + cc.Cluster
+		if ch, ok := a.pending[key]; ok && !ch.report && ch.revision == cc.SyncRevision {
+			ch.report = true
+			a.repLatency = append(a.repLatency, now.Sub(ch.written))
+			a.pending[key] = ch
+		}
+	}
+	a.reported[r.Name] = initial
+}
+
+// reportsAtInitial is how many reports list every cluster at the initial revision.
+func (a *agents) reportsAtInitial(clusters int) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, c := range a.reported {
+		if c == clusters {
+			n++
+		}
+	}
+	return n
+}
+
+// arrived counts the pending changes seen at the hub Applications and at the reports.
+func (a *agents) arrived() (apps, reports, total int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.appLatency), len(a.repLatency), len(a.pending)
+}
+
+// latencies returns copies of the measured latencies, sorted.
+func (a *agents) latencies() (app, report []time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	app, report = slices.Clone(a.appLatency), slices.Clone(a.repLatency)
+	slices.Sort(app)
+	slices.Sort(report)
+	return app, report
+}
+
+func (a *agents) largestReport() (name string, size int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for n, s := range a.reportSize {
+		if s > size {
+			name, size = n, s
+		}
+	}
+	return name, size
+}
+
+// percentiles summarises sorted latencies.
+type percentiles struct {
+	Count int     `json:"count"`
+	P50ms float64 `json:"p50ms"`
+	P90ms float64 `json:"p90ms"`
+	P99ms float64 `json:"p99ms"`
+	MaxMs float64 `json:"maxMs"`
+}
+
+func summarize(sorted []time.Duration) percentiles {
+	if len(sorted) == 0 {
+		return percentiles{}
+	}
+	at := func(p float64) float64 {
+		return float64(sorted[int(p*float64(len(sorted)-1))].Microseconds()) / 1000
+	}
+	return percentiles{Count: len(sorted), P50ms: at(0.5), P90ms: at(0.9), P99ms: at(0.99), MaxMs: at(1)}
+}
+
+func (p percentiles) String() string {
+	return fmt.Sprintf("p50 %.0fms, p90 %.0fms, p99 %.0fms, max %.0fms over %d", p.P50ms, p.P90ms, p.P99ms, p.MaxMs, p.Count)
+}

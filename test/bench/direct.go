@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/scheme"
+)
+
+// directLabel marks the works of the direct-create baseline, so that they can be removed.
+const directLabel = "bench.argocd-pull.io/direct"
+
+// directCreate creates, with a plain client of the given concurrency and client-side limits,
+// the same ManifestWorks the controller would write (built by the same function), and returns
+// the rate. It removes them before returning, so the controller starts from the same hub.
+func directCreate(ctx context.Context, base *rest.Config, f fleet, concurrency int, qps float32, burst int) (float64, error) {
+	rc := rest.CopyConfig(base)
+	rc.QPS, rc.Burst = qps, burst
+	s, err := scheme.New()
+	if err != nil {
+		return 0, err
+	}
+	c, err := client.New(rc, client.Options{Scheme: s})
+	if err != nil {
+		return 0, err
+	}
+	works := make([]*workv1.ManifestWork, f.apps())
+	for i := range works {
+		set, cluster := f.appSets[i/len(f.clusters)], f.clusters[i%len(f.clusters)]
+		app := pullApplication(set, cluster, metav1.OwnerReference{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: set})
+		target, _, err := propagation.Decide(app)
+		if err != nil {
+			return 0, fmt.Errorf("the benchmark's Application is not a valid pull-model Application: %w", err)
+		}
+		w, err := propagation.DesiredWork(app, nil, target)
+		if err != nil {
+			return 0, err
+		}
+		w.Name = "direct-" + w.Name
+		w.Labels = map[string]string{directLabel: "true"}
+		works[i] = w
+	}
+	start := time.Now()
+	err = parallel(ctx, len(works), concurrency, func(ctx context.Context, i int) error {
+		return c.Create(ctx, works[i])
+	})
+	if err != nil {
+		return 0, fmt.Errorf("creating works directly: %w", err)
+	}
+	rate := float64(len(works)) / time.Since(start).Seconds()
+	cleanup, err := client.New(base, client.Options{Scheme: s})
+	if err != nil {
+		return 0, err
+	}
+	err = parallel(ctx, len(f.clusters), 8, func(ctx context.Context, i int) error {
+		return cleanup.DeleteAllOf(ctx, &workv1.ManifestWork{}, client.InNamespace(f.clusters[i]), client.MatchingLabels{directLabel: "true"})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("removing the directly created works: %w", err)
+	}
+	return rate, nil
+}

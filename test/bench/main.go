@@ -1,0 +1,178 @@
+// Command bench measures argocd-pull at scale against a real hub apiserver: the controller runs
+// as its own process while simulated work agents answer its ManifestWorks on the hub side. For
+// each size it prints and records propagation throughput beside the direct-create limit of the
+// same apiserver, status latency percentiles, the controller's resources and API requests, the
+// cost of a restart and the size of the largest report.
+//
+//	make bench                      # N=100,1000 clusters, 10 ApplicationSets
+//	go run ./test/bench --clusters 100,1000,5000 --controller bin/argocd-pull
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/argocd-pull/argocd-pull/internal/cli"
+	"github.com/argocd-pull/argocd-pull/internal/controller"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		sizes   = flag.String("clusters", "100,1000", "Comma-separated numbers of managed clusters, one run each")
+		appSets = flag.Int("applicationsets", 10, "ApplicationSets, each with one pull-model Application per cluster")
+		out     = flag.String("out", "test/bench/results", "Directory for results.json and results.md")
+		logs    = flag.String("logs", "tmp/bench", "Directory for the controller logs and hub kubeconfigs")
+		cfg     = config{}
+	)
+	flag.StringVar(&cfg.controller, "controller", "bin/argocd-pull", "The argocd-pull binary to run as the controller")
+	flag.IntVar(&cfg.concurrency, "concurrency", controller.DefaultOptions().MaxConcurrentReconciles, "The controller's --concurrency, also the direct-create concurrency")
+	qps := flag.Float64("kube-api-qps", cli.DefaultKubeAPIQPS, "The controller's --kube-api-qps, also the direct-create limit")
+	flag.IntVar(&cfg.burst, "kube-api-burst", cli.DefaultKubeAPIBurst, "The controller's --kube-api-burst, also the direct-create burst")
+	flag.IntVar(&cfg.changes, "changes", 1000, "Feedback changes timed per size")
+	flag.Float64Var(&cfg.changeRate, "change-rate", 100, "Feedback changes written per second")
+	flag.IntVar(&cfg.workers, "workers", 16, "Concurrent requests of the benchmark's own client (setup and simulated agents)")
+	flag.Parse()
+	cfg.qps = float32(*qps)
+
+	var counts []int
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--clusters: %q is not a positive number", s)
+		}
+		counts = append(counts, n)
+	}
+	if _, err := os.Stat(cfg.controller); err != nil {
+		return fmt.Errorf("the controller binary: %w (run 'make build' or pass --controller)", err)
+	}
+	for _, dir := range []string{*out, *logs} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	cfg.logDir = *logs
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	started := time.Now()
+	cfg.progress = func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
+	}
+	report := benchReport{Machine: machine(), Started: started.UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"go run ./test/bench"}, os.Args[1:]...), " ")}
+	for _, n := range counts {
+		cfg.progress("N=%d clusters, A=%d ApplicationSets: %d Applications", n, *appSets, n**appSets)
+		res, err := measure(ctx, cfg, n, *appSets)
+		if err != nil {
+			return fmt.Errorf("at N=%d: %w", n, err)
+		}
+		report.Results = append(report.Results, res)
+	}
+	report.Seconds = time.Since(started).Seconds()
+	data, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*out, "results.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	table := report.markdown()
+	if err := os.WriteFile(filepath.Join(*out, "results.md"), []byte(table), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(table)
+	cfg.progress("done; results in %s", *out)
+	return nil
+}
+
+type benchReport struct {
+	Machine string   `json:"machine"`
+	Started string   `json:"started"`
+	Command string   `json:"command"`
+	Seconds float64  `json:"seconds"`
+	Results []result `json:"results"`
+}
+
+// machine describes where the figures come from.
+func machine() string {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores (%s), %s/%s, %s", runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// makeChanges writes count feedback changes, each to a different Application spread over the
+// fleet, at rate per second, and returns the rate achieved.
+func makeChanges(ctx context.Context, ag *agents, f fleet, count int, rate float64, workers int) (float64, error) {
+	jobs := make(chan int)
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			var first error
+			for i := range jobs {
+				// A stride coprime with the fleet's size visits every Application before any twice.
+				k := (i * 7919) % f.apps()
+				set, cluster := f.appSets[k/len(f.clusters)], f.clusters[k%len(f.clusters)]
+				if err := ag.change(ctx, set, cluster, fmt.Sprintf("r%d", i+1)); err != nil && first == nil {
+					first = err
+				}
+			}
+			errs <- first
+		}()
+	}
+	start := time.Now()
+	interval := time.Duration(float64(time.Second) / rate)
+	for i := range count {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+		jobs <- i
+	}
+	close(jobs)
+	for range workers {
+		if err := <-errs; err != nil {
+			return 0, err
+		}
+	}
+	return float64(count) / time.Since(start).Seconds(), nil
+}
+
+func total(m map[string]float64) float64 {
+	var t float64
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+func formatRequests(m map[string]float64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}

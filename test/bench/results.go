@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// markdown renders the results as one table, a column per size.
+func (r benchReport) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Machine: %s. Command: `%s`, %.0fs in all.\n\n", r.Machine, r.Command, r.Seconds)
+	b.WriteString("| |")
+	for _, res := range r.Results {
+		fmt.Fprintf(&b, " N=%d, A=%d (%d apps) |", res.Clusters, res.ApplicationSets, res.Applications)
+	}
+	b.WriteString("\n|---|")
+	for range r.Results {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	row := func(name string, cell func(result) string) {
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, res := range r.Results {
+			fmt.Fprintf(&b, " %s |", cell(res))
+		}
+		b.WriteString("\n")
+	}
+	row("propagation: all works exist after", func(x result) string {
+		return fmt.Sprintf("%.1fs (first after %.1fs)", x.PropagationSeconds, x.FirstWorkSeconds)
+	})
+	row("propagation rate", func(x result) string { return fmt.Sprintf("%.0f works/s", x.PropagationPerSecond) })
+	row("direct create, same concurrency and limits", func(x result) string { return fmt.Sprintf("%.0f works/s", x.DirectPerSecond) })
+	row("direct create, no client limit", func(x result) string { return fmt.Sprintf("%.0f works/s", x.DirectUnthrottledPerSecond) })
+	row("**propagation / direct**", func(x result) string { return fmt.Sprintf("**%.2f**", x.PropagationRatio) })
+	row("every report complete after", func(x result) string { return fmt.Sprintf("%.1fs", x.InitialReportSeconds) })
+	row("feedback -> hub Application p50/p90/p99", func(x result) string { return latencyCell(x.AppStatusLatency) })
+	row("feedback -> report p50/p90/p99", func(x result) string { return latencyCell(x.ReportLatency) })
+	row("changes (rate achieved)", func(x result) string {
+		return fmt.Sprintf("%d (%.0f/s)", x.ReportLatency.Count, x.ChangesPerSecond)
+	})
+	row("controller writes per change", func(x result) string { return fmt.Sprintf("%.2f", x.WritesPerChange) })
+	row("controller peak RSS", func(x result) string { return fmt.Sprintf("%.0f MiB", x.Controller.PeakRSSMiB) })
+	row("controller CPU", func(x result) string { return fmt.Sprintf("%.1f s", x.Controller.CPUSeconds) })
+	row("controller API requests", func(x result) string {
+		return fmt.Sprintf("%.0f (%s)", total(x.Requests), formatRequests(x.Requests))
+	})
+	row("restart: converged after", func(x result) string { return fmt.Sprintf("%.1fs", x.RestartSeconds) })
+	row("restart: writes", func(x result) string { return fmt.Sprintf("%.0f", x.RestartWrites) })
+	row("largest report", func(x result) string { return fmt.Sprintf("%.0f KiB", float64(x.ReportBytes)/1024) })
+	if len(r.Results) > 0 {
+		fmt.Fprintf(&b, "\nController flags: `%s`.\n", strings.Join(r.Results[0].ControllerFlags, " "))
+	}
+	return b.String()
+}
+
+func latencyCell(p percentiles) string {
+	return fmt.Sprintf("%.0f / %.0f / %.0f ms", p.P50ms, p.P90ms, p.P99ms)
+}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/scheme"
+	"github.com/argocd-pull/argocd-pull/internal/testenv"
+)
+
+// result is what one size measured.
+type result struct {
+	Clusters        int      `json:"clusters"`
+	ApplicationSets int      `json:"applicationSets"`
+	Applications    int      `json:"applications"`
+	ControllerFlags []string `json:"controllerFlags"`
+
+	// Propagation: from the controller's start until all works exist.
+	PropagationSeconds   float64 `json:"propagationSeconds"`
+	FirstWorkSeconds     float64 `json:"firstWorkSeconds"`
+	PropagationPerSecond float64 `json:"propagationWorksPerSecond"`
+	// The same works created by a plain client with the controller's concurrency and limits, and
+	// without client limits.
+	DirectPerSecond            float64 `json:"directWorksPerSecond"`
+	DirectUnthrottledPerSecond float64 `json:"directUnthrottledWorksPerSecond"`
+	// PropagationRatio is PropagationPerSecond / DirectPerSecond.
+	PropagationRatio float64 `json:"propagationRatio"`
+
+	InitialReportSeconds float64     `json:"initialReportSeconds"`
+	AppStatusLatency     percentiles `json:"appStatusLatency"`
+	ReportLatency        percentiles `json:"reportLatency"`
+	ChangesPerSecond     float64     `json:"changesPerSecond"`
+	WritesPerChange      float64     `json:"controllerWritesPerChange"`
+
+	Controller usage              `json:"controller"`
+	Requests   map[string]float64 `json:"controllerRequests"`
+
+	RestartSeconds float64 `json:"restartSeconds"`
+	RestartWrites  float64 `json:"restartWrites"`
+
+	ReportBytes int `json:"largestReportBytes"`
+}
+
+type config struct {
+	controller  string
+	concurrency int
+	qps         float32
+	burst       int
+	changes     int
+	changeRate  float64
+	workers     int
+	logDir      string
+	progress    func(string, ...any)
+}
+
+func (c config) controllerArgs() []string {
+	return []string{fmt.Sprintf("--concurrency=%d", c.concurrency), fmt.Sprintf("--kube-api-qps=%g", c.qps),
+		fmt.Sprintf("--kube-api-burst=%d", c.burst), "--argocd-namespace=" + argoNamespace}
+}
+
+// measure runs every phase at one size against a fresh apiserver.
+func measure(ctx context.Context, cfg config, clusters, appSets int) (res result, err error) {
+	f := newFleet(clusters, appSets)
+	res = result{Clusters: clusters, ApplicationSets: appSets, Applications: f.apps(), ControllerFlags: cfg.controllerArgs()}
+	env, err := testenv.Start()
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if stopErr := env.Stop(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
+	rc := rest.CopyConfig(env.Config)
+	rc.QPS, rc.Burst = -1, 0
+	s, err := scheme.New()
+	if err != nil {
+		return res, err
+	}
+	c, err := client.New(rc, client.Options{Scheme: s})
+	if err != nil {
+		return res, err
+	}
+	if err := f.create(ctx, c, cfg.workers, cfg.progress); err != nil {
+		return res, err
+	}
+
+	// The physical limit: the same works created by a plain client, then removed.
+	if res.DirectPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, cfg.qps, cfg.burst); err != nil {
+		return res, err
+	}
+	cfg.progress("direct create with the controller's concurrency %d and limits (qps %g, burst %d): %.0f works/s", cfg.concurrency, cfg.qps, cfg.burst, res.DirectPerSecond)
+	if res.DirectUnthrottledPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, -1, 0); err != nil {
+		return res, err
+	}
+	cfg.progress("direct create with concurrency %d and no client limit: %.0f works/s", cfg.concurrency, res.DirectUnthrottledPerSecond)
+
+	// The simulated agents and the observers watch through one cache.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ag := newAgents(c, cfg.workers)
+	if err := watch(cctx, rc, s, ag); err != nil {
+		return res, err
+	}
+	ag.run(cctx)
+
+	kubeconfig := filepath.Join(cfg.logDir, fmt.Sprintf("hub-%d.kubeconfig", clusters))
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		return res, err
+	}
+	logPath := filepath.Join(cfg.logDir, fmt.Sprintf("controller-%d.log", clusters))
+	ctl, err := startController(ctx, cfg.controller, kubeconfig, logPath, cfg.controllerArgs())
+	if err != nil {
+		return res, err
+	}
+	defer func() { ctl.stop() }() // the controller running when measure returns
+
+	// Propagation.
+	if err := waitFor(ctx, 15*time.Minute, "every ManifestWork", logPath, func() (bool, string) {
+		n, _, _ := ag.workCount()
+		return n == f.apps(), fmt.Sprintf("%d of %d works", n, f.apps())
+	}); err != nil {
+		return res, err
+	}
+	_, first, last := ag.workCount()
+	res.FirstWorkSeconds = first.Sub(ctl.started).Seconds()
+	res.PropagationSeconds = last.Sub(ctl.started).Seconds()
+	res.PropagationPerSecond = float64(f.apps()) / res.PropagationSeconds
+	res.PropagationRatio = res.PropagationPerSecond / res.DirectPerSecond
+	cfg.progress("propagation: %d works in %.1fs (first after %.1fs): %.0f works/s, %.2f of the direct rate",
+		f.apps(), res.PropagationSeconds, res.FirstWorkSeconds, res.PropagationPerSecond, res.PropagationRatio)
+
+	// Every report lists every cluster at the initial revision.
+	if err := waitFor(ctx, 15*time.Minute, "every report at the initial status", logPath, func() (bool, string) {
+		n := ag.reportsAtInitial(clusters)
+		return n == appSets, fmt.Sprintf("%d of %d reports", n, appSets)
+	}); err != nil {
+		return res, err
+	}
+	res.InitialReportSeconds = time.Since(ctl.started).Seconds()
+	cfg.progress("every report shows all %d clusters after %.1fs", clusters, res.InitialReportSeconds)
+
+	// Status latency.
+	before, err := ctl.scrape(ctx)
+	if err != nil {
+		return res, err
+	}
+	if res.ChangesPerSecond, err = makeChanges(ctx, ag, f, cfg.changes, cfg.changeRate, cfg.workers); err != nil {
+		return res, err
+	}
+	if err := waitFor(ctx, 5*time.Minute, "every change at the hub Applications and reports", logPath, func() (bool, string) {
+		apps, reports, total := ag.arrived()
+		return apps == total && reports == total, fmt.Sprintf("%d/%d at Applications, %d/%d at reports", apps, total, reports, total)
+	}); err != nil {
+		return res, err
+	}
+	time.Sleep(time.Second) // late writes of the last changes
+	after, err := ctl.scrape(ctx)
+	if err != nil {
+		return res, err
+	}
+	appLat, repLat := ag.latencies()
+	res.AppStatusLatency, res.ReportLatency = summarize(appLat), summarize(repLat)
+	res.WritesPerChange = (after.writes() - before.writes()) / float64(cfg.changes)
+	cfg.progress("%d feedback changes at %.0f/s: -> hub Application %s; -> report %s; %.2f controller writes per change",
+		cfg.changes, res.ChangesPerSecond, res.AppStatusLatency, res.ReportLatency, res.WritesPerChange)
+
+	if res.Controller, err = ctl.usage(); err != nil {
+		return res, err
+	}
+	res.Requests = after.Requests
+	_, res.ReportBytes = ag.largestReport()
+	cfg.progress("controller: peak RSS %.0f MiB, %.1f CPU seconds, %.0f API requests (%s)",
+		res.Controller.PeakRSSMiB, res.Controller.CPUSeconds, total(after.Requests), formatRequests(after.Requests))
+
+	// Restart at full size.
+	ctl.stop()
+	ctl, err = startController(ctx, cfg.controller, kubeconfig, logPath, cfg.controllerArgs())
+	if err != nil {
+		return res, err
+	}
+	var converged metricsSnapshot
+	if err := waitFor(ctx, 10*time.Minute, "the restarted controller to converge", logPath, func() (bool, string) {
+		m, err := ctl.scrape(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		converged = m
+		done := m.Reconciles["propagation"] >= float64(f.apps()) && m.Reconciles["appstatus"] >= float64(f.apps()) &&
+			m.Reconciles["report"] >= float64(appSets) && m.QueueDepth == 0
+		return done, fmt.Sprintf("reconciles %v, queued %.0f", m.Reconciles, m.QueueDepth)
+	}); err != nil {
+		return res, err
+	}
+	res.RestartSeconds = time.Since(ctl.started).Seconds()
+	time.Sleep(3 * time.Second) // writes that follow the first pass, if any
+	settled, err := ctl.scrape(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.RestartWrites = settled.writes()
+	cfg.progress("restart: converged in %.1fs with %.0f writes (%.0f reconciles)", res.RestartSeconds, res.RestartWrites, total(converged.Reconciles))
+	return res, nil
+}
+
+// watch starts one cache for the simulated agents and the observers.
+func watch(ctx context.Context, rc *rest.Config, s *runtime.Scheme, ag *agents) error {
+	ours := labels.SelectorFromSet(labels.Set{propagation.ManagedByLabel: propagation.ManagedByValue})
+	c, err := cache.New(rc, cache.Options{Scheme: s, ByObject: map[client.Object]cache.ByObject{&workv1.ManifestWork{}: {Label: ours}}})
+	if err != nil {
+		return err
+	}
+	handle := func(obj client.Object, on func(any)) error {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return err
+		}
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, n any) { on(n) }})
+		return err
+	}
+	if err := handle(&workv1.ManifestWork{}, func(o any) {
+		if w, ok := o.(*workv1.ManifestWork); ok {
+			ag.workEvent(w)
+		}
+	}); err != nil {
+		return err
+	}
+	if err := handle(argocd.NewApplication(), func(o any) {
+		if app, ok := o.(*unstructured.Unstructured); ok {
+			ag.appEvent(app)
+		}
+	}); err != nil {
+		return err
+	}
+	if err := handle(&v1alpha1.MulticlusterApplicationSetReport{}, func(o any) {
+		if r, ok := o.(*v1alpha1.MulticlusterApplicationSetReport); ok {
+			data, _ := json.Marshal(r)
+			ag.reportEvent(r, len(data))
+		}
+	}); err != nil {
+		return err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("the benchmark's cache did not sync")
+	}
+	return nil
+}
+
+// waitFor polls cond every 100ms, printing its state every 10s, until it holds or timeout ends.
+func waitFor(ctx context.Context, timeout time.Duration, what, logPath string, cond func() (bool, string)) error {
+	deadline := time.Now().Add(timeout)
+	lastPrint := time.Now()
+	for {
+		ok, state := cond()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for %s: not within %s (%s); read %s", what, timeout, state, logPath)
+		}
+		if time.Since(lastPrint) > 10*time.Second {
+			fmt.Fprintf(os.Stderr, "    ... waiting for %s: %s\n", what, state)
+			lastPrint = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
