@@ -69,6 +69,7 @@ leader election for high availability.`,
 	fs.BoolVar(&f.opts.Search.InsecureSkipVerify, "search-insecure-skip-tls-verify", false, "Do not verify the Search server's certificate (labs only)")
 	fs.DurationVar(&f.opts.SearchInterval, "search-interval", f.opts.SearchInterval, "How often Search is polled")
 	fs.DurationVar(&f.opts.ReportCoalesce, "report-coalesce", f.opts.ReportCoalesce, "How long events of one ApplicationSet are gathered into one report update")
+	fs.DurationVar(&f.opts.ReportIntervalPerCluster, "report-interval-per-cluster", f.opts.ReportIntervalPerCluster, "Paces large reports: a report of N clusters is written at most once per N times this (1ms: once a second at 1,000 clusters); 0 disables pacing")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(goflags)
 	fs.AddGoFlagSet(goflags)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -43,6 +44,30 @@ type ReportReconciler struct {
 	// Search is the optional OCM Search source, nil when not configured.
 	Search       *search.Poller
 	searchEvents chan event.GenericEvent
+
+	mu      sync.Mutex
+	written map[types.NamespacedName]time.Time // when each report was last written
+}
+
+// waitBeforeWrite says how long the report key, of the given number of clusters, must wait
+// before its next write (report.WriteInterval).
+func (r *ReportReconciler) waitBeforeWrite(key types.NamespacedName, clusters int, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return report.NextWrite(r.written[key], now, report.WriteInterval(clusters, r.Options.ReportCoalesce, r.Options.ReportIntervalPerCluster))
+}
+
+func (r *ReportReconciler) wrote(key types.NamespacedName, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.written == nil {
+		r.written = map[types.NamespacedName]time.Time{}
+	}
+	if at.IsZero() {
+		delete(r.written, key)
+		return
+	}
+	r.written[key] = at
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=applicationsets,verbs=get;list;watch
@@ -101,6 +126,12 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 
 	now := time.Now()
+	if found {
+		// Large reports are written at a bounded rate; what changes meanwhile waits for the next.
+		if wait := r.waitBeforeWrite(req.NamespacedName, len(existing.Statuses.ClusterConditions), now); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
 	statuses, recheck := report.Build(members, report.Options{Now: now, StaleAfter: r.Options.StaleAfter})
 	result := ctrl.Result{}
 	if !recheck.IsZero() {
@@ -123,6 +154,7 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if err := r.Create(ctx, desired); err != nil {
 			return ctrl.Result{}, fmt.Errorf("creating report %s: %w", req, err)
 		}
+		r.wrote(req.NamespacedName, now)
 		return result, nil
 	}
 	if equality.Semantic.DeepEqual(existing.Statuses, desired.Statuses) &&
@@ -136,6 +168,7 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, fmt.Errorf("updating report %s: %w", req, err)
 	}
+	r.wrote(req.NamespacedName, now)
 	return result, nil
 }
 
@@ -240,6 +273,7 @@ func (r *ReportReconciler) deleteReport(ctx context.Context, key types.Namespace
 	if _, ours := existing.Labels[v1alpha1.HostingApplicationSetLabel]; !ours {
 		return nil
 	}
+	r.wrote(key, time.Time{})
 	ctrl.LoggerFrom(ctx).Info("Deleting the report of a deleted ApplicationSet", "report", klog.KObj(existing))
 	return client.IgnoreNotFound(r.Delete(ctx, existing))
 }

@@ -41,6 +41,9 @@ type Options struct {
 	StaleAfter time.Duration
 	// ReportCoalesce is how long report events of one ApplicationSet are gathered into one rebuild.
 	ReportCoalesce time.Duration
+	// ReportIntervalPerCluster paces the writes of large reports: a report of C clusters is
+	// written at most once per C × ReportIntervalPerCluster (and per ReportCoalesce).
+	ReportIntervalPerCluster time.Duration
 	// Search optionally adds OCM Search V2 as a source of the reports; off when URL is empty.
 	Search search.Options
 	// SearchInterval is how often Search is polled.
@@ -66,12 +69,13 @@ func (o Options) gitOpsNamespaces() []string {
 // DefaultOptions returns the options used when no flag is given.
 func DefaultOptions() Options {
 	return Options{
-		ArgoCDNamespace:         DefaultArgoCDNamespace,
-		MaxConcurrentReconciles: 4,
-		StaleAfter:              5 * time.Minute,
-		ReportCoalesce:          100 * time.Millisecond,
-		SearchInterval:          30 * time.Second,
-		SecretGracePeriod:       10 * time.Minute,
+		ArgoCDNamespace:          DefaultArgoCDNamespace,
+		MaxConcurrentReconciles:  4,
+		StaleAfter:               5 * time.Minute,
+		ReportCoalesce:           100 * time.Millisecond,
+		ReportIntervalPerCluster: time.Millisecond,
+		SearchInterval:           30 * time.Second,
+		SecretGracePeriod:        10 * time.Minute,
 
 		ApplicationSetServiceAccount: "argocd-applicationset-controller",
 	}
@@ -90,6 +94,9 @@ func (o Options) Validate() error {
 	}
 	if o.ReportCoalesce < 0 {
 		return fmt.Errorf("the report coalescing delay must not be negative, got %s", o.ReportCoalesce)
+	}
+	if o.ReportIntervalPerCluster < 0 {
+		return fmt.Errorf("the report interval per cluster must not be negative, got %s", o.ReportIntervalPerCluster)
 	}
 	if o.SecretGracePeriod < 0 {
 		return fmt.Errorf("the secret grace period must not be negative, got %s", o.SecretGracePeriod)

@@ -143,6 +143,20 @@ type metricsSnapshot struct {
 	Reconciles map[string]float64
 	// QueueDepth is the summed depth of all work queues.
 	QueueDepth float64
+	// QueueWait and Work are, by controller, the summed seconds items waited in the queue and
+	// were worked on, with their counts: where a latency goes.
+	QueueWait, Work map[string]sumCount
+}
+
+type sumCount struct{ Sum, Count float64 }
+
+func (s sumCount) minus(o sumCount) sumCount { return sumCount{s.Sum - o.Sum, s.Count - o.Count} }
+
+func (s sumCount) meanMs() float64 {
+	if s.Count == 0 {
+		return 0
+	}
+	return s.Sum / s.Count * 1000
 }
 
 func (m metricsSnapshot) writes() float64 {
@@ -150,7 +164,7 @@ func (m metricsSnapshot) writes() float64 {
 }
 
 func (p *controllerProcess) scrape(ctx context.Context) (metricsSnapshot, error) {
-	snap := metricsSnapshot{Requests: map[string]float64{}, Reconciles: map[string]float64{}}
+	snap := metricsSnapshot{Requests: map[string]float64{}, Reconciles: map[string]float64{}, QueueWait: map[string]sumCount{}, Work: map[string]sumCount{}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metrics, nil)
 	if err != nil {
 		return snap, err
@@ -183,6 +197,12 @@ func (p *controllerProcess) scrape(ctx context.Context) (metricsSnapshot, error)
 	}
 	for _, m := range families["workqueue_depth"].GetMetric() {
 		snap.QueueDepth += m.GetGauge().GetValue()
+	}
+	for _, m := range families["workqueue_queue_duration_seconds"].GetMetric() {
+		snap.QueueWait[label(m, "name")] = sumCount{m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())}
+	}
+	for _, m := range families["workqueue_work_duration_seconds"].GetMetric() {
+		snap.Work[label(m, "name")] = sumCount{m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())}
 	}
 	return snap, nil
 }

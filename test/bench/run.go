@@ -180,6 +180,10 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	res.WritesPerChange = (after.writes() - before.writes()) / float64(cfg.changes)
 	cfg.progress("%d feedback changes at %.0f/s: -> hub Application %s; -> report %s; %.2f controller writes per change",
 		cfg.changes, res.ChangesPerSecond, res.AppStatusLatency, res.ReportLatency, res.WritesPerChange)
+	for _, name := range []string{"propagation", "appstatus", "report"} {
+		wait, work := after.QueueWait[name].minus(before.QueueWait[name]), after.Work[name].minus(before.Work[name])
+		cfg.progress("    %-11s %6.0f reconciles, mean %.0fms queued, %.1fms working", name, work.Count, wait.meanMs(), work.meanMs())
+	}
 
 	if res.Controller, err = ctl.usage(); err != nil {
 		return res, err
