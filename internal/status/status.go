@@ -1,0 +1,501 @@
+// Package status renders MulticlusterApplicationSetReports as text for `argocd-pull status`:
+// one report as a table of clusters, or many as one line each. Rendering is a pure function of
+// the reports, a width and a colour flag, so every layout decision is unit-tested without an
+// apiserver.
+package status
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+)
+
+// DefaultWidth is the terminal width the output fits when Options.Width is not set.
+const DefaultWidth = 80
+
+// Options control the rendering.
+type Options struct {
+	// Width is the number of columns every line fits (DefaultWidth when 0).
+	Width int
+	// Color wraps statuses and errors in ANSI colours; only for terminals.
+	Color bool
+	// AllNamespaces adds a NAMESPACE column to List.
+	AllNamespaces bool
+}
+
+func (o Options) width() int {
+	if o.Width <= 0 {
+		return DefaultWidth
+	}
+	return o.Width
+}
+
+// ANSI colours.
+const (
+	green  = "\x1b[32m"
+	yellow = "\x1b[33m"
+	red    = "\x1b[31m"
+	reset  = "\x1b[0m"
+)
+
+const (
+	gap = "  "
+	// minError is the width the ERROR column keeps before long cluster names move to a line of
+	// their own.
+	minError = 24
+	// minKey is the narrowest a CLUSTER, NAMESPACE or NAME column gets.
+	minKey = 12
+	// maxRevision caps revisions that are not git SHAs (Helm chart versions, tags).
+	maxRevision = 12
+	// shortSHA is how much of a git SHA is shown, as git and Argo CD do.
+	shortSHA = 7
+	ellipsis = "..."
+)
+
+// Report renders one report: a row per cluster (CLUSTER, SYNC, HEALTH, REVISION, PHASE and its
+// first error), then the summary counts and the report's notes.
+func Report(r *v1alpha1.MulticlusterApplicationSetReport, o Options) string {
+	var b strings.Builder
+	clusters := r.Statuses.ClusterConditions
+	if len(clusters) == 0 {
+		b.WriteString("No clusters in the report yet.\n")
+	} else {
+		t := table{
+			cols: []column{
+				{header: "CLUSTER", key: true},
+				{header: "SYNC"}, {header: "HEALTH"}, {header: "REVISION"}, {header: "PHASE"},
+				{header: "ERROR", flex: true},
+			},
+		}
+		for _, c := range clusters {
+			t.rows = append(t.rows, []cell{
+				{text: c.Cluster},
+				{text: orDash(c.SyncStatus), color: syncColor(c.SyncStatus)},
+				{text: orDash(c.HealthStatus), color: healthColor(c.HealthStatus)},
+				{text: orDash(shortRevision(c.SyncRevision))},
+				{text: orDash(c.OperationStatePhase), color: phaseColor(c.OperationStatePhase)},
+				{text: firstError(c.Conditions), color: red},
+			})
+		}
+		t.write(&b, o)
+	}
+	b.WriteString("\n")
+	writeWrapped(&b, summaryLine(r.Statuses.Summary), "", "  ", o.width())
+	if len(r.Statuses.Notes) > 0 {
+		b.WriteString("\nNotes:\n")
+		for _, n := range r.Statuses.Notes {
+			writeWrapped(&b, sanitize(n), "- ", "  ", o.width())
+		}
+	}
+	return b.String()
+}
+
+// List renders one line per report: NAMESPACE (with AllNamespaces), NAME and the summary counts.
+// Reports are sorted by namespace and name.
+func List(reports []v1alpha1.MulticlusterApplicationSetReport, o Options) string {
+	sorted := make([]v1alpha1.MulticlusterApplicationSetReport, len(reports))
+	copy(sorted, reports)
+	sort.Slice(sorted, func(i, j int) bool {
+		if sorted[i].Namespace != sorted[j].Namespace {
+			return sorted[i].Namespace < sorted[j].Namespace
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	var t table
+	if o.AllNamespaces {
+		t.cols = append(t.cols, column{header: "NAMESPACE", key: true})
+	}
+	t.cols = append(t.cols, column{header: "NAME", key: true},
+		column{header: "CLUSTERS"}, column{header: "SYNCED", narrowGap: true},
+		column{header: "HEALTHY", narrowGap: true}, column{header: "IN-PROGRESS", narrowGap: true},
+		column{header: "NOT-HEALTHY", narrowGap: true})
+	for _, r := range sorted {
+		s := r.Statuses.Summary
+		clusters := count(s.Clusters)
+		var row []cell
+		if o.AllNamespaces {
+			row = append(row, cell{text: r.Namespace})
+		}
+		row = append(row,
+			cell{text: r.Name},
+			cell{text: countText(s.Clusters)},
+			cell{text: countText(s.Synced), color: allColor(count(s.Synced), clusters)},
+			cell{text: countText(s.Healthy), color: allColor(count(s.Healthy), clusters)},
+			cell{text: countText(s.InProgress), color: nonZeroColor(count(s.InProgress), yellow)},
+			cell{text: countText(s.NotHealthy), color: notHealthyColor(count(s.NotHealthy), count(s.InProgress))},
+		)
+		t.rows = append(t.rows, row)
+	}
+	var b strings.Builder
+	t.write(&b, o)
+	return b.String()
+}
+
+func summaryLine(s v1alpha1.ReportSummary) string {
+	noun := "clusters"
+	if count(s.Clusters) == 1 {
+		noun = "cluster"
+	}
+	return fmt.Sprintf("%s %s: %s synced, %s healthy, %s in progress, %s not healthy, %s not synced",
+		countText(s.Clusters), noun, countText(s.Synced), countText(s.Healthy), countText(s.InProgress),
+		countText(s.NotHealthy), countText(s.NotSynced))
+}
+
+// firstError is "<type>: <message>" of the first condition, the one the controller puts first
+// because it explains the state best.
+func firstError(conds []v1alpha1.Condition) string {
+	if len(conds) == 0 {
+		return ""
+	}
+	c := conds[0]
+	switch {
+	case c.Type == "":
+		return c.Message
+	case c.Message == "":
+		return c.Type
+	}
+	return c.Type + ": " + c.Message
+}
+
+// shortRevision shows a git SHA as its first 7 characters and caps anything else.
+func shortRevision(rev string) string {
+	rev = sanitize(rev)
+	if len(rev) > shortSHA && isHex(rev) {
+		return rev[:shortSHA]
+	}
+	return truncateEnd(rev, maxRevision)
+}
+
+func isHex(s string) bool {
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// count parses a summary count; the documents' schema stores them as strings.
+func count(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func countText(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
+}
+
+func syncColor(s string) string {
+	switch s {
+	case "Synced":
+		return green
+	case "OutOfSync":
+		return yellow
+	}
+	return ""
+}
+
+func healthColor(s string) string {
+	switch s {
+	case "Healthy":
+		return green
+	case "Progressing":
+		return yellow
+	case "Degraded", "Missing":
+		return red
+	}
+	return ""
+}
+
+func phaseColor(s string) string {
+	switch s {
+	case "Succeeded":
+		return green
+	case "Running", "Terminating":
+		return yellow
+	case "Failed", "Error":
+		return red
+	}
+	return ""
+}
+
+func allColor(n, clusters int) string {
+	if clusters > 0 && n == clusters {
+		return green
+	}
+	return ""
+}
+
+func nonZeroColor(n int, color string) string {
+	if n > 0 {
+		return color
+	}
+	return ""
+}
+
+// notHealthyColor is yellow while every unhealthy cluster is still progressing, red otherwise.
+func notHealthyColor(notHealthy, inProgress int) string {
+	switch {
+	case notHealthy == 0:
+		return ""
+	case notHealthy <= inProgress:
+		return yellow
+	}
+	return red
+}
+
+// A table is laid out in columns of the width of their widest cell, two spaces apart. A flex
+// column (the last) is cut to the room left. Key columns (the names at the left) are narrowed
+// when the row would not fit; a name longer than its column is never cut, because people copy
+// it: it is written on a line of its own and the rest of its row follows on the next line.
+type table struct {
+	cols []column
+	rows [][]cell
+}
+
+type column struct {
+	header string
+	key    bool
+	flex   bool
+	// narrowGap lets the gap before the column shrink to one space when the row would not fit
+	// otherwise; for columns of short numbers under long headers.
+	narrowGap bool
+}
+
+type cell struct {
+	text  string
+	color string
+}
+
+func (t *table) write(b *strings.Builder, o Options) {
+	width := o.width()
+	for _, row := range t.rows {
+		for i := range row {
+			row[i].text = sanitize(row[i].text)
+		}
+	}
+	widths := make([]int, len(t.cols))
+	for i, c := range t.cols {
+		widths[i] = displayWidth(c.header)
+		for _, row := range t.rows {
+			widths[i] = max(widths[i], displayWidth(row[i].text))
+		}
+	}
+	// The flex column needs only minError to fit; it gets whatever room is left after that.
+	flexNeed := func(i int) int { return min(widths[i], max(minError, displayWidth(t.cols[i].header))) }
+	gaps := make([]int, len(t.cols)) // gaps[i] is the gap before column i
+	for i := 1; i < len(gaps); i++ {
+		gaps[i] = len(gap)
+	}
+	fixed := func() int {
+		n := 0
+		for i, w := range widths {
+			n += gaps[i]
+			if !t.cols[i].flex {
+				n += w
+			}
+		}
+		return n
+	}
+	total := func() int {
+		n := fixed()
+		for i, c := range t.cols {
+			if c.flex {
+				n += flexNeed(i)
+			}
+		}
+		return n
+	}
+	if total() > width {
+		for i, c := range t.cols {
+			if c.narrowGap {
+				gaps[i] = 1
+			}
+		}
+	}
+	// Narrow the key columns, widest first, until the row fits or they reach minKey.
+	for over := total() - width; over > 0; over = total() - width {
+		widest := -1
+		for i, c := range t.cols {
+			if c.key && widths[i] > max(minKey, displayWidth(c.header)) && (widest < 0 || widths[i] > widths[widest]) {
+				widest = i
+			}
+		}
+		if widest < 0 {
+			break
+		}
+		widths[widest] = max(widths[widest]-over, minKey, displayWidth(t.cols[widest].header))
+	}
+	for i, c := range t.cols {
+		if c.flex {
+			widths[i] = max(width-fixed(), displayWidth(c.header))
+		}
+	}
+
+	header := make([]cell, len(t.cols))
+	for i, c := range t.cols {
+		header[i] = cell{text: c.header}
+	}
+	writeRow(b, t.cols, widths, gaps, header, false)
+	for _, row := range t.rows {
+		writeRow(b, t.cols, widths, gaps, row, o.Color)
+	}
+}
+
+func writeRow(b *strings.Builder, cols []column, widths, gaps []int, row []cell, color bool) {
+	var line strings.Builder
+	split := false
+	for i, c := range cols {
+		if c.key && displayWidth(row[i].text) > widths[i] {
+			split = true
+		}
+	}
+	keys := 0
+	if split {
+		// The names in full, then the rest of the row under its headers.
+		var names []string
+		for i, c := range cols {
+			if !c.key {
+				break
+			}
+			names = append(names, row[i].text)
+			keys++
+		}
+		b.WriteString(strings.Join(names, gap))
+		b.WriteString("\n")
+		for i := range keys {
+			line.WriteString(strings.Repeat(" ", gaps[i]+widths[i]))
+		}
+	}
+	for i := keys; i < len(cols); i++ {
+		line.WriteString(strings.Repeat(" ", gaps[i]))
+		text := row[i].text
+		if cols[i].flex {
+			text = truncateEnd(text, widths[i])
+		}
+		if color && row[i].color != "" && text != "" {
+			line.WriteString(row[i].color + text + reset)
+		} else {
+			line.WriteString(text)
+		}
+		if i < len(cols)-1 {
+			line.WriteString(strings.Repeat(" ", widths[i]-displayWidth(text)))
+		}
+	}
+	b.WriteString(strings.TrimRight(line.String(), " "))
+	b.WriteString("\n")
+}
+
+// writeWrapped writes text word-wrapped to width, the first line after prefix and the others
+// after indent.
+func writeWrapped(b *strings.Builder, text, prefix, indent string, width int) {
+	line := prefix
+	lineHasWord := false
+	for _, word := range strings.Fields(text) {
+		switch {
+		case !lineHasWord:
+		case displayWidth(line)+1+displayWidth(word) <= width:
+			line += " "
+		default:
+			b.WriteString(line + "\n")
+			line, lineHasWord = indent, false
+		}
+		if !lineHasWord {
+			word = truncateEnd(word, width-displayWidth(line))
+		}
+		line += word
+		lineHasWord = true
+	}
+	b.WriteString(line + "\n")
+}
+
+// sanitize makes text from the cluster safe and one line on a terminal: control characters
+// (escape sequences included) and invisible format characters (bidi overrides) go, runs of
+// white space become one space.
+func sanitize(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r) || unicode.IsControl(r):
+			space = true
+			continue
+		case unicode.Is(unicode.Cf, r):
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// truncateEnd cuts s to at most w columns, marking the cut with "...".
+func truncateEnd(s string, w int) string {
+	if displayWidth(s) <= w {
+		return s
+	}
+	if w <= len(ellipsis) {
+		return ellipsis[:max(w, 0)]
+	}
+	var b strings.Builder
+	used := 0
+	for _, r := range s {
+		rw := runeWidth(r)
+		if used+rw > w-len(ellipsis) {
+			break
+		}
+		b.WriteRune(r)
+		used += rw
+	}
+	return b.String() + ellipsis
+}
+
+func displayWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeWidth(r)
+	}
+	return n
+}
+
+// runeWidth is 2 for the wide characters of East Asian scripts (messages from clusters may be in
+// Korean, Chinese or Japanese) and 1 for everything else, which is close enough for a table.
+func runeWidth(r rune) int {
+	switch {
+	case r >= 0x1100 && r <= 0x115F, // Hangul Jamo
+		r >= 0x2E80 && r <= 0x303E, // CJK radicals, punctuation
+		r >= 0x3041 && r <= 0x33FF, // Hiragana, Katakana, CJK compatibility
+		r >= 0x3400 && r <= 0x4DBF, // CJK extension A
+		r >= 0x4E00 && r <= 0x9FFF, // CJK unified ideographs
+		r >= 0xA000 && r <= 0xA4CF, // Yi
+		r >= 0xAC00 && r <= 0xD7A3, // Hangul syllables
+		r >= 0xF900 && r <= 0xFAFF, // CJK compatibility ideographs
+		r >= 0xFE30 && r <= 0xFE4F, // CJK compatibility forms
+		r >= 0xFF00 && r <= 0xFF60, // fullwidth forms
+		r >= 0xFFE0 && r <= 0xFFE6,
+		r >= 0x1F300 && r <= 0x1F64F, // emoji
+		r >= 0x20000 && r <= 0x3FFFD: // CJK extensions B and later
+		return 2
+	}
+	return 1
+}
