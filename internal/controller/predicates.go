@@ -2,13 +2,16 @@ package controller
 
 import (
 	"maps"
+	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
+	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
@@ -36,4 +39,19 @@ func workChangedForPropagation() predicate.Funcs {
 
 func equalLabels(a, b client.Object) bool {
 	return maps.Equal(a.GetLabels(), b.GetLabels())
+}
+
+// observeChanges passes every event and records, per object, when the first change not yet acted
+// on was seen: the start of the propagation latency.
+func observeChanges(changed *metrics.Since[types.NamespacedName]) predicate.Funcs {
+	seen := func(o client.Object) bool {
+		changed.Observe(client.ObjectKeyFromObject(o), time.Now())
+		return true
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return seen(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return seen(e.ObjectNew) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return seen(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return seen(e.Object) },
+	}
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
@@ -38,6 +39,9 @@ type PropagationReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	Options  Options
+
+	// changed holds, per hub Application, when a change not yet written to its work was seen.
+	changed metrics.Since[types.NamespacedName]
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch;patch
@@ -53,7 +57,7 @@ func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("propagation").
 		WithOptions(opts).
-		For(argocd.NewApplication()).
+		For(argocd.NewApplication(), builder.WithPredicates(observeChanges(&r.changed))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(workChangedForPropagation())).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.appsOnCluster), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool { return !equalLabels(e.ObjectOld, e.ObjectNew) },
@@ -73,6 +77,7 @@ func (r *PropagationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	app := argocd.NewApplication()
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.changed.Done(req.NamespacedName, time.Now())
 			// Gone, or no longer pull-labelled: its works are orphans.
 			return ctrl.Result{}, r.deleteWorks(ctx, req.NamespacedName, nil)
 		}
@@ -133,6 +138,7 @@ func (r *PropagationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.clearDelivered(ctx, app, work); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.changed.Done(req.NamespacedName, time.Now()) // nothing more of this change to write
 	return ctrl.Result{}, conditions.clear(ctx, app)
 }
 
@@ -218,6 +224,7 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 		if err := r.Create(ctx, desired); err != nil {
 			return nil, fmt.Errorf("creating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
 		}
+		r.written(app, metrics.OpCreate)
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonPropagated, "Propagate", "Created ManifestWork %s/%s", desired.Namespace, desired.Name)
 		return desired, nil
 	case err != nil:
@@ -237,7 +244,16 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	if err := r.Update(ctx, updated); err != nil {
 		return nil, fmt.Errorf("updating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
+	r.written(app, metrics.OpUpdate)
 	return updated, nil
+}
+
+// written counts a work write and how long the Application change behind it waited.
+func (r *PropagationReconciler) written(app client.Object, op string) {
+	metrics.WorkWrites.WithLabelValues(op).Inc()
+	if waited, ok := r.changed.Done(client.ObjectKeyFromObject(app), time.Now()); ok {
+		metrics.PropagationLatency.Observe(waited.Seconds())
+	}
 }
 
 // markDelivery records on the desired work, when it carries a sync or refresh request, what the
@@ -343,6 +359,7 @@ func (r *PropagationReconciler) deleteWorks(ctx context.Context, key types.Names
 		if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
 		}
+		metrics.WorkWrites.WithLabelValues(metrics.OpDelete).Inc()
 		if keep != nil {
 			app := argocd.NewApplication()
 			app.SetNamespace(key.Namespace)

@@ -30,6 +30,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/report"
 	"github.com/argocd-pull/argocd-pull/internal/search"
@@ -47,6 +48,9 @@ type ReportReconciler struct {
 
 	mu      sync.Mutex
 	written map[types.NamespacedName]time.Time // when each report was last written
+
+	// changed holds, per ApplicationSet, when a change not yet in its report was first seen.
+	changed metrics.Since[types.NamespacedName]
 }
 
 // waitBeforeWrite says how long the report key, of the given number of clusters, must wait
@@ -57,13 +61,19 @@ func (r *ReportReconciler) waitBeforeWrite(key types.NamespacedName, clusters in
 	return report.NextWrite(r.written[key], now, report.WriteInterval(clusters, r.Options.ReportCoalesce, r.Options.ReportIntervalPerCluster))
 }
 
-func (r *ReportReconciler) wrote(key types.NamespacedName, at time.Time) {
+// wrote records a write of the report key (op metrics.OpDelete forgets it): for pacing, and in
+// the metrics with how long the oldest change it carries waited.
+func (r *ReportReconciler) wrote(key types.NamespacedName, at time.Time, op string) {
+	metrics.ReportWrites.WithLabelValues(op).Inc()
+	if waited, ok := r.changed.Done(key, time.Now()); ok && op != metrics.OpDelete {
+		metrics.ReportLatency.Observe(waited.Seconds())
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.written == nil {
 		r.written = map[types.NamespacedName]time.Time{}
 	}
-	if at.IsZero() {
+	if op == metrics.OpDelete {
 		delete(r.written, key)
 		return
 	}
@@ -87,9 +97,9 @@ func (r *ReportReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Op
 		Named("report").
 		WithOptions(opts).
 		For(appSet).
-		Watches(argocd.NewApplication(), enqueueAfter(delay, appSetOfApplication)).
-		Watches(&workv1.ManifestWork{}, enqueueAfter(delay, appSetOfWork)).
-		Watches(&clusterv1.ManagedCluster{}, enqueueAfter(delay, r.appSetsOnCluster), builder.WithPredicates(predicate.Funcs{
+		Watches(argocd.NewApplication(), enqueueAfter(delay, &r.changed, appSetOfApplication)).
+		Watches(&workv1.ManifestWork{}, enqueueAfter(delay, &r.changed, appSetOfWork)).
+		Watches(&clusterv1.ManagedCluster{}, enqueueAfter(delay, &r.changed, r.appSetsOnCluster), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool { return availability(e.ObjectOld) != availability(e.ObjectNew) },
 		})).
 		Watches(&v1alpha1.MulticlusterApplicationSetReport{}, &handler.EnqueueRequestForObject{}).
@@ -154,12 +164,13 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if err := r.Create(ctx, desired); err != nil {
 			return ctrl.Result{}, fmt.Errorf("creating report %s: %w", req, err)
 		}
-		r.wrote(req.NamespacedName, now)
+		r.wrote(req.NamespacedName, now, metrics.OpCreate)
 		return result, nil
 	}
 	if equality.Semantic.DeepEqual(existing.Statuses, desired.Statuses) &&
 		equality.Semantic.DeepEqual(existing.Labels, desired.Labels) &&
 		equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) {
+		r.changed.Done(req.NamespacedName, now) // the changes seen are already in the report
 		return result, nil
 	}
 	if err := r.Update(ctx, desired); err != nil {
@@ -168,7 +179,7 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, fmt.Errorf("updating report %s: %w", req, err)
 	}
-	r.wrote(req.NamespacedName, now)
+	r.wrote(req.NamespacedName, now, metrics.OpUpdate)
 	return result, nil
 }
 
@@ -273,9 +284,12 @@ func (r *ReportReconciler) deleteReport(ctx context.Context, key types.Namespace
 	if _, ours := existing.Labels[v1alpha1.HostingApplicationSetLabel]; !ours {
 		return nil
 	}
-	r.wrote(key, time.Time{})
 	ctrl.LoggerFrom(ctx).Info("Deleting the report of a deleted ApplicationSet", "report", klog.KObj(existing))
-	return client.IgnoreNotFound(r.Delete(ctx, existing))
+	if err := r.Delete(ctx, existing); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.wrote(key, time.Now(), metrics.OpDelete)
+	return nil
 }
 
 // appSetsOnCluster maps a ManagedCluster to the ApplicationSets with an Application on it.
@@ -331,13 +345,15 @@ func availability(o client.Object) metav1.ConditionStatus {
 
 // enqueueAfter maps events to requests added after delay, so that the queue merges a burst of
 // events for one key into one reconcile.
-func enqueueAfter(delay time.Duration, mapFn handler.MapFunc) handler.EventHandler {
+func enqueueAfter(delay time.Duration, changed *metrics.Since[types.NamespacedName], mapFn handler.MapFunc) handler.EventHandler {
 	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		now := time.Now()
 		for _, o := range objs {
 			if o == nil {
 				continue
 			}
 			for _, req := range mapFn(ctx, o) {
+				changed.Observe(req.NamespacedName, now)
 				q.AddAfter(req, delay)
 			}
 		}

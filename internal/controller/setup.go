@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/search"
 )
@@ -149,6 +150,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(mgr); err != nil {
 		return err
 	}
+	metrics.Register(mgr.GetCache())
 	copts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
 	if err := (&PropagationReconciler{
 		Client:   mgr.GetClient(),
