@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -53,7 +54,7 @@ func TestFeedbackReachesTheHubApplication(t *testing.T) {
 		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(w), got); err != nil {
 			return err
 		}
-		got.Status.Conditions = append(got.Status.Conditions, metav1.Condition{Type: workv1.WorkAvailable, Status: metav1.ConditionTrue, Reason: "ResourcesAvailable", ObservedGeneration: got.Generation, LastTransitionTime: metav1.Now()})
+		meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{Type: workv1.WorkAvailable, Status: metav1.ConditionTrue, Reason: "ResourcesAvailable", Message: "checked again", ObservedGeneration: got.Generation})
 		return h.c.Status().Update(context.Background(), got)
 	}, timeout, interval).Should(Succeed())
 	h.g.Consistently(func() string { return h.getApp("web").GetResourceVersion() }, 2*time.Second, 100*time.Millisecond).Should(Equal(before))
@@ -172,7 +173,13 @@ func TestManualSyncAndRefreshAreClearedOnceTheClusterActedOnThem(t *testing.T) {
 	h.report("web", cluster, carrying.Generation, refreshed)
 	h.g.Eventually(hubRequests, timeout, interval).Should(Equal(propagation.Requests{Sync: true}))
 	synced := map[string]string{propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-11-21T10:00:02Z", propagation.FeedbackReconciledAt: "2026-11-21T10:00:00Z"}
-	h.report("web", cluster, h.work("web", cluster).Generation, synced)
+	// The hub rewrites the work without the refresh; the agent reports that newest generation.
+	var current *workv1.ManifestWork
+	h.g.Eventually(func() bool {
+		current = h.work("web", cluster)
+		return propagation.RequestsOf(payload(t, current, 0)).Refresh
+	}, timeout, interval).Should(BeFalse(), "the work stops carrying the refresh")
+	h.report("web", cluster, current.Generation, synced)
 	h.g.Eventually(hubRequests, timeout, interval).Should(Equal(propagation.Requests{}))
 	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(ReasonDelivered)))
 	h.g.Eventually(func() bool {
