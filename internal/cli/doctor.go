@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/argocd-pull/argocd-pull/internal/doctor"
+	"github.com/argocd-pull/argocd-pull/internal/scheme"
+)
+
+type doctorFlags struct {
+	kubeconfig        string
+	managed           []string
+	output            string
+	workAgent         string
+	timeout           time.Duration
+	opts              doctor.Options
+	managedKubeconfig map[string]string
+}
+
+func newDoctorCommand() *cobra.Command {
+	f := doctorFlags{}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the pull model's prerequisites on the hub and managed clusters, and say how to fix what is missing",
+		Long: `Check the prerequisites of the Argo CD pull model that the documents list, on the hub and on the
+managed clusters given with --managed-kubeconfig, and explain each failure with its fix.
+
+Hub:
+  hub-ocm-apis             OCM APIs served (ManagedCluster, ManagedClusterSet(Binding), Placement,
+                           PlacementDecision, ManifestWork)
+  hub-argocd-apis          Argo CD APIs served (Application, ApplicationSet, AppProject)
+  hub-pull-apis            argocd-pull APIs served (MulticlusterApplicationSetReport, GitOpsCluster)
+  applicationset-template  each pull-model ApplicationSet's template: pull label "true", cluster
+                           annotation ('{{name}}'), skip-reconcile "true", local destination; a
+                           template with the cluster annotation but no pull label is flagged
+  placement-generator      the clusterDecisionResource generator's ConfigMap (ocm-placement-generator)
+                           exists with the documents' data
+  placement-decisions      the generator's PlacementDecisions select clusters
+  cluster-secrets          every targeted cluster has an Argo CD cluster secret in the Argo CD namespace
+  cluster-namespaces       every targeted cluster has its namespace on the hub
+  managed-clusters         every targeted cluster has a ManagedCluster that is Available
+Managed cluster (per --managed-kubeconfig NAME=PATH):
+  managed-application-crd  Argo CD's Application API is served
+  managed-argocd-rbac      the Argo CD application controller may create deployments, services and
+                           configmaps cluster-wide, or in each destination namespace
+  managed-work-agent-rbac  the OCM work agent may manage Applications in their namespace
+  managed-app-namespace    the Applications' namespace exists (and is where Argo CD runs)
+
+Targeted clusters are those in the PlacementDecisions of the ApplicationSets' generators and those
+named by existing pull-model Applications. Access on managed clusters is asked with
+SubjectAccessReviews for the service accounts, so the managed kubeconfig needs to create those.
+Nothing is written, and no secret data is shown. The command fails when a check fails; warnings
+do not fail it.`,
+		Example: `  # The hub of the current kubeconfig, Argo CD in openshift-gitops, and one managed cluster
+  argocd-pull doctor -n openshift-gitops --managed-argocd-namespace openshift-gitops \
+    --managed-kubeconfig cluster1=$HOME/.kube/cluster1
+
+  # One ApplicationSet, as JSON for a script
+  argocd-pull doctor --kubeconfig hub.kubeconfig -n argocd --applicationset guestbook -o json`,
+		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			return f.validate()
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDoctor(cmd, &f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
+	fs.StringArrayVar(&f.managed, "managed-kubeconfig", nil, "CLUSTER=PATH: also check the managed cluster CLUSTER (its ManagedCluster name) with the kubeconfig at PATH; repeatable")
+	fs.StringVarP(&f.opts.ArgoCDNamespace, "argocd-namespace", "n", doctor.DefaultArgoCDNamespace, "Namespace of the hub's Argo CD")
+	fs.StringVar(&f.opts.ApplicationSet, "applicationset", "", "Check only this ApplicationSet (default: every ApplicationSet with pull-model markers in its template)")
+	fs.StringVarP(&f.output, "output", "o", "text", "Output format: text or json")
+	fs.StringVar(&f.opts.ManagedArgoCDNamespace, "managed-argocd-namespace", doctor.DefaultArgoCDNamespace, "Namespace of Argo CD on the managed clusters")
+	fs.StringVar(&f.opts.ControllerServiceAccount, "managed-argocd-service-account", doctor.DefaultControllerServiceAccount, "Service account of the Argo CD application controller on the managed clusters")
+	fs.StringVar(&f.workAgent, "work-agent-service-account", doctor.DefaultWorkAgentNamespace+"/"+doctor.DefaultWorkAgentServiceAccount, "NAMESPACE/NAME of the OCM work agent's service account on the managed clusters")
+	fs.DurationVar(&f.timeout, "timeout", time.Minute, "How long all checks may take")
+	return cmd
+}
+
+func (f *doctorFlags) validate() error {
+	if f.output != "text" && f.output != "json" {
+		return fmt.Errorf("--output must be text or json, got %q", f.output)
+	}
+	ns, name, ok := strings.Cut(f.workAgent, "/")
+	if !ok || ns == "" || name == "" {
+		return fmt.Errorf("--work-agent-service-account must be NAMESPACE/NAME, got %q", f.workAgent)
+	}
+	f.opts.WorkAgentNamespace, f.opts.WorkAgentServiceAccount = ns, name
+	f.managedKubeconfig = map[string]string{}
+	for _, m := range f.managed {
+		cluster, path, ok := strings.Cut(m, "=")
+		if !ok || path == "" {
+			return fmt.Errorf("--managed-kubeconfig must be CLUSTER=PATH, got %q", m)
+		}
+		if errs := validation.IsDNS1123Label(cluster); len(errs) > 0 {
+			return fmt.Errorf("--managed-kubeconfig %q: %q is not a cluster name: %s", m, cluster, strings.Join(errs, "; "))
+		}
+		if _, dup := f.managedKubeconfig[cluster]; dup {
+			return fmt.Errorf("--managed-kubeconfig: cluster %s given twice", cluster)
+		}
+		f.managedKubeconfig[cluster] = path
+	}
+	return nil
+}
+
+// requestTimeout bounds each request, so that an unreachable cluster fails its checks instead of
+// using up --timeout.
+const requestTimeout = 15 * time.Second
+
+func runDoctor(cmd *cobra.Command, f *doctorFlags) error {
+	s, err := scheme.New()
+	if err != nil {
+		return err
+	}
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.Timeout = requestTimeout
+	opts := f.opts
+	if opts.Hub, err = doctor.NewCluster("hub", cfg, s); err != nil {
+		return err
+	}
+	for _, m := range f.managed {
+		name, _, _ := strings.Cut(m, "=")
+		mcfg, err := restConfig(f.managedKubeconfig[name])
+		if err != nil {
+			return fmt.Errorf("managed cluster %s: %w", name, err)
+		}
+		mcfg.Timeout = requestTimeout
+		c, err := doctor.NewCluster(name, mcfg, s)
+		if err != nil {
+			return err
+		}
+		opts.Managed = append(opts.Managed, c)
+	}
+
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	report := doctor.Run(ctx, opts)
+	out := cmd.OutOrStdout()
+	if f.output == "json" {
+		err = doctor.WriteJSON(out, report)
+	} else {
+		err = doctor.WriteText(out, report, isTerminal(out))
+	}
+	if err != nil {
+		return err
+	}
+	return report.Err()
+}
