@@ -190,14 +190,23 @@ func listError(err error) error {
 }
 
 // missingAPI tells a resource the apiserver does not serve (no CRD) from an object that does not
-// exist: only the latter names the resource in its status details.
+// exist: only the latter is a status naming the resource. An unknown resource of a served group
+// gets a status without details, an unknown group a plain "404 page not found".
 func missingAPI(err error) bool {
 	var s apierrors.APIStatus
 	if !errors.As(err, &s) {
 		return false
 	}
 	d := s.Status().Details
-	return d == nil || d.Kind != reportResource.Resource
+	if d == nil || d.Kind != reportResource.Resource {
+		return true
+	}
+	for _, c := range d.Causes {
+		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return true
+		}
+	}
+	return false
 }
 
 // isTerminal reports whether w is a character device, as a terminal is. No module dependency
