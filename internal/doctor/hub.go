@@ -729,7 +729,7 @@ func decideClusterSecrets(namespace string, clusters []string, secretNames map[s
 		return Result{ID: idSecrets, Title: titleSecrets, Status: StatusFail,
 			Message: fmt.Sprintf("%d of %d clusters have no cluster secret in %s: %s", len(missing), len(clusters), namespace, listNames(missing)),
 			Fix: fmt.Sprintf("create a GitOpsCluster in %s whose placementRef selects these clusters (argocd-pull writes a credential-free secret per cluster), or per cluster:\n"+
-				"apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\n  labels:\n    %s: cluster\ntype: Opaque\nstringData:\n  name: %s\n  server: https://%s-control-plane:6443",
+				"apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\n  labels:\n    %s: cluster\ntype: Opaque\nstringData:\n  name: %s\n  server: https://%s-control-plane:6443  # the cluster's API URL; in the pull model nothing connects to it",
 				namespace, gitops.SecretName(missing[0]), namespace, gitops.SecretTypeLabel, missing[0], missing[0])}
 	}
 	return Result{ID: idSecrets, Title: titleSecrets, Status: StatusPass,

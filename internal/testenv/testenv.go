@@ -56,6 +56,7 @@ func Main(m *testing.M) {
 	}
 	current, startErr = Start()
 	code := m.Run()
+	stopManaged()
 	if current != nil {
 		if err := current.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping the test apiserver: %v\n", err)
