@@ -1,6 +1,6 @@
 // Package assets finds what the project builds or downloads for tests and the sandbox: the
-// kube-apiserver, etcd and OCM binaries under bin/, and the CRDs of OCM and Argo CD in the Go module
-// cache, at the versions the project pins.
+// kube-apiserver, etcd, kubectl, helm and OCM binaries under bin/, and the CRDs of OCM and Argo CD
+// in the Go module cache, at the versions the project pins.
 package assets
 
 import (
@@ -150,6 +150,30 @@ func ArgoCDBinDir(root string) (string, error) {
 		return dir, nil
 	}
 	return newest(root, filepath.Join("bin", "argocd", "*", "argocd"), "no Argo CD binary found: run 'make argocd-assets', or set ARGOCD_ASSETS")
+}
+
+// Kubectl is $KUBECTL, else the newest bin/k8s/<version>/kubectl the Makefile built.
+func Kubectl(root string) (string, error) {
+	if path := os.Getenv("KUBECTL"); path != "" {
+		return path, nil
+	}
+	dir, err := newest(root, filepath.Join("bin", "k8s", "*", "kubectl"), "no kubectl found: run 'make install-tools', or set KUBECTL")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "kubectl"), nil
+}
+
+// Helm is $HELM, else the newest bin/helm/<version>/helm the Makefile built.
+func Helm(root string) (string, error) {
+	if path := os.Getenv("HELM"); path != "" {
+		return path, nil
+	}
+	dir, err := newest(root, filepath.Join("bin", "helm", "*", "helm"), "no helm found: run 'make install-tools', or set HELM")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "helm"), nil
 }
 
 func newest(root, pattern, missing string) (string, error) {

@@ -1,0 +1,24 @@
+{{/*
+Names are fixed, not derived from the release: the documents name the Deployment
+multicluster-integrations, and the controller is one per hub (its CRDs and ClusterRole are
+cluster-wide anyway).
+*/}}
+{{- define "argocd-pull.name" -}}multicluster-integrations{{- end }}
+
+{{- define "argocd-pull.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: argocd-pull
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The Deployment's selector; the same as config/manager's, so either install can replace the other. */}}
+{{- define "argocd-pull.selectorLabels" -}}
+app.kubernetes.io/name: argocd-pull
+app.kubernetes.io/component: controller
+{{- end }}
+
+{{- define "argocd-pull.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}

@@ -1,0 +1,435 @@
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/argocd-pull/argocd-pull/internal/testenv"
+)
+
+// The objects an install creates in its namespace and cluster-wide, as the README's uninstall
+// commands name them.
+var (
+	namespacedObjects = []string{
+		"deployment.apps/" + deploymentName,
+		"service/" + metricsService,
+		"serviceaccount/" + serviceAccount,
+		"role.rbac.authorization.k8s.io/" + leaderElection,
+		"rolebinding.rbac.authorization.k8s.io/" + leaderElection,
+	}
+	clusterObjects = []string{
+		"clusterrole.rbac.authorization.k8s.io/" + clusterRole,
+		"clusterrolebinding.rbac.authorization.k8s.io/" + clusterRole,
+	}
+	crds = []string{
+		"customresourcedefinition.apiextensions.k8s.io/gitopsclusters.apps.open-cluster-management.io",
+		"customresourcedefinition.apiextensions.k8s.io/multiclusterapplicationsetreports.apps.open-cluster-management.io",
+	}
+)
+
+// kube runs kubectl against the test apiserver.
+type kube struct {
+	t          *testing.T
+	bin        string
+	kubeconfig string
+}
+
+func newKube(t *testing.T, env *testenv.Env) kube {
+	return kube{t: t, bin: kubectl(t), kubeconfig: env.Kubeconfig(t)}
+}
+
+func (k kube) run(args ...string) string {
+	k.t.Helper()
+	return string(run(k.t, nil, k.bin, append([]string{"--kubeconfig", k.kubeconfig}, args...)...))
+}
+
+func (k kube) runErr(args ...string) (string, error) {
+	out, err := runErr(nil, k.bin, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
+	return string(out), err
+}
+
+// serverSideApply applies a rendering the way the README says, optionally as a server dry run.
+func (k kube) serverSideApply(manifest string, extra ...string) {
+	k.t.Helper()
+	k.run(append([]string{"apply", "--server-side", "--field-manager=argocd-pull-install", "-f", manifest}, extra...)...)
+}
+
+func TestKustomizeInstall(t *testing.T) {
+	env := testenv.Get(t)
+	k := newKube(t, env)
+	manifest := writeFile(t, "install.yaml", renderKustomize(t))
+
+	// The test apiserver already has our CRDs (testenv installs them): applying identical CRDs
+	// over them must succeed, as it does on a hub that had an earlier version.
+	k.serverSideApply(manifest)
+	t.Cleanup(func() { uninstall(t, k) })
+	// Applying again is a no-op the apiserver accepts (what an upgrade with no change does).
+	k.serverSideApply(manifest, "--dry-run=server")
+
+	checkInstalled(t, k)
+	checkServiceAccountPermissions(t, k)
+
+	var dep appsv1.Deployment
+	find(t, decode(t, renderKustomize(t)), "Deployment", deploymentName, &dep)
+	runControllerAsServiceAccount(t, k, dep.Spec.Template.Spec.Containers[0].Args)
+}
+
+// uninstall runs the README's uninstall commands and checks that they remove every object of the
+// install but the namespace (on an OCM hub, open-cluster-management holds OCM itself) and the
+// CRDs (removing them deletes every GitOpsCluster and report).
+func uninstall(t *testing.T, k kube) {
+	t.Helper()
+	k.run("delete", "-n", installNamespace, "deployment,service,serviceaccount,role,rolebinding", "-l", partOfLabel, "--wait=false")
+	k.run("delete", "clusterrole,clusterrolebinding", "-l", partOfLabel, "--wait=false")
+	for _, obj := range append(append([]string{}, namespacedObjects...), clusterObjects...) {
+		if out, err := k.runErr("get", "-n", installNamespace, obj, "-o", "name"); err == nil {
+			t.Errorf("uninstall left %s", strings.TrimSpace(out))
+		}
+	}
+	k.run("get", "namespace", installNamespace)
+	k.run(append([]string{"get", "-o", "name"}, crds...)...)
+}
+
+func checkInstalled(t *testing.T, k kube) {
+	t.Helper()
+	k.run(append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, crds...)...)
+	k.run(append([]string{"get", "-n", installNamespace, "-o", "name"}, namespacedObjects...)...)
+	k.run(append([]string{"get", "-o", "name"}, clusterObjects...)...)
+}
+
+// checkServiceAccountPermissions asks the apiserver's RBAC authorizer what the controller's
+// service account may do: what its controllers need, leader election in its own namespace only,
+// and nothing it does not need.
+func checkServiceAccountPermissions(t *testing.T, k kube) {
+	t.Helper()
+	as := "--as=system:serviceaccount:" + installNamespace + ":" + serviceAccount
+	cases := []struct {
+		verb, resource, subresource, namespace string
+		allowed                                bool
+	}{
+		{"create", "leases.coordination.k8s.io", "", installNamespace, true},
+		{"update", "leases.coordination.k8s.io", "", installNamespace, true},
+		{"create", "leases.coordination.k8s.io", "", "default", false},
+		{"create", "manifestworks.work.open-cluster-management.io", "", "cluster1", true},
+		{"patch", "applications.argoproj.io", "", argoCDNamespace, true},
+		{"create", "applications.argoproj.io", "", argoCDNamespace, false},
+		{"update", "gitopsclusters.apps.open-cluster-management.io", "status", argoCDNamespace, true},
+		{"create", "multiclusterapplicationsetreports.apps.open-cluster-management.io", "", argoCDNamespace, true},
+		{"create", "secrets", "", argoCDNamespace, true},
+		{"delete", "namespaces", "", "", false},
+		{"create", "clusterrolebindings.rbac.authorization.k8s.io", "", "", false},
+	}
+	for _, c := range cases {
+		args := []string{"auth", "can-i", c.verb, c.resource, as}
+		if c.subresource != "" {
+			args = append(args, "--subresource="+c.subresource)
+		}
+		if c.namespace != "" {
+			args = append(args, "-n", c.namespace)
+		}
+		// can-i prints yes or no and exits 1 on no.
+		out, _ := k.runErr(args...)
+		if got := strings.TrimSpace(out) == "yes"; got != c.allowed {
+			t.Errorf("the service account may %s %s (subresource %q) in %q: %q, want allowed=%t",
+				c.verb, c.resource, c.subresource, c.namespace, strings.TrimSpace(out), c.allowed)
+		}
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// argocdPull builds bin/argocd-pull's equivalent once per test binary.
+func argocdPull(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "argocd-pull-install-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "argocd-pull")
+		_, buildErr = runErr(nil, "go", "build", "-o", binary, "./cmd/argocd-pull")
+	})
+	if buildErr != nil {
+		t.Fatalf("building argocd-pull: %v", buildErr)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(binary)) })
+	return binary
+}
+
+// runControllerAsServiceAccount runs argocd-pull with the Deployment's arguments and a token of
+// the installed service account, as the pod would: it must win the leader election in its
+// namespace, start every controller without a forbidden request, serve its probes, and reconcile
+// the blog's GitOpsCluster (cluster secret, placement generator ConfigMap, ApplicationSet RBAC).
+func runControllerAsServiceAccount(t *testing.T, k kube, deploymentArgs []string) {
+	g := NewWithT(t)
+	bin := argocdPull(t)
+
+	// The hub side of the samples: the Argo CD namespace, a cluster the placement selects.
+	k.serverSideApply(writeFile(t, "argocd-namespace.yaml", []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+argoCDNamespace+"\n")))
+	k.run("apply", "--server-side", "-k", "config/samples")
+	k.run("apply", "--server-side", "-f", writeFile(t, "cluster.yaml", []byte(`
+apiVersion: cluster.open-cluster-management.io/v1
+kind: ManagedCluster
+metadata:
+  name: cluster1
+  labels:
+    cluster.open-cluster-management.io/clusterset: global
+    environment: dev
+spec:
+  hubAcceptsClient: true
+---
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: PlacementDecision
+metadata:
+  name: bgdk-app-placement-decision-1
+  namespace: openshift-gitops
+  labels:
+    cluster.open-cluster-management.io/placement: bgdk-app-placement
+    cluster.open-cluster-management.io/decision-group-index: "0"
+`)))
+	k.run("apply", "--server-side", "--subresource=status", "-f", writeFile(t, "decision.yaml", []byte(`
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: PlacementDecision
+metadata:
+  name: bgdk-app-placement-decision-1
+  namespace: openshift-gitops
+status:
+  decisions:
+  - clusterName: cluster1
+    reason: selected
+`)))
+
+	token := strings.TrimSpace(k.run("create", "token", serviceAccount, "-n", installNamespace, "--duration=1h"))
+	kubeconfig := serviceAccountKubeconfig(t, k.kubeconfig, token)
+
+	probes, metrics := freePort(t), freePort(t)
+	args := make([]string, 0, len(deploymentArgs)+3)
+	for _, a := range deploymentArgs {
+		args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", installNamespace))
+	}
+	// Flags given later win: the ports move to free loopback ports, nothing else changes.
+	args = append(args, "--kubeconfig="+kubeconfig,
+		"--health-probe-bind-address="+probes, "--metrics-bind-address="+metrics)
+
+	logPath := filepath.Join(t.TempDir(), "controller.log")
+	logFile, err := os.Create(logPath)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = logFile.Close() }()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	g.Expect(cmd.Start()).To(Succeed())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			data, _ := os.ReadFile(logPath)
+			t.Logf("controller log:\n%s", data)
+		}
+	}()
+
+	log := func() string {
+		data, _ := os.ReadFile(logPath)
+		return string(data)
+	}
+	check := func(what string, cond func() error) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			select {
+			case err := <-exited:
+				t.Fatalf("the controller exited (%v) before %s", err, what)
+			default:
+			}
+			if strings.Contains(log(), "is forbidden: User") {
+				t.Fatalf("the controller was refused a request with the installed RBAC (%s)", what)
+			}
+			err := cond()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v", what, err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+
+	check("probes served", func() error {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if err := httpOK("http://" + probes + path); err != nil {
+				return err
+			}
+		}
+		return httpOK("http://" + metrics + "/metrics")
+	})
+	check("leader elected in "+installNamespace, func() error {
+		out, err := k.runErr("get", "lease", "-n", installNamespace, "argocd-pull.apps.open-cluster-management.io",
+			"-o", "jsonpath={.spec.holderIdentity}")
+		if err != nil || strings.TrimSpace(out) == "" {
+			return fmt.Errorf("no lease holder yet (%v)", err)
+		}
+		return nil
+	})
+	check("the sample GitOpsCluster is Ready", func() error {
+		out, err := k.runErr("get", "gitopscluster", "-n", argoCDNamespace, "argo-acm-importer",
+			"-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.message}`)
+		if err != nil || !strings.HasPrefix(out, "True") {
+			return fmt.Errorf("ready: %q (%v)", out, err)
+		}
+		return nil
+	})
+	// Controllers start together after the election; by the time the GitOpsCluster is Ready
+	// every one has logged "Starting Controller", and each must reach "Starting workers" (its
+	// caches synced with the installed RBAC).
+	check("every controller started", func() error {
+		starting, started := controllerLogs(log(), "Starting Controller"), controllerLogs(log(), "Starting workers")
+		if len(starting) == 0 {
+			return fmt.Errorf("no controller started")
+		}
+		for name := range starting {
+			if !started[name] {
+				return fmt.Errorf("controller %s has not synced its caches", name)
+			}
+		}
+		return nil
+	})
+	t.Logf("controllers running with the installed RBAC: %v", slices.Sorted(maps.Keys(controllerLogs(log(), "Starting workers"))))
+	k.run("get", "secret", "-n", argoCDNamespace, "-l", "argocd.argoproj.io/secret-type=cluster", "-o", "name")
+	k.run("get", "configmap", "-n", argoCDNamespace, "ocm-placement-generator")
+}
+
+// controllerLogs returns the controllers named by the JSON log lines with the message msg.
+func controllerLogs(log, msg string) map[string]bool {
+	names := map[string]bool{}
+	for _, line := range strings.Split(log, "\n") {
+		var entry struct{ Msg, Controller string }
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == msg && entry.Controller != "" {
+			names[entry.Controller] = true
+		}
+	}
+	return names
+}
+
+// serviceAccountKubeconfig is the admin kubeconfig's cluster with the service account's token.
+func serviceAccountKubeconfig(t *testing.T, admin, token string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	if ctx == nil {
+		t.Fatalf("kubeconfig %s has no current context", admin)
+	}
+	out := clientcmdapi.NewConfig()
+	out.Clusters["hub"] = cfg.Clusters[ctx.Cluster]
+	out.AuthInfos["controller"] = &clientcmdapi.AuthInfo{Token: token}
+	out.Contexts["controller"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "controller"}
+	out.CurrentContext = "controller"
+	path := filepath.Join(t.TempDir(), "controller.kubeconfig")
+	if err := clientcmd.WriteToFile(*out, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func httpOK(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+func TestHelmInstall(t *testing.T) {
+	env := testenv.Get(t)
+	k := newKube(t, env)
+	h := func(args ...string) string {
+		t.Helper()
+		return string(run(t, helmEnv(t), helm(t), append(args, "--kubeconfig", k.kubeconfig)...))
+	}
+
+	// The rendering passes the apiserver's validation and admission as a server-side apply into
+	// the namespace (helm's --create-namespace creates it first).
+	k.serverSideApply(writeFile(t, "namespace.yaml", []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+installNamespace+"\n")))
+	k.serverSideApply(writeFile(t, "chart.yaml", renderHelm(t)), "--dry-run=server")
+
+	// The real thing: install (CRDs from crds/ already exist and are kept), upgrade, uninstall.
+	h("install", release, chartDir, "--namespace", installNamespace, "--create-namespace")
+	uninstalled := false
+	t.Cleanup(func() {
+		if !uninstalled {
+			h("uninstall", release, "--namespace", installNamespace)
+		}
+	})
+	checkInstalled(t, k)
+
+	h("upgrade", release, chartDir, "--namespace", installNamespace, "--reuse-values",
+		"--set", "replicas=2", "--set", "argocdNamespace=argocd")
+	var dep appsv1.Deployment
+	find(t, decode(t, []byte(k.run("get", "deployment", "-n", installNamespace, deploymentName, "-o", "yaml"))), "Deployment", deploymentName, &dep)
+	g := NewWithT(t)
+	g.Expect(*dep.Spec.Replicas).To(BeEquivalentTo(2))
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--argocd-namespace=argocd"))
+
+	h("uninstall", release, "--namespace", installNamespace)
+	uninstalled = true
+	for _, obj := range append(append([]string{}, namespacedObjects...), clusterObjects...) {
+		if out, err := k.runErr("get", "-n", installNamespace, obj, "-o", "name"); err == nil {
+			t.Errorf("helm uninstall left %s", strings.TrimSpace(out))
+		}
+	}
+	// Helm never deletes the CRDs of crds/: GitOpsClusters and reports survive an uninstall.
+	k.run(append([]string{"get", "-o", "name"}, crds...)...)
+}

@@ -1,0 +1,237 @@
+package install
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-pull/argocd-pull/internal/cli"
+)
+
+// The objects both installs create, besides the Namespace (kustomize renders it; Helm users pass
+// --create-namespace).
+var wantObjects = []string{
+	"CustomResourceDefinition/gitopsclusters.apps.open-cluster-management.io",
+	"CustomResourceDefinition/multiclusterapplicationsetreports.apps.open-cluster-management.io",
+	"ServiceAccount/" + installNamespace + "/" + serviceAccount,
+	"ClusterRole/" + clusterRole,
+	"ClusterRoleBinding/" + clusterRole,
+	"Role/" + installNamespace + "/" + leaderElection,
+	"RoleBinding/" + installNamespace + "/" + leaderElection,
+	"Deployment/" + installNamespace + "/" + deploymentName,
+	"Service/" + installNamespace + "/" + metricsService,
+}
+
+func TestKustomizeAndHelmRenderTheSameObjects(t *testing.T) {
+	g := NewWithT(t)
+	kustomized := byKey(decode(t, renderKustomize(t)))
+	templated := byKey(decode(t, renderHelm(t)))
+
+	g.Expect(kustomized).To(HaveKey("Namespace/"+installNamespace), "config/default creates the install namespace")
+	delete(kustomized, "Namespace/"+installNamespace)
+	g.Expect(sortedKeys(kustomized)).To(ConsistOf(wantObjects), "objects of config/default")
+	g.Expect(sortedKeys(templated)).To(ConsistOf(wantObjects), "objects of the Helm chart")
+
+	// Same content: only the labels of the objects themselves differ (managed-by, chart, version).
+	for _, k := range wantObjects {
+		if kustomized[k] == nil || templated[k] == nil {
+			continue
+		}
+		if chart, config := withoutLabels(t, templated[k]), withoutLabels(t, kustomized[k]); chart != config {
+			t.Errorf("%s differs between the chart and config/ (after 'make generate', run 'make chart'; else edit both)\nchart:\n%s\nconfig/default:\n%s", k, chart, config)
+		}
+	}
+}
+
+func sortedKeys(m map[string]*unstructured.Unstructured) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// withoutLabels renders an object as YAML without its own labels, for a readable diff.
+func withoutLabels(t *testing.T, o *unstructured.Unstructured) string {
+	t.Helper()
+	c := o.DeepCopy()
+	c.SetLabels(nil)
+	out, err := yaml.Marshal(c.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func TestDeploymentContract(t *testing.T) {
+	renderings := map[string]func(*testing.T) []byte{
+		"kustomize": renderKustomize,
+		"helm":      func(t *testing.T) []byte { return renderHelm(t) },
+	}
+	for name, render := range renderings {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			objs := decode(t, render(t))
+
+			var dep appsv1.Deployment
+			find(t, objs, "Deployment", deploymentName, &dep)
+			g.Expect(dep.Namespace).To(Equal(installNamespace))
+			g.Expect(*dep.Spec.Replicas).To(BeEquivalentTo(1))
+			pod := dep.Spec.Template.Spec
+			g.Expect(pod.ServiceAccountName).To(Equal(serviceAccount))
+			g.Expect(pod.Containers).To(HaveLen(1), "one container: one manager runs every controller")
+			c := pod.Containers[0]
+
+			g.Expect(c.Image).To(Equal("ghcr.io/argocd-pull/argocd-pull:v0.1.0"))
+			g.Expect(c.Args).To(HaveExactElements(
+				"controller",
+				"--leader-elect",
+				"--leader-election-namespace=$(POD_NAMESPACE)",
+				"--argocd-namespace="+argoCDNamespace,
+				"--metrics-bind-address=:8080",
+				"--health-probe-bind-address=:8081",
+			))
+			g.Expect(c.Env).To(ContainElement(HaveField("Name", "POD_NAMESPACE")))
+			for _, e := range c.Env {
+				if e.Name == "POD_NAMESPACE" {
+					g.Expect(e.ValueFrom).NotTo(BeNil())
+					g.Expect(e.ValueFrom.FieldRef.FieldPath).To(Equal("metadata.namespace"))
+				}
+			}
+			checkControllerAccepts(t, c.Args)
+
+			g.Expect(c.Ports).To(ConsistOf(
+				corev1.ContainerPort{Name: "metrics", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+				corev1.ContainerPort{Name: "health", ContainerPort: 8081, Protocol: corev1.ProtocolTCP},
+			))
+			g.Expect(c.LivenessProbe).NotTo(BeNil())
+			g.Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
+			g.Expect(c.LivenessProbe.HTTPGet.Port).To(Equal(intstr.FromString("health")))
+			g.Expect(c.ReadinessProbe).NotTo(BeNil())
+			g.Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+			g.Expect(c.ReadinessProbe.HTTPGet.Port).To(Equal(intstr.FromString("health")))
+
+			g.Expect(c.Resources.Requests).To(HaveKey(corev1.ResourceCPU))
+			g.Expect(c.Resources.Requests).To(HaveKey(corev1.ResourceMemory))
+			g.Expect(c.Resources.Limits).To(HaveKey(corev1.ResourceMemory))
+
+			g.Expect(pod.SecurityContext).NotTo(BeNil())
+			g.Expect(pod.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()))
+			g.Expect(pod.SecurityContext.SeccompProfile).To(HaveValue(HaveField("Type", corev1.SeccompProfileTypeRuntimeDefault)))
+			g.Expect(c.SecurityContext).NotTo(BeNil())
+			g.Expect(c.SecurityContext.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()))
+			g.Expect(c.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
+			g.Expect(c.SecurityContext.Capabilities).To(HaveValue(HaveField("Drop", ConsistOf(corev1.Capability("ALL")))))
+
+			var svc corev1.Service
+			find(t, objs, "Service", metricsService, &svc)
+			g.Expect(labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(dep.Spec.Template.Labels))).To(BeTrue(),
+				"the metrics Service selects the controller's pods")
+			g.Expect(svc.Spec.Ports).To(ConsistOf(HaveField("TargetPort", intstr.FromString("metrics"))))
+
+			var crb rbacv1.ClusterRoleBinding
+			find(t, objs, "ClusterRoleBinding", clusterRole, &crb)
+			g.Expect(crb.RoleRef.Name).To(Equal(clusterRole))
+			g.Expect(crb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: serviceAccount, Namespace: installNamespace}))
+
+			var cr rbacv1.ClusterRole
+			find(t, objs, "ClusterRole", clusterRole, &cr)
+			g.Expect(cr.Rules).To(Equal(generatedRules(t)), "the ClusterRole is config/rbac/role.yaml's (run 'make chart' after 'make generate')")
+
+			var role rbacv1.Role
+			find(t, objs, "Role", leaderElection, &role)
+			g.Expect(role.Rules).To(ContainElement(And(
+				HaveField("APIGroups", ContainElement("coordination.k8s.io")),
+				HaveField("Resources", ContainElement("leases")),
+				HaveField("Verbs", ContainElements("get", "create", "update")),
+			)))
+			var rb rbacv1.RoleBinding
+			find(t, objs, "RoleBinding", leaderElection, &rb)
+			g.Expect(rb.RoleRef.Name).To(Equal(leaderElection))
+			g.Expect(rb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: serviceAccount, Namespace: installNamespace}))
+		})
+	}
+}
+
+// generatedRules are the rules controller-gen wrote into config/rbac/role.yaml.
+func generatedRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cr rbacv1.ClusterRole
+	find(t, decode(t, data), "ClusterRole", clusterRole, &cr)
+	return cr.Rules
+}
+
+// checkControllerAccepts parses the Deployment's arguments with the real command line, so a
+// renamed or removed flag fails here rather than in a crash-looping pod.
+func checkControllerAccepts(t *testing.T, args []string) {
+	t.Helper()
+	expanded := make([]string, len(args))
+	for i, a := range args {
+		expanded[i] = strings.ReplaceAll(a, "$(POD_NAMESPACE)", installNamespace)
+	}
+	cmd, rest, err := cli.NewRootCommand().Find(expanded)
+	if err != nil {
+		t.Fatalf("finding the command of %q: %v", args, err)
+	}
+	if cmd.Name() != "controller" {
+		t.Fatalf("the Deployment runs %q, want the controller command", cmd.CommandPath())
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Fatalf("argocd-pull controller refuses the Deployment's arguments %q: %v", rest, err)
+	}
+	if ns, _ := cmd.Flags().GetString("leader-election-namespace"); ns != installNamespace {
+		t.Errorf("--leader-election-namespace = %q after expanding $(POD_NAMESPACE), want %q", ns, installNamespace)
+	}
+}
+
+func TestHelmValues(t *testing.T) {
+	g := NewWithT(t)
+	objs := decode(t, renderHelm(t,
+		"--set", "replicas=2",
+		"--set", "argocdNamespace=argocd",
+		"--set", "pullNamespaces={team-a,team-b}",
+		"--set", "gitopsNamespaces={argocd}",
+		"--set", "extraArgs={--concurrency=8,--zap-log-level=debug}",
+		"--set", "image.repository=registry.example/argocd-pull,image.tag=dev,image.pullPolicy=Always",
+		"--set", "nodeSelector.kubernetes\\.io/os=linux",
+		"--set", "metrics.service.enabled=false",
+	))
+	var dep appsv1.Deployment
+	find(t, objs, "Deployment", deploymentName, &dep)
+	g.Expect(*dep.Spec.Replicas).To(BeEquivalentTo(2), "leader election is always on, so replicas may be raised")
+	c := dep.Spec.Template.Spec.Containers[0]
+	g.Expect(c.Image).To(Equal("registry.example/argocd-pull:dev"))
+	g.Expect(c.ImagePullPolicy).To(Equal(corev1.PullAlways))
+	g.Expect(c.Args).To(ContainElements(
+		"--leader-elect",
+		"--argocd-namespace=argocd",
+		"--pull-namespaces=team-a,team-b",
+		"--gitops-namespaces=argocd",
+		"--concurrency=8",
+		"--zap-log-level=debug",
+	))
+	checkControllerAccepts(t, c.Args)
+	g.Expect(dep.Spec.Template.Spec.NodeSelector).To(Equal(map[string]string{"kubernetes.io/os": "linux"}))
+	g.Expect(byKey(objs)).NotTo(HaveKey("Service/"+installNamespace+"/"+metricsService), "metrics.service.enabled=false")
+}
+
+func TestHelmLint(t *testing.T) {
+	out := run(t, helmEnv(t), helm(t), "lint", "--strict", chartDir)
+	t.Logf("%s", out)
+}
