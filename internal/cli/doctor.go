@@ -111,8 +111,13 @@ func (f *doctorFlags) validate() error {
 }
 
 // requestTimeout bounds each request, so that an unreachable cluster fails its checks instead of
-// using up --timeout.
-const requestTimeout = 15 * time.Second
+// using up --timeout. The client-side limits leave room for the few hundred short requests a run
+// makes (client-go's 5/s would make a run with many namespaces wait for its own limiter).
+const (
+	requestTimeout = 15 * time.Second
+	doctorQPS      = 50
+	doctorBurst    = 100
+)
 
 func runDoctor(cmd *cobra.Command, f *doctorFlags) error {
 	s, err := scheme.New()
@@ -123,7 +128,7 @@ func runDoctor(cmd *cobra.Command, f *doctorFlags) error {
 	if err != nil {
 		return err
 	}
-	cfg.Timeout = requestTimeout
+	cfg.Timeout, cfg.QPS, cfg.Burst = requestTimeout, doctorQPS, doctorBurst
 	opts := f.opts
 	if opts.Hub, err = doctor.NewCluster("hub", cfg, s); err != nil {
 		return err
@@ -134,7 +139,7 @@ func runDoctor(cmd *cobra.Command, f *doctorFlags) error {
 		if err != nil {
 			return fmt.Errorf("managed cluster %s: %w", name, err)
 		}
-		mcfg.Timeout = requestTimeout
+		mcfg.Timeout, mcfg.QPS, mcfg.Burst = requestTimeout, doctorQPS, doctorBurst
 		c, err := doctor.NewCluster(name, mcfg, s)
 		if err != nil {
 			return err

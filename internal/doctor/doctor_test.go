@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -401,6 +403,30 @@ func TestManagedAppNamespace(t *testing.T) {
 
 	s.spokeNamespace(s.argoNS, nil)
 	s.expect("managed-app-namespace", doctor.StatusPass, "Applications go to "+s.argoNS+", where Argo CD runs")
+}
+
+// A managed cluster that does not answer fails its first check and skips the rest, at once.
+func TestUnreachableManagedCluster(t *testing.T) {
+	s := newScenario(t)
+	o := s.options()
+	sch, err := scheme.New()
+	s.g.Expect(err).NotTo(HaveOccurred())
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	s.g.Expect(err).NotTo(HaveOccurred())
+	closed := l.Addr().String()
+	s.g.Expect(l.Close()).To(Succeed())
+	gone, err := doctor.NewCluster("gone", &rest.Config{Host: "https://" + closed, Timeout: 5 * time.Second}, sch)
+	s.g.Expect(err).NotTo(HaveOccurred())
+	o.Managed = []doctor.Cluster{gone}
+	r := doctor.Run(s.ctx, o)
+	var statuses []doctor.Status
+	for _, c := range r.Checks {
+		if c.Subject == "gone" {
+			statuses = append(statuses, c.Status)
+		}
+	}
+	s.g.Expect(statuses).To(Equal([]doctor.Status{doctor.StatusFail, doctor.StatusSkip, doctor.StatusSkip, doctor.StatusSkip}))
+	s.g.Expect(s.result(r, "managed-application-crd").Message).To(ContainSubstring("managed cluster gone: discovering the served APIs"))
 }
 
 // The command: a hub set up as the documents say, with a managed cluster whose Argo CD and work

@@ -133,6 +133,15 @@ func (h *hub) servedAPIs() (map[string]bool, error) {
 	return h.served, h.servedErr
 }
 
+// unreachable is the result of a check when the hub did not answer discovery: the API checks
+// already say why, and every further request would fail the same way.
+func (h *hub) unreachable(id, title string) []Result {
+	if _, err := h.servedAPIs(); err != nil {
+		return []Result{skipped(id, title, "", "the hub did not answer API discovery (see the API checks)")}
+	}
+	return nil
+}
+
 // serves reports whether the hub serves a resource; false when discovery failed.
 func (h *hub) serves(resource string) bool {
 	served, err := h.servedAPIs()
@@ -214,6 +223,9 @@ const (
 )
 
 func checkApplicationSets(ctx context.Context, h *hub) []Result {
+	if r := h.unreachable(idAppSet, titleAppSet); r != nil {
+		return r
+	}
 	if !h.serves("applicationsets.argoproj.io") {
 		return []Result{skipped(idAppSet, titleAppSet, "", "the hub does not serve ApplicationSets")}
 	}
@@ -371,6 +383,9 @@ const (
 )
 
 func checkPlacementGenerators(ctx context.Context, h *hub) []Result {
+	if r := h.unreachable(idGenerator, titleGenerator); r != nil {
+		return r
+	}
 	appSets, err := h.applicationSets(ctx)
 	if err != nil || len(appSets) == 0 {
 		return []Result{skipped(idGenerator, titleGenerator, "", "no pull-model ApplicationSet to look at")}
@@ -500,6 +515,9 @@ const (
 )
 
 func checkPlacementDecisions(ctx context.Context, h *hub) []Result {
+	if r := h.unreachable(idDecisions, titleDecisions); r != nil {
+		return r
+	}
 	if !h.serves("placementdecisions.cluster.open-cluster-management.io") {
 		return []Result{skipped(idDecisions, titleDecisions, "", "the hub does not serve PlacementDecisions")}
 	}
@@ -685,6 +703,9 @@ const (
 // targets returns the targeted clusters, or the result to give instead when there are none or
 // they cannot be read.
 func (h *hub) targets(ctx context.Context, id, title string) ([]string, *Result) {
+	if r := h.unreachable(id, title); r != nil {
+		return nil, &r[0]
+	}
 	clusters, err := h.targetedClusters(ctx)
 	if err != nil {
 		r := readFailed(id, title, "", err)
