@@ -110,7 +110,7 @@ func runStatus(ctx context.Context, out io.Writer, f statusFlags, name string) e
 	}
 	tty := isTerminal(out)
 	v := &statusView{
-		out: out, output: f.output, name: name, namespace: ns, tty: tty,
+		out: out, output: f.output, name: name, namespace: ns, tty: tty, watching: f.watch,
 		opts: status.Options{
 			Color:         tty && !f.noColor && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb",
 			AllNamespaces: f.allNamespaces,
@@ -227,6 +227,7 @@ type statusView struct {
 	name      string // one ApplicationSet, or "" for the list
 	namespace string
 	tty       bool
+	watching  bool
 	opts      status.Options
 
 	reports   map[string]*unstructured.Unstructured // by namespace/name
@@ -368,8 +369,8 @@ func withoutManagedFields(obj map[string]any) map[string]any {
 	return u.Object
 }
 
-// printTable prints the table when it changed since the last one: on a terminal over the last
-// one, elsewhere after a blank line.
+// printTable prints the table when it changed since the last one. When watching, a terminal is
+// cleared first; elsewhere tables are separated by a blank line.
 func (v *statusView) printTable() error {
 	if v.output != "table" {
 		return nil
@@ -383,7 +384,7 @@ func (v *statusView) printTable() error {
 	}
 	v.lastTable = text
 	switch {
-	case v.tty:
+	case v.watching && v.tty:
 		text = clearScreen + text
 	case v.printed > 0:
 		text = "\n" + text
