@@ -111,17 +111,15 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 
+	// A cache that cannot answer yet (not started or not synced: a scrape right after start)
+	// yields no samples rather than failing the whole scrape with an invalid metric.
 	works := &workv1.ManifestWorkList{}
 	// The cache holds only argocd-pull's ManifestWorks; one per propagated Application.
 	if err := reader.List(ctx, works); err == nil {
 		ch <- prometheus.MustNewConstMetric(propagatedDesc, prometheus.GaugeValue, float64(len(works.Items)))
-	} else {
-		ch <- prometheus.NewInvalidMetric(propagatedDesc, err)
 	}
-
 	reports := &v1alpha1.MulticlusterApplicationSetReportList{}
 	if err := reader.List(ctx, reports); err != nil {
-		ch <- prometheus.NewInvalidMetric(clustersDesc, err)
 		return
 	}
 	for _, s := range ApplicationSetSamples(reports.Items) {

@@ -1,11 +1,15 @@
 package metrics
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 )
@@ -62,4 +66,29 @@ func TestSinceKeepsTheFirstPendingChange(t *testing.T) {
 
 	_, ok = s.Done("a", t0.Add(4*time.Second))
 	g.Expect(ok).To(BeFalse(), "a write clears the pending change")
+}
+
+// notStarted answers like a manager's cache before it started.
+type notStarted struct{}
+
+func (notStarted) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("the cache is not started, can not read objects")
+}
+
+func (notStarted) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("the cache is not started, can not read objects")
+}
+
+// A scrape before the cache can answer still succeeds: the gauges are left out, never a failed
+// scrape (which would hide every other metric too).
+func TestScrapeBeforeTheCacheAnswers(t *testing.T) {
+	g := NewWithT(t)
+	c := &cacheCollector{}
+	var reader client.Reader = notStarted{}
+	c.reader.Store(&reader)
+	reg := prometheus.NewPedanticRegistry()
+	g.Expect(reg.Register(c)).To(Succeed())
+	families, err := reg.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(families).To(BeEmpty())
 }
