@@ -4,6 +4,8 @@ import (
 	"maps"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,4 +56,37 @@ func observeChanges(changed *metrics.Since[types.NamespacedName]) predicate.Func
 		DeleteFunc:  func(e event.DeleteEvent) bool { return seen(e.Object) },
 		GenericFunc: func(e event.GenericEvent) bool { return seen(e.Object) },
 	}
+}
+
+// beyondStatus passes Application updates that change something other than the status. The
+// Application CRD has no status subresource, so every status write (the status controller's, once
+// per feedback change) is an update of the whole object; nothing in the status changes what the
+// propagation controller writes.
+func beyondStatus() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldApp, okOld := e.ObjectOld.(*unstructured.Unstructured)
+			newApp, okNew := e.ObjectNew.(*unstructured.Unstructured)
+			if !okOld || !okNew {
+				return true
+			}
+			return !equality.Semantic.DeepEqual(withoutStatus(oldApp), withoutStatus(newApp))
+		},
+	}
+}
+
+// withoutStatus is what of an Application the propagation controller reads: everything but the
+// status and the metadata the apiserver changes on every write.
+func withoutStatus(u *unstructured.Unstructured) map[string]any {
+	out := make(map[string]any, len(u.Object))
+	for k, v := range u.Object {
+		if k != "status" && k != "metadata" {
+			out[k] = v
+		}
+	}
+	out["metadata"] = map[string]any{
+		"labels": u.GetLabels(), "annotations": u.GetAnnotations(), "finalizers": u.GetFinalizers(),
+		"ownerReferences": u.GetOwnerReferences(), "deletionTimestamp": u.GetDeletionTimestamp(),
+	}
+	return out
 }

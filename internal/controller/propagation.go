@@ -57,7 +57,7 @@ func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("propagation").
 		WithOptions(opts).
-		For(argocd.NewApplication(), builder.WithPredicates(observeChanges(&r.changed))).
+		For(argocd.NewApplication(), builder.WithPredicates(beyondStatus(), observeChanges(&r.changed))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(workChangedForPropagation())).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.appsOnCluster), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool { return !equalLabels(e.ObjectOld, e.ObjectNew) },
@@ -72,8 +72,22 @@ func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		Complete(r)
 }
 
+// conflictRetry is how soon an Application is read again after a write based on a copy that had
+// meanwhile changed (the status controller writes the same object).
+const conflictRetry = 100 * time.Millisecond
+
 // Reconcile brings the ManifestWork of one hub Application in line with it.
 func (r *PropagationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	result, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		// Not an error: the Application changed under us. Status-only changes do not requeue it
+		// (see beyondStatus), so ask for it again rather than wait for an event.
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return result, err
+}
+
+func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := argocd.NewApplication()
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -301,9 +315,7 @@ func (r *PropagationReconciler) clearDelivered(ctx context.Context, app *unstruc
 	ctrl.LoggerFrom(ctx).Info("Clearing the sync or refresh request the managed cluster acted on", "manifestWork", klog.KObj(work), "sync", acked.Sync, "refresh", acked.Refresh)
 	// Optimistic lock: a newer request made meanwhile must not be cleared unseen.
 	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) {
-			return nil // the newer Application requeues this with what it now asks for
-		}
+		// A conflict (a newer request may have been made meanwhile) requeues: see Reconcile.
 		return fmt.Errorf("clearing the delivered requests of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
 	}
 	r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Propagate", "The managed cluster %s acted on the sync or refresh request", work.Namespace)
@@ -335,7 +347,7 @@ func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.
 	updated := app.DeepCopy()
 	updated.SetFinalizers(kept)
 	ctrl.LoggerFrom(ctx).Info("Removing the resources finalizer: the managed cluster removed the Application")
-	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing the finalizer of Application %s: %w", key, err)
 	}
 	return nil
