@@ -54,8 +54,10 @@ func run() error {
 	flag.IntVar(&cfg.changes, "changes", 1000, "Feedback changes timed per size")
 	flag.Float64Var(&cfg.changeRate, "change-rate", 100, "Feedback changes written per second")
 	flag.IntVar(&cfg.workers, "workers", 16, "Concurrent requests of the benchmark's own client (setup and simulated agents)")
+	extra := flag.String("controller-args", "", "More flags for the controller, space-separated (e.g. \"--report-interval-per-cluster=2ms\")")
 	flag.Parse()
 	cfg.qps = float32(*qps)
+	cfg.extraArgs = strings.Fields(*extra)
 
 	var counts []int
 	for _, s := range strings.Split(*sizes, ",") {

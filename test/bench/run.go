@@ -66,12 +66,13 @@ type config struct {
 	changeRate  float64
 	workers     int
 	logDir      string
+	extraArgs   []string
 	progress    func(string, ...any)
 }
 
 func (c config) controllerArgs() []string {
-	return []string{fmt.Sprintf("--concurrency=%d", c.concurrency), fmt.Sprintf("--kube-api-qps=%g", c.qps),
-		fmt.Sprintf("--kube-api-burst=%d", c.burst), "--argocd-namespace=" + argoNamespace}
+	return append([]string{fmt.Sprintf("--concurrency=%d", c.concurrency), fmt.Sprintf("--kube-api-qps=%g", c.qps),
+		fmt.Sprintf("--kube-api-burst=%d", c.burst), "--argocd-namespace=" + argoNamespace}, c.extraArgs...)
 }
 
 // measure runs every phase at one size against a fresh apiserver.
@@ -145,6 +146,9 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	res.PropagationRatio = res.PropagationPerSecond / res.DirectPerSecond
 	cfg.progress("propagation: %d works in %.1fs (first after %.1fs): %.0f works/s, %.2f of the direct rate",
 		f.apps(), res.PropagationSeconds, res.FirstWorkSeconds, res.PropagationPerSecond, res.PropagationRatio)
+	if since, err := ctl.scrape(ctx); err == nil {
+		printBreakdown(cfg, metricsSnapshot{}, since)
+	}
 
 	// Every report lists every cluster at the initial revision.
 	if err := waitFor(ctx, 15*time.Minute, "every report at the initial status", logPath, func() (bool, string) {
@@ -180,10 +184,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	res.WritesPerChange = (after.writes() - before.writes()) / float64(cfg.changes)
 	cfg.progress("%d feedback changes at %.0f/s: -> hub Application %s; -> report %s; %.2f controller writes per change",
 		cfg.changes, res.ChangesPerSecond, res.AppStatusLatency, res.ReportLatency, res.WritesPerChange)
-	for _, name := range []string{"propagation", "appstatus", "report"} {
-		wait, work := after.QueueWait[name].minus(before.QueueWait[name]), after.Work[name].minus(before.Work[name])
-		cfg.progress("    %-11s %6.0f reconciles, mean %.0fms queued, %.1fms working", name, work.Count, wait.meanMs(), work.meanMs())
-	}
+	printBreakdown(cfg, before, after)
 
 	if res.Controller, err = ctl.usage(); err != nil {
 		return res, err
@@ -288,5 +289,14 @@ func waitFor(ctx context.Context, timeout time.Duration, what, logPath string, c
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// printBreakdown prints, per controller, the reconciles between two scrapes and where their time
+// went: waiting in the queue, and working.
+func printBreakdown(cfg config, before, after metricsSnapshot) {
+	for _, name := range []string{"propagation", "appstatus", "report"} {
+		wait, work := after.QueueWait[name].minus(before.QueueWait[name]), after.Work[name].minus(before.Work[name])
+		cfg.progress("    %-11s %6.0f reconciles, mean %.0fms queued, %.1fms working", name, work.Count, wait.meanMs(), work.meanMs())
 	}
 }
