@@ -18,8 +18,8 @@ import (
 // ApplicationSets holds 10,000 Applications; these let the controller write their works as fast
 // as a 2-core apiserver accepts them (see the README's benchmark) while still bounding a runaway.
 const (
-	DefaultKubeAPIQPS   = 200
-	DefaultKubeAPIBurst = 400
+	DefaultKubeAPIQPS   = 500
+	DefaultKubeAPIBurst = 1000
 )
 
 type controllerFlags struct {

@@ -71,7 +71,7 @@ func (o Options) gitOpsNamespaces() []string {
 func DefaultOptions() Options {
 	return Options{
 		ArgoCDNamespace:          DefaultArgoCDNamespace,
-		MaxConcurrentReconciles:  4,
+		MaxConcurrentReconciles:  16,
 		StaleAfter:               5 * time.Minute,
 		ReportCoalesce:           100 * time.Millisecond,
 		ReportIntervalPerCluster: time.Millisecond,
