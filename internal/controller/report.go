@@ -184,9 +184,12 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 }
 
 // members collects, for each pull-model Application of the ApplicationSet, what the hub holds.
+// A report of N clusters reads N Applications, N ManifestWorks and N ManagedClusters from the
+// cache on every rebuild; they are read without copies (client.UnsafeDisableDeepCopy) because
+// the report is only built from them, never written to them.
 func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedName) ([]report.Member, error) {
 	apps := argocd.NewApplicationList()
-	if err := r.List(ctx, apps, client.InNamespace(appSet.Namespace), client.MatchingFields{appOwnerIndex: appSet.String()}); err != nil {
+	if err := r.List(ctx, apps, client.InNamespace(appSet.Namespace), client.MatchingFields{appOwnerIndex: appSet.String()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing Applications of ApplicationSet %s: %w", appSet, err)
 	}
 	members := make([]report.Member, 0, len(apps.Items))
@@ -226,7 +229,7 @@ func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedN
 // fill reads the member's ManifestWork and ManagedCluster from the cache.
 func (r *ReportReconciler) fill(ctx context.Context, m *report.Member) error {
 	work := &workv1.ManifestWork{}
-	switch err := r.Get(ctx, types.NamespacedName{Namespace: m.Cluster, Name: m.WorkName}, work); {
+	switch err := r.Get(ctx, types.NamespacedName{Namespace: m.Cluster, Name: m.WorkName}, work, client.UnsafeDisableDeepCopy); {
 	case err == nil:
 		m.Work = work
 		if t, err := time.Parse(time.RFC3339, work.Annotations[propagation.WrittenAtAnnotation]); err == nil {
@@ -236,7 +239,7 @@ func (r *ReportReconciler) fill(ctx context.Context, m *report.Member) error {
 		return fmt.Errorf("reading ManifestWork %s/%s: %w", m.Cluster, m.WorkName, err)
 	}
 	cluster := &clusterv1.ManagedCluster{}
-	switch err := r.Get(ctx, types.NamespacedName{Name: m.Cluster}, cluster); {
+	switch err := r.Get(ctx, types.NamespacedName{Name: m.Cluster}, cluster, client.UnsafeDisableDeepCopy); {
 	case err == nil:
 		m.ManagedCluster = cluster
 	case !apierrors.IsNotFound(err):

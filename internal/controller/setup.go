@@ -125,16 +125,20 @@ func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
 	app, project := argocd.NewApplication(), argocd.NewAppProject()
 	return ctrl.Options{
 		Scheme: scheme,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			app:                    {Label: labels.NewSelector().Add(*pullLabelled)},
-			&workv1.ManifestWork{}: {Label: ours},
-			project:                {Namespaces: map[string]cache.Config{opts.ArgoCDNamespace: {}}},
-			// Only what GitOpsClusters created: never every Secret and ConfigMap of the hub.
-			&corev1.Secret{}:      {Label: ours},
-			&corev1.ConfigMap{}:   {Label: ours},
-			&rbacv1.Role{}:        {Label: ours},
-			&rbacv1.RoleBinding{}: {Label: ours},
-		}},
+		Cache: cache.Options{
+			// managedFields are often the largest part of an object and nothing here reads them:
+			// at 10,000 Applications and their works they would be most of the cache.
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				app:                    {Label: labels.NewSelector().Add(*pullLabelled)},
+				&workv1.ManifestWork{}: {Label: ours},
+				project:                {Namespaces: map[string]cache.Config{opts.ArgoCDNamespace: {}}},
+				// Only what GitOpsClusters created: never every Secret and ConfigMap of the hub.
+				&corev1.Secret{}:      {Label: ours},
+				&corev1.ConfigMap{}:   {Label: ours},
+				&rbacv1.Role{}:        {Label: ours},
+				&rbacv1.RoleBinding{}: {Label: ours},
+			}},
 		// Argo CD objects are unstructured; read them from the cache like everything else.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
