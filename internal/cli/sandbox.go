@@ -54,7 +54,13 @@ pull-model ApplicationSet. Binaries come from bin/ ('make demo' builds them once
 			for _, c := range lab.Managed {
 				fmt.Fprintf(out, "  KUBECONFIG=%s kubectl get applications -A\n", c.Kubeconfig)
 			}
-			fmt.Fprintf(out, "Logs: %s\nStop it: argocd-pull sandbox down --dir %s\n", filepath.Join(abs, "logs"), dir)
+			fmt.Fprintf(out, "Follow the report, and check the documents' prerequisites:\n  argocd-pull status %s -n %s --kubeconfig %s --watch\n  argocd-pull doctor -n %s --kubeconfig %s --managed-argocd-namespace %s --managed-argocd-service-account %s",
+				sandbox.ApplicationSetName, sandbox.ArgoNamespace, lab.Hub.Kubeconfig,
+				sandbox.ArgoNamespace, lab.Hub.Kubeconfig, sandbox.ArgoNamespace, sandbox.ArgoControllerServiceAccount)
+			for _, c := range lab.Managed {
+				fmt.Fprintf(out, " --managed-kubeconfig %s=%s", c.Name, c.Kubeconfig)
+			}
+			fmt.Fprintf(out, "\nLogs: %s\nStop it: argocd-pull sandbox down --dir %s\n", filepath.Join(abs, "logs"), dir)
 			return nil
 		},
 	}

@@ -148,7 +148,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	done()
 
-	done = lab.progress.step("Argo CD base config and default AppProject on every cluster")
+	done = lab.progress.step("Argo CD base config and default AppProject on every cluster; the documents' RBAC on the managed clusters")
 	for _, c := range append([]*Cluster{lab.Hub}, lab.Managed...) {
 		cl, err := c.Client()
 		if err != nil {
@@ -159,6 +159,11 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		}
 		if err := createDefaultProject(ctx, cl); err != nil {
 			return lab, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		if c != lab.Hub {
+			if err := installDocumentsRBAC(ctx, cl); err != nil {
+				return lab, fmt.Errorf("%s: %w", c.Name, err)
+			}
 		}
 	}
 	done()

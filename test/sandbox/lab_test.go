@@ -2,7 +2,11 @@ package sandbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +103,62 @@ func TestDocumentsFlowConverges(t *testing.T) {
 }
 
 // 2. A push-model Application on the hub is untouched.
+// The operator's commands against the lab, set up as the documents say: doctor finds nothing to
+// fix on the hub or either managed cluster, and status shows the converged report.
+func TestDoctorAndStatusOnTheLab(t *testing.T) {
+	requireLab(t)
+	bin := filepath.Join(labDir, "argocd-pull")
+	args := []string{"doctor", "--kubeconfig", lab.Hub.Kubeconfig, "-n", sandbox.ArgoNamespace, "-o", "json",
+		"--managed-argocd-namespace", sandbox.ArgoNamespace,
+		"--managed-argocd-service-account", sandbox.ArgoControllerServiceAccount,
+		"--work-agent-service-account", sandbox.WorkAgentNamespace + "/" + sandbox.WorkAgentServiceAccount}
+	for _, c := range lab.Managed {
+		args = append(args, "--managed-kubeconfig", c.Name+"="+c.Kubeconfig)
+	}
+	out, err := exec.Command(bin, args...).Output()
+	var verdict struct {
+		Checks []struct {
+			ID, Subject, Status, Message string
+		} `json:"checks"`
+		Summary struct{ Pass, Warn, Fail, Skip int } `json:"summary"`
+	}
+	if jsonErr := json.Unmarshal(out, &verdict); jsonErr != nil {
+		t.Fatalf("doctor -o json: %v (exit: %v)\n%s", jsonErr, err, out)
+	}
+	for _, c := range verdict.Checks {
+		if c.Status == "fail" || c.Status == "skip" {
+			t.Errorf("doctor check %s (%s) on the lab: %s: %s", c.ID, c.Subject, c.Status, c.Message)
+		}
+	}
+	if err != nil {
+		t.Errorf("doctor exited with %v on a lab set up as the documents say", err)
+	}
+	seen := map[string]bool{}
+	for _, c := range verdict.Checks {
+		seen[c.ID] = true
+	}
+	for _, id := range []string{"applicationset-template", "placement-generator", "cluster-secrets", "managed-clusters",
+		"managed-argocd-rbac", "managed-work-agent-rbac", "managed-app-namespace"} {
+		if !seen[id] {
+			t.Errorf("doctor did not run %s on the lab", id)
+		}
+	}
+
+	table, err := exec.Command(bin, "status", sandbox.ApplicationSetName, "-n", sandbox.ArgoNamespace, "--kubeconfig", lab.Hub.Kubeconfig).CombinedOutput()
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, table)
+	}
+	for _, c := range lab.Managed {
+		if !regexp.MustCompile(`(?m)^` + c.Name + `\s+Synced\s+Healthy\s+` + lab.Revision[:7]).Match(table) {
+			t.Errorf("status shows no Synced, Healthy row at %s for %s:\n%s", lab.Revision[:7], c.Name, table)
+		}
+	}
+	want := fmt.Sprintf("%d clusters: %d synced, %d healthy", len(lab.Managed), len(lab.Managed), len(lab.Managed))
+	if !strings.Contains(string(table), want) {
+		t.Errorf("status summary: want %q in\n%s", want, table)
+	}
+}
+
 func TestPushModelApplicationIsUntouched(t *testing.T) {
 	requireLab(t)
 	hub, spokes := clients(t)
