@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -260,24 +261,7 @@ func TestBoundedAtFiveThousandClusters(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			var members []Member
-			for i := range 5000 {
-				cluster := fmt.Sprintf("cluster-%04d", i)
-				values := map[string]string{
-					propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced",
-					propagation.FeedbackRevision: "53e28ff20cc530b9ada2173fbbd64d48338583ba",
-					propagation.FeedbackPhase:    "Succeeded", propagation.FeedbackStartedAt: "2026-11-21T10:00:00Z",
-				}
-				if tt.unhealthyEvery > 0 && i%tt.unhealthyEvery == 0 {
-					values[propagation.FeedbackHealth], values[propagation.FeedbackSync] = "Degraded", "OutOfSync"
-					values[propagation.FeedbackPhase], values[propagation.FeedbackMessage] = "Failed", syncErrorMessage
-				}
-				x := m(cluster, reported(values))
-				x.AppName = "guestbook-allclusters-app-set-" + cluster
-				x.WorkName = x.AppName + "-1a2b3c4d"
-				members = append(members, x)
-			}
-			out, _ := Build(members, Options{Now: now})
+			out, _ := Build(fleet(5000, tt.unhealthyEvery, nil), Options{Now: now})
 			data, err := json.Marshal(out)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(len(data)).To(BeNumerically("<=", 768*1024), "well under etcd's 1.5 MiB")
@@ -288,6 +272,30 @@ func TestBoundedAtFiveThousandClusters(t *testing.T) {
 			t.Logf("%d clusters listed, %d bytes, notes: %q", len(out.ClusterConditions), len(data), out.Notes)
 		})
 	}
+}
+
+// fleet is n members of one ApplicationSet, Synced and Healthy but every failingEvery-th (when
+// positive), which failed to sync with the documents' error; extra feedback goes to every member.
+func fleet(n, failingEvery int, extra map[string]string) []Member {
+	members := make([]Member, 0, n)
+	for i := range n {
+		cluster := fmt.Sprintf("cluster-%04d", i)
+		values := map[string]string{
+			propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced",
+			propagation.FeedbackRevision: "53e28ff20cc530b9ada2173fbbd64d48338583ba",
+			propagation.FeedbackPhase:    "Succeeded", propagation.FeedbackStartedAt: "2026-11-21T10:00:00Z",
+		}
+		maps.Copy(values, extra)
+		if failingEvery > 0 && i%failingEvery == 0 {
+			values[propagation.FeedbackHealth], values[propagation.FeedbackSync] = "Degraded", "OutOfSync"
+			values[propagation.FeedbackPhase], values[propagation.FeedbackMessage] = "Failed", syncErrorMessage
+		}
+		x := m(cluster, reported(values))
+		x.AppName = "guestbook-allclusters-app-set-" + cluster
+		x.WorkName = x.AppName + "-1a2b3c4d"
+		members = append(members, x)
+	}
+	return members
 }
 
 func mustJSON(v any) string {
