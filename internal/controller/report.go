@@ -121,26 +121,26 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 
-	members, err := r.members(ctx, req.NamespacedName)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	existing := &v1alpha1.MulticlusterApplicationSetReport{}
-	err = r.Get(ctx, req.NamespacedName, existing)
+	err := r.Get(ctx, req.NamespacedName, existing)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("reading report %s: %w", req, err)
 	}
 	found := err == nil
-	if !found && len(members) == 0 {
-		return ctrl.Result{}, nil // not a pull-model ApplicationSet
-	}
-
 	now := time.Now()
 	if found {
 		// Large reports are written at a bounded rate; what changes meanwhile waits for the next.
+		// Checked before the members are read: those are the cost of a rebuild.
 		if wait := r.waitBeforeWrite(req.NamespacedName, len(existing.Statuses.ClusterConditions), now); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
+	}
+	members, err := r.members(ctx, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !found && len(members) == 0 {
+		return ctrl.Result{}, nil // not a pull-model ApplicationSet
 	}
 	statuses, recheck := report.Build(members, report.Options{Now: now, StaleAfter: r.Options.StaleAfter})
 	result := ctrl.Result{}
