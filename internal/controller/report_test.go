@@ -241,3 +241,19 @@ func TestReportUsesSearchWhenConfigured(t *testing.T) {
 	h.g.Expect(r.Statuses.ClusterConditions[0].Conditions).To(ContainElement(v1alpha1.Condition{Type: "SyncError", Message: "deployments.apps is forbidden"}))
 	h.g.Expect(queried.Load()).To(BeNumerically(">", 0))
 }
+
+// A report is written at most once per its clusters x --report-interval-per-cluster: a change
+// right after a write is held, then written, never dropped.
+func TestReportWritesArePaced(t *testing.T) {
+	h := start(t, func(o *Options, _ string) { o.ReportIntervalPerCluster = 10 * time.Second }) // 2 clusters: 20 s
+	set := h.appSet("paced")
+	c1, c2 := h.cluster(), h.cluster()
+	h.app("paced-"+c1, c1, ownedBy(set))
+	h.app("paced-"+c2, c2, ownedBy(set))
+	h.g.Eventually(func() string { return h.summary(set.GetName()).Clusters }, timeout, interval).Should(Equal("2"))
+
+	h.report("paced-"+c1, c1, h.work("paced-"+c1, c1).Generation, feedback("Healthy", "Synced"))
+	healthy := func() string { return h.summary(set.GetName()).Healthy }
+	h.g.Consistently(healthy, 3*time.Second, interval).ShouldNot(Equal("1"), "held: the report was written moments ago")
+	h.g.Eventually(healthy, 45*time.Second, interval).Should(Equal("1"), "written once the interval has passed")
+}
