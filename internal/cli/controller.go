@@ -49,7 +49,7 @@ leader election for high availability.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster config)")
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", DefaultKubeAPIQPS, "Requests per second the controller may send the hub apiserver (client-side limit; -1 disables it and leaves flow control to the apiserver)")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", DefaultKubeAPIBurst, "Requests the controller may send the hub apiserver in a burst above --kube-api-qps")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; \"0\" disables it")

@@ -72,7 +72,7 @@ do not fail it.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster config)")
 	fs.StringArrayVar(&f.managed, "managed-kubeconfig", nil, "CLUSTER=PATH: also check the managed cluster CLUSTER (its ManagedCluster name) with the kubeconfig at PATH; repeatable")
 	fs.StringVarP(&f.opts.ArgoCDNamespace, "argocd-namespace", "n", doctor.DefaultArgoCDNamespace, "Namespace of the hub's Argo CD")
 	fs.StringVar(&f.opts.ApplicationSet, "applicationset", "", "Check only this ApplicationSet (default: every ApplicationSet with pull-model markers in its template)")

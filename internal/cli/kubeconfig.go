@@ -5,21 +5,35 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// restConfig loads the kubeconfig at path, or the default chain when path is empty.
-func restConfig(path string) (*rest.Config, error) {
-	if path == "" {
-		cfg, err := ctrl.GetConfig()
-		if err != nil {
-			return nil, fmt.Errorf("loading kubeconfig: %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+// loadKubeconfig loads the kubeconfig at path, or when path is empty the usual chain ($KUBECONFIG,
+// ~/.kube/config, then the in-cluster config), and returns the namespace its current context names
+// ("" when it names none).
+func loadKubeconfig(path string) (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+		if path != "" {
+			return nil, "", fmt.Errorf("loading kubeconfig %s: %w", path, err)
+		}
+		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	return cfg, nil
+	// Namespace() says "default" when the context has none; only an explicit one is returned.
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return cfg, "", nil // the in-cluster config has no contexts
+	}
+	if c := raw.Contexts[raw.CurrentContext]; c != nil {
+		return cfg, c.Namespace, nil
+	}
+	return cfg, "", nil
+}
+
+// restConfig loads the kubeconfig at path, or the usual chain when path is empty.
+func restConfig(path string) (*rest.Config, error) {
+	cfg, _, err := loadKubeconfig(path)
+	return cfg, err
 }

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
@@ -153,21 +152,15 @@ func runStatus(ctx context.Context, out io.Writer, f statusFlags, name string) e
 // hubConfig loads the kubeconfig and picks the namespace: the flag, else the current context's,
 // else the Argo CD namespace the controller defaults to.
 func hubConfig(kubeconfig, namespace string) (*rest.Config, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	cfg, err := cc.ClientConfig()
+	cfg, contextNamespace, err := loadKubeconfig(kubeconfig)
 	if err != nil {
-		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, "", err
 	}
-	if namespace != "" {
+	switch {
+	case namespace != "":
 		return cfg, namespace, nil
-	}
-	// Namespace() says "default" when the context has none; only an explicit one counts here.
-	if raw, err := cc.RawConfig(); err == nil {
-		if c := raw.Contexts[raw.CurrentContext]; c != nil && c.Namespace != "" {
-			return cfg, c.Namespace, nil
-		}
+	case contextNamespace != "":
+		return cfg, contextNamespace, nil
 	}
 	return cfg, controller.DefaultArgoCDNamespace, nil
 }
