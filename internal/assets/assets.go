@@ -130,50 +130,54 @@ func RepoRoot() (string, error) {
 
 // KubeBinDir is $KUBEBUILDER_ASSETS, else the newest bin/k8s/<version> the Makefile built.
 func KubeBinDir(root string) (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	return newest(root, filepath.Join("bin", "k8s", "*", "kube-apiserver"), "no kube-apiserver found: run 'make kube-assets' (or 'make test'), or set KUBEBUILDER_ASSETS")
+	return builtDir(root, "KUBEBUILDER_ASSETS", "k8s", "kube-apiserver", "kube-assets")
 }
 
 // OCMBinDir is $OCM_ASSETS, else the newest bin/ocm/<version> the Makefile built.
 func OCMBinDir(root string) (string, error) {
-	if dir := os.Getenv("OCM_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	return newest(root, filepath.Join("bin", "ocm", "*", "work-agent"), "no OCM work agent found: run 'make ocm-assets' (or 'make test'), or set OCM_ASSETS")
+	return builtDir(root, "OCM_ASSETS", "ocm", "work-agent", "ocm-assets")
 }
 
 // ArgoCDBinDir is $ARGOCD_ASSETS, else the newest bin/argocd/<version> the Makefile built.
 func ArgoCDBinDir(root string) (string, error) {
-	if dir := os.Getenv("ARGOCD_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	return newest(root, filepath.Join("bin", "argocd", "*", "argocd"), "no Argo CD binary found: run 'make argocd-assets', or set ARGOCD_ASSETS")
+	return builtDir(root, "ARGOCD_ASSETS", "argocd", "argocd", "argocd-assets")
 }
 
 // Kubectl is $KUBECTL, else the newest bin/k8s/<version>/kubectl the Makefile built.
 func Kubectl(root string) (string, error) {
-	if path := os.Getenv("KUBECTL"); path != "" {
-		return path, nil
-	}
-	dir, err := newest(root, filepath.Join("bin", "k8s", "*", "kubectl"), "no kubectl found: run 'make install-tools', or set KUBECTL")
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "kubectl"), nil
+	return builtBinary(root, "KUBECTL", "k8s", "kubectl", "install-tools")
 }
 
 // Helm is $HELM, else the newest bin/helm/<version>/helm the Makefile built.
 func Helm(root string) (string, error) {
-	if path := os.Getenv("HELM"); path != "" {
+	return builtBinary(root, "HELM", "helm", "helm", "install-tools")
+}
+
+// builtDir is the directory $env names, else the newest bin/<tool>/<version> holding binary.
+func builtDir(root, env, tool, binary, target string) (string, error) {
+	if dir := os.Getenv(env); dir != "" {
+		return dir, nil
+	}
+	return newestBuilt(root, env, tool, binary, target)
+}
+
+// builtBinary is the binary $env names, else binary in the newest bin/<tool>/<version>.
+func builtBinary(root, env, tool, binary, target string) (string, error) {
+	if path := os.Getenv(env); path != "" {
 		return path, nil
 	}
-	dir, err := newest(root, filepath.Join("bin", "helm", "*", "helm"), "no helm found: run 'make install-tools', or set HELM")
+	dir, err := newestBuilt(root, env, tool, binary, target)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, "helm"), nil
+	return filepath.Join(dir, binary), nil
+}
+
+// newestBuilt is the newest bin/<tool>/<version> holding binary; the error says which make target
+// builds it and which variable points elsewhere.
+func newestBuilt(root, env, tool, binary, target string) (string, error) {
+	return newest(root, filepath.Join("bin", tool, "*", binary),
+		fmt.Sprintf("no %s found under bin/%s: run 'make %s' (or 'make test'), or set %s", binary, tool, target, env))
 }
 
 func newest(root, pattern, missing string) (string, error) {
