@@ -104,33 +104,34 @@ func decideAPIs(a apis, subject string, served map[string]bool) Result {
 		Message: fmt.Sprintf("all %d served", len(a.resources))}
 }
 
+// memo is a value read at most once per run: the checks run one after another and share what
+// they read.
+type memo[T any] struct {
+	done bool
+	v    T
+	err  error
+}
+
+func (m *memo[T]) get(read func() (T, error)) (T, error) {
+	if !m.done {
+		m.done = true
+		m.v, m.err = read()
+	}
+	return m.v, m.err
+}
+
 // hub holds what the hub checks read, each fetched once.
 type hub struct {
 	o Options
 
-	servedDone bool
-	served     map[string]bool
-	servedErr  error
-
-	appSetsDone bool
-	appSets     []unstructured.Unstructured
-	appSetsErr  error
-
-	appsDone bool
-	apps     []pullApp
-	appsErr  error
-
-	decisionsDone bool
-	decisions     []generatorDecisions
-	decisionsErr  error
+	served    memo[map[string]bool]
+	appSets   memo[[]unstructured.Unstructured]
+	apps      memo[[]pullApp]
+	decisions memo[[]generatorDecisions]
 }
 
 func (h *hub) servedAPIs() (map[string]bool, error) {
-	if !h.servedDone {
-		h.servedDone = true
-		h.served, h.servedErr = servedResources(h.o.Hub.Discovery)
-	}
-	return h.served, h.servedErr
+	return h.served.get(func() (map[string]bool, error) { return servedResources(h.o.Hub.Discovery) })
 }
 
 // unreachable is the result of a check when the hub did not answer discovery: the API checks
@@ -164,21 +165,18 @@ func (h *hub) apiCheck(a apis) []Result {
 // names, else every ApplicationSet in the Argo CD namespace whose template carries the pull
 // label or the cluster annotation.
 func (h *hub) applicationSets(ctx context.Context) ([]unstructured.Unstructured, error) {
-	if h.appSetsDone {
-		return h.appSets, h.appSetsErr
-	}
-	h.appSetsDone = true
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(argocd.ApplicationSetGVK.GroupVersion().WithKind("ApplicationSetList"))
-	if err := h.o.Hub.Client.List(ctx, list, client.InNamespace(h.o.ArgoCDNamespace)); err != nil {
-		h.appSetsErr = fmt.Errorf("listing ApplicationSets in %s: %w", h.o.ArgoCDNamespace, err)
-		return nil, h.appSetsErr
-	}
-	h.appSets = selectApplicationSets(list.Items, h.o.ApplicationSet)
-	if h.o.ApplicationSet != "" && len(h.appSets) == 0 {
-		h.appSetsErr = fmt.Errorf("ApplicationSet %s/%s not found", h.o.ArgoCDNamespace, h.o.ApplicationSet)
-	}
-	return h.appSets, h.appSetsErr
+	return h.appSets.get(func() ([]unstructured.Unstructured, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(argocd.ApplicationSetGVK.GroupVersion().WithKind("ApplicationSetList"))
+		if err := h.o.Hub.Client.List(ctx, list, client.InNamespace(h.o.ArgoCDNamespace)); err != nil {
+			return nil, fmt.Errorf("listing ApplicationSets in %s: %w", h.o.ArgoCDNamespace, err)
+		}
+		selected := selectApplicationSets(list.Items, h.o.ApplicationSet)
+		if h.o.ApplicationSet != "" && len(selected) == 0 {
+			return nil, fmt.Errorf("ApplicationSet %s/%s not found", h.o.ArgoCDNamespace, h.o.ApplicationSet)
+		}
+		return selected, nil
+	})
 }
 
 // selectApplicationSets picks the ApplicationSet called name, or when name is empty those whose
@@ -461,26 +459,24 @@ type generatorDecisions struct {
 // ApplicationSets, the PlacementDecisions it selects in the Argo CD namespace (where the
 // ApplicationSet controller reads them).
 func (h *hub) placementDecisions(ctx context.Context) ([]generatorDecisions, error) {
-	if h.decisionsDone {
-		return h.decisions, h.decisionsErr
-	}
-	h.decisionsDone = true
-	appSets, err := h.applicationSets(ctx)
-	if err != nil {
-		h.decisionsErr = err
-		return nil, err
-	}
-	for i := range appSets {
-		if !pulls(&appSets[i]) {
-			continue
+	return h.decisions.get(func() ([]generatorDecisions, error) {
+		appSets, err := h.applicationSets(ctx)
+		if err != nil {
+			return nil, err
 		}
-		for _, g := range decisionGenerators(&appSets[i]) {
-			gd := generatorDecisions{appSet: appSets[i].GetNamespace() + "/" + appSets[i].GetName(), generator: g}
-			gd.decisions, gd.err = h.readDecisions(ctx, g)
-			h.decisions = append(h.decisions, gd)
+		var all []generatorDecisions
+		for i := range appSets {
+			if !pulls(&appSets[i]) {
+				continue
+			}
+			for _, g := range decisionGenerators(&appSets[i]) {
+				gd := generatorDecisions{appSet: appSets[i].GetNamespace() + "/" + appSets[i].GetName(), generator: g}
+				gd.decisions, gd.err = h.readDecisions(ctx, g)
+				all = append(all, gd)
+			}
 		}
-	}
-	return h.decisions, nil
+		return all, nil
+	})
 }
 
 func (h *hub) readDecisions(ctx context.Context, g decisionGenerator) ([]clusterv1beta1.PlacementDecision, error) {
@@ -596,32 +592,29 @@ type pullApp struct {
 // pullApplications reads the pull-model Applications in the Argo CD namespace; Applications
 // with invalid markers are left out (the propagation controller reports those on them).
 func (h *hub) pullApplications(ctx context.Context) ([]pullApp, error) {
-	if h.appsDone {
-		return h.apps, h.appsErr
-	}
-	h.appsDone = true
-	req, err := labels.NewRequirement(argocd.PullLabel, selection.Exists, nil)
-	if err != nil {
-		h.appsErr = err
-		return nil, err
-	}
-	list := argocd.NewApplicationList()
-	if err := h.o.Hub.Client.List(ctx, list, client.InNamespace(h.o.ArgoCDNamespace),
-		client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}); err != nil {
-		h.appsErr = fmt.Errorf("listing pull-model Applications in %s: %w", h.o.ArgoCDNamespace, err)
-		return nil, h.appsErr
-	}
-	for i := range list.Items {
-		app := &list.Items[i]
-		target, pull, err := propagation.Decide(app)
-		if err != nil || !pull {
-			continue
+	return h.apps.get(func() ([]pullApp, error) {
+		req, err := labels.NewRequirement(argocd.PullLabel, selection.Exists, nil)
+		if err != nil {
+			return nil, err
 		}
-		dest, _, _ := unstructured.NestedString(app.Object, "spec", "destination", "namespace")
-		h.apps = append(h.apps, pullApp{name: app.GetName(), namespace: app.GetNamespace(),
-			cluster: target.Cluster, appNamespace: target.AppNamespace, destNamespace: dest})
-	}
-	return h.apps, nil
+		list := argocd.NewApplicationList()
+		if err := h.o.Hub.Client.List(ctx, list, client.InNamespace(h.o.ArgoCDNamespace),
+			client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}); err != nil {
+			return nil, fmt.Errorf("listing pull-model Applications in %s: %w", h.o.ArgoCDNamespace, err)
+		}
+		var apps []pullApp
+		for i := range list.Items {
+			app := &list.Items[i]
+			target, pull, err := propagation.Decide(app)
+			if err != nil || !pull {
+				continue
+			}
+			dest, _, _ := unstructured.NestedString(app.Object, "spec", "destination", "namespace")
+			apps = append(apps, pullApp{name: app.GetName(), namespace: app.GetNamespace(),
+				cluster: target.Cluster, appNamespace: target.AppNamespace, destNamespace: dest})
+		}
+		return apps, nil
+	})
 }
 
 // targetedClusters are the clusters the pull-model ApplicationSets' PlacementDecisions select

@@ -23,20 +23,17 @@ type spoke struct {
 	hub     *hub
 	cluster Cluster
 
-	servedDone bool
-	served     map[string]bool
-	servedErr  error
+	served memo[map[string]bool]
 }
 
 func (s *spoke) servedAPIs() (map[string]bool, error) {
-	if !s.servedDone {
-		s.servedDone = true
-		s.served, s.servedErr = servedResources(s.cluster.Discovery)
-		if s.servedErr != nil {
-			s.servedErr = fmt.Errorf("managed cluster %s: %w", s.cluster.Name, s.servedErr)
+	return s.served.get(func() (map[string]bool, error) {
+		served, err := servedResources(s.cluster.Discovery)
+		if err != nil {
+			return nil, fmt.Errorf("managed cluster %s: %w", s.cluster.Name, err)
 		}
-	}
-	return s.served, s.servedErr
+		return served, nil
+	})
 }
 
 // unreachable is the result of a check when the cluster did not even answer discovery: every
