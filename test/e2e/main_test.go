@@ -7,9 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -92,11 +90,11 @@ func startLab() (stop func(), err error) {
 	}
 
 	lab.agentLog = filepath.Join(lab.dir, "work-agent.log")
-	listen, err := freeLoopbackAddr() // its HTTPS endpoint defaults to :8443 on every interface
+	listen, err := testenv.FreeAddr() // its HTTPS endpoint defaults to :8443 on every interface
 	if err != nil {
 		return stop, err
 	}
-	agentStop, err := startProcess(lab.agentLog, agent,
+	agentProcess, err := testenv.StartProcess(lab.agentLog, agent,
 		"--listen="+listen,
 		"--spoke-cluster-name="+clusterName,
 		"--workload-source-config="+hubKubeconfig,
@@ -109,7 +107,7 @@ func startLab() (stop func(), err error) {
 	if err != nil {
 		return stop, err
 	}
-	stops = append(stops, agentStop)
+	stops = append(stops, agentProcess.Stop)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -161,41 +159,6 @@ func workAgentBinary() (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, "work-agent"), nil
-}
-
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
-}
-
-// startProcess runs a binary with its output in logPath and returns a function that stops it.
-func startProcess(logPath, bin string, args ...string) (func(), error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	return func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		_ = logFile.Close()
-	}, nil
 }
 
 // requireLab fails the test when the lab did not start, and skips it under -short.

@@ -5,16 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -226,7 +222,7 @@ status:
 	token := strings.TrimSpace(k.run("create", "token", serviceAccount, "-n", installNamespace, "--duration=1h"))
 	kubeconfig := serviceAccountKubeconfig(t, k.kubeconfig, token)
 
-	probes, metrics := freePort(t), freePort(t)
+	probes, metrics := freeAddr(t), freeAddr(t)
 	args := make([]string, 0, len(deploymentArgs)+3)
 	for _, a := range deploymentArgs {
 		args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", installNamespace))
@@ -236,22 +232,10 @@ status:
 		"--health-probe-bind-address="+probes, "--metrics-bind-address="+metrics)
 
 	logPath := filepath.Join(t.TempDir(), "controller.log")
-	logFile, err := os.Create(logPath)
+	ctl, err := testenv.StartProcess(logPath, bin, args...)
 	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = logFile.Close() }()
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	g.Expect(cmd.Start()).To(Succeed())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		ctl.Stop()
 		if t.Failed() {
 			data, _ := os.ReadFile(logPath)
 			t.Logf("controller log:\n%s", data)
@@ -267,8 +251,8 @@ status:
 		deadline := time.Now().Add(90 * time.Second)
 		for {
 			select {
-			case err := <-exited:
-				t.Fatalf("the controller exited (%v) before %s", err, what)
+			case <-ctl.Done():
+				t.Fatalf("the controller exited (%v) before %s", ctl.Err(), what)
 			default:
 			}
 			if strings.Contains(log(), "is forbidden: User") {
@@ -364,14 +348,13 @@ func serviceAccountKubeconfig(t *testing.T, admin, token string) string {
 	return path
 }
 
-func freePort(t *testing.T) string {
+func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testenv.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = l.Close() }()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	return addr
 }
 
 func httpOK(url string) error {
