@@ -61,7 +61,11 @@ func TestMetricsFollowTheFleet(t *testing.T) {
 	h := start(t)
 	created := sampleValue(t, "argocd_pull_manifestwork_writes_total", map[string]string{"operation": "create"})
 	propagations := sampleValue(t, "argocd_pull_propagation_latency_seconds", nil)
-	reportWrites := sampleValue(t, "argocd_pull_report_latency_seconds", nil)
+	reportLatencies := sampleValue(t, "argocd_pull_report_latency_seconds", nil)
+	op := func(name string) map[string]string { return map[string]string{"operation": name} }
+	reportsCreated := sampleValue(t, "argocd_pull_report_writes_total", op("create"))
+	reportsUpdated := sampleValue(t, "argocd_pull_report_writes_total", op("update"))
+	worksDeleted := sampleValue(t, "argocd_pull_manifestwork_writes_total", op("delete"))
 
 	set := h.appSet("metrics")
 	c1, c2 := h.cluster(), h.cluster()
@@ -89,8 +93,19 @@ func TestMetricsFollowTheFleet(t *testing.T) {
 	h.g.Expect(gauge("synced")()).To(Equal(1.0))
 	h.g.Expect(gauge("inProgress")()).To(Equal(1.0))
 	h.g.Expect(gauge("notHealthy")()).To(Equal(1.0))
-	h.g.Expect(sampleValue(t, "argocd_pull_report_latency_seconds", nil)).To(BeNumerically(">", max(reportWrites, 0)),
+	h.g.Expect(sampleValue(t, "argocd_pull_report_latency_seconds", nil)).To(BeNumerically(">", max(reportLatencies, 0)),
 		"a feedback change that reached the report observes how long it waited")
+	h.g.Expect(sampleValue(t, "argocd_pull_report_writes_total", op("create"))).To(BeNumerically(">=", max(reportsCreated, 0)+1))
+	// The report may have been created with both clusters' feedback in it: one more change is an update.
+	h.report("metrics-"+c2, c2, 1, feedback("Healthy", "Synced"))
+	h.g.Eventually(gauge("healthy"), timeout, interval).Should(Equal(2.0))
+	h.g.Expect(sampleValue(t, "argocd_pull_report_writes_total", op("update"))).To(BeNumerically(">", max(reportsUpdated, 0)))
+
+	// An Application without the resources finalizer goes: its work is deleted, and counted.
+	h.g.Expect(h.c.Delete(t.Context(), h.getApp("metrics-"+c1))).To(Succeed())
+	h.workGone("metrics-"+c1, c1)
+	h.g.Eventually(func() float64 { return sampleValue(t, "argocd_pull_manifestwork_writes_total", op("delete")) }, timeout, interval).
+		Should(BeNumerically(">=", max(worksDeleted, 0)+1))
 
 	// A deleted ApplicationSet's gauges go with its report: nothing stale is scraped.
 	h.g.Expect(h.c.Delete(t.Context(), set)).To(Succeed())
