@@ -39,6 +39,10 @@ type Observed struct {
 	Operation                             map[string]any
 	ComparedTo                            *Source
 	RawResources, RawConditions           string
+	// Delivery is what it reported about the sync and refresh requests the hub sent, and
+	// Carried what the work carries (see propagation.PlanDeliveries).
+	Delivery propagation.Reported
+	Carried  propagation.Deliveries
 }
 
 // Observe reads the Application's feedback from its ManifestWork.
@@ -46,6 +50,7 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs := Observed{
 		Applied: AppliedAtGeneration(work),
 		Seen:    meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied) != nil,
+		Carried: propagation.ParseDeliveries(work.Annotations[propagation.DeliveriesAnnotation]),
 	}
 	values := feedbackValues(work)
 	obs.Reported = len(values) > 0
@@ -79,6 +84,14 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs.ReconciledAt = str(propagation.FeedbackReconciledAt)
 	obs.RawResources = str(propagation.FeedbackResources)
 	obs.RawConditions = str(propagation.FeedbackConditions)
+	obs.Delivery = propagation.Reported{
+		SyncDelivered:    str(propagation.FeedbackSyncDelivered),
+		SyncHeld:         str(propagation.FeedbackSyncHeld),
+		SyncStarted:      str(propagation.FeedbackSyncStarted),
+		Phase:            obs.Phase,
+		RefreshDelivered: str(propagation.FeedbackRefreshDelivered),
+		RefreshPending:   str(propagation.FeedbackRefreshPending) != "",
+	}
 	if raw := str(propagation.FeedbackOperation); raw != "" {
 		var op map[string]any
 		if json.Unmarshal([]byte(raw), &op) == nil {
@@ -157,12 +170,20 @@ func Derive(obs Observed, wanted *Source) Status {
 	case wanted != nil && obs.ComparedTo != nil && *obs.ComparedTo != *wanted:
 		// Its Argo CD has not compared against the wanted source: what it says is about the old one.
 		st.Health, st.Sync = argocd.HealthProgressing, argocd.SyncOutOfSync
+	case propagation.InFlight(obs.Carried, obs.Delivery) && st.Health == argocd.HealthHealthy:
+		// A requested sync has not finished there: its health is about what ran before (a
+		// RollingSync step must not advance on it).
+		st.Health = argocd.HealthProgressing
 	}
 	if obs.Phase != "" && obs.StartedAt != "" {
 		op := obs.Operation
 		if op == nil {
 			// The Application CRD requires an operation; the phase is what matters to readers.
 			op = map[string]any{"sync": map[string]any{}}
+		}
+		if id := obs.Delivery.SyncStarted; id != "" && propagation.DeliveryID(op) != id {
+			// The delivery ID tells the hub which request this operation ran (see propagation).
+			op = propagation.WithDeliveryID(op, id)
 		}
 		st.Operation = &OperationState{Operation: op, Phase: obs.Phase, StartedAt: obs.StartedAt, FinishedAt: obs.FinishedAt, Message: obs.Message}
 	}

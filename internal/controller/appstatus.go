@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,9 +21,12 @@ import (
 )
 
 // StatusReconciler writes what a managed cluster reports through a ManifestWork's status feedback
-// onto the hub Application: health, sync status and revision, and the last operation.
+// onto the hub Application: health, sync status and revision, and the last operation. In the same
+// write it clears the sync and refresh requests the managed cluster has finished (see
+// propagation.Clears).
 type StatusReconciler struct {
 	client.Client
+	Recorder events.EventRecorder
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -52,14 +58,47 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, fmt.Errorf("reading ManifestWork %s: %w", key, err)
 	}
-	status := appstatus.Derive(appstatus.Observe(work), appstatus.WantedSource(app))
-	updated, changed := appstatus.Apply(app, status)
-	if !changed {
+	obs := appstatus.Observe(work)
+	updated, changed := appstatus.Apply(app, appstatus.Derive(obs, appstatus.WantedSource(app)))
+	clearSync, clearRefresh := propagation.Clears(propagation.HubOf(app), obs.Carried, obs.Delivery)
+	if clearSync {
+		delete(updated.Object, "operation")
+	}
+	if clearRefresh {
+		annotations := updated.GetAnnotations()
+		delete(annotations, argocd.RefreshAnnotation)
+		annotations[propagation.RefreshDeliveredAnnotation] = obs.Carried.Refresh.ID
+		updated.SetAnnotations(annotations)
+	}
+	if !changed && !clearSync && !clearRefresh {
 		return ctrl.Result{}, nil
 	}
-	// No status subresource on Applications: a merge patch of the status fields we own.
-	if err := r.Patch(ctx, updated, client.MergeFrom(app)); err != nil {
+	// No status subresource on Applications: a merge patch of the status fields we own. A request
+	// is cleared under an optimistic lock, so that a newer one made meanwhile is never cleared.
+	patch := client.MergeFrom(app)
+	if clearSync || clearRefresh {
+		ctrl.LoggerFrom(ctx).Info("Clearing the requests the managed cluster finished", "manifestWork", klog.KObj(work), "sync", clearSync, "refresh", clearRefresh)
+		patch = client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})
+	}
+	if err := r.Patch(ctx, updated, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if clearSync || clearRefresh {
+		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Deliver",
+			"The managed cluster %s finished the requested %s", work.Namespace, requestNames(clearSync, clearRefresh))
+	}
 	return ctrl.Result{}, nil
+}
+
+func requestNames(sync, refresh bool) string {
+	switch {
+	case sync && refresh:
+		return "sync and refresh"
+	case sync:
+		return "sync"
+	}
+	return "refresh"
 }

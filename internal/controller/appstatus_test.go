@@ -138,53 +138,114 @@ func TestHubStatusIsHonestForProgressiveSync(t *testing.T) {
 	h.g.Expect(rev).To(Equal("sha-of-v2"))
 }
 
-func TestManualSyncAndRefreshAreClearedOnceTheClusterActedOnThem(t *testing.T) {
+// The delivery protocol against a real apiserver, with this test as the work agent and the managed
+// Argo CD (test/e2e runs the real agent): a request stays in the work while the managed cluster
+// runs it, is cleared from the hub only once finished, and the same request set again is a new
+// delivery.
+func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	h := start(t)
 	cluster := h.cluster()
 	h.app("web", cluster)
 	gen1 := h.work("web", cluster).Generation
-	before := map[string]string{propagation.FeedbackPhase: "Succeeded", propagation.FeedbackStartedAt: "2026-11-21T09:00:00Z", propagation.FeedbackReconciledAt: "2026-11-21T09:00:01Z"}
-	h.report("web", cluster, gen1, before)
-	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "startedAt") }, timeout, interval).Should(Equal("2026-11-21T09:00:00Z"))
+	h.report("web", cluster, gen1, map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced",
+		propagation.FeedbackPhase: "Succeeded", propagation.FeedbackStartedAt: "2026-11-21T09:00:00Z"})
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Healthy"))
 
-	// A manual sync and a hard refresh requested on the hub.
-	h.updateApp("web", func(u *unstructured.Unstructured) {
-		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{"revision": "v2"}}
-		a := u.GetAnnotations()
-		a[argocd.RefreshAnnotation] = "hard"
-		u.SetAnnotations(a)
-	})
-	var carrying *workv1.ManifestWork
-	h.g.Eventually(func() bool {
-		carrying = h.work("web", cluster)
-		_, ok := payload(t, carrying, 0).Object["operation"]
-		return ok
-	}, timeout, interval).Should(BeTrue(), "the work carries the operation")
-	h.g.Expect(payload(t, carrying, 0).GetAnnotations()).To(HaveKeyWithValue(argocd.RefreshAnnotation, "hard"))
-	h.g.Expect(carrying.Annotations).To(HaveKeyWithValue(propagation.DeliveryBaselineAnnotation, "2026-11-21T09:00:00Z|2026-11-21T09:00:01Z"))
+	op := map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{"revision": "v2"}}
+	request := func(sync, refresh bool) {
+		h.updateApp("web", func(u *unstructured.Unstructured) {
+			if sync {
+				u.Object["operation"] = op
+			}
+			if refresh {
+				a := u.GetAnnotations()
+				a[argocd.RefreshAnnotation] = "hard"
+				u.SetAnnotations(a)
+			}
+		})
+	}
+	hubRequests := func() []bool {
+		app := h.getApp("web")
+		_, sync := app.Object["operation"]
+		_, refresh := app.GetAnnotations()[argocd.RefreshAnnotation]
+		return []bool{sync, refresh}
+	}
+	// carried waits for the work to carry a sync delivery other than previous and returns its ID.
+	carried := func(previous string) (*workv1.ManifestWork, string) {
+		var w *workv1.ManifestWork
+		h.g.Eventually(func() string {
+			w = h.work("web", cluster)
+			return payload(t, w, 0).GetAnnotations()[propagation.SyncDeliveryAnnotation]
+		}, timeout, interval).ShouldNot(BeElementOf("", previous))
+		return w, payload(t, w, 0).GetAnnotations()[propagation.SyncDeliveryAnnotation]
+	}
+	// spoke is the managed Application's feedback: delivery annotations, .operation and the last
+	// operation state.
+	spoke := func(synced, held, started, phase string, refresh string, refreshPending bool) map[string]string {
+		v := map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced",
+			propagation.FeedbackSyncDelivered: synced, propagation.FeedbackSyncHeld: held,
+			propagation.FeedbackRefreshDelivered: refresh, propagation.FeedbackPhase: phase, propagation.FeedbackStartedAt: "2026-11-21T09:00:00Z"}
+		if started != "" {
+			v[propagation.FeedbackSyncStarted] = started
+			v[propagation.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
+		}
+		if refreshPending {
+			v[propagation.FeedbackRefreshPending] = "hard"
+		}
+		for k, val := range v {
+			if val == "" {
+				delete(v, k)
+			}
+		}
+		return v
+	}
 
-	hubRequests := func() propagation.Requests { return propagation.RequestsOf(h.getApp("web")) }
-	// Applied, but the managed Argo CD has not acted yet: the work keeps carrying both.
-	h.report("web", cluster, carrying.Generation, before)
-	h.g.Consistently(hubRequests, 2*time.Second, 100*time.Millisecond).Should(Equal(propagation.Requests{Sync: true, Refresh: true}))
+	// 1. A sync and a hard refresh together: the payload carries both, each with its delivery ID.
+	request(true, true)
+	w, id1 := carried("")
+	p := payload(t, w, 0)
+	h.g.Expect(propagation.DeliveryID(p.Object["operation"].(map[string]any))).To(Equal(id1))
+	h.g.Expect(p.GetAnnotations()).To(HaveKeyWithValue(argocd.RefreshAnnotation, "hard"))
+	refreshID := p.GetAnnotations()[propagation.RefreshDeliveryAnnotation]
+	h.g.Expect(refreshID).NotTo(BeEmpty())
 
-	// It reconciled (the refresh), then started the sync: each is cleared on its own signal.
-	refreshed := map[string]string{propagation.FeedbackPhase: "Succeeded", propagation.FeedbackStartedAt: "2026-11-21T09:00:00Z", propagation.FeedbackReconciledAt: "2026-11-21T10:00:00Z"}
-	h.report("web", cluster, carrying.Generation, refreshed)
-	h.g.Eventually(hubRequests, timeout, interval).Should(Equal(propagation.Requests{Sync: true}))
-	synced := map[string]string{propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-11-21T10:00:02Z", propagation.FeedbackReconciledAt: "2026-11-21T10:00:00Z"}
-	// The hub rewrites the work without the refresh; the agent reports that newest generation.
-	var current *workv1.ManifestWork
-	h.g.Eventually(func() bool {
-		current = h.work("web", cluster)
-		return propagation.RequestsOf(payload(t, current, 0)).Refresh
-	}, timeout, interval).Should(BeFalse(), "the work stops carrying the refresh")
-	h.report("web", cluster, current.Generation, synced)
-	h.g.Eventually(hubRequests, timeout, interval).Should(Equal(propagation.Requests{}))
+	// Applied, waiting there: nothing is cleared.
+	h.report("web", cluster, w.Generation, spoke(id1, id1, "", "Succeeded", refreshID, true))
+	h.g.Consistently(hubRequests, time.Second, 100*time.Millisecond).Should(Equal([]bool{true, true}))
+	// The hub does not read Healthy for what ran before the requested sync.
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Progressing"))
+
+	// Refreshed, and the sync running (a sync wave waits): the refresh is cleared, the sync stays
+	// on the hub and in the work.
+	h.report("web", cluster, w.Generation, spoke(id1, id1, id1, "Running", refreshID, false))
+	h.g.Eventually(hubRequests, timeout, interval).Should(Equal([]bool{true, false}))
+	h.g.Expect(h.getApp("web").GetAnnotations()).To(HaveKeyWithValue(propagation.RefreshDeliveredAnnotation, refreshID))
+	h.g.Consistently(func() string {
+		return propagation.DeliveryID(payload(t, h.work("web", cluster), 0).Object["operation"].(map[string]any))
+	}, 2*time.Second, 100*time.Millisecond).Should(Equal(id1), "the running operation stays in the work")
+	h.g.Expect(hubRequests()).To(Equal([]bool{true, false}))
+	h.g.Expect(statusField(h.getApp("web"), "operationState", "phase")).To(Equal("Running"))
+
+	// Finished: cleared from the hub in the write that records it.
+	w = h.work("web", cluster)
+	h.report("web", cluster, w.Generation, spoke(id1, "", id1, "Succeeded", refreshID, false))
+	h.g.Eventually(hubRequests, timeout, interval).Should(Equal([]bool{false, false}))
+	app := h.getApp("web")
+	h.g.Expect(statusField(app, "operationState", "phase")).To(Equal("Succeeded"))
+	opState, _, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation")
+	h.g.Expect(propagation.DeliveryID(opState)).To(Equal(id1))
 	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(ReasonDelivered)))
-	h.g.Eventually(func() bool {
-		w := h.work("web", cluster)
-		_, carried := w.Annotations[propagation.DeliveryBaselineAnnotation]
-		return propagation.RequestsOf(payload(t, w, 0)).Any() || carried
-	}, timeout, interval).Should(BeFalse(), "the next work carries neither")
+	h.g.Eventually(func() map[string]string { return h.work("web", cluster).Annotations }, timeout, interval).ShouldNot(HaveKey(propagation.DeliveriesAnnotation))
+	h.g.Expect(payload(t, h.work("web", cluster), 0).Object).NotTo(HaveKey("operation"))
+
+	// 2. The same sync again, right after: a new delivery, run and cleared again.
+	request(true, false)
+	w, id2 := carried(id1)
+	h.report("web", cluster, w.Generation, spoke(id2, "", id2, "Succeeded", "", false))
+	h.g.Eventually(hubRequests, timeout, interval).Should(Equal([]bool{false, false}))
+
+	// 3. And once more: every request is a delivery of its own.
+	request(true, false)
+	_, id3 := carried(id2)
+	h.g.Expect(id3).NotTo(Equal(id1))
 }

@@ -19,7 +19,7 @@ import (
 
 // workChangedForPropagation passes ManifestWork events the propagation controller acts on:
 // creation and deletion, changes to what it wrote (drift), and the agent applying a new
-// generation, and feedback on works that carry a sync or refresh request (the acknowledgement).
+// generation, and feedback on works that carry a sync or refresh request (their delivery).
 // Other feedback-only changes, the bulk of the traffic, are left to the status controller.
 func workChangedForPropagation() predicate.Funcs {
 	return predicate.Funcs{
@@ -29,8 +29,8 @@ func workChangedForPropagation() predicate.Funcs {
 			if !okOld || !okNew {
 				return true
 			}
-			_, awaitingAck := newWork.Annotations[propagation.DeliveryBaselineAnnotation]
-			return awaitingAck || oldWork.Generation != newWork.Generation ||
+			_, delivering := newWork.Annotations[propagation.DeliveriesAnnotation]
+			return delivering || oldWork.Generation != newWork.Generation ||
 				!newWork.DeletionTimestamp.IsZero() ||
 				!maps.Equal(oldWork.Labels, newWork.Labels) ||
 				!maps.Equal(oldWork.Annotations, newWork.Annotations) ||

@@ -132,7 +132,11 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, errors.Join(conditions.refuse(ctx, app, ReasonProjectNotFound, msg), errors.New(msg))
 	}
 
-	desired, err := propagation.DesiredWork(app, project, target)
+	existing, err := r.existingWork(ctx, target.Cluster, app)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	desired, err := propagation.DesiredWork(app, project, target, planDeliveries(app, existing))
 	if errors.Is(err, propagation.ErrPayloadTooLarge) {
 		return ctrl.Result{}, conditions.refuse(ctx, app, ReasonPayloadTooLarge, err.Error())
 	}
@@ -142,15 +146,11 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.deleteWorks(ctx, req.NamespacedName, desired); err != nil {
 		return ctrl.Result{}, err
 	}
-	work, err := r.apply(ctx, app, desired)
-	if err != nil {
+	if err := r.apply(ctx, app, desired, existing); err != nil {
 		if tooLarge(err) {
 			return ctrl.Result{}, conditions.refuse(ctx, app, ReasonPayloadTooLarge, "the apiserver refused the ManifestWork: "+err.Error())
 		}
 		return ctrl.Result{}, errors.Join(conditions.refuse(ctx, app, ReasonWorkWriteFailed, err.Error()), err)
-	}
-	if err := r.clearDelivered(ctx, app, work); err != nil {
-		return ctrl.Result{}, err
 	}
 	r.changed.Done(req.NamespacedName, time.Now()) // nothing more of this change to write
 	return ctrl.Result{}, conditions.clear(ctx, app)
@@ -223,43 +223,63 @@ func (r *PropagationReconciler) project(ctx context.Context, app *unstructured.U
 	return project, nil
 }
 
-// apply creates or updates the work, writing only when it differs from what the hub wants.
-func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Unstructured, desired *workv1.ManifestWork) (*workv1.ManifestWork, error) {
-	log := ctrl.LoggerFrom(ctx)
-	existing := &workv1.ManifestWork{}
-	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
-	if err == nil || apierrors.IsNotFound(err) {
-		markDelivery(app, existing, desired)
+// existingWork is the Application's work on cluster, nil when there is none.
+func (r *PropagationReconciler) existingWork(ctx context.Context, cluster string, app *unstructured.Unstructured) (*workv1.ManifestWork, error) {
+	work := &workv1.ManifestWork{}
+	key := types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(app.GetNamespace(), app.GetName())}
+	if err := r.Get(ctx, key, work); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading ManifestWork %s: %w", key, err)
 	}
+	return work, nil
+}
+
+// planDeliveries decides which sync and refresh requests the work carries (see
+// propagation.PlanDeliveries) from the hub Application and what its existing work carried and
+// reported.
+func planDeliveries(app *unstructured.Unstructured, existing *workv1.ManifestWork) propagation.Deliveries {
+	var carried propagation.Deliveries
+	var reported propagation.Reported
+	if existing != nil {
+		obs := appstatus.Observe(existing)
+		carried, reported = obs.Carried, obs.Delivery
+		carried.Operation = propagation.PayloadOperation(existing)
+	}
+	return propagation.PlanDeliveries(propagation.HubOf(app), carried, reported, propagation.NewDeliveryID)
+}
+
+// apply creates or updates the work, writing only when it differs from what the hub wants.
+func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Unstructured, desired, existing *workv1.ManifestWork) error {
+	log := ctrl.LoggerFrom(ctx)
 	switch {
-	case apierrors.IsNotFound(err):
+	case existing == nil:
 		desired.Annotations[propagation.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 		log.Info("Creating ManifestWork", "manifestWork", klog.KObj(desired))
 		if err := r.Create(ctx, desired); err != nil {
-			return nil, fmt.Errorf("creating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+			return fmt.Errorf("creating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
 		}
 		r.written(app, metrics.OpCreate)
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonPropagated, "Propagate", "Created ManifestWork %s/%s", desired.Namespace, desired.Name)
-		return desired, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+		return nil
 	case propagation.UpToDate(existing, desired):
-		return existing, nil
+		return nil
 	}
 	updated := existing.DeepCopy()
 	updated.Labels = merged(updated.Labels, desired.Labels)
 	updated.Annotations = merged(updated.Annotations, desired.Annotations)
 	updated.Annotations[propagation.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-	if _, ok := desired.Annotations[propagation.DeliveryBaselineAnnotation]; !ok {
-		delete(updated.Annotations, propagation.DeliveryBaselineAnnotation)
+	if _, ok := desired.Annotations[propagation.DeliveriesAnnotation]; !ok {
+		delete(updated.Annotations, propagation.DeliveriesAnnotation)
 	}
 	updated.Spec = desired.Spec
 	log.Info("Updating ManifestWork", "manifestWork", klog.KObj(updated))
 	if err := r.Update(ctx, updated); err != nil {
-		return nil, fmt.Errorf("updating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+		return fmt.Errorf("updating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
 	r.written(app, metrics.OpUpdate)
-	return updated, nil
+	return nil
 }
 
 // written counts a work write and how long the Application change behind it waited.
@@ -268,58 +288,6 @@ func (r *PropagationReconciler) written(app client.Object, op string) {
 	if waited, ok := r.changed.Done(client.ObjectKeyFromObject(app), time.Now()); ok {
 		metrics.PropagationLatency.Observe(waited.Seconds())
 	}
-}
-
-// markDelivery records on the desired work, when it carries a sync or refresh request, what the
-// managed cluster had reported before the request: the baseline its acknowledgement is judged
-// against. A baseline already recorded for pending requests is kept.
-func markDelivery(app *unstructured.Unstructured, existing, desired *workv1.ManifestWork) {
-	if !propagation.RequestsOf(app).Any() {
-		return
-	}
-	if b, ok := existing.Annotations[propagation.DeliveryBaselineAnnotation]; ok {
-		desired.Annotations[propagation.DeliveryBaselineAnnotation] = b
-		return
-	}
-	obs := appstatus.Observe(existing)
-	desired.Annotations[propagation.DeliveryBaselineAnnotation] = propagation.Baseline{StartedAt: obs.StartedAt, ReconciledAt: obs.ReconciledAt}.String()
-}
-
-// clearDelivered removes a manual sync (.operation) or refresh request from the hub Application
-// once the managed cluster has acted on it (a new operation started, or its Argo CD reconciled
-// again), so that it is applied once. Clearing it earlier would drop it from the next work and so
-// from the managed cluster, possibly before its Argo CD saw it.
-func (r *PropagationReconciler) clearDelivered(ctx context.Context, app *unstructured.Unstructured, work *workv1.ManifestWork) error {
-	requests := propagation.RequestsOf(app)
-	if !requests.Any() || !appstatus.AppliedAtGeneration(work) {
-		return nil
-	}
-	baseline, ok := propagation.ParseBaseline(work.Annotations[propagation.DeliveryBaselineAnnotation])
-	if !ok {
-		return nil
-	}
-	obs := appstatus.Observe(work)
-	acked := propagation.Acknowledged(requests, baseline, propagation.Baseline{StartedAt: obs.StartedAt, ReconciledAt: obs.ReconciledAt})
-	if !acked.Any() {
-		return nil
-	}
-	updated := app.DeepCopy()
-	if acked.Sync {
-		delete(updated.Object, "operation")
-	}
-	if acked.Refresh {
-		annotations := updated.GetAnnotations()
-		delete(annotations, argocd.RefreshAnnotation)
-		updated.SetAnnotations(annotations)
-	}
-	ctrl.LoggerFrom(ctx).Info("Clearing the sync or refresh request the managed cluster acted on", "manifestWork", klog.KObj(work), "sync", acked.Sync, "refresh", acked.Refresh)
-	// Optimistic lock: a newer request made meanwhile must not be cleared unseen.
-	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil {
-		// A conflict (a newer request may have been made meanwhile) requeues: see Reconcile.
-		return fmt.Errorf("clearing the delivered requests of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
-	}
-	r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Propagate", "The managed cluster %s acted on the sync or refresh request", work.Namespace)
-	return nil
 }
 
 // finalize deletes the Application's works. With Argo CD's resources finalizer, the finalizer is

@@ -1,52 +1,275 @@
 package propagation
 
 import (
-	"strings"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
-// DeliveryBaselineAnnotation records, on a work that carries a sync (.operation) or refresh
-// request, what the managed cluster had reported when the request was put in the work:
-// "<operationState.startedAt>|<reconciledAt>". The request has been acted on when that changes.
-const DeliveryBaselineAnnotation = "apps.open-cluster-management.io/pull-delivery-baseline"
+// How a sync (.operation) or refresh request set on a hub Application reaches the managed cluster
+// exactly once.
+//
+// The OCM work agent re-applies a manifest only when the manifest it receives changes (it hashes
+// it), and applies with server-side apply: a manifest that stops carrying .operation removes it
+// from the managed Application, and Argo CD abandons an operation whose .operation is gone. So:
+//   - every request gets a delivery ID of its own when the hub first carries it; the ID travels in
+//     the payload (an annotation, and an entry of .operation.info that Argo CD copies into
+//     status.operationState.operation), so even a request identical to the previous one changes
+//     the manifest and is applied, and its acknowledgement cannot be confused with an earlier one;
+//   - the payload keeps carrying the request until the managed cluster has finished it (the
+//     operation reached Succeeded, Failed or Error; the refresh annotation is gone), read from
+//     status feedback that names the delivery ID;
+//   - the status controller then clears the request from the hub Application in the same write
+//     that records the finished operation (status.operationState carries the delivery ID), and for
+//     a refresh writes RefreshDeliveredAnnotation; so the hub itself tells a request that was
+//     cleared and set again from one that was never cleared, across restarts;
+//   - the ManifestWork keeps the requests in flight in DeliveriesAnnotation.
 
-// Requests says which requests a hub Application carries for the managed cluster's Argo CD.
-type Requests struct {
-	Sync, Refresh bool
+// Annotations of the delivery protocol.
+const (
+	// DeliveriesAnnotation, on the ManifestWork, records the requests the payload carries (JSON of
+	// Deliveries).
+	DeliveriesAnnotation = "apps.open-cluster-management.io/pull-deliveries"
+	// SyncDeliveryAnnotation and RefreshDeliveryAnnotation, on the payload Application, carry the
+	// delivery IDs of the requests it carries; feedback reads them back from the managed cluster.
+	SyncDeliveryAnnotation    = "apps.open-cluster-management.io/pull-sync-delivery"
+	RefreshDeliveryAnnotation = "apps.open-cluster-management.io/pull-refresh-delivery"
+	// RefreshDeliveredAnnotation, on the hub Application, is the delivery ID of the last refresh
+	// the managed cluster's Argo CD performed; written with the removal of the refresh annotation.
+	RefreshDeliveredAnnotation = "apps.open-cluster-management.io/pull-refresh-delivered"
+	// DeliveryInfoName is the name of the .operation.info entry that holds the delivery ID.
+	DeliveryInfoName = "argocd-pull.delivery"
+)
+
+// Delivery is one request in flight: its ID and a hash of its content on the hub.
+type Delivery struct {
+	ID   string `json:"id"`
+	Hash string `json:"hash"`
 }
 
-// RequestsOf reads the sync and refresh requests of an Application (hub copy or payload).
-func RequestsOf(app *unstructured.Unstructured) Requests {
-	_, sync := app.Object["operation"]
-	_, refresh := app.GetAnnotations()[argocd.RefreshAnnotation]
-	return Requests{Sync: sync, Refresh: refresh}
+// Deliveries are the requests a ManifestWork's payload carries.
+type Deliveries struct {
+	Sync    *Delivery `json:"sync,omitempty"`
+	Refresh *Delivery `json:"refresh,omitempty"`
+	// Operation, when set, is the payload's .operation verbatim: the one the work carried so far,
+	// kept while the hub no longer has it or has a newer one, because an operation the managed
+	// cluster is running is never withdrawn. When nil, the payload carries the hub's .operation.
+	// It is read from the existing work's payload, not stored in the annotation.
+	Operation map[string]any `json:"-"`
 }
 
-// Any is true when there is a request.
-func (r Requests) Any() bool { return r.Sync || r.Refresh }
-
-// Baseline is what the managed cluster reported: the start of its last operation and its last
-// reconciliation.
-type Baseline struct {
-	StartedAt, ReconciledAt string
-}
-
-func (b Baseline) String() string { return b.StartedAt + "|" + b.ReconciledAt }
-
-// ParseBaseline reads a DeliveryBaselineAnnotation value.
-func ParseBaseline(s string) (Baseline, bool) {
-	started, reconciled, ok := strings.Cut(s, "|")
-	return Baseline{StartedAt: started, ReconciledAt: reconciled}, ok
-}
-
-// Acknowledged says which of the requests the managed cluster has acted on since the baseline:
-// a sync when a new operation started, a refresh when its Argo CD reconciled again.
-func Acknowledged(requests Requests, baseline, now Baseline) Requests {
-	return Requests{
-		Sync:    requests.Sync && now.StartedAt != "" && now.StartedAt != baseline.StartedAt,
-		Refresh: requests.Refresh && now.ReconciledAt != "" && now.ReconciledAt != baseline.ReconciledAt,
+// ParseDeliveries reads a DeliveriesAnnotation value; an empty or unreadable one is none.
+func ParseDeliveries(s string) Deliveries {
+	var d Deliveries
+	if s == "" || json.Unmarshal([]byte(s), &d) != nil {
+		return Deliveries{}
 	}
+	return d
+}
+
+// String encodes d for DeliveriesAnnotation; "" when nothing is in flight.
+func (d Deliveries) String() string {
+	if d.Sync == nil && d.Refresh == nil {
+		return ""
+	}
+	raw, _ := json.Marshal(d)
+	return string(raw)
+}
+
+// Reported is what the managed cluster reported about deliveries, through status feedback.
+type Reported struct {
+	// SyncDelivered and RefreshDelivered are the delivery IDs on the managed Application's
+	// annotations: the work agent applied the payload that carries them.
+	SyncDelivered, RefreshDelivered string
+	// SyncHeld is the delivery ID in the managed Application's .operation (a request waiting or
+	// running); SyncStarted the one in status.operationState.operation (the last operation its
+	// Argo CD started), and Phase that operation's phase.
+	SyncHeld, SyncStarted, Phase string
+	// RefreshPending is true while the managed Application still has the refresh annotation.
+	RefreshPending bool
+}
+
+// Finished is true for the phases in which Argo CD has finished an operation and cleared it.
+func Finished(phase string) bool {
+	return phase == "Succeeded" || phase == "Failed" || phase == "Error"
+}
+
+// syncDone: the managed cluster finished the delivery.
+func (r Reported) syncDone(d *Delivery) bool {
+	return d != nil && r.SyncStarted == d.ID && Finished(r.Phase)
+}
+
+// syncRunning: the managed cluster started the delivery and has not finished it.
+func (r Reported) syncRunning(d *Delivery) bool {
+	return d != nil && r.SyncStarted == d.ID && !Finished(r.Phase)
+}
+
+// syncLost: the payload reached the managed cluster, but its .operation is gone without the
+// operation having started (Argo CD clears .operation when it finishes another operation that was
+// running when the request arrived). The delivery is sent again under a new ID.
+func (r Reported) syncLost(d *Delivery) bool {
+	return d != nil && r.SyncDelivered == d.ID && r.SyncHeld != d.ID && r.SyncStarted != d.ID
+}
+
+// refreshDone: the managed cluster's Argo CD removed the refresh annotation of the delivery.
+func (r Reported) refreshDone(d *Delivery) bool {
+	return d != nil && r.RefreshDelivered == d.ID && !r.RefreshPending
+}
+
+// Hub is what the hub Application says about requests.
+type Hub struct {
+	// Operation is the requested sync (.operation), nil when none.
+	Operation map[string]any
+	// Refresh is the value of the refresh annotation, "" when none.
+	Refresh string
+	// SyncCleared is the delivery ID of the operation recorded in status.operationState when that
+	// operation has finished: argocd-pull cleared it from the hub in that same write.
+	SyncCleared string
+	// RefreshCleared is RefreshDeliveredAnnotation.
+	RefreshCleared string
+}
+
+// HubOf reads the requests of a hub Application.
+func HubOf(app *unstructured.Unstructured) Hub {
+	h := Hub{Refresh: app.GetAnnotations()[argocd.RefreshAnnotation], RefreshCleared: app.GetAnnotations()[RefreshDeliveredAnnotation]}
+	if op, ok := app.Object["operation"].(map[string]any); ok {
+		h.Operation = op
+	}
+	phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
+	if op, ok, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation"); ok && Finished(phase) {
+		h.SyncCleared = DeliveryID(op)
+	}
+	return h
+}
+
+// PlanDeliveries decides which requests the payload carries, given the hub Application, what the
+// work carried so far and what the managed cluster reported. newID returns a fresh delivery ID.
+func PlanDeliveries(hub Hub, carried Deliveries, reported Reported, newID func() string) Deliveries {
+	var next Deliveries
+	next.Sync, next.Operation = planSync(hub, carried, reported, newID)
+	next.Refresh = planRefresh(hub, carried.Refresh, reported, newID)
+	return next
+}
+
+func planSync(hub Hub, carried Deliveries, reported Reported, newID func() string) (*Delivery, map[string]any) {
+	d := carried.Sync
+	running := reported.syncRunning(d) && carried.Operation != nil
+	if hub.Operation == nil {
+		if running {
+			// Removed from the hub while running: withdrawing it from the managed cluster would
+			// leave the operation Running for good. Keep it until it finishes.
+			return d, carried.Operation
+		}
+		return nil, nil
+	}
+	hash := contentHash(withoutDeliveryInfo(hub.Operation))
+	switch {
+	case d == nil:
+	case d.Hash != hash:
+		// A newer request. Argo CD would drop it when the running one finishes: hold it until then.
+		if running {
+			return d, carried.Operation
+		}
+	case hub.SyncCleared == d.ID:
+		// The hub cleared the delivery and the same request was set again: a new one.
+	case reported.syncLost(d):
+	default:
+		return d, nil
+	}
+	return &Delivery{ID: newID(), Hash: hash}, nil
+}
+
+func planRefresh(hub Hub, d *Delivery, reported Reported, newID func() string) *Delivery {
+	if hub.Refresh == "" {
+		return nil
+	}
+	hash := contentHash(hub.Refresh)
+	if d != nil && d.Hash == hash && hub.RefreshCleared != d.ID {
+		return d
+	}
+	return &Delivery{ID: newID(), Hash: hash}
+}
+
+// Clears says which requests the status controller removes from the hub Application, in the same
+// write as the status: those whose delivery the managed cluster finished, when the hub still has
+// that very request.
+func Clears(hub Hub, carried Deliveries, reported Reported) (sync, refresh bool) {
+	if d := carried.Sync; hub.Operation != nil && reported.syncDone(d) && hub.SyncCleared != d.ID &&
+		contentHash(withoutDeliveryInfo(hub.Operation)) == d.Hash {
+		sync = true
+	}
+	if d := carried.Refresh; hub.Refresh != "" && reported.refreshDone(d) && hub.RefreshCleared != d.ID &&
+		contentHash(hub.Refresh) == d.Hash {
+		refresh = true
+	}
+	return sync, refresh
+}
+
+// InFlight is true while a sync request is carried and the managed cluster has not finished it.
+func InFlight(carried Deliveries, reported Reported) bool {
+	return carried.Sync != nil && !reported.syncDone(carried.Sync)
+}
+
+// DeliveryID is the delivery ID in an operation's info, "" when none.
+func DeliveryID(op map[string]any) string {
+	infos, _ := op["info"].([]any)
+	for _, i := range infos {
+		if m, ok := i.(map[string]any); ok && m["name"] == DeliveryInfoName {
+			v, _ := m["value"].(string)
+			return v
+		}
+	}
+	return ""
+}
+
+// WithDeliveryID returns a copy of op whose info names the delivery ID (and no other).
+func WithDeliveryID(op map[string]any, id string) map[string]any {
+	out := withoutDeliveryInfo(op)
+	infos, _ := out["info"].([]any)
+	out["info"] = append(infos, map[string]any{"name": DeliveryInfoName, "value": id})
+	return out
+}
+
+// withoutDeliveryInfo returns a copy of op without argocd-pull's info entry.
+func withoutDeliveryInfo(op map[string]any) map[string]any {
+	if op == nil {
+		return map[string]any{}
+	}
+	out := runtime.DeepCopyJSON(op)
+	infos, _ := out["info"].([]any)
+	if infos == nil {
+		return out
+	}
+	kept := make([]any, 0, len(infos))
+	for _, i := range infos {
+		if m, ok := i.(map[string]any); ok && m["name"] == DeliveryInfoName {
+			continue
+		}
+		kept = append(kept, i)
+	}
+	if len(kept) == 0 {
+		delete(out, "info")
+	} else {
+		out["info"] = kept
+	}
+	return out
+}
+
+func contentHash(v any) string {
+	raw, _ := json.Marshal(v)
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
+}
+
+// NewDeliveryID returns a random delivery ID.
+func NewDeliveryID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

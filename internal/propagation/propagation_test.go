@@ -140,7 +140,8 @@ func TestDesiredWorkPayload(t *testing.T) {
 		a[argocd.RefreshAnnotation] = "hard"
 		u.SetAnnotations(a)
 	})
-	work, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"})
+	work, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"},
+		Deliveries{Sync: &Delivery{ID: "s1", Hash: "h"}, Refresh: &Delivery{ID: "r1", Hash: "h"}})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(work.Namespace).To(Equal("cluster1"))
@@ -155,12 +156,22 @@ func TestDesiredWorkPayload(t *testing.T) {
 	g.Expect(p.GetKind()).To(Equal("Application"))
 	g.Expect(p.GetNamespace()).To(Equal("openshift-gitops"))
 	g.Expect(p.GetLabels()).To(Equal(map[string]string{"team": "web"}))
-	g.Expect(p.GetAnnotations()).To(Equal(map[string]string{"note": "kept", argocd.RefreshAnnotation: "hard"}))
+	g.Expect(p.GetAnnotations()).To(Equal(map[string]string{"note": "kept", argocd.RefreshAnnotation: "hard",
+		SyncDeliveryAnnotation: "s1", RefreshDeliveryAnnotation: "r1"}))
 	g.Expect(p.GetFinalizers()).To(Equal([]string{argocd.ResourcesFinalizer}))
 	g.Expect(p.GetResourceVersion()).To(BeEmpty())
 	g.Expect(string(p.GetUID())).To(BeEmpty())
 	g.Expect(p.Object).NotTo(HaveKey("status"))
-	g.Expect(p.Object["operation"]).To(Equal(map[string]any{"sync": map[string]any{"revision": "abc"}}))
+	g.Expect(p.Object["operation"]).To(Equal(map[string]any{"sync": map[string]any{"revision": "abc"},
+		"info": []any{map[string]any{"name": DeliveryInfoName, "value": "s1"}}}))
+	g.Expect(ParseDeliveries(work.Annotations[DeliveriesAnnotation])).To(Equal(Deliveries{Sync: &Delivery{ID: "s1", Hash: "h"}, Refresh: &Delivery{ID: "r1", Hash: "h"}}))
+
+	// Without a delivery plan, requests on the hub do not travel.
+	bare, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"}, Deliveries{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(payloadOf(t, bare, 0).Object).NotTo(HaveKey("operation"))
+	g.Expect(payloadOf(t, bare, 0).GetAnnotations()).To(Equal(map[string]string{"note": "kept"}))
+	g.Expect(bare.Annotations).NotTo(HaveKey(DeliveriesAnnotation))
 	spec := p.Object["spec"].(map[string]any)
 	g.Expect(spec["destination"]).To(Equal(map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}))
 	g.Expect(spec["source"]).To(Equal(app.Object["spec"].(map[string]any)["source"]))
@@ -203,7 +214,7 @@ func TestDesiredWorkDestination(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			work, err := DesiredWork(tt.app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"})
+			work, err := DesiredWork(tt.app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
 			g.Expect(err).NotTo(HaveOccurred())
 			p := payloadOf(t, work, 0)
 			g.Expect(p.Object["spec"].(map[string]any)["destination"]).To(Equal(tt.want))
@@ -218,7 +229,7 @@ func TestDesiredWorkApplicationSetMarkers(t *testing.T) {
 	app := pullApp(func(u *unstructured.Unstructured) {
 		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: "guestbook-allclusters-app-set", UID: "u"}})
 	})
-	work, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"})
+	work, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(work.Labels).To(HaveKeyWithValue(argocd.ApplicationSetLabel, "true"))
 	g.Expect(work.Annotations).To(HaveKeyWithValue(argocd.HostingApplicationSetAnnotation, "argocd/guestbook-allclusters-app-set"))
@@ -237,7 +248,7 @@ func TestDesiredWorkCarriesAndOrphansTheAppProject(t *testing.T) {
 	project.Object["spec"] = map[string]any{"destinations": []any{map[string]any{"server": "*", "namespace": "*"}}}
 	project.Object["status"] = map[string]any{"jwtTokensByRole": map[string]any{}}
 
-	work, err := DesiredWork(pullApp(), project, Target{Cluster: "cluster1", AppNamespace: "argocd"})
+	work, err := DesiredWork(pullApp(), project, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(work.Spec.Workload.Manifests).To(HaveLen(2))
 	p := payloadOf(t, work, 1)
@@ -255,7 +266,7 @@ func TestDesiredWorkCarriesAndOrphansTheAppProject(t *testing.T) {
 func TestDesiredWorkRefusesOversizedPayload(t *testing.T) {
 	g := NewWithT(t)
 	app := pullApp(setAnnotation("big", strings.Repeat("x", MaxManifestsSize)))
-	_, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"})
+	_, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
 	g.Expect(errors.Is(err, ErrPayloadTooLarge)).To(BeTrue())
 	g.Expect(err).To(MatchError(ContainSubstring("the limit is 512000")))
 }
@@ -263,48 +274,18 @@ func TestDesiredWorkRefusesOversizedPayload(t *testing.T) {
 func TestSpecHashChangesOnlyWithContent(t *testing.T) {
 	g := NewWithT(t)
 	target := Target{Cluster: "cluster1", AppNamespace: "argocd"}
-	a, err := DesiredWork(pullApp(), nil, target)
+	a, err := DesiredWork(pullApp(), nil, target, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
 	b, err := DesiredWork(pullApp(func(u *unstructured.Unstructured) {
 		u.SetResourceVersion("99")
 		u.Object["status"] = map[string]any{"health": map[string]any{"status": "Degraded"}}
-	}), nil, target)
+	}), nil, target, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(UpToDate(a, b)).To(BeTrue(), "status and server-set metadata do not change the work")
 
 	c, err := DesiredWork(pullApp(func(u *unstructured.Unstructured) {
 		u.Object["spec"].(map[string]any)["source"].(map[string]any)["targetRevision"] = "v2"
-	}), nil, target)
+	}), nil, target, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(UpToDate(a, c)).To(BeFalse())
-}
-
-func TestAcknowledged(t *testing.T) {
-	base := Baseline{StartedAt: "t0", ReconciledAt: "r0"}
-	both := Requests{Sync: true, Refresh: true}
-	tests := map[string]struct {
-		requests Requests
-		now      Baseline
-		want     Requests
-	}{
-		"nothing happened yet":        {both, base, Requests{}},
-		"reconciled: refresh done":    {both, Baseline{StartedAt: "t0", ReconciledAt: "r1"}, Requests{Refresh: true}},
-		"new operation: sync done":    {both, Baseline{StartedAt: "t1", ReconciledAt: "r0"}, Requests{Sync: true}},
-		"both":                        {both, Baseline{StartedAt: "t1", ReconciledAt: "r1"}, both},
-		"no request, nothing to ack":  {Requests{}, Baseline{StartedAt: "t1", ReconciledAt: "r1"}, Requests{}},
-		"feedback lost is not an ack": {both, Baseline{}, Requests{}},
-		"first operation ever":        {Requests{Sync: true}, Baseline{StartedAt: "t1"}, Requests{Sync: true}},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			baseline := base
-			if name == "first operation ever" {
-				baseline = Baseline{}
-			}
-			NewWithT(t).Expect(Acknowledged(tt.requests, baseline, tt.now)).To(Equal(tt.want))
-		})
-	}
-	parsed, ok := ParseBaseline(base.String())
-	NewWithT(t).Expect(ok).To(BeTrue())
-	NewWithT(t).Expect(parsed).To(Equal(base))
 }

@@ -59,6 +59,11 @@ const (
 	FeedbackConditions        = "conditions"
 	FeedbackReconciledAt      = "reconciledAt"
 	FeedbackRevisions         = "syncRevisions"
+	FeedbackSyncDelivered     = "syncDelivered"
+	FeedbackSyncHeld          = "syncHeld"
+	FeedbackSyncStarted       = "syncStarted"
+	FeedbackRefreshDelivered  = "refreshDelivered"
+	FeedbackRefreshPending    = "refreshPending"
 	operationJSONPath         = ".operation"
 	refreshAnnotationJSONPath = ".metadata.annotations['argocd.argoproj.io/refresh']"
 )
@@ -83,6 +88,13 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackResources, Path: ".status.resources"},
 	{Name: FeedbackConditions, Path: ".status.conditions"},
 	{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"},
+	// The delivery of sync and refresh requests (see delivery.go); scalars, so they work without
+	// the agent's RawFeedbackJsonString feature gate.
+	{Name: FeedbackSyncDelivered, Path: ".metadata.annotations['" + SyncDeliveryAnnotation + "']"},
+	{Name: FeedbackSyncHeld, Path: `.operation.info[?(@.name=="` + DeliveryInfoName + `")].value`},
+	{Name: FeedbackSyncStarted, Path: `.status.operationState.operation.info[?(@.name=="` + DeliveryInfoName + `")].value`},
+	{Name: FeedbackRefreshDelivered, Path: ".metadata.annotations['" + RefreshDeliveryAnnotation + "']"},
+	{Name: FeedbackRefreshPending, Path: ".metadata.annotations['" + argocd.RefreshAnnotation + "']"},
 }
 
 // Markers stripped from the payload: they steer the hub and mean nothing on the managed cluster.
@@ -93,24 +105,28 @@ var hubOnlyAnnotations = []string{
 	argocd.DestinationNameAnnotation,
 	argocd.DestinationServerAnnotation,
 	"kubectl.kubernetes.io/last-applied-configuration",
+	// Requests travel only as the delivery plan says.
+	argocd.RefreshAnnotation,
+	RefreshDeliveredAnnotation,
+	SyncDeliveryAnnotation,
+	RefreshDeliveryAnnotation,
 }
 
-// DesiredWork returns the ManifestWork that carries the hub Application app to target. project is
-// the hub's AppProject of the app, or nil for the default project; it travels in the same work and
-// is orphaned, not deleted, with the work (other Applications on the cluster may use it).
-func DesiredWork(app, project *unstructured.Unstructured, target Target) (*workv1.ManifestWork, error) {
-	payload := applicationPayload(app, target)
+// DesiredWork returns the ManifestWork that carries the hub Application app to target, with the
+// sync and refresh requests of deliveries (see PlanDeliveries). project is the hub's AppProject of
+// the app, or nil for the default project; it travels in the same work and is orphaned, not
+// deleted, with the work (other Applications on the cluster may use it).
+func DesiredWork(app, project *unstructured.Unstructured, target Target, deliveries Deliveries) (*workv1.ManifestWork, error) {
+	payload := applicationPayload(app, target, deliveries)
 	manifests := []*unstructured.Unstructured{payload}
 	configs := []workv1.ManifestConfigOption{{
 		ResourceIdentifier: identifierOf(payload, "applications"),
 		FeedbackRules:      []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedbackPaths}},
 		FeedbackScrapeType: workv1.FeedbackWatchType,
 		UpdateStrategy: serverSideApply(workv1.IgnoreField{
-			// The managed Argo CD clears these when it has acted on them; a manual sync or refresh
-			// from the hub changes them again and so reaches the managed cluster. (The OCM v1.2
-			// agent implements OnSpokeChange by hashing the whole manifest: spoke changes survive
-			// until the manifest changes. The hub drops both from the manifest once delivered, so
-			// the next apply does not bring them back.)
+			// The managed Argo CD clears these when it has acted on them. The OCM agent implements
+			// OnSpokeChange by hashing the whole manifest: spoke changes survive until the manifest
+			// changes, and every new request changes it (its delivery ID). See delivery.go.
 			Condition: workv1.IgnoreFieldsConditionOnSpokeChange,
 			JSONPaths: []string{operationJSONPath, refreshAnnotationJSONPath},
 		}),
@@ -145,6 +161,9 @@ func DesiredWork(app, project *unstructured.Unstructured, target Target) (*workv
 		work.Labels[argocd.ApplicationSetLabel] = "true"
 		work.Annotations[argocd.HostingApplicationSetAnnotation] = app.GetNamespace() + "/" + appSet
 	}
+	if d := deliveries.String(); d != "" {
+		work.Annotations[DeliveriesAnnotation] = d
+	}
 
 	size := 0
 	for _, m := range manifests {
@@ -168,7 +187,7 @@ func DesiredWork(app, project *unstructured.Unstructured, target Target) (*workv
 }
 
 // applicationPayload is the Application as the managed cluster's Argo CD must see it.
-func applicationPayload(app *unstructured.Unstructured, target Target) *unstructured.Unstructured {
+func applicationPayload(app *unstructured.Unstructured, target Target, deliveries Deliveries) *unstructured.Unstructured {
 	out := argocd.NewApplication()
 	out.SetName(app.GetName())
 	out.SetNamespace(target.AppNamespace)
@@ -189,6 +208,19 @@ func applicationPayload(app *unstructured.Unstructured, target Target) *unstruct
 		labels[argocd.ApplicationSetLabel] = "true"
 		annotations[argocd.HostingApplicationSetAnnotation] = app.GetNamespace() + "/" + appSet
 	}
+	if d := deliveries.Sync; d != nil {
+		op := deliveries.Operation
+		if op == nil {
+			hubOp, _ := app.Object["operation"].(map[string]any)
+			op = WithDeliveryID(hubOp, d.ID)
+		}
+		out.Object["operation"] = runtime.DeepCopyJSON(op)
+		annotations = withAnnotation(annotations, SyncDeliveryAnnotation, d.ID)
+	}
+	if d := deliveries.Refresh; d != nil {
+		annotations = withAnnotation(annotations, argocd.RefreshAnnotation, app.GetAnnotations()[argocd.RefreshAnnotation])
+		annotations = withAnnotation(annotations, RefreshDeliveryAnnotation, d.ID)
+	}
 	out.SetLabels(labels)
 	out.SetAnnotations(annotations)
 	out.SetFinalizers(app.GetFinalizers())
@@ -198,10 +230,28 @@ func applicationPayload(app *unstructured.Unstructured, target Target) *unstruct
 		spec["destination"] = localDestination(app, spec["destination"])
 		out.Object["spec"] = spec
 	}
-	if op, ok := app.Object["operation"].(map[string]any); ok {
-		out.Object["operation"] = runtime.DeepCopyJSON(op)
-	}
 	return out
+}
+
+func withAnnotation(annotations map[string]string, key, value string) map[string]string {
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[key] = value
+	return annotations
+}
+
+// PayloadOperation is the .operation the work's Application manifest carries, nil when none.
+func PayloadOperation(work *workv1.ManifestWork) map[string]any {
+	for _, m := range work.Spec.Workload.Manifests {
+		var obj map[string]any
+		if json.Unmarshal(m.Raw, &obj) != nil || obj["kind"] != argocd.ApplicationGVK.Kind {
+			continue
+		}
+		op, _ := obj["operation"].(map[string]any)
+		return op
+	}
+	return nil
 }
 
 // localDestination points the Application at the managed cluster itself, keeping its namespace,

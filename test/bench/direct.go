@@ -39,7 +39,7 @@ func directCreate(ctx context.Context, base *rest.Config, f fleet, concurrency i
 		if err != nil {
 			return 0, fmt.Errorf("the benchmark's Application is not a valid pull-model Application: %w", err)
 		}
-		w, err := propagation.DesiredWork(app, nil, target)
+		w, err := propagation.DesiredWork(app, nil, target, propagation.Deliveries{})
 		if err != nil {
 			return 0, err
 		}

@@ -1,0 +1,196 @@
+package propagation
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+)
+
+func TestPlanDeliveries(t *testing.T) {
+	opA := map[string]any{"sync": map[string]any{"revision": "main"}}
+	opB := map[string]any{"sync": map[string]any{"revision": "v2"}}
+	a := &Delivery{ID: "d1", Hash: contentHash(withoutDeliveryInfo(opA))}
+	carriedOp := WithDeliveryID(opA, "d1")
+	refresh := &Delivery{ID: "r1", Hash: contentHash("hard")}
+	const fresh = "new"
+
+	tests := map[string]struct {
+		hub      Hub
+		carried  Deliveries
+		reported Reported
+		want     Deliveries
+	}{
+		"nothing requested": {},
+		"a new sync request gets an ID": {
+			hub:  Hub{Operation: opA},
+			want: Deliveries{Sync: &Delivery{ID: fresh, Hash: a.Hash}},
+		},
+		"not yet applied: kept": {
+			hub: Hub{Operation: opA}, carried: Deliveries{Sync: a},
+			want: Deliveries{Sync: a},
+		},
+		"waiting on the managed cluster: kept": {
+			hub: Hub{Operation: opA}, carried: Deliveries{Sync: a},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d0", Phase: "Succeeded"},
+			want:     Deliveries{Sync: a},
+		},
+		"running (waves, hooks): kept": {
+			hub: Hub{Operation: opA}, carried: Deliveries{Sync: a, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d1", Phase: "Running"},
+			want:     Deliveries{Sync: a},
+		},
+		"finished there, not yet cleared on the hub: kept, not sent again": {
+			hub: Hub{Operation: opA}, carried: Deliveries{Sync: a},
+			reported: Reported{SyncDelivered: "d1", SyncStarted: "d1", Phase: "Succeeded"},
+			want:     Deliveries{Sync: a},
+		},
+		"cleared by the hub and the same request set again: a new delivery": {
+			hub: Hub{Operation: opA, SyncCleared: "d1"}, carried: Deliveries{Sync: a},
+			reported: Reported{SyncDelivered: "d1", SyncStarted: "d1", Phase: "Succeeded"},
+			want:     Deliveries{Sync: &Delivery{ID: fresh, Hash: a.Hash}},
+		},
+		"the hub copy carries our ID (copied back): the same request": {
+			hub: Hub{Operation: carriedOp}, carried: Deliveries{Sync: a},
+			want: Deliveries{Sync: a},
+		},
+		"cleared on the hub: no longer carried": {
+			carried:  Deliveries{Sync: a},
+			reported: Reported{SyncDelivered: "d1", SyncStarted: "d1", Phase: "Failed"},
+		},
+		"removed from the hub while running: kept until it finishes": {
+			carried:  Deliveries{Sync: a, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d1", Phase: "Running"},
+			want:     Deliveries{Sync: a, Operation: carriedOp},
+		},
+		"removed from the hub before it started: withdrawn": {
+			carried:  Deliveries{Sync: a, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d0", Phase: "Succeeded"},
+		},
+		"a newer request while the previous one waits: the newer wins": {
+			hub: Hub{Operation: opB}, carried: Deliveries{Sync: a, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d0", Phase: "Succeeded"},
+			want:     Deliveries{Sync: &Delivery{ID: fresh, Hash: contentHash(opB)}},
+		},
+		"a newer request while the previous one runs: held until it finishes": {
+			hub: Hub{Operation: opB}, carried: Deliveries{Sync: a, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d1", Phase: "Running"},
+			want:     Deliveries{Sync: a, Operation: carriedOp},
+		},
+		"a newer request after the previous one finished: delivered": {
+			hub: Hub{Operation: opB}, carried: Deliveries{Sync: a, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncStarted: "d1", Phase: "Succeeded"},
+			want:     Deliveries{Sync: &Delivery{ID: fresh, Hash: contentHash(opB)}},
+		},
+		"lost on the managed cluster (another operation finished over it): sent again": {
+			hub: Hub{Operation: opA}, carried: Deliveries{Sync: a, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncStarted: "auto", Phase: "Succeeded"},
+			want:     Deliveries{Sync: &Delivery{ID: fresh, Hash: a.Hash}},
+		},
+		"feedback from before the apply is not a loss": {
+			hub: Hub{Operation: opA}, carried: Deliveries{Sync: a, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d0", SyncStarted: "d0", Phase: "Succeeded"},
+			want:     Deliveries{Sync: a},
+		},
+		"a new refresh request": {
+			hub:  Hub{Refresh: "hard"},
+			want: Deliveries{Refresh: &Delivery{ID: fresh, Hash: refresh.Hash}},
+		},
+		"a refresh done there and not yet cleared: kept": {
+			hub: Hub{Refresh: "hard"}, carried: Deliveries{Refresh: refresh},
+			reported: Reported{RefreshDelivered: "r1"},
+			want:     Deliveries{Refresh: refresh},
+		},
+		"a refresh cleared and set again: a new delivery": {
+			hub: Hub{Refresh: "hard", RefreshCleared: "r1"}, carried: Deliveries{Refresh: refresh},
+			reported: Reported{RefreshDelivered: "r1"},
+			want:     Deliveries{Refresh: &Delivery{ID: fresh, Hash: refresh.Hash}},
+		},
+		"normal after hard: a new delivery": {
+			hub: Hub{Refresh: "normal"}, carried: Deliveries{Refresh: refresh},
+			want: Deliveries{Refresh: &Delivery{ID: fresh, Hash: contentHash("normal")}},
+		},
+		"sync and refresh together": {
+			hub:  Hub{Operation: opA, Refresh: "hard"},
+			want: Deliveries{Sync: &Delivery{ID: fresh, Hash: a.Hash}, Refresh: &Delivery{ID: fresh, Hash: refresh.Hash}},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := PlanDeliveries(tt.hub, tt.carried, tt.reported, func() string { return fresh })
+			NewWithT(t).Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestClears(t *testing.T) {
+	opA := map[string]any{"sync": map[string]any{"revision": "main"}}
+	a := &Delivery{ID: "d1", Hash: contentHash(opA)}
+	refresh := &Delivery{ID: "r1", Hash: contentHash("hard")}
+	both := Deliveries{Sync: a, Refresh: refresh}
+	tests := map[string]struct {
+		hub                       Hub
+		reported                  Reported
+		wantSync, wantRefreshDone bool
+	}{
+		"nothing finished":  {hub: Hub{Operation: opA, Refresh: "hard"}, reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", RefreshDelivered: "r1", RefreshPending: true}},
+		"running":           {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Running"}},
+		"retrying":          {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Running"}},
+		"succeeded":         {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded"}, wantSync: true},
+		"failed":            {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Failed"}, wantSync: true},
+		"an earlier one":    {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d0", Phase: "Succeeded"}},
+		"already cleared":   {hub: Hub{Operation: opA, SyncCleared: "d1"}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded"}},
+		"a newer request":   {hub: Hub{Operation: map[string]any{"sync": map[string]any{}}}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded"}},
+		"refresh performed": {hub: Hub{Refresh: "hard"}, reported: Reported{RefreshDelivered: "r1"}, wantRefreshDone: true},
+		"refresh of an earlier delivery": {hub: Hub{Refresh: "hard"}, reported: Reported{RefreshDelivered: "r0"}},
+		"refresh already cleared":        {hub: Hub{Refresh: "hard", RefreshCleared: "r1"}, reported: Reported{RefreshDelivered: "r1"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			sync, refresh := Clears(tt.hub, both, tt.reported)
+			g.Expect(sync).To(Equal(tt.wantSync), "sync")
+			g.Expect(refresh).To(Equal(tt.wantRefreshDone), "refresh")
+		})
+	}
+}
+
+func TestHubOf(t *testing.T) {
+	g := NewWithT(t)
+	app := argocd.NewApplication()
+	app.SetAnnotations(map[string]string{argocd.RefreshAnnotation: "normal", RefreshDeliveredAnnotation: "r1"})
+	app.Object["operation"] = map[string]any{"sync": map[string]any{}}
+	g.Expect(unstructured.SetNestedField(app.Object, map[string]any{
+		"phase": "Running", "operation": WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1"),
+	}, "status", "operationState")).To(Succeed())
+	h := HubOf(app)
+	g.Expect(h.Operation).To(Equal(map[string]any{"sync": map[string]any{}}))
+	g.Expect(h.Refresh).To(Equal("normal"))
+	g.Expect(h.RefreshCleared).To(Equal("r1"))
+	g.Expect(h.SyncCleared).To(BeEmpty(), "a running operation was not cleared")
+
+	g.Expect(unstructured.SetNestedField(app.Object, "Succeeded", "status", "operationState", "phase")).To(Succeed())
+	g.Expect(HubOf(app).SyncCleared).To(Equal("d1"))
+}
+
+func TestDeliveryInfo(t *testing.T) {
+	g := NewWithT(t)
+	op := map[string]any{"info": []any{map[string]any{"name": "Reason", "value": "RollingSync"}}, "sync": map[string]any{}}
+	with := WithDeliveryID(op, "d1")
+	g.Expect(DeliveryID(with)).To(Equal("d1"))
+	g.Expect(DeliveryID(op)).To(BeEmpty(), "the hub's operation is not modified")
+	again := WithDeliveryID(with, "d2")
+	g.Expect(again["info"]).To(HaveLen(2), "one delivery entry, the others kept")
+	g.Expect(DeliveryID(again)).To(Equal("d2"))
+	g.Expect(withoutDeliveryInfo(again)).To(Equal(op))
+	g.Expect(withoutDeliveryInfo(WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1"))).To(Equal(map[string]any{"sync": map[string]any{}}))
+	g.Expect(DeliveryID(nil)).To(BeEmpty())
+
+	d := Deliveries{Sync: &Delivery{ID: "d1", Hash: "h"}, Operation: op}
+	g.Expect(ParseDeliveries(d.String())).To(Equal(Deliveries{Sync: &Delivery{ID: "d1", Hash: "h"}}), "the operation is not stored")
+	g.Expect(Deliveries{}.String()).To(BeEmpty())
+	g.Expect(ParseDeliveries("not json")).To(Equal(Deliveries{}))
+	g.Expect(NewDeliveryID()).NotTo(Equal(NewDeliveryID()))
+}
