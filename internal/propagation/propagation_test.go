@@ -3,6 +3,7 @@ package propagation
 import (
 	"encoding/json"
 	"errors"
+	"k8s.io/client-go/util/jsonpath"
 	"strings"
 	"testing"
 
@@ -288,4 +289,32 @@ func TestSpecHashChangesOnlyWithContent(t *testing.T) {
 	}), nil, target, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(UpToDate(a, c)).To(BeFalse())
+}
+
+// The work agent reads feedback with client-go's JSONPath: every path must find its value.
+func TestFeedbackPathsFindTheirValues(t *testing.T) {
+	app := map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{
+			SyncDeliveryAnnotation: "s1", RefreshDeliveryAnnotation: "r1", argocd.RefreshAnnotation: "hard"}},
+		"operation": map[string]any{"info": []any{map[string]any{"name": "Reason", "value": "x"}, map[string]any{"name": DeliveryInfoName, "value": "s1"}}},
+		"status":    map[string]any{"operationState": map[string]any{"operation": map[string]any{"info": []any{map[string]any{"name": DeliveryInfoName, "value": "s0"}}}}},
+	}
+	want := map[string]string{FeedbackSyncDelivered: "s1", FeedbackSyncHeld: "s1", FeedbackSyncStarted: "s0", FeedbackRefreshDelivered: "r1", FeedbackRefreshPending: "hard"}
+	for _, p := range feedbackPaths {
+		w, ok := want[p.Name]
+		if !ok {
+			continue
+		}
+		j := jsonpath.New(p.Name).AllowMissingKeys(true)
+		if err := j.Parse("{" + p.Path + "}"); err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		results, err := j.FindResults(app)
+		if err != nil || len(results) == 0 || len(results[0]) != 1 {
+			t.Fatalf("%s (%s): found %v, %v", p.Name, p.Path, results, err)
+		}
+		if got := results[0][0].Interface(); got != w {
+			t.Errorf("%s = %v, want %s", p.Name, got, w)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,11 +91,17 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"},
 	// The delivery of sync and refresh requests (see delivery.go); scalars, so they work without
 	// the agent's RawFeedbackJsonString feature gate.
-	{Name: FeedbackSyncDelivered, Path: ".metadata.annotations['" + SyncDeliveryAnnotation + "']"},
+	// (client-go's JSONPath does not match ['a.b/c'] keys: dots are escaped instead.)
+	{Name: FeedbackSyncDelivered, Path: annotationPath(SyncDeliveryAnnotation)},
 	{Name: FeedbackSyncHeld, Path: `.operation.info[?(@.name=="` + DeliveryInfoName + `")].value`},
 	{Name: FeedbackSyncStarted, Path: `.status.operationState.operation.info[?(@.name=="` + DeliveryInfoName + `")].value`},
-	{Name: FeedbackRefreshDelivered, Path: ".metadata.annotations['" + RefreshDeliveryAnnotation + "']"},
-	{Name: FeedbackRefreshPending, Path: ".metadata.annotations['" + argocd.RefreshAnnotation + "']"},
+	{Name: FeedbackRefreshDelivered, Path: annotationPath(RefreshDeliveryAnnotation)},
+	{Name: FeedbackRefreshPending, Path: annotationPath(argocd.RefreshAnnotation)},
+}
+
+// annotationPath is the JSONPath of an annotation, as the work agent's feedback reads it.
+func annotationPath(key string) string {
+	return ".metadata.annotations." + strings.ReplaceAll(key, ".", `\.`)
 }
 
 // Markers stripped from the payload: they steer the hub and mean nothing on the managed cluster.

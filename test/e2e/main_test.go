@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/internal/assets"
-	"github.com/argocd-pull/argocd-pull/internal/cli"
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
 
@@ -35,6 +35,43 @@ var lab struct {
 	dir        string // kubeconfigs and process logs
 	agentLog   string
 	startErr   error
+
+	// The controller runs as a process of its own, so that a test can stop and start it.
+	controllerBin, hubKubeconfig string
+	controller                   *testenv.Process
+	controllerStarts             int
+}
+
+// startController starts argocd-pull's controller against the hub, its log in the lab directory.
+func startController() error {
+	lab.controllerStarts++
+	logLevel := "error" // ARGOCD_PULL_TEST_LOGS=1 shows the controller's progress too
+	if os.Getenv("ARGOCD_PULL_TEST_LOGS") != "" {
+		logLevel = "info"
+	}
+	p, err := testenv.StartProcess(filepath.Join(lab.dir, fmt.Sprintf("controller-%d.log", lab.controllerStarts)), lab.controllerBin,
+		"controller", "--kubeconfig", lab.hubKubeconfig, "--argocd-namespace", argoNamespace,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", logLevel)
+	if err != nil {
+		return err
+	}
+	lab.controller = p
+	return nil
+}
+
+// buildController builds argocd-pull into the lab directory.
+func buildController() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(lab.dir, "argocd-pull")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/argocd-pull")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building argocd-pull: %w: %s", err, out)
+	}
+	return bin, nil
 }
 
 func TestMain(m *testing.M) {
@@ -109,17 +146,14 @@ func startLab() (stop func(), err error) {
 	}
 	stops = append(stops, agentProcess.Stop)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	logLevel := "error" // ARGOCD_PULL_TEST_LOGS=1 shows the controller's progress too
-	if os.Getenv("ARGOCD_PULL_TEST_LOGS") != "" {
-		logLevel = "info"
+	if lab.controllerBin, err = buildController(); err != nil {
+		return stop, err
 	}
-	controller := cli.NewRootCommand()
-	controller.SetArgs([]string{"controller", "--kubeconfig", hubKubeconfig, "--argocd-namespace", argoNamespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", logLevel})
-	go func() { done <- controller.ExecuteContext(ctx) }()
-	stops = append(stops, func() { cancel(); <-done })
+	lab.hubKubeconfig = hubKubeconfig
+	if err := startController(); err != nil {
+		return stop, err
+	}
+	stops = append(stops, func() { lab.controller.Stop() })
 	return stop, nil
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 const step = 30 * time.Second
@@ -126,13 +129,139 @@ func TestPullModelRoundTrip(t *testing.T) {
 	})
 }
 
-// A manual sync and a hard refresh requested on the hub reach the managed cluster and stay there
-// until its Argo CD acted on them; then the hub clears its copy and does not send them again.
-func TestManualSyncAndRefreshReachTheManagedClusterOnce(t *testing.T) {
-	requireLab(t)
-	ctx := context.Background()
-	hub, spoke := lab.hub.Client, lab.spoke.Client
-	key := types.NamespacedName{Namespace: argoNamespace, Name: "sync-once"}
+// managedArgoCD stands in for the managed cluster's Argo CD on one Application, as Argo CD v3
+// handles requests: an operation is copied into status.operationState (Running) and stays in
+// .operation until it finishes, when Argo CD clears .operation in the write that records the
+// result; a refresh removes the refresh annotation.
+type managedArgoCD struct {
+	t   *testing.T
+	key types.NamespacedName
+}
+
+// update reads the managed Application, changes it and writes it, retrying on conflicts with the
+// work agent.
+func (a managedArgoCD) update(what string, change func(app *unstructured.Unstructured) bool) {
+	a.t.Helper()
+	eventually(a.t, what, step, func(ctx context.Context) (bool, error) {
+		got := application(a.key.Name)
+		if err := lab.spoke.Client.Get(ctx, a.key, got); err != nil {
+			return false, err
+		}
+		if !change(got) {
+			return false, nil
+		}
+		err := lab.spoke.Client.Update(ctx, got)
+		return err == nil, err
+	})
+}
+
+// start waits for a requested operation other than the one last started, and starts it.
+func (a managedArgoCD) start() {
+	a.t.Helper()
+	a.update("an operation requested on the managed cluster", func(app *unstructured.Unstructured) bool {
+		op, ok := app.Object["operation"].(map[string]any)
+		if !ok {
+			return false
+		}
+		if phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase"); phase == "Running" {
+			return false
+		}
+		app.Object["status"] = map[string]any{"operationState": map[string]any{
+			"operation": op, "phase": "Running", "startedAt": time.Now().UTC().Format(time.RFC3339)}}
+		return true
+	})
+}
+
+// finish ends the running operation: Succeeded, and .operation cleared.
+func (a managedArgoCD) finish() {
+	a.t.Helper()
+	a.update("finishing the operation", func(app *unstructured.Unstructured) bool {
+		state, _, _ := unstructured.NestedMap(app.Object, "status", "operationState")
+		if state["phase"] != "Running" {
+			a.t.Fatalf("no operation is running on the managed cluster: %v", state)
+		}
+		state["phase"] = "Succeeded"
+		state["finishedAt"] = time.Now().UTC().Format(time.RFC3339)
+		state["message"] = "successfully synced (all tasks run)"
+		app.Object["status"] = map[string]any{"operationState": state}
+		delete(app.Object, "operation")
+		return true
+	})
+}
+
+// refresh waits for a refresh request and performs it.
+func (a managedArgoCD) refresh() {
+	a.t.Helper()
+	a.update("a refresh requested on the managed cluster", func(app *unstructured.Unstructured) bool {
+		annotations := app.GetAnnotations()
+		if _, ok := annotations[argocd.RefreshAnnotation]; !ok {
+			return false
+		}
+		delete(annotations, argocd.RefreshAnnotation)
+		app.SetAnnotations(annotations)
+		return true
+	})
+}
+
+// startedAt is status.operationState.startedAt on the managed cluster, and its delivery ID.
+func (a managedArgoCD) started() (string, string) {
+	got := application(a.key.Name)
+	if err := lab.spoke.Client.Get(context.Background(), a.key, got); err != nil {
+		a.t.Fatalf("reading the managed Application: %v", err)
+	}
+	startedAt, _, _ := unstructured.NestedString(got.Object, "status", "operationState", "startedAt")
+	op, _, _ := unstructured.NestedMap(got.Object, "status", "operationState", "operation")
+	return startedAt, propagation.DeliveryID(op)
+}
+
+func hubRequests(ctx context.Context, key types.NamespacedName) (sync, refresh bool, err error) {
+	got := application(key.Name)
+	if err := lab.hub.Client.Get(ctx, key, got); err != nil {
+		return false, false, err
+	}
+	_, sync = got.Object["operation"]
+	_, refresh = got.GetAnnotations()[argocd.RefreshAnnotation]
+	return sync, refresh, nil
+}
+
+func requestOnHub(t *testing.T, key types.NamespacedName, sync, refresh bool) {
+	t.Helper()
+	eventually(t, "requesting on the hub", step, func(ctx context.Context) (bool, error) {
+		got := application(key.Name)
+		if err := lab.hub.Client.Get(ctx, key, got); err != nil {
+			return false, err
+		}
+		if sync {
+			// As argocd app sync writes it: the same request every time.
+			got.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{"revision": "main"}}
+		}
+		if refresh {
+			a := got.GetAnnotations()
+			a[argocd.RefreshAnnotation] = "hard"
+			got.SetAnnotations(a)
+		}
+		err := lab.hub.Client.Update(ctx, got)
+		return err == nil, err
+	})
+}
+
+func waitHubCleared(t *testing.T, key types.NamespacedName) {
+	t.Helper()
+	defer func() {
+		if t.Failed() {
+			dumpDelivery(t, key)
+		}
+	}()
+	eventually(t, "the hub clearing the requests", step, func(ctx context.Context) (bool, error) {
+		sync, refresh, err := hubRequests(ctx, key)
+		return !sync && !refresh, err
+	})
+}
+
+// pullApp creates a pull-model Application on the hub and waits for it on the managed cluster.
+func pullApp(t *testing.T, name string) (types.NamespacedName, managedArgoCD) {
+	t.Helper()
+	key := types.NamespacedName{Namespace: argoNamespace, Name: name}
 	app := application(key.Name)
 	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
 	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: clusterName})
@@ -141,72 +270,69 @@ func TestManualSyncAndRefreshReachTheManagedClusterOnce(t *testing.T) {
 		"source":      map[string]any{"repoURL": "https://git.example/apps", "path": "guestbook", "targetRevision": "main"},
 		"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"},
 	}
-	if err := hub.Create(ctx, app); err != nil {
+	if err := lab.hub.Client.Create(context.Background(), app); err != nil {
 		t.Fatalf("creating the hub Application: %v", err)
 	}
-	t.Cleanup(func() { _ = hub.Delete(context.Background(), application(key.Name)) })
+	t.Cleanup(func() { _ = lab.hub.Client.Delete(context.Background(), application(key.Name)) })
 	eventually(t, "the Application on the managed cluster", step, func(ctx context.Context) (bool, error) {
-		return spoke.Get(ctx, key, application(key.Name)) == nil, nil
+		return lab.spoke.Client.Get(ctx, key, application(key.Name)) == nil, nil
 	})
+	return key, managedArgoCD{t: t, key: key}
+}
 
-	eventually(t, "requesting a sync and a hard refresh on the hub", step, func(ctx context.Context) (bool, error) {
-		got := application(key.Name)
-		if err := hub.Get(ctx, key, got); err != nil {
-			return false, err
-		}
-		got.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{"revision": "main"}}
-		a := got.GetAnnotations()
-		a[argocd.RefreshAnnotation] = "hard"
-		got.SetAnnotations(a)
-		err := hub.Update(ctx, got)
-		return err == nil, err
-	})
+// A sync that takes time stays on the managed cluster until its Argo CD finished it; the same sync
+// requested twice runs twice; a refresh likewise; each is then cleared from the hub, and nothing
+// brings it back.
+func TestEverySyncAndRefreshRunsOnceOnTheManagedCluster(t *testing.T) {
+	requireLab(t)
+	key, argo := pullApp(t, "sync-once")
 
-	// The managed cluster receives both; its Argo CD (this test) acts and clears them.
-	eventually(t, "the sync and refresh on the managed cluster", step, func(ctx context.Context) (bool, error) {
-		got := application(key.Name)
-		if err := spoke.Get(ctx, key, got); err != nil {
-			return false, err
-		}
-		_, op := got.Object["operation"]
-		return op && got.GetAnnotations()[argocd.RefreshAnnotation] == "hard", nil
-	})
-	// As Argo CD does: refresh (new reconciledAt, annotation removed), run the operation (new
-	// operationState) and clear it.
-	eventually(t, "the managed Argo CD acting on them", step, func(ctx context.Context) (bool, error) {
-		got := application(key.Name)
-		if err := spoke.Get(ctx, key, got); err != nil {
-			return false, err
-		}
-		op := got.Object["operation"]
-		delete(got.Object, "operation")
-		a := got.GetAnnotations()
-		delete(a, argocd.RefreshAnnotation)
-		got.SetAnnotations(a)
-		now := time.Now().UTC().Format(time.RFC3339)
-		got.Object["status"] = map[string]any{
-			"reconciledAt":   now,
-			"health":         map[string]any{"status": "Healthy"},
-			"sync":           map[string]any{"status": "Synced", "revision": "abc"},
-			"operationState": map[string]any{"operation": op, "phase": "Succeeded", "startedAt": now, "finishedAt": now},
-		}
-		err := spoke.Update(ctx, got)
-		return err == nil, err
-	})
-	eventually(t, "the hub clearing its copy", step, func(ctx context.Context) (bool, error) {
-		got := application(key.Name)
-		if err := hub.Get(ctx, key, got); err != nil {
-			return false, err
-		}
-		_, op := got.Object["operation"]
-		_, refresh := got.GetAnnotations()[argocd.RefreshAnnotation]
-		return !op && !refresh, nil
-	})
-	// For several status-sync intervals of the agent, nothing brings them back.
-	deadline := time.Now().Add(5 * time.Second)
+	// 1. A sync and a refresh together. The sync runs for a while (sync waves): through several
+	// status-sync intervals of the agent, neither the hub nor the work withdraws it.
+	requestOnHub(t, key, true, true)
+	argo.refresh()
+	argo.start()
+	started1, id1 := argo.started()
+	deadline := time.Now().Add(4 * time.Second)
 	for time.Now().Before(deadline) {
 		got := application(key.Name)
-		if err := spoke.Get(ctx, key, got); err != nil {
+		if err := lab.spoke.Client.Get(context.Background(), key, got); err != nil {
+			t.Fatalf("reading the managed Application: %v", err)
+		}
+		if _, ok := got.Object["operation"]; !ok {
+			t.Fatalf("the running operation was removed from the managed cluster; the work agent's log is %s", lab.agentLog)
+		}
+		if sync, _, err := hubRequests(context.Background(), key); err != nil || !sync {
+			t.Fatalf("the hub cleared the sync before the managed cluster finished it (err %v)", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	argo.finish()
+	waitHubCleared(t, key)
+
+	// 2. The same sync at once: it runs again (a new delivery), and is cleared again.
+	requestOnHub(t, key, true, false)
+	argo.start()
+	started2, id2 := argo.started()
+	if id2 == id1 || id2 == "" {
+		t.Fatalf("the second sync carries delivery %q, the first %q: want a new one", id2, id1)
+	}
+	argo.finish()
+	waitHubCleared(t, key)
+	t.Logf("operations started at %s and %s", started1, started2)
+
+	// 3. The same refresh twice.
+	for i := 0; i < 2; i++ {
+		requestOnHub(t, key, false, true)
+		argo.refresh()
+		waitHubCleared(t, key)
+	}
+
+	// Nothing is applied again afterwards.
+	deadline = time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		got := application(key.Name)
+		if err := lab.spoke.Client.Get(context.Background(), key, got); err != nil {
 			t.Fatalf("reading the managed Application: %v", err)
 		}
 		if _, op := got.Object["operation"]; op {
@@ -216,5 +342,55 @@ func TestManualSyncAndRefreshReachTheManagedClusterOnce(t *testing.T) {
 			t.Fatalf("the refresh annotation was applied to the managed cluster again; the work agent's log is %s", lab.agentLog)
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+	if _, id := argo.started(); id != id2 {
+		t.Fatalf("the last operation on the managed cluster is delivery %q, want %q", id, id2)
+	}
+}
+
+// A request made while the controller is down is delivered once it is back, and one it was
+// delivering when it stopped is finished and cleared after the restart.
+func TestRequestsSurviveAControllerRestart(t *testing.T) {
+	requireLab(t)
+	key, argo := pullApp(t, "sync-restart")
+
+	lab.controller.Stop()
+	requestOnHub(t, key, true, true)
+	if err := startController(); err != nil {
+		t.Fatalf("starting the controller again: %v", err)
+	}
+	argo.refresh()
+	argo.start()
+	_, id1 := argo.started()
+
+	// Stopped while the managed cluster runs the operation; it finishes meanwhile.
+	lab.controller.Stop()
+	argo.finish()
+	if err := startController(); err != nil {
+		t.Fatalf("starting the controller again: %v", err)
+	}
+	waitHubCleared(t, key)
+
+	// The same request again after the restart: a new delivery.
+	requestOnHub(t, key, true, false)
+	argo.start()
+	if _, id2 := argo.started(); id2 == id1 {
+		t.Fatalf("the request after the restart reused delivery %q", id1)
+	}
+	argo.finish()
+	waitHubCleared(t, key)
+}
+
+// dumpDelivery logs the hub Application, its work and the managed Application, for a failed test.
+func dumpDelivery(t *testing.T, key types.NamespacedName) {
+	ctx := context.Background()
+	hubApp, spokeApp := application(key.Name), application(key.Name)
+	_ = lab.hub.Client.Get(ctx, key, hubApp)
+	_ = lab.spoke.Client.Get(ctx, key, spokeApp)
+	works := &workv1.ManifestWorkList{}
+	_ = lab.hub.Client.List(ctx, works, client.InNamespace(clusterName))
+	for _, o := range []any{hubApp.Object, spokeApp.Object, works.Items} {
+		raw, _ := json.MarshalIndent(o, "", "  ")
+		t.Logf("%s", raw)
 	}
 }
