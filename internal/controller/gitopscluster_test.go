@@ -24,9 +24,16 @@ import (
 // placement creates a Placement and its decision, as OCM's placement controller would.
 func (h *harness) placement(ns, name string, clusters ...string) {
 	h.t.Helper()
-	h.create(&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
-	h.create(&clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: name + "-decision-1", Namespace: ns,
-		Labels: map[string]string{clusterv1beta1.PlacementLabel: name}}})
+	placement := &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	decision := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: name + "-decision-1", Namespace: ns,
+		Labels: map[string]string{clusterv1beta1.PlacementLabel: name}}}
+	h.create(placement)
+	h.create(decision)
+	// The blog's test uses a fixed namespace and name: a repeated run (go test -count) creates them again.
+	h.t.Cleanup(func() {
+		_ = h.c.Delete(context.Background(), decision)
+		_ = h.c.Delete(context.Background(), placement)
+	})
 	h.decide(ns, name, clusters...)
 }
 

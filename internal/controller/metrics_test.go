@@ -88,11 +88,12 @@ func TestMetricsFollowTheFleet(t *testing.T) {
 			return sampleValue(t, "argocd_pull_applicationset_clusters", map[string]string{"namespace": h.ns, "applicationset": "metrics", "status": status})
 		}
 	}
-	h.g.Eventually(gauge("healthy"), timeout, interval).Should(Equal(1.0))
-	h.g.Expect(gauge("clusters")()).To(Equal(2.0))
-	h.g.Expect(gauge("synced")()).To(Equal(1.0))
-	h.g.Expect(gauge("inProgress")()).To(Equal(1.0))
-	h.g.Expect(gauge("notHealthy")()).To(Equal(1.0))
+	// The gauges are read one at a time while the report may still change: wait for all of them at
+	// once (reading each after the other raced with the report's next write).
+	summary := func() []float64 {
+		return []float64{gauge("clusters")(), gauge("healthy")(), gauge("synced")(), gauge("inProgress")(), gauge("notHealthy")()}
+	}
+	h.g.Eventually(summary, timeout, interval).Should(Equal([]float64{2, 1, 1, 1, 1}))
 	h.g.Expect(sampleValue(t, "argocd_pull_report_latency_seconds", nil)).To(BeNumerically(">", max(reportLatencies, 0)),
 		"a feedback change that reached the report observes how long it waited")
 	h.g.Expect(sampleValue(t, "argocd_pull_report_writes_total", op("create"))).To(BeNumerically(">=", max(reportsCreated, 0)+1))

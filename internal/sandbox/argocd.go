@@ -111,6 +111,8 @@ func startApplicationSetController(dir, bin string, hub *Cluster) error {
 		"--kubeconfig=" + hub.Kubeconfig, "--namespace=" + ArgoNamespace,
 		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metrics), "--probe-addr=127.0.0.1:" + strconv.Itoa(probes),
 		"--argocd-repo-server=127.0.0.1:1", "--repo-server-plaintext", "--logformat=text",
+		// RollingSync ApplicationSets roll out step by step (see the README's progressive rollouts).
+		"--enable-progressive-syncs",
 	}, argoEnv(hub.Kubeconfig)...)
 	return err
 }
@@ -152,25 +154,28 @@ func initGitRepo(dir string) (string, error) {
 // Commit writes the sample app's manifest with a new greeting to the lab's Git repository and
 // returns the new commit's SHA.
 func (l *Lab) Commit(greeting string) (string, error) {
-	repo := filepath.Join(l.Dir, "git", "apps")
 	manifest := strings.Replace(sampleApp, "hello from the pull model", greeting, 1)
-	if err := os.WriteFile(filepath.Join(repo, "guestbook", "guestbook-ui.yaml"), []byte(manifest), 0o644); err != nil {
-		return "", err
-	}
-	return l.commit(greeting)
+	return l.CommitFiles(greeting, map[string]string{"guestbook/guestbook-ui.yaml": manifest})
 }
 
 // AddManifest adds a manifest file to the sample app and commits it; it returns the new SHA.
 func (l *Lab) AddManifest(name, manifest string) (string, error) {
-	repo := filepath.Join(l.Dir, "git", "apps")
-	if err := os.WriteFile(filepath.Join(repo, "guestbook", name), []byte(manifest), 0o644); err != nil {
-		return "", err
-	}
-	return l.commit("add " + name)
+	return l.CommitFiles("add "+name, map[string]string{"guestbook/" + name: manifest})
 }
 
-func (l *Lab) commit(message string) (string, error) {
+// CommitFiles writes files (paths relative to the repository's root) to the lab's Git repository,
+// commits them and returns the new commit's SHA.
+func (l *Lab) CommitFiles(message string, files map[string]string) (string, error) {
 	repo := filepath.Join(l.Dir, "git", "apps")
+	for name, content := range files {
+		path := filepath.Join(repo, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return "", err
+		}
+	}
 	for _, args := range [][]string{
 		{"add", "-A"},
 		{"-c", "user.name=argocd-pull sandbox", "-c", "user.email=sandbox@argocd-pull.invalid", "commit", "-q", "-m", message},

@@ -1,0 +1,248 @@
+package sandbox_test
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/sandbox"
+)
+
+// configMap is a ConfigMap manifest for the lab's Git repository.
+func configMap(name string, annotations map[string]string, data map[string]string) string {
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}, "data": data}
+	if annotations != nil {
+		cm["metadata"].(map[string]any)["annotations"] = annotations
+	}
+	out, _ := yaml.Marshal(cm)
+	return string(out)
+}
+
+// hubState is a hub Application's sync, health and revision.
+func hubState(hub client.Client, key types.NamespacedName) (sync, health, revision string) {
+	app := argocd.NewApplication()
+	if hub.Get(ctx, key, app) != nil {
+		return "", "", ""
+	}
+	sync, _, _ = unstructured.NestedString(app.Object, "status", "sync", "status")
+	health, _, _ = unstructured.NestedString(app.Object, "status", "health", "status")
+	revision, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
+	return sync, health, revision
+}
+
+// configMapData is one value of a ConfigMap on a cluster, "" when there is none.
+func configMapData(c client.Client, namespace, name, key string) string {
+	cm := &corev1.ConfigMap{}
+	if c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, cm) != nil {
+		return ""
+	}
+	return cm.Data[key]
+}
+
+// A sync that lasts more than a moment (two sync waves; Argo CD waits between them) requested from
+// the hub, as `argocd app sync` writes it, completes on the managed cluster.
+func TestSyncWithWavesRequestedFromTheHubCompletes(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	if _, err := lab.CommitFiles("two sync waves", map[string]string{
+		"waves/first.yaml":  configMap("first", map[string]string{"argocd.argoproj.io/sync-wave": "0"}, map[string]string{"wave": "0"}),
+		"waves/second.yaml": configMap("second", map[string]string{"argocd.argoproj.io/sync-wave": "5"}, map[string]string{"wave": "5"}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "waves"}
+	app := argocd.NewApplication()
+	app.SetNamespace(key.Namespace)
+	app.SetName(key.Name)
+	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: "cluster1", argocd.SkipReconcileAnnotation: "true"})
+	app.Object["spec"] = map[string]any{
+		"project":     "default",
+		"source":      map[string]any{"repoURL": lab.RepoURL, "path": "waves", "targetRevision": "main"},
+		"destination": map[string]any{"server": argocd.LocalServer, "namespace": "waves"},
+		"syncPolicy":  map[string]any{"syncOptions": []any{"CreateNamespace=true"}}, // no automated sync
+	}
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, argocdApp(key)) })
+	eventually(t, "the Application on cluster1", time.Minute, "cluster1-work-agent.log", func() (bool, error) {
+		return spokes["cluster1"].Get(ctx, key, argocd.NewApplication()) == nil, nil
+	})
+
+	requested := time.Now()
+	patch := []byte(`{"operation":{"initiatedBy":{"username":"admin"},"sync":{"revision":"main","syncOptions":["CreateNamespace=true"],"syncStrategy":{"hook":{}}}}}`)
+	if err := hub.Patch(ctx, argocdApp(key), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "both waves on cluster1, the sync Succeeded and cleared from the hub", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		onSpoke := argocd.NewApplication()
+		if err := spokes["cluster1"].Get(ctx, key, onSpoke); err != nil {
+			return false, err
+		}
+		phase, _, _ := unstructured.NestedString(onSpoke.Object, "status", "operationState", "phase")
+		message, _, _ := unstructured.NestedString(onSpoke.Object, "status", "operationState", "message")
+		if configMapData(spokes["cluster1"], "waves", "second", "wave") != "5" || phase != "Succeeded" {
+			return false, fmt.Errorf("on cluster1: operation %q (%s)", phase, message)
+		}
+		onHub := argocd.NewApplication()
+		if err := hub.Get(ctx, key, onHub); err != nil {
+			return false, err
+		}
+		_, pending := onHub.Object["operation"]
+		hubPhase, _, _ := unstructured.NestedString(onHub.Object, "status", "operationState", "phase")
+		return !pending && hubPhase == "Succeeded", nil
+	})
+	t.Logf("the two-wave sync ran and was cleared from the hub %.1fs after the request", time.Since(requested).Seconds())
+}
+
+// rolloutAppSet is a two-step RollingSync ApplicationSet over the lab's clusters: cluster1, then
+// cluster2. Automated sync is off: the ApplicationSet controller requests each step's syncs.
+const rolloutAppSet = `
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: rollout
+  namespace: openshift-gitops
+spec:
+  generators:
+  - clusterDecisionResource:
+      configMapRef: ocm-placement-generator
+      labelSelector:
+        matchLabels:
+          cluster.open-cluster-management.io/placement: aws-app-placement
+      requeueAfterSeconds: 30
+  strategy:
+    type: RollingSync
+    rollingSync:
+      steps:
+      - matchExpressions:
+        - {key: env, operator: In, values: [cluster1]}
+      - matchExpressions:
+        - {key: env, operator: In, values: [cluster2]}
+  template:
+    metadata:
+      name: '{{name}}-rollout'
+      labels:
+        env: '{{name}}'
+        apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true"
+      annotations:
+        apps.open-cluster-management.io/ocm-managed-cluster: '{{name}}'
+        apps.open-cluster-management.io/ocm-managed-cluster-app-namespace: openshift-gitops
+        argocd.argoproj.io/skip-reconcile: "true"
+    spec:
+      project: default
+      source:
+        repoURL: REPO
+        targetRevision: main
+        path: rollout
+      destination:
+        server: https://kubernetes.default.svc
+        namespace: rollout
+      syncPolicy:
+        syncOptions:
+        - CreateNamespace=true
+`
+
+// A RollingSync rollout in pull mode: each revision reaches cluster1 first and cluster2 only once
+// cluster1's hub Application is Synced and Healthy at that revision; a revision that fails on
+// cluster1 never reaches cluster2, and the rollout goes on once cluster1 is fixed.
+func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	rollout := func(revision string, extra bool) string {
+		t.Helper()
+		files := map[string]string{"rollout/rollout.yaml": configMap("rollout", nil, map[string]string{"revision": revision})}
+		if extra {
+			files["rollout/extra.yaml"] = configMap("rollout-extra", nil, map[string]string{"a": "from git"})
+		}
+		sha, err := lab.CommitFiles("rollout "+revision, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sha
+	}
+	key := func(cluster string) types.NamespacedName {
+		return types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: cluster + "-rollout"}
+	}
+	healthyAt := func(cluster, sha string) bool {
+		sync, health, revision := hubState(hub, key(cluster))
+		return sync == "Synced" && health == "Healthy" && revision == sha
+	}
+	// converge waits until both clusters run revision, checking the order on every look.
+	converge := func(revision, sha string, timeout time.Duration) {
+		t.Helper()
+		eventually(t, "revision "+revision+" Synced and Healthy on both clusters, cluster1 first", timeout, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+			if configMapData(spokes["cluster2"], "rollout", "rollout", "revision") == revision && !healthyAt("cluster1", sha) {
+				t.Fatalf("revision %s reached cluster2 before cluster1's hub Application was Synced and Healthy at %s", revision, sha)
+			}
+			return healthyAt("cluster1", sha) && healthyAt("cluster2", sha), nil
+		})
+	}
+
+	sha1 := rollout("one", false)
+	appSet := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(rolloutAppSet), &appSet.Object); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(appSet.Object, lab.RepoURL, "spec", "template", "spec", "source", "repoURL")
+	if err := hub.Create(ctx, appSet); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, appSet) })
+	converge("one", sha1, 3*time.Minute)
+
+	// Two successive commits, each rolled out step by step.
+	for _, revision := range []string{"two", "three"} {
+		committed := time.Now()
+		sha := rollout(revision, false)
+		converge(revision, sha, 3*time.Minute)
+		t.Logf("revision %s: commit to the last step Synced and Healthy on the hub in %.1fs", revision, time.Since(committed).Seconds())
+	}
+
+	// cluster1 already holds an immutable ConfigMap of a name the next revision adds: its sync
+	// fails there. The revision must not reach cluster2 while it fails.
+	blocker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rollout-extra", Namespace: "rollout"},
+		Immutable: ptr.To(true), Data: map[string]string{"a": "set by hand"}}
+	if err := spokes["cluster1"].Create(ctx, blocker); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = spokes["cluster1"].Delete(ctx, blocker, client.Preconditions{UID: ptr.To(blocker.UID)}) })
+	sha4 := rollout("four", true)
+	eventually(t, "the sync of revision four failing on cluster1", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		app := argocd.NewApplication()
+		if err := hub.Get(ctx, key("cluster1"), app); err != nil {
+			return false, err
+		}
+		message, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "message")
+		return regexpImmutable.MatchString(message), nil
+	})
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if got := configMapData(spokes["cluster2"], "rollout", "rollout", "revision"); got != "three" {
+			t.Fatalf("cluster2 runs revision %q while revision four fails on cluster1", got)
+		}
+		if healthyAt("cluster1", sha4) {
+			t.Fatalf("cluster1's hub Application reads Synced and Healthy at a revision that failed there")
+		}
+	}
+	if err := spokes["cluster1"].Delete(ctx, blocker, client.Preconditions{UID: ptr.To(blocker.UID)}); err != nil {
+		t.Fatal(err)
+	}
+	converge("four", sha4, 5*time.Minute)
+	if got := configMapData(spokes["cluster2"], "rollout", "rollout-extra", "a"); got != "from git" {
+		t.Errorf("cluster2's rollout-extra = %q after the rollout went on", got)
+	}
+}
+
+// regexpImmutable matches Argo CD's message for a change to an immutable ConfigMap.
+var regexpImmutable = regexp.MustCompile(`(?i)immutable`)
