@@ -43,6 +43,9 @@ type Observed struct {
 	// Carried what the work carries (see propagation.PlanDeliveries).
 	Delivery propagation.Reported
 	Carried  propagation.Deliveries
+	// Behind is true when another cluster of its RollingSync ApplicationSet has seen a revision
+	// of the same source that this cluster has not compared against (see Behind).
+	Behind bool
 }
 
 // Observe reads the Application's feedback from its ManifestWork.
@@ -175,6 +178,11 @@ func Derive(obs Observed, wanted *Source) Status {
 		// RollingSync step must not advance on it).
 		st.Health = argocd.HealthProgressing
 	}
+	if obs.Behind && st.Sync == argocd.SyncSynced {
+		// Synced to a revision older than one its fleet sees: a RollingSync step must not count it
+		// done (its managed Argo CD finds the new revision on its next refresh).
+		st.Sync = argocd.SyncOutOfSync
+	}
 	if obs.Phase != "" && obs.StartedAt != "" {
 		op := obs.Operation
 		if op == nil {
@@ -241,4 +249,41 @@ func jsonEqual(a, b any) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// Behind says whether a cluster is behind its fleet: another cluster of the same RollingSync
+// ApplicationSet, with the same source, applied its work and reports OutOfSync at a revision this
+// cluster has not compared against. Managed Argo CDs find a new commit each on its own refresh
+// schedule; without this, the ApplicationSet controller could see the second step's cluster
+// OutOfSync at the new revision while the first step's cluster still reads Synced at the old one,
+// and sync the second step first.
+func Behind(own Observed, siblings []Observed) bool {
+	if own.Revision == "" {
+		return false
+	}
+	for _, s := range siblings {
+		if aheadOf(s, own.Revision) {
+			return true
+		}
+	}
+	return false
+}
+
+// PutBehindBy says whether the hub Application sibling, as it reads now, is Synced at a revision
+// other than the one obs reports OutOfSync at: obs's status would put it behind.
+func PutBehindBy(sibling *unstructured.Unstructured, obs Observed) bool {
+	sync, _, _ := unstructured.NestedString(sibling.Object, "status", "sync", "status")
+	revision, _, _ := unstructured.NestedString(sibling.Object, "status", "sync", "revision")
+	return sync == argocd.SyncSynced && revision != "" && aheadOf(obs, revision)
+}
+
+func aheadOf(s Observed, revision string) bool {
+	return s.Applied && s.Sync == argocd.SyncOutOfSync && s.Revision != "" && s.Revision != revision
+}
+
+// MarkedBehind says whether the hub Application sibling reads OutOfSync while its cluster reports
+// Synced: it was put behind, and may no longer be.
+func MarkedBehind(sibling *unstructured.Unstructured, obs Observed) bool {
+	sync, _, _ := unstructured.NestedString(sibling.Object, "status", "sync", "status")
+	return sync == argocd.SyncOutOfSync && obs.Sync == argocd.SyncSynced
 }

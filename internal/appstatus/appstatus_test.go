@@ -127,3 +127,53 @@ func nested(u *unstructured.Unstructured, path ...string) string {
 	v, _, _ := unstructured.NestedString(u.Object, path...)
 	return v
 }
+
+func TestBehindTheFleet(t *testing.T) {
+	synced := func(rev string) Observed {
+		return Observed{Applied: true, Seen: true, Reported: true, Health: argocd.HealthHealthy, Sync: argocd.SyncSynced, Revision: rev}
+	}
+	outOfSync := func(rev string) Observed {
+		o := synced(rev)
+		o.Sync = argocd.SyncOutOfSync
+		return o
+	}
+	notApplied := outOfSync("r2")
+	notApplied.Applied = false
+	tests := map[string]struct {
+		own      Observed
+		siblings []Observed
+		want     bool
+	}{
+		"alone":                                   {own: synced("r1")},
+		"all at the same revision":                {own: synced("r1"), siblings: []Observed{synced("r1"), outOfSync("r1")}},
+		"a sibling saw a new revision":            {own: synced("r1"), siblings: []Observed{synced("r1"), outOfSync("r2")}, want: true},
+		"a sibling synced another revision":       {own: synced("r1"), siblings: []Observed{synced("r2")}},
+		"a sibling that has not applied its work": {own: synced("r1"), siblings: []Observed{notApplied}},
+		"nothing reported yet":                    {own: Observed{}, siblings: []Observed{outOfSync("r2")}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(Behind(tt.own, tt.siblings)).To(Equal(tt.want))
+			own := tt.own
+			own.Behind = Behind(tt.own, tt.siblings)
+			st := Derive(own, nil)
+			if tt.want {
+				g.Expect(st.Sync).To(Equal(argocd.SyncOutOfSync), "a RollingSync step does not count it done")
+				g.Expect(st.Revision).To(Equal(tt.own.Revision), "the revision it really has")
+			}
+		})
+	}
+
+	g := NewWithT(t)
+	hubApp := func(sync, rev string) *unstructured.Unstructured {
+		u := argocd.NewApplication()
+		_ = unstructured.SetNestedField(u.Object, map[string]any{"status": sync, "revision": rev}, "status", "sync")
+		return u
+	}
+	g.Expect(PutBehindBy(hubApp("Synced", "r1"), outOfSync("r2"))).To(BeTrue())
+	g.Expect(PutBehindBy(hubApp("Synced", "r2"), outOfSync("r2"))).To(BeFalse())
+	g.Expect(PutBehindBy(hubApp("OutOfSync", "r1"), outOfSync("r2"))).To(BeFalse(), "already not done")
+	g.Expect(MarkedBehind(hubApp("OutOfSync", "r1"), synced("r1"))).To(BeTrue())
+	g.Expect(MarkedBehind(hubApp("Synced", "r1"), synced("r1"))).To(BeFalse())
+}

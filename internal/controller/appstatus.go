@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -46,19 +47,36 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	target, pull, err := propagation.Decide(app)
-	if err != nil || !pull || !app.GetDeletionTimestamp().IsZero() {
-		return ctrl.Result{}, nil
-	}
-	work := &workv1.ManifestWork{}
-	key := types.NamespacedName{Namespace: target.Cluster, Name: propagation.WorkName(app.GetNamespace(), app.GetName())}
-	if err := r.Get(ctx, key, work); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil // not propagated yet; the work's creation requeues this
-		}
-		return ctrl.Result{}, fmt.Errorf("reading ManifestWork %s: %w", key, err)
+	return r.write(ctx, app, true)
+}
+
+// write derives app's status and patches it. With siblingsFirst, siblings of a RollingSync
+// ApplicationSet that a newly seen revision puts behind (or that are no longer behind) are written
+// before app (see appstatus.Behind), so that the ApplicationSet controller never sees this cluster OutOfSync at a
+// new revision while an earlier step still reads Synced at the old one.
+func (r *StatusReconciler) write(ctx context.Context, app *unstructured.Unstructured, siblingsFirst bool) (ctrl.Result, error) {
+	work, err := r.workOf(ctx, app)
+	if work == nil || err != nil {
+		return ctrl.Result{}, err // not propagated yet: the work's creation requeues this
 	}
 	obs := appstatus.Observe(work)
+	siblings, err := r.rollingSiblings(ctx, app)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs.Behind = appstatus.Behind(obs, siblings.observed)
+	if siblingsFirst {
+		for i, sibling := range siblings.apps {
+			// Put behind by what app reports now, or marked behind earlier and maybe no longer.
+			if !appstatus.PutBehindBy(sibling, obs) && !appstatus.MarkedBehind(sibling, siblings.observed[i]) {
+				continue
+			}
+			if result, err := r.write(ctx, sibling, false); err != nil || !result.IsZero() {
+				return result, err
+			}
+		}
+	}
+
 	updated, changed := appstatus.Apply(app, appstatus.Derive(obs, appstatus.WantedSource(app)))
 	clearSync, clearRefresh := propagation.Clears(propagation.HubOf(app), obs.Carried, obs.Delivery)
 	if clearSync {
@@ -91,6 +109,71 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			"The managed cluster %s finished the requested %s", work.Namespace, requestNames(clearSync, clearRefresh))
 	}
 	return ctrl.Result{}, nil
+}
+
+// workOf is the ManifestWork of a pull-model hub Application, nil when it has none (yet).
+func (r *StatusReconciler) workOf(ctx context.Context, app *unstructured.Unstructured) (*workv1.ManifestWork, error) {
+	target, pull, err := propagation.Decide(app)
+	if err != nil || !pull || !app.GetDeletionTimestamp().IsZero() {
+		return nil, nil
+	}
+	work := &workv1.ManifestWork{}
+	key := types.NamespacedName{Namespace: target.Cluster, Name: propagation.WorkName(app.GetNamespace(), app.GetName())}
+	if err := r.Get(ctx, key, work); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading ManifestWork %s: %w", key, err)
+	}
+	return work, nil
+}
+
+// siblings are the other pull-model Applications of a RollingSync ApplicationSet with the same
+// single source, and what their clusters report.
+type siblings struct {
+	apps     []*unstructured.Unstructured
+	observed []appstatus.Observed
+}
+
+// rollingSiblings returns app's siblings when its ApplicationSet rolls out with RollingSync.
+func (r *StatusReconciler) rollingSiblings(ctx context.Context, app *unstructured.Unstructured) (siblings, error) {
+	var out siblings
+	wanted := appstatus.WantedSource(app)
+	name, owned := argocd.OwningApplicationSet(app)
+	if wanted == nil || !owned {
+		return out, nil
+	}
+	appSet := &unstructured.Unstructured{}
+	appSet.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	if err := r.Get(ctx, types.NamespacedName{Namespace: app.GetNamespace(), Name: name}, appSet); err != nil {
+		return out, client.IgnoreNotFound(err)
+	}
+	if strategy, _, _ := unstructured.NestedString(appSet.Object, "spec", "strategy", "type"); strategy != "RollingSync" {
+		return out, nil
+	}
+	list := argocd.NewApplicationList()
+	if err := r.List(ctx, list, client.MatchingFields{appOwnerIndex: app.GetNamespace() + "/" + name}); err != nil {
+		return out, fmt.Errorf("listing the Applications of ApplicationSet %s/%s: %w", app.GetNamespace(), name, err)
+	}
+	for i := range list.Items {
+		sibling := &list.Items[i]
+		if sibling.GetName() == app.GetName() {
+			continue
+		}
+		if w := appstatus.WantedSource(sibling); w == nil || *w != *wanted {
+			continue
+		}
+		work, err := r.workOf(ctx, sibling)
+		if err != nil {
+			return out, err
+		}
+		if work == nil {
+			continue
+		}
+		out.apps = append(out.apps, sibling)
+		out.observed = append(out.observed, appstatus.Observe(work))
+	}
+	return out, nil
 }
 
 func requestNames(sync, refresh bool) string {
