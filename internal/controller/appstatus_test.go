@@ -249,3 +249,47 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	_, id3 := carried(id2)
 	h.g.Expect(id3).NotTo(Equal(id1))
 }
+
+// Two clusters of a RollingSync ApplicationSet: when the second one's Argo CD finds a new commit
+// first, the first one must not read Synced at the old revision (its step would count as done and
+// the second step would sync before it). It reads Synced again once it caught up.
+func TestRollingSyncClusterBehindItsFleetIsNotSynced(t *testing.T) {
+	h := start(t)
+	set := h.appSet("rollout")
+	h.updateAppSet(set, map[string]any{"type": "RollingSync"})
+	c1, c2 := h.cluster(), h.cluster()
+	h.app("step1", c1, ownedBy(set))
+	h.app("step2", c2, ownedBy(set))
+	at := func(sync, revision string) map[string]string {
+		return map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: sync, propagation.FeedbackRevision: revision}
+	}
+	hub := func(name string) []string {
+		app := h.getApp(name)
+		return []string{statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
+	}
+	h.report("step1", c1, h.work("step1", c1).Generation, at("Synced", "r1"))
+	h.report("step2", c2, h.work("step2", c2).Generation, at("Synced", "r1"))
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}))
+
+	// cluster2 finds r2 first.
+	h.report("step2", c2, h.work("step2", c2).Generation, at("OutOfSync", "r2"))
+	h.g.Eventually(func() []string { return hub("step2") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r2"}))
+	h.g.Expect(hub("step1")).To(Equal([]string{"OutOfSync", "r1"}), "written before cluster2's status")
+
+	// cluster1 synced r2: Synced again, and cluster2 is not put behind by it.
+	h.report("step1", c1, h.work("step1", c1).Generation, at("Synced", "r2"))
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r2"}))
+	h.g.Consistently(func() []string { return hub("step1") }, time.Second, 100*time.Millisecond).Should(Equal([]string{"Synced", "r2"}))
+}
+
+func (h *harness) updateAppSet(set *unstructured.Unstructured, strategy map[string]any) {
+	h.t.Helper()
+	h.g.Eventually(func() error {
+		got := set.DeepCopy()
+		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(set), got); err != nil {
+			return err
+		}
+		got.Object["spec"].(map[string]any)["strategy"] = strategy
+		return h.c.Update(context.Background(), got)
+	}, timeout, interval).Should(Succeed())
+}
