@@ -163,18 +163,32 @@ func (l *Lab) AddManifest(name, manifest string) (string, error) {
 	return l.CommitFiles("add "+name, map[string]string{"guestbook/" + name: manifest})
 }
 
-// CommitFiles writes files (paths relative to the repository's root) to the lab's Git repository,
-// commits them and returns the new commit's SHA.
+// CommitFiles writes files (paths relative to the repository's root; an empty content removes the
+// file) to the lab's Git repository, commits them and returns the commit's SHA. When nothing
+// changed, nothing is committed and the SHA is HEAD's.
 func (l *Lab) CommitFiles(message string, files map[string]string) (string, error) {
 	repo := filepath.Join(l.Dir, "git", "apps")
 	for name, content := range files {
 		path := filepath.Join(repo, filepath.FromSlash(name))
+		if content == "" {
+			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+				return "", err
+			}
+			continue
+		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return "", err
 		}
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			return "", err
 		}
+	}
+	changes, err := exec.Command("git", "-C", repo, "status", "--porcelain").Output()
+	if err != nil {
+		return "", fmt.Errorf("git status: %w", err)
+	}
+	if len(strings.TrimSpace(string(changes))) == 0 {
+		return gitHead(l.Dir)
 	}
 	for _, args := range [][]string{
 		{"add", "-A"},
@@ -187,6 +201,23 @@ func (l *Lab) CommitFiles(message string, files map[string]string) (string, erro
 		}
 	}
 	return gitHead(l.Dir)
+}
+
+// Head is the SHA of the lab repository's main branch.
+func (l *Lab) Head() (string, error) { return gitHead(l.Dir) }
+
+// ApplyDocumentsApplicationSet creates the documents' ApplicationSet again (after a test deleted it).
+func (l *Lab) ApplyDocumentsApplicationSet(ctx context.Context) error {
+	root, err := assets.RepoRoot()
+	if err != nil {
+		return err
+	}
+	hub, err := l.Hub.Client()
+	if err != nil {
+		return err
+	}
+	_, err = applyDocumentsApplicationSet(ctx, hub, root, l.RepoURL)
+	return err
 }
 
 func gitHead(dir string) (string, error) {

@@ -73,11 +73,18 @@ func TestDocumentsFlowConverges(t *testing.T) {
 	if _, err := lab.WaitForReport(ctx, &progress, 2*time.Minute); err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 	}
-	_, byCluster := report(hub)
-	for name, spoke := range spokes {
-		if cc := byCluster[name]; cc.SyncRevision != lab.Revision {
-			t.Errorf("report syncRevision of %s = %q, want the repository's %s", name, cc.SyncRevision, lab.Revision)
+	// The repository's HEAD: lab.Revision on a first run, later commits on a repeated one.
+	head := headOf(t)
+	eventually(t, "the report at the repository's HEAD for every cluster", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		_, byCluster := report(hub)
+		for name := range spokes {
+			if cc := byCluster[name]; cc.SyncRevision != head || cc.SyncStatus != "Synced" || cc.HealthStatus != "Healthy" {
+				return false, fmt.Errorf("%s: %+v", name, cc)
+			}
 		}
+		return true, nil
+	})
+	for name, spoke := range spokes {
 		if got := greeting(spoke); got != "hello from the pull model" {
 			t.Errorf("the sample app on %s: greeting %q", name, got)
 		}
@@ -147,8 +154,8 @@ func TestDoctorAndStatusOnTheLab(t *testing.T) {
 		t.Fatalf("status: %v\n%s", err, table)
 	}
 	for _, c := range lab.Managed {
-		if !regexp.MustCompile(`(?m)^` + c.Name + `\s+Synced\s+Healthy\s+` + lab.Revision[:7]).Match(table) {
-			t.Errorf("status shows no Synced, Healthy row at %s for %s:\n%s", lab.Revision[:7], c.Name, table)
+		if head := headOf(t); !regexp.MustCompile(`(?m)^` + c.Name + `\s+Synced\s+Healthy\s+` + head[:7]).Match(table) {
+			t.Errorf("status shows no Synced, Healthy row at %s for %s:\n%s", head[:7], c.Name, table)
 		}
 	}
 	want := fmt.Sprintf("%d clusters: %d synced, %d healthy", len(lab.Managed), len(lab.Managed), len(lab.Managed))
@@ -193,6 +200,22 @@ func TestCommitReachesEveryCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The next tests (and a repeated run) expect the first greeting: commit it back and wait for it.
+	t.Cleanup(func() {
+		restored, err := lab.Commit("hello from the pull model")
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the first greeting back on every cluster", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+			_, byCluster := report(hub)
+			for name := range spokes {
+				if byCluster[name].SyncRevision != restored || greeting(spokes[name]) != "hello from the pull model" {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+	})
 	eventually(t, "the new revision in the report for every cluster", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
 		_, byCluster := report(hub)
 		for name := range spokes {
@@ -267,13 +290,20 @@ func TestSyncErrorOnOneClusterOnly(t *testing.T) {
 	// data: its Argo CD cannot apply it there. cluster1 has none.
 	blocker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "guestbook-extra", Namespace: "guestbook"},
 		Immutable: ptr.To(true), Data: map[string]string{"a": "set by hand"}}
+	// What Argo CD created in an earlier run of this test (no prune) would be in the way.
+	_ = spokes["cluster2"].Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "guestbook-extra", Namespace: "guestbook"}})
+	eventually(t, "no guestbook-extra on cluster2", 30*time.Second, "cluster2-apiserver.log", func() (bool, error) {
+		return apierrors.IsNotFound(spokes["cluster2"].Get(ctx, client.ObjectKeyFromObject(blocker), &corev1.ConfigMap{})), nil
+	})
 	if err := spokes["cluster2"].Create(ctx, blocker); err != nil {
 		t.Fatal(err)
 	}
 	// Whatever happens here, the next tests must not inherit the blocker; the UID precondition
 	// spares the ConfigMap Argo CD creates under the same name once the blocker is gone.
 	t.Cleanup(func() { _ = spokes["cluster2"].Delete(ctx, blocker, client.Preconditions{UID: ptr.To(blocker.UID)}) })
-	if _, err := lab.AddManifest("extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guestbook-extra\ndata:\n  a: b\n"); err != nil {
+	// A new revision on every run: Argo CD does not retry an automated sync of a revision that failed.
+	extra := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guestbook-extra\ndata:\n  a: b-%d\n", time.Now().UnixNano())
+	if _, err := lab.AddManifest("extra.yaml", extra); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a sync error for cluster2 in the report", 2*time.Minute, "cluster2-argocd-application-controller.log", func() (bool, error) {
@@ -302,4 +332,14 @@ func TestSyncErrorOnOneClusterOnly(t *testing.T) {
 		cc := byCluster["cluster2"]
 		return cc.SyncStatus == "Synced" && cc.HealthStatus == "Healthy", nil
 	})
+}
+
+// headOf is the lab repository's HEAD.
+func headOf(t *testing.T) string {
+	t.Helper()
+	head, err := lab.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return head
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -162,7 +163,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	hub, spokes := clients(t)
 	rollout := func(revision string, extra bool) string {
 		t.Helper()
-		files := map[string]string{"rollout/rollout.yaml": configMap("rollout", nil, map[string]string{"revision": revision})}
+		files := map[string]string{"rollout/rollout.yaml": configMap("rollout", nil, map[string]string{"revision": revision}), "rollout/extra.yaml": ""}
 		if extra {
 			files["rollout/extra.yaml"] = configMap("rollout-extra", nil, map[string]string{"a": "from git"})
 		}
@@ -214,6 +215,11 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	// fails there. The revision must not reach cluster2 while it fails.
 	blocker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rollout-extra", Namespace: "rollout"},
 		Immutable: ptr.To(true), Data: map[string]string{"a": "set by hand"}}
+	// Left by an earlier run of this test (go test -count) if its Applications were not yet gone.
+	_ = spokes["cluster1"].Delete(ctx, &corev1.ConfigMap{ObjectMeta: blocker.ObjectMeta})
+	eventually(t, "no rollout-extra on cluster1", 30*time.Second, "cluster1-apiserver.log", func() (bool, error) {
+		return apierrors.IsNotFound(spokes["cluster1"].Get(ctx, client.ObjectKeyFromObject(blocker), &corev1.ConfigMap{})), nil
+	})
 	if err := spokes["cluster1"].Create(ctx, blocker); err != nil {
 		t.Fatal(err)
 	}

@@ -62,10 +62,22 @@ func TestClusterRemovedFromPlacement(t *testing.T) {
 	if err := hub.Get(ctx, types.NamespacedName{Name: "cluster2"}, mc); err != nil {
 		t.Fatal(err)
 	}
+	set := mc.Labels[clusterv1beta2.ClusterSetLabel]
 	delete(mc.Labels, clusterv1beta2.ClusterSetLabel)
 	if err := hub.Update(ctx, mc); err != nil {
 		t.Fatal(err)
 	}
+	// A repeated run (go test -count) starts from a lab with both clusters again.
+	t.Cleanup(func() {
+		eventually(t, "cluster2 back in its set", 30*time.Second, "hub-apiserver.log", func() (bool, error) {
+			got := &clusterv1.ManagedCluster{}
+			if err := hub.Get(ctx, types.NamespacedName{Name: "cluster2"}, got); err != nil {
+				return false, err
+			}
+			got.Labels[clusterv1beta2.ClusterSetLabel] = set
+			return hub.Update(ctx, got) == nil, nil
+		})
+	})
 	eventually(t, "the Application and its resources gone from cluster2", 2*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
 		err := spokes["cluster2"].Get(ctx, appKey("cluster2"), argocd.NewApplication())
 		return apierrors.IsNotFound(err) && greeting(spokes["cluster2"]) == "", nil
@@ -91,6 +103,13 @@ func TestDeletingTheApplicationSetRemovesEverything(t *testing.T) {
 	if err := hub.Delete(ctx, appSet); err != nil {
 		t.Fatal(err)
 	}
+	// A repeated run (go test -count) starts from the documents' ApplicationSet again.
+	t.Cleanup(func() {
+		eventually(t, "the documents' ApplicationSet created again", time.Minute, "hub-apiserver.log", func() (bool, error) {
+			err := lab.ApplyDocumentsApplicationSet(ctx)
+			return err == nil, err
+		})
+	})
 	eventually(t, "the Applications and resources gone from every cluster", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
 		for name, spoke := range spokes {
 			if !apierrors.IsNotFound(spoke.Get(ctx, appKey(name), argocd.NewApplication())) || greeting(spoke) != "" {
