@@ -15,19 +15,6 @@ import (
 // not deliver. Argo CD shows conditions whose type ends in "Error" as errors.
 const PropagationErrorCondition = "PullPropagationError"
 
-// Reasons a hub Application was not delivered. Each is the reason of a Warning event and the
-// first word of the condition message.
-const (
-	ReasonInvalidMarkers      = "InvalidPullMarkers"
-	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
-	ReasonClusterNotFound     = "ManagedClusterNotFound"
-	ReasonClusterNotBound     = "ClusterNotBoundToNamespace"
-	ReasonNamespaceMissing    = "ClusterNamespaceMissing"
-	ReasonProjectNotFound     = "AppProjectNotFound"
-	ReasonPayloadTooLarge     = "PayloadTooLarge"
-	ReasonWorkWriteFailed     = "ManifestWorkWriteFailed"
-)
-
 // Reasons of Normal events.
 const (
 	ReasonPropagated = "Propagated"

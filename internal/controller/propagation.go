@@ -103,83 +103,78 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	if !app.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, app, pull && err == nil)
 	}
-	if err != nil {
-		// Nothing is deleted on bad input: the managed cluster keeps what it had.
-		return ctrl.Result{}, conditions.refuse(ctx, app, ReasonInvalidMarkers, err.Error())
-	}
-	if !pull {
+	if err == nil && !pull {
 		return ctrl.Result{}, r.deleteWorks(ctx, req.NamespacedName, nil)
 	}
-	if !r.Options.PullNamespaceAllowed(app.GetNamespace()) {
-		return ctrl.Result{}, conditions.refuse(ctx, app, ReasonNamespaceNotAllowed, fmt.Sprintf(
-			"pull-model Applications are not taken from namespace %s; the operator allows %s (flag --pull-namespaces)",
-			app.GetNamespace(), r.allowedNamespacesText()))
-	}
-	if reason, msg, err := r.checkCluster(ctx, app.GetNamespace(), target.Cluster); err != nil || reason != "" {
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		// Retried with backoff as well as on the watched change that would fix it.
-		return ctrl.Result{}, errors.Join(conditions.refuse(ctx, app, reason, msg), fmt.Errorf("%s: %s", reason, msg))
-	}
-
-	project, err := r.project(ctx, app)
+	facts, err := r.gather(ctx, app, target)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if project == nil && argocd.Project(app) != argocd.DefaultProject {
-		msg := fmt.Sprintf("AppProject %s not found in the Argo CD namespace %s", argocd.Project(app), r.Options.ArgoCDNamespace)
-		return ctrl.Result{}, errors.Join(conditions.refuse(ctx, app, ReasonProjectNotFound, msg), errors.New(msg))
-	}
-
-	existing, err := r.existingWork(ctx, target.Cluster, app)
+	verdict, err := propagation.Ladder(facts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	desired, err := propagation.DesiredWork(app, project, target, planDeliveries(app, existing))
-	if errors.Is(err, propagation.ErrPayloadTooLarge) {
-		return ctrl.Result{}, conditions.refuse(ctx, app, ReasonPayloadTooLarge, err.Error())
+	if verdict.Refusal != nil {
+		// Nothing is deleted on a refusal: the managed cluster keeps what it had. Each refusal
+		// waits for a watched change (the Application, its cluster, namespace, bindings, project).
+		return ctrl.Result{}, conditions.refuse(ctx, app, verdict.Refusal.Reason, verdict.Refusal.Message)
 	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	desired := verdict.Work
 	if err := r.deleteWorks(ctx, req.NamespacedName, desired); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.apply(ctx, app, desired, existing); err != nil {
+	if err := r.apply(ctx, app, desired, facts.Existing); err != nil {
 		if tooLarge(err) {
-			return ctrl.Result{}, conditions.refuse(ctx, app, ReasonPayloadTooLarge, "the apiserver refused the ManifestWork: "+err.Error())
+			return ctrl.Result{}, conditions.refuse(ctx, app, propagation.ReasonPayloadTooLarge, "the apiserver refused the ManifestWork: "+err.Error())
 		}
-		return ctrl.Result{}, errors.Join(conditions.refuse(ctx, app, ReasonWorkWriteFailed, err.Error()), err)
+		return ctrl.Result{}, errors.Join(conditions.refuse(ctx, app, propagation.ReasonWorkWriteFailed, err.Error()), err)
 	}
 	r.changed.Done(req.NamespacedName, time.Now()) // nothing more of this change to write
 	return ctrl.Result{}, conditions.clear(ctx, app)
 }
 
-// checkCluster returns a reason and message when the Application may not, or cannot yet, go to
-// the cluster: it must exist, be bound to the Application's namespace, and have its namespace.
-func (r *PropagationReconciler) checkCluster(ctx context.Context, appNamespace, name string) (reason, message string, err error) {
+// gather reads what the ladder decides on (see propagation.Facts) from the cache. Nothing is read
+// for Applications with invalid markers.
+func (r *PropagationReconciler) gather(ctx context.Context, app *unstructured.Unstructured, target propagation.Target) (propagation.Facts, error) {
+	f := propagation.Facts{
+		App:               app,
+		NamespaceAllowed:  r.Options.PullNamespaceAllowed(app.GetNamespace()),
+		AllowedNamespaces: r.allowedNamespacesText(),
+		ArgoCDNamespace:   r.Options.ArgoCDNamespace,
+		NewDeliveryID:     propagation.NewDeliveryID,
+	}
+	if target.Cluster == "" {
+		return f, nil
+	}
 	cluster := &clusterv1.ManagedCluster{}
-	if err := r.Get(ctx, types.NamespacedName{Name: name}, cluster); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ReasonClusterNotFound, fmt.Sprintf("ManagedCluster %s does not exist on the hub; check the annotation %s", name, argocd.ClusterAnnotation), nil
-		}
-		return "", "", fmt.Errorf("reading ManagedCluster %s: %w", name, err)
+	switch err := r.Get(ctx, types.NamespacedName{Name: target.Cluster}, cluster); {
+	case err == nil:
+		f.Cluster = cluster
+	case !apierrors.IsNotFound(err):
+		return f, fmt.Errorf("reading ManagedCluster %s: %w", target.Cluster, err)
 	}
-	bindings, err := r.bindingsOf(ctx, appNamespace)
-	if err != nil {
-		return "", "", err
+	var err error
+	if f.Bindings, err = r.bindingsOf(ctx, app.GetNamespace()); err != nil {
+		return f, err
 	}
-	if ok, _ := bindings.Allows(cluster); !ok {
-		return ReasonClusterNotBound, fmt.Sprintf("ManagedCluster %s is not bound to namespace %s: create a ManagedClusterSetBinding in %s for a set that contains it, or a Placement there that selects it", name, appNamespace, appNamespace), nil
+	switch err := r.Get(ctx, types.NamespacedName{Name: target.Cluster}, &corev1.Namespace{}); {
+	case err == nil:
+		f.ClusterNamespace = true
+	case !apierrors.IsNotFound(err):
+		return f, fmt.Errorf("reading namespace %s: %w", target.Cluster, err)
 	}
-	if err := r.Get(ctx, types.NamespacedName{Name: name}, &corev1.Namespace{}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ReasonNamespaceMissing, fmt.Sprintf("the cluster namespace %s does not exist on the hub yet (is the cluster's registration accepted?)", name), nil
-		}
-		return "", "", fmt.Errorf("reading namespace %s: %w", name, err)
+	if f.Project, err = r.project(ctx, app); err != nil {
+		return f, err
 	}
-	return "", "", nil
+	if f.Existing, err = r.existingWork(ctx, target.Cluster, app); err != nil {
+		return f, err
+	}
+	if f.Existing != nil {
+		obs := appstatus.Observe(f.Existing)
+		f.Carried, f.Reported = obs.Carried, obs.Delivery
+		f.Carried.Operation = propagation.PayloadOperation(f.Existing)
+	}
+	return f, nil
 }
 
 func (r *PropagationReconciler) bindingsOf(ctx context.Context, namespace string) (tenancy.Bindings, error) {
@@ -234,20 +229,6 @@ func (r *PropagationReconciler) existingWork(ctx context.Context, cluster string
 		return nil, fmt.Errorf("reading ManifestWork %s: %w", key, err)
 	}
 	return work, nil
-}
-
-// planDeliveries decides which sync and refresh requests the work carries (see
-// propagation.PlanDeliveries) from the hub Application and what its existing work carried and
-// reported.
-func planDeliveries(app *unstructured.Unstructured, existing *workv1.ManifestWork) propagation.Deliveries {
-	var carried propagation.Deliveries
-	var reported propagation.Reported
-	if existing != nil {
-		obs := appstatus.Observe(existing)
-		carried, reported = obs.Carried, obs.Delivery
-		carried.Operation = propagation.PayloadOperation(existing)
-	}
-	return propagation.PlanDeliveries(propagation.HubOf(app), carried, reported, propagation.NewDeliveryID)
 }
 
 // apply creates or updates the work, writing only when it differs from what the hub wants.

@@ -104,7 +104,7 @@ func TestMissingAppProjectIsReported(t *testing.T) {
 	h := start(t)
 	cluster := h.cluster()
 	h.app("web", cluster, func(u *unstructured.Unstructured) { u.Object["spec"].(map[string]any)["project"] = "nope" })
-	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(ReasonProjectNotFound + ": AppProject nope not found"))
+	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(propagation.ReasonProjectNotFound + ": AppProject nope not found"))
 	h.noWorkFor("web")
 }
 
@@ -229,7 +229,7 @@ func TestBadInputIsReportedAndNothingElseIsAffected(t *testing.T) {
 	}{
 		"unknown ManagedCluster": {
 			mutate:  func(h *harness, app *unstructured.Unstructured) { setCluster(app, "does-not-exist") },
-			reason:  ReasonClusterNotFound,
+			reason:  propagation.ReasonClusterNotFound,
 			message: "ManagedCluster does-not-exist does not exist on the hub",
 		},
 		"cluster namespace missing": {
@@ -238,7 +238,7 @@ func TestBadInputIsReportedAndNothingElseIsAffected(t *testing.T) {
 				h.createClusterWithoutNamespace(name)
 				setCluster(app, name)
 			},
-			reason:  ReasonNamespaceMissing,
+			reason:  propagation.ReasonNamespaceMissing,
 			message: "does not exist on the hub yet",
 			fix: func(h *harness, name string) {
 				h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterOf(h.getApp(name))}})
@@ -249,7 +249,7 @@ func TestBadInputIsReportedAndNothingElseIsAffected(t *testing.T) {
 				// Inline Helm values: the hub accepts them, a ManifestWork may not carry them.
 				_ = unstructured.SetNestedField(app.Object, strings.Repeat("x", propagation.MaxManifestsSize), "spec", "source", "helm", "values")
 			},
-			reason:  ReasonPayloadTooLarge,
+			reason:  propagation.ReasonPayloadTooLarge,
 			message: "the limit is 512000",
 			fix: func(h *harness, name string) {
 				h.updateApp(name, func(u *unstructured.Unstructured) {
@@ -261,7 +261,7 @@ func TestBadInputIsReportedAndNothingElseIsAffected(t *testing.T) {
 			mutate: func(h *harness, app *unstructured.Unstructured) {
 				app.SetLabels(map[string]string{argocd.PullLabel: "yes"})
 			},
-			reason:  ReasonInvalidMarkers,
+			reason:  propagation.ReasonInvalidMarkers,
 			message: `label apps.open-cluster-management.io/pull-to-ocm-managed-cluster is "yes"`,
 			fix: func(h *harness, name string) {
 				h.updateApp(name, func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{argocd.PullLabel: "true"}) })
@@ -269,7 +269,7 @@ func TestBadInputIsReportedAndNothingElseIsAffected(t *testing.T) {
 		},
 		"empty cluster annotation": {
 			mutate:  func(h *harness, app *unstructured.Unstructured) { setCluster(app, "") },
-			reason:  ReasonInvalidMarkers,
+			reason:  propagation.ReasonInvalidMarkers,
 			message: "must name the managed cluster",
 		},
 	}
@@ -302,8 +302,8 @@ func TestNamespaceNotAllowedIsIgnoredWithAnEvent(t *testing.T) {
 	cluster := h.cluster()
 	h.app("web", cluster)
 	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).
-		Should(ContainSubstring(ReasonNamespaceNotAllowed + ": pull-model Applications are not taken from namespace " + h.ns + "; the operator allows argocd-elsewhere"))
-	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(ReasonNamespaceNotAllowed)))
+		Should(ContainSubstring(propagation.ReasonNamespaceNotAllowed + ": pull-model Applications are not taken from namespace " + h.ns + "; the operator allows argocd-elsewhere"))
+	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(propagation.ReasonNamespaceNotAllowed)))
 	h.noWorkFor("web")
 }
 
@@ -321,7 +321,7 @@ func TestClusterNotBoundToNamespaceIsRefused(t *testing.T) {
 	h := start(t)
 	unbound := h.unboundCluster()
 	h.app("web", unbound)
-	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(ReasonClusterNotBound + ": ManagedCluster " + unbound + " is not bound to namespace " + h.ns))
+	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(propagation.ReasonClusterNotBound + ": ManagedCluster " + unbound + " is not bound to namespace " + h.ns))
 	h.noWorkFor("web")
 
 	// A PlacementDecision in the namespace that selects the cluster binds it.

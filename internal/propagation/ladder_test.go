@@ -1,0 +1,119 @@
+package propagation
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
+)
+
+func TestLadder(t *testing.T) {
+	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1", Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "gitops"}}}
+	bound := tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "gitops"}}}}
+	project := argocd.NewAppProject()
+	project.SetName("platform")
+	project.Object["spec"] = map[string]any{"sourceRepos": []any{"*"}}
+	facts := func(mutate func(f *Facts)) Facts {
+		f := Facts{App: pullApp(), NamespaceAllowed: true, AllowedNamespaces: "argocd", Cluster: cluster, Bindings: bound,
+			ClusterNamespace: true, ArgoCDNamespace: "argocd", NewDeliveryID: func() string { return "d1" }}
+		if mutate != nil {
+			mutate(&f)
+		}
+		return f
+	}
+	onProject := func(name string) func(*unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) { u.Object["spec"].(map[string]any)["project"] = name }
+	}
+
+	tests := map[string]struct {
+		facts      Facts
+		wantReason string
+		// wantMessage is a part of the refusal's message: what the person must do.
+		wantMessage string
+	}{
+		"delivered": {facts: facts(nil)},
+		"invalid markers": {
+			facts:      facts(func(f *Facts) { f.App = pullApp(func(u *unstructured.Unstructured) { u.SetAnnotations(nil) }) }),
+			wantReason: ReasonInvalidMarkers, wantMessage: argocd.ClusterAnnotation,
+		},
+		"namespace not allowed": {
+			facts:      facts(func(f *Facts) { f.NamespaceAllowed = false }),
+			wantReason: ReasonNamespaceNotAllowed, wantMessage: "--pull-namespaces",
+		},
+		"cluster missing": {
+			facts:      facts(func(f *Facts) { f.Cluster = nil }),
+			wantReason: ReasonClusterNotFound, wantMessage: "ManagedCluster cluster1 does not exist",
+		},
+		"cluster not bound": {
+			facts:      facts(func(f *Facts) { f.Bindings = tenancy.Bindings{} }),
+			wantReason: ReasonClusterNotBound, wantMessage: "create a ManagedClusterSetBinding in argocd",
+		},
+		"cluster namespace missing": {
+			facts:      facts(func(f *Facts) { f.ClusterNamespace = false }),
+			wantReason: ReasonNamespaceMissing, wantMessage: "registration accepted",
+		},
+		"project missing": {
+			facts:      facts(func(f *Facts) { f.App = pullApp(onProject("platform")) }),
+			wantReason: ReasonProjectNotFound, wantMessage: "AppProject platform not found in the Argo CD namespace argocd",
+		},
+		"project found": {
+			facts: facts(func(f *Facts) { f.App = pullApp(onProject("platform")); f.Project = project }),
+		},
+		"payload too large": {
+			facts: facts(func(f *Facts) {
+				f.App = pullApp(func(u *unstructured.Unstructured) {
+					u.Object["spec"].(map[string]any)["source"].(map[string]any)["helm"] = map[string]any{"values": strings.Repeat("x", MaxManifestsSize)}
+				})
+			}),
+			wantReason: ReasonPayloadTooLarge, wantMessage: "the limit is",
+		},
+		"the first failing rung wins": {
+			facts:      facts(func(f *Facts) { f.NamespaceAllowed = false; f.Cluster = nil; f.ClusterNamespace = false }),
+			wantReason: ReasonNamespaceNotAllowed,
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			v, err := Ladder(tt.facts)
+			g.Expect(err).NotTo(HaveOccurred())
+			if tt.wantReason == "" {
+				g.Expect(v.Refusal).To(BeNil())
+				g.Expect(v.Work).NotTo(BeNil())
+				g.Expect(v.Work.Namespace).To(Equal("cluster1"))
+				return
+			}
+			g.Expect(v.Work).To(BeNil(), "nothing is delivered on a refusal")
+			g.Expect(v.Refusal).NotTo(BeNil())
+			g.Expect(v.Refusal.Reason).To(Equal(tt.wantReason))
+			g.Expect(v.Refusal.Message).To(ContainSubstring(tt.wantMessage))
+		})
+	}
+}
+
+// The ladder plans the work's sync and refresh deliveries from what the existing work carried.
+func TestLadderCarriesRequests(t *testing.T) {
+	g := NewWithT(t)
+	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
+	f := Facts{App: pullApp(func(u *unstructured.Unstructured) { u.Object["operation"] = map[string]any{"sync": map[string]any{}} }),
+		NamespaceAllowed: true, Cluster: cluster, ClusterNamespace: true,
+		Bindings:      tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}},
+		NewDeliveryID: func() string { return "d1" }}
+	v, err := Ladder(f)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v.Refusal).To(BeNil())
+	g.Expect(ParseDeliveries(v.Work.Annotations[DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
+
+	f.Existing, f.Carried = v.Work, ParseDeliveries(v.Work.Annotations[DeliveriesAnnotation])
+	f.NewDeliveryID = func() string { return "d2" }
+	again, err := Ladder(f)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(UpToDate(v.Work, again.Work)).To(BeTrue(), "the same request keeps its delivery: nothing to write")
+}
