@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,65 +82,33 @@ func (r *GitOpsClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	before := gc.DeepCopy()
-	result, err := r.reconcile(ctx, gc)
-	// Status is derived above and written once, here, when it changed.
-	return result, errors.Join(err, r.patchStatus(ctx, before, gc))
+	result, observed := r.reconcile(ctx, gc)
+	// Status is derived in one place from what the reconcile observed, and written once.
+	gitops.SetStatus(gc, observed)
+	return result, errors.Join(observed.Err, r.patchStatus(ctx, before, gc))
 }
 
-// reconcile does the work and records the outcome in gc's status conditions.
-func (r *GitOpsClusterReconciler) reconcile(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster) (ctrl.Result, error) {
+// reconcile does the work and returns what it observed; a failed read or write is observed.Err.
+func (r *GitOpsClusterReconciler) reconcile(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster) (result ctrl.Result, observed gitops.Observation) {
 	argoNS := gc.Spec.ArgoServer.ArgoNamespace
 	allowed, err := r.argoNamespaceAllowed(ctx, argoNS)
-	if err != nil {
-		return ctrl.Result{}, err
+	if err != nil || !allowed {
+		observed.Err, observed.NamespaceForbidden = err, err == nil
+		return result, observed
 	}
-	if !allowed {
-		setReady(gc, false, gitopsv1beta1.ReasonArgoNamespaceForbidden, fmt.Sprintf(
-			"Argo CD namespace %s is not allowed: the operator must list it in --gitops-namespaces or label it %s=true", argoNS, gitops.AllowedNamespaceLabel))
-		return ctrl.Result{}, nil
-	}
-
 	clusters, reason, msg, err := r.selectedClusters(ctx, gc)
-	if err != nil {
-		return ctrl.Result{}, err
+	observed.Selected, observed.PlacementReason, observed.PlacementMessage, observed.Err = len(clusters), reason, msg, err
+	if err != nil || reason != "" {
+		return result, observed
 	}
-	if reason != "" {
-		setCondition(gc, gitopsv1beta1.PlacementResolvedCondition, false, reason, msg)
-		setReady(gc, false, reason, msg)
-		return ctrl.Result{}, nil
+	if observed.Err = r.ensurePlacementGenerator(ctx, argoNS); observed.Err != nil {
+		return result, observed
 	}
-	setCondition(gc, gitopsv1beta1.PlacementResolvedCondition, true, gitopsv1beta1.ReasonSucceeded, fmt.Sprintf("Placement %s selects %d clusters", gc.Spec.PlacementRef.Name, len(clusters)))
-
-	if err := r.ensurePlacementGenerator(ctx, argoNS); err != nil {
-		return ctrl.Result{}, err
+	if observed.Registered, observed.Conflicts, observed.Missing, observed.Err = r.ensureSecrets(ctx, gc, clusters); observed.Err != nil {
+		return result, observed
 	}
-	registered, conflicts, missing, err := r.ensureSecrets(ctx, gc, clusters)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	requeue, err := r.removeUnselected(ctx, gc, clusters)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-
-	switch {
-	case len(conflicts) > 0:
-		msg := fmt.Sprintf("Secrets not created by argocd-pull already exist in %s, left alone: %s; rename or delete them", argoNS, strings.Join(conflicts, ", "))
-		setCondition(gc, gitopsv1beta1.ClustersRegisteredCondition, false, gitopsv1beta1.ReasonSecretConflict, msg)
-		setReady(gc, false, gitopsv1beta1.ReasonSecretConflict, msg)
-	case len(clusters) == 0:
-		msg := fmt.Sprintf("Placement %s selects no cluster: check its predicates and the ManagedClusterSetBindings in %s", gc.Spec.PlacementRef.Name, gc.Namespace)
-		setCondition(gc, gitopsv1beta1.ClustersRegisteredCondition, false, gitopsv1beta1.ReasonNoClustersSelected, msg)
-		setReady(gc, false, gitopsv1beta1.ReasonNoClustersSelected, msg)
-	default:
-		msg := fmt.Sprintf("%d cluster secrets in %s", registered, argoNS)
-		if len(missing) > 0 {
-			msg += fmt.Sprintf("; no ManagedCluster for %s", strings.Join(missing, ", "))
-		}
-		setCondition(gc, gitopsv1beta1.ClustersRegisteredCondition, true, gitopsv1beta1.ReasonSucceeded, msg)
-		setReady(gc, true, gitopsv1beta1.ReasonSucceeded, msg)
-	}
-	return requeue, nil
+	result, observed.Err = r.removeUnselected(ctx, gc, clusters)
+	return result, observed
 }
 
 // argoNamespaceAllowed: the namespace is listed by the operator or labelled by a cluster admin.
@@ -332,14 +299,6 @@ func (r *GitOpsClusterReconciler) finalize(ctx context.Context, gc *gitopsv1beta
 // event when Ready changed.
 func (r *GitOpsClusterReconciler) patchStatus(ctx context.Context, before, gc *gitopsv1beta1.GitOpsCluster) error {
 	ready := meta.FindStatusCondition(gc.Status.Conditions, gitopsv1beta1.ReadyCondition)
-	if ready == nil {
-		return nil
-	}
-	gc.Status.Phase, gc.Status.Message = gitopsv1beta1.PhaseFailed, ready.Message
-	if ready.Status == metav1.ConditionTrue {
-		gc.Status.Phase = gitopsv1beta1.PhaseSuccessful
-		gc.Status.ObservedGeneration = gc.Generation
-	}
 	if equality.Semantic.DeepEqual(before.Status.Conditions, gc.Status.Conditions) && before.Status.Phase == gc.Status.Phase &&
 		before.Status.Message == gc.Status.Message && before.Status.ObservedGeneration == gc.Status.ObservedGeneration {
 		return nil
@@ -356,18 +315,6 @@ func (r *GitOpsClusterReconciler) patchStatus(ctx context.Context, before, gc *g
 		return client.IgnoreNotFound(err)
 	}
 	return nil
-}
-
-func setCondition(gc *gitopsv1beta1.GitOpsCluster, t string, ok bool, reason, msg string) {
-	status := metav1.ConditionFalse
-	if ok {
-		status = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(&gc.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: gc.Generation})
-}
-
-func setReady(gc *gitopsv1beta1.GitOpsCluster, ok bool, reason, msg string) {
-	setCondition(gc, gitopsv1beta1.ReadyCondition, ok, reason, msg)
 }
 
 func soonest(r ctrl.Result, after time.Duration) ctrl.Result {

@@ -1,0 +1,85 @@
+package gitops
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
+)
+
+// Observation is what one reconcile of a GitOpsCluster found and did; SetStatus derives the
+// whole status from it.
+type Observation struct {
+	// NamespaceForbidden: the Argo CD namespace is neither listed by the operator nor labelled.
+	NamespaceForbidden bool
+	// PlacementReason and PlacementMessage say why the Placement could not be resolved ("" when
+	// it was); Selected is how many clusters it selects.
+	PlacementReason, PlacementMessage string
+	Selected                          int
+	// Registered is how many cluster secrets exist; Conflicts the secrets in the way (not ours);
+	// Missing the selected clusters without a ManagedCluster.
+	Registered         int
+	Conflicts, Missing []string
+	// Err is a read or write of the reconcile that failed; the status is then not Ready.
+	Err error
+}
+
+// SetStatus sets gc's conditions, phase and message from what the reconcile observed. Ready is
+// True only when every write succeeded and every selected cluster has its secret.
+func SetStatus(gc *gitopsv1beta1.GitOpsCluster, o Observation) {
+	argoNS, placement := gc.Spec.ArgoServer.ArgoNamespace, ""
+	if gc.Spec.PlacementRef != nil {
+		placement = gc.Spec.PlacementRef.Name
+	}
+	switch {
+	case o.NamespaceForbidden:
+		setReady(gc, false, gitopsv1beta1.ReasonArgoNamespaceForbidden, fmt.Sprintf(
+			"Argo CD namespace %s is not allowed: the operator must list it in --gitops-namespaces or label it %s=true", argoNS, AllowedNamespaceLabel))
+	case o.PlacementReason != "":
+		setCondition(gc, gitopsv1beta1.PlacementResolvedCondition, false, o.PlacementReason, o.PlacementMessage)
+		setReady(gc, false, o.PlacementReason, o.PlacementMessage)
+	case o.Err != nil:
+		setCondition(gc, gitopsv1beta1.PlacementResolvedCondition, true, gitopsv1beta1.ReasonSucceeded, fmt.Sprintf("Placement %s selects %d clusters", placement, o.Selected))
+		setReady(gc, false, gitopsv1beta1.ReasonReconcileError, "Retrying: "+o.Err.Error())
+	default:
+		setCondition(gc, gitopsv1beta1.PlacementResolvedCondition, true, gitopsv1beta1.ReasonSucceeded, fmt.Sprintf("Placement %s selects %d clusters", placement, o.Selected))
+		switch {
+		case len(o.Conflicts) > 0:
+			msg := fmt.Sprintf("Secrets not created by argocd-pull already exist in %s, left alone: %s; rename or delete them", argoNS, strings.Join(o.Conflicts, ", "))
+			setCondition(gc, gitopsv1beta1.ClustersRegisteredCondition, false, gitopsv1beta1.ReasonSecretConflict, msg)
+			setReady(gc, false, gitopsv1beta1.ReasonSecretConflict, msg)
+		case o.Selected == 0:
+			msg := fmt.Sprintf("Placement %s selects no cluster: check its predicates and the ManagedClusterSetBindings in %s", placement, gc.Namespace)
+			setCondition(gc, gitopsv1beta1.ClustersRegisteredCondition, false, gitopsv1beta1.ReasonNoClustersSelected, msg)
+			setReady(gc, false, gitopsv1beta1.ReasonNoClustersSelected, msg)
+		default:
+			msg := fmt.Sprintf("%d cluster secrets in %s", o.Registered, argoNS)
+			if len(o.Missing) > 0 {
+				msg += fmt.Sprintf("; no ManagedCluster for %s", strings.Join(o.Missing, ", "))
+			}
+			setCondition(gc, gitopsv1beta1.ClustersRegisteredCondition, true, gitopsv1beta1.ReasonSucceeded, msg)
+			setReady(gc, true, gitopsv1beta1.ReasonSucceeded, msg)
+		}
+	}
+	ready := meta.FindStatusCondition(gc.Status.Conditions, gitopsv1beta1.ReadyCondition)
+	gc.Status.Phase, gc.Status.Message = gitopsv1beta1.PhaseFailed, ready.Message
+	if ready.Status == metav1.ConditionTrue {
+		gc.Status.Phase = gitopsv1beta1.PhaseSuccessful
+		gc.Status.ObservedGeneration = gc.Generation
+	}
+}
+
+func setCondition(gc *gitopsv1beta1.GitOpsCluster, t string, ok bool, reason, msg string) {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&gc.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: gc.Generation})
+}
+
+func setReady(gc *gitopsv1beta1.GitOpsCluster, ok bool, reason, msg string) {
+	setCondition(gc, gitopsv1beta1.ReadyCondition, ok, reason, msg)
+}
