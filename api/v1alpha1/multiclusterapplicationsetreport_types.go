@@ -4,10 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// HostingApplicationSetLabel is set on a report to "<namespace>.<name>" of its ApplicationSet,
-// truncated to 63 characters so that it is always a valid label value.
-const HostingApplicationSetLabel = "apps.open-cluster-management.io/hosting-applicationset"
-
 // Status values written when a cluster has not reported a value.
 const (
 	StatusUnknown = "Unknown"

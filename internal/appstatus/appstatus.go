@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
@@ -53,7 +54,7 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs := Observed{
 		Applied: AppliedAtGeneration(work),
 		Seen:    meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied) != nil,
-		Carried: propagation.ParseDeliveries(work.Annotations[propagation.DeliveriesAnnotation]),
+		Carried: propagation.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]),
 	}
 	values := feedbackValues(work)
 	obs.Reported = len(values) > 0

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/doctor"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 )
@@ -74,10 +75,10 @@ do not fail it.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster config)")
 	fs.StringArrayVar(&f.managed, "managed-kubeconfig", nil, "CLUSTER=PATH: also check the managed cluster CLUSTER (its ManagedCluster name) with the kubeconfig at PATH; repeatable")
-	fs.StringVarP(&f.opts.ArgoCDNamespace, "argocd-namespace", "n", doctor.DefaultArgoCDNamespace, "Namespace of the hub's Argo CD")
+	fs.StringVarP(&f.opts.ArgoCDNamespace, "argocd-namespace", "n", api.DefaultArgoCDNamespace, "Namespace of the hub's Argo CD")
 	fs.StringVar(&f.opts.ApplicationSet, "applicationset", "", "Check only this ApplicationSet (default: every ApplicationSet with pull-model markers in its template)")
 	fs.StringVarP(&f.output, "output", "o", "text", "Output format: text or json")
-	fs.StringVar(&f.opts.ManagedArgoCDNamespace, "managed-argocd-namespace", doctor.DefaultArgoCDNamespace, "Namespace of Argo CD on the managed clusters")
+	fs.StringVar(&f.opts.ManagedArgoCDNamespace, "managed-argocd-namespace", api.DefaultArgoCDNamespace, "Namespace of Argo CD on the managed clusters")
 	fs.StringVar(&f.opts.ControllerServiceAccount, "managed-argocd-service-account", doctor.DefaultControllerServiceAccount, "Service account of the Argo CD application controller on the managed clusters")
 	fs.StringVar(&f.workAgent, "work-agent-service-account", doctor.DefaultWorkAgentNamespace+"/"+doctor.DefaultWorkAgentServiceAccount, "NAMESPACE/NAME of the OCM work agent's service account on the managed clusters")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "How long all checks may take")

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
-	"github.com/argocd-pull/argocd-pull/internal/controller"
 	"github.com/argocd-pull/argocd-pull/internal/status"
 )
 
@@ -53,7 +53,7 @@ revision it synced to, the phase of its last sync operation and its first error,
 counts and the report's notes. Without a name: one line per ApplicationSet in the namespace (or in
 all namespaces with -A) with its counts.
 
-The namespace is --namespace, else the namespace of the kubeconfig's current context, else "` + controller.DefaultArgoCDNamespace + `".
+The namespace is --namespace, else the namespace of the kubeconfig's current context, else "` + api.DefaultArgoCDNamespace + `".
 Colours are used only when the output is a terminal; --no-color or the NO_COLOR environment
 variable turn them off. --watch redraws on every change until interrupted (Ctrl-C).`,
 		Example: `  # All pull-model ApplicationSets in the Argo CD namespace
@@ -78,7 +78,7 @@ variable turn them off. --watch redraws on every change until interrupted (Ctrl-
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster config)")
-	fs.StringVarP(&f.namespace, "namespace", "n", "", "Namespace of the ApplicationSet (default: the kubeconfig context's namespace, else "+controller.DefaultArgoCDNamespace+")")
+	fs.StringVarP(&f.namespace, "namespace", "n", "", "Namespace of the ApplicationSet (default: the kubeconfig context's namespace, else "+api.DefaultArgoCDNamespace+")")
 	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "List the reports of all namespaces")
 	fs.StringVarP(&f.output, "output", "o", "table", "Output format: table, yaml or json")
 	fs.BoolVarP(&f.watch, "watch", "w", false, "Redraw on every change until interrupted")
@@ -162,7 +162,7 @@ func hubConfig(kubeconfig, namespace string) (*rest.Config, string, error) {
 	case contextNamespace != "":
 		return cfg, contextNamespace, nil
 	}
-	return cfg, controller.DefaultArgoCDNamespace, nil
+	return cfg, api.DefaultArgoCDNamespace, nil
 }
 
 func reportError(err error, ns, name string) error {

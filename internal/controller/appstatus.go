@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
@@ -85,7 +86,7 @@ func (r *StatusReconciler) write(ctx context.Context, app *unstructured.Unstruct
 	if clearRefresh {
 		annotations := updated.GetAnnotations()
 		delete(annotations, argocd.RefreshAnnotation)
-		annotations[propagation.RefreshDeliveredAnnotation] = obs.Carried.Refresh.ID
+		annotations[api.RefreshDeliveredAnnotation] = obs.Carried.Refresh.ID
 		updated.SetAnnotations(annotations)
 	}
 	if !changed && !clearSync && !clearRefresh {

@@ -12,6 +12,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
@@ -175,9 +176,9 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 		var w *workv1.ManifestWork
 		h.g.Eventually(func() string {
 			w = h.work("web", cluster)
-			return payload(t, w, 0).GetAnnotations()[propagation.SyncDeliveryAnnotation]
+			return payload(t, w, 0).GetAnnotations()[api.SyncDeliveryAnnotation]
 		}, timeout, interval).ShouldNot(BeElementOf("", previous))
-		return w, payload(t, w, 0).GetAnnotations()[propagation.SyncDeliveryAnnotation]
+		return w, payload(t, w, 0).GetAnnotations()[api.SyncDeliveryAnnotation]
 	}
 	// spoke is the managed Application's feedback: delivery annotations, .operation and the last
 	// operation state.
@@ -206,7 +207,7 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	p := payload(t, w, 0)
 	h.g.Expect(propagation.DeliveryID(p.Object["operation"].(map[string]any))).To(Equal(id1))
 	h.g.Expect(p.GetAnnotations()).To(HaveKeyWithValue(argocd.RefreshAnnotation, "hard"))
-	refreshID := p.GetAnnotations()[propagation.RefreshDeliveryAnnotation]
+	refreshID := p.GetAnnotations()[api.RefreshDeliveryAnnotation]
 	h.g.Expect(refreshID).NotTo(BeEmpty())
 
 	// Applied, waiting there: nothing is cleared.
@@ -219,7 +220,7 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	// on the hub and in the work.
 	h.report("web", cluster, w.Generation, spoke(id1, id1, id1, "Running", refreshID, false))
 	h.g.Eventually(hubRequests, timeout, interval).Should(Equal([]bool{true, false}))
-	h.g.Expect(h.getApp("web").GetAnnotations()).To(HaveKeyWithValue(propagation.RefreshDeliveredAnnotation, refreshID))
+	h.g.Expect(h.getApp("web").GetAnnotations()).To(HaveKeyWithValue(api.RefreshDeliveredAnnotation, refreshID))
 	h.g.Consistently(func() string {
 		return propagation.DeliveryID(payload(t, h.work("web", cluster), 0).Object["operation"].(map[string]any))
 	}, 2*time.Second, 100*time.Millisecond).Should(Equal(id1), "the running operation stays in the work")
@@ -235,7 +236,7 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	opState, _, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation")
 	h.g.Expect(propagation.DeliveryID(opState)).To(Equal(id1))
 	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(ReasonDelivered)))
-	h.g.Eventually(func() map[string]string { return h.work("web", cluster).Annotations }, timeout, interval).ShouldNot(HaveKey(propagation.DeliveriesAnnotation))
+	h.g.Eventually(func() map[string]string { return h.work("web", cluster).Annotations }, timeout, interval).ShouldNot(HaveKey(api.DeliveriesAnnotation))
 	h.g.Expect(payload(t, h.work("web", cluster), 0).Object).NotTo(HaveKey("operation"))
 
 	// 2. The same sync again, right after: a new delivery, run and cleared again.

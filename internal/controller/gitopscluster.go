@@ -26,12 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 )
-
-// GitOpsClusterFinalizer lets a deleted GitOpsCluster remove the cluster secrets it created.
-const GitOpsClusterFinalizer = "apps.open-cluster-management.io/gitopscluster-cleanup"
 
 // placementReaderRole is the Role (and RoleBinding) that lets the ApplicationSet controller read
 // Placements and PlacementDecisions in the Argo CD namespace.
@@ -75,9 +73,9 @@ func (r *GitOpsClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if !gc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, gc)
 	}
-	if !controllerutil.ContainsFinalizer(gc, GitOpsClusterFinalizer) {
+	if !controllerutil.ContainsFinalizer(gc, api.GitOpsClusterFinalizer) {
 		patch := client.MergeFrom(gc.DeepCopy())
-		controllerutil.AddFinalizer(gc, GitOpsClusterFinalizer)
+		controllerutil.AddFinalizer(gc, api.GitOpsClusterFinalizer)
 		return ctrl.Result{}, r.Patch(ctx, gc, patch)
 	}
 
@@ -120,7 +118,7 @@ func (r *GitOpsClusterReconciler) argoNamespaceAllowed(ctx context.Context, ns s
 	if err := r.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	return n.Labels[gitops.AllowedNamespaceLabel] == "true", nil
+	return n.Labels[api.AllowedNamespaceLabel] == "true", nil
 }
 
 // selectedClusters reads the Placement, in the GitOpsCluster's own namespace, and all pages of
@@ -188,16 +186,16 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			r.Recorder.Eventf(gc, nil, corev1.EventTypeNormal, "ClusterRegistered", "Register", "Created cluster secret %s/%s", argoNS, desired.Name)
 		case err != nil:
 			return 0, nil, nil, fmt.Errorf("reading secret %s/%s: %w", argoNS, desired.Name, err)
-		case existing.Labels[gitops.OwnerLabel] != owner:
+		case existing.Labels[api.OwnerLabel] != owner:
 			// Another GitOpsCluster registered this cluster first: it stays theirs.
 		default:
-			_, unselected := existing.Annotations[gitops.UnselectedSinceAnnotation]
+			_, unselected := existing.Annotations[api.UnselectedSinceAnnotation]
 			if gitops.SecretUpToDate(existing, desired) && !unselected {
 				break
 			}
 			updated := existing.DeepCopy()
 			updated.Labels = desired.Labels
-			delete(updated.Annotations, gitops.UnselectedSinceAnnotation)
+			delete(updated.Annotations, api.UnselectedSinceAnnotation)
 			updated.Data, updated.StringData = nil, desired.StringData
 			log.Info("Updating cluster secret", "secret", klog.KObj(updated))
 			if err := r.Update(ctx, updated); err != nil {
@@ -213,22 +211,22 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 func (r *GitOpsClusterReconciler) removeUnselected(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, selected []string) (ctrl.Result, error) {
 	secrets := &corev1.SecretList{}
 	if err := r.List(ctx, secrets, client.InNamespace(gc.Spec.ArgoServer.ArgoNamespace),
-		client.MatchingLabels{gitops.OwnerLabel: gitops.OwnerValue(gc.Namespace, gc.Name), gitops.ManagedByLabel: gitops.ManagedByValue}); err != nil {
+		client.MatchingLabels{api.OwnerLabel: gitops.OwnerValue(gc.Namespace, gc.Name), api.ManagedByLabel: api.ManagedByValue}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the cluster secrets of GitOpsCluster %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
 	now := time.Now()
 	var result ctrl.Result
 	for i := range secrets.Items {
 		s := &secrets.Items[i]
-		cluster := s.Labels[gitops.ClusterLabel]
+		cluster := s.Labels[api.ClusterLabel]
 		if slices.Contains(selected, cluster) {
 			continue
 		}
-		since, err := time.Parse(time.RFC3339, s.Annotations[gitops.UnselectedSinceAnnotation])
+		since, err := time.Parse(time.RFC3339, s.Annotations[api.UnselectedSinceAnnotation])
 		if err != nil {
 			since = now
 			patch := client.MergeFrom(s.DeepCopy())
-			metav1.SetMetaDataAnnotation(&s.ObjectMeta, gitops.UnselectedSinceAnnotation, now.UTC().Format(time.RFC3339))
+			metav1.SetMetaDataAnnotation(&s.ObjectMeta, api.UnselectedSinceAnnotation, now.UTC().Format(time.RFC3339))
 			if err := r.Patch(ctx, s, patch); err != nil {
 				return ctrl.Result{}, fmt.Errorf("marking secret %s/%s unselected: %w", s.Namespace, s.Name, err)
 			}
@@ -256,7 +254,7 @@ func (r *GitOpsClusterReconciler) removeUnselected(ctx context.Context, gc *gito
 // and the Role and RoleBinding that let the ApplicationSet controller read PlacementDecisions.
 // Existing ones (created by hand, as the documents tell) are left alone.
 func (r *GitOpsClusterReconciler) ensurePlacementGenerator(ctx context.Context, ns string) error {
-	labels := map[string]string{gitops.ManagedByLabel: gitops.ManagedByValue}
+	labels := map[string]string{api.ManagedByLabel: api.ManagedByValue}
 	objects := []client.Object{
 		gitops.PlacementGenerator(ns),
 		&rbacv1.Role{
@@ -283,15 +281,15 @@ func (r *GitOpsClusterReconciler) ensurePlacementGenerator(ctx context.Context, 
 
 // finalize deletes the secrets this GitOpsCluster created, then lets it go.
 func (r *GitOpsClusterReconciler) finalize(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster) error {
-	if !controllerutil.ContainsFinalizer(gc, GitOpsClusterFinalizer) {
+	if !controllerutil.ContainsFinalizer(gc, api.GitOpsClusterFinalizer) {
 		return nil
 	}
 	if err := r.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(gc.Spec.ArgoServer.ArgoNamespace),
-		client.MatchingLabels{gitops.OwnerLabel: gitops.OwnerValue(gc.Namespace, gc.Name), gitops.ManagedByLabel: gitops.ManagedByValue}); err != nil {
+		client.MatchingLabels{api.OwnerLabel: gitops.OwnerValue(gc.Namespace, gc.Name), api.ManagedByLabel: api.ManagedByValue}); err != nil {
 		return fmt.Errorf("deleting the cluster secrets of GitOpsCluster %s/%s: %w", gc.Namespace, gc.Name, err)
 	}
 	patch := client.MergeFrom(gc.DeepCopy())
-	controllerutil.RemoveFinalizer(gc, GitOpsClusterFinalizer)
+	controllerutil.RemoveFinalizer(gc, api.GitOpsClusterFinalizer)
 	return client.IgnoreNotFound(r.Patch(ctx, gc, patch))
 }
 
@@ -362,7 +360,7 @@ func (r *GitOpsClusterReconciler) all(ctx context.Context, _ client.Object) []re
 
 // byOwnerLabel maps one of our secrets back to the GitOpsCluster that created it.
 func (r *GitOpsClusterReconciler) byOwnerLabel(ctx context.Context, o client.Object) []reconcile.Request {
-	owner := o.GetLabels()[gitops.OwnerLabel]
+	owner := o.GetLabels()[api.OwnerLabel]
 	if owner == "" {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 )
@@ -148,7 +149,7 @@ func TestClusterLeavingThePlacement(t *testing.T) {
 
 	h.decide(h.ns, "p", stays)
 	// Within the grace period both are kept and marked; then the untargeted one goes.
-	h.g.Eventually(func() map[string]string { s, _ := h.secret(h.ns, leaves); return s.Annotations }, timeout, interval).Should(HaveKey(gitops.UnselectedSinceAnnotation))
+	h.g.Eventually(func() map[string]string { s, _ := h.secret(h.ns, leaves); return s.Annotations }, timeout, interval).Should(HaveKey(api.UnselectedSinceAnnotation))
 	h.g.Eventually(func() bool { _, err := h.secret(h.ns, leaves); return apierrors.IsNotFound(err) }, timeout, interval).Should(BeTrue())
 	h.g.Consistently(func() error { _, err := h.secret(h.ns, targeted); return err }, 3*time.Second, 200*time.Millisecond).Should(Succeed(),
 		"never while an Application targets the cluster")
@@ -157,7 +158,7 @@ func TestClusterLeavingThePlacement(t *testing.T) {
 
 	// Back in the placement: the mark goes.
 	h.decide(h.ns, "p", stays, targeted)
-	h.g.Eventually(func() map[string]string { s, _ := h.secret(h.ns, targeted); return s.Annotations }, timeout, interval).ShouldNot(HaveKey(gitops.UnselectedSinceAnnotation))
+	h.g.Eventually(func() map[string]string { s, _ := h.secret(h.ns, targeted); return s.Annotations }, timeout, interval).ShouldNot(HaveKey(api.UnselectedSinceAnnotation))
 }
 
 func TestSecretsNotOursAreLeftAloneAndReported(t *testing.T) {
@@ -173,7 +174,7 @@ func TestSecretsNotOursAreLeftAloneAndReported(t *testing.T) {
 	got, err := h.secret(h.ns, c1)
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.g.Expect(string(got.Data["server"])).To(Equal("https://hand-made"), "not modified")
-	h.g.Expect(got.Labels).NotTo(HaveKey(gitops.ManagedByLabel))
+	h.g.Expect(got.Labels).NotTo(HaveKey(api.ManagedByLabel))
 	_, err = h.secret(h.ns, c2)
 	h.g.Expect(err).NotTo(HaveOccurred(), "the other cluster is registered")
 	gc := &gitopsv1beta1.GitOpsCluster{}
@@ -233,7 +234,7 @@ func TestGitOpsClusterBadInput(t *testing.T) {
 			h.g.Expect(h.c.Get(context.Background(), client.ObjectKeyFromObject(gc), got)).To(Succeed())
 			h.g.Expect(got.Status.Message).To(ContainSubstring(tt.msg))
 			secrets := &corev1.SecretList{}
-			h.g.Expect(h.c.List(context.Background(), secrets, client.MatchingLabels{gitops.OwnerLabel: gitops.OwnerValue(h.ns, "gc")})).To(Succeed())
+			h.g.Expect(h.c.List(context.Background(), secrets, client.MatchingLabels{api.OwnerLabel: gitops.OwnerValue(h.ns, "gc")})).To(Succeed())
 			h.g.Expect(secrets.Items).To(BeEmpty())
 		})
 	}
@@ -242,7 +243,7 @@ func TestGitOpsClusterBadInput(t *testing.T) {
 func TestNamespaceLabelAllowsAnArgoCDNamespace(t *testing.T) {
 	h := start(t)
 	other := "argocd-labelled-" + h.ns[len(h.ns)-5:]
-	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other, Labels: map[string]string{gitops.AllowedNamespaceLabel: "true"}}})
+	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other, Labels: map[string]string{api.AllowedNamespaceLabel: "true"}}})
 	c := h.cluster()
 	h.placement(h.ns, "p", c)
 	gc := &gitopsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Name: "gc", Namespace: h.ns}, Spec: gitopsv1beta1.GitOpsClusterSpec{

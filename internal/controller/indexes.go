@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // Cache indexes.
@@ -39,7 +39,7 @@ func setupIndexes(mgr ctrl.Manager) error {
 		return fmt.Errorf("indexing ManifestWorks by hub Application: %w", err)
 	}
 	if err := idx.IndexField(ctx, argocd.NewApplication(), appClusterIndex, func(o client.Object) []string {
-		if c := o.GetAnnotations()[argocd.ClusterAnnotation]; c != "" {
+		if c := o.GetAnnotations()[api.ClusterAnnotation]; c != "" {
 			return []string{c}
 		}
 		return nil
@@ -65,7 +65,7 @@ func setupIndexes(mgr ctrl.Manager) error {
 // hubApplicationOf reads a ManifestWork's back-link to its hub Application.
 func hubApplicationOf(work client.Object) (types.NamespacedName, bool) {
 	a := work.GetAnnotations()
-	key := types.NamespacedName{Namespace: a[propagation.HubApplicationNamespaceAnnotation], Name: a[propagation.HubApplicationNameAnnotation]}
+	key := types.NamespacedName{Namespace: a[api.HubApplicationNamespaceAnnotation], Name: a[api.HubApplicationNameAnnotation]}
 	return key, key.Namespace != "" && key.Name != ""
 }
 

@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // workChangedForPropagation passes ManifestWork events the propagation controller acts on:
@@ -29,7 +29,7 @@ func workChangedForPropagation() predicate.Funcs {
 			if !okOld || !okNew {
 				return true
 			}
-			_, delivering := newWork.Annotations[propagation.DeliveriesAnnotation]
+			_, delivering := newWork.Annotations[api.DeliveriesAnnotation]
 			return delivering || oldWork.Generation != newWork.Generation ||
 				!newWork.DeletionTimestamp.IsZero() ||
 				!maps.Equal(oldWork.Labels, newWork.Labels) ||

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
@@ -17,7 +18,7 @@ func TestBeyondStatus(t *testing.T) {
 		u.SetName("web")
 		u.SetNamespace("argocd")
 		u.SetResourceVersion("1")
-		u.SetLabels(map[string]string{argocd.PullLabel: "true"})
+		u.SetLabels(map[string]string{api.PullLabel: "true"})
 		u.Object["spec"] = map[string]any{"project": "default"}
 		u.Object["status"] = map[string]any{"health": map[string]any{"status": "Unknown"}}
 		return u

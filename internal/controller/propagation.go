@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
@@ -236,7 +237,7 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	log := ctrl.LoggerFrom(ctx)
 	switch {
 	case existing == nil:
-		desired.Annotations[propagation.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+		desired.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 		log.Info("Creating ManifestWork", "manifestWork", klog.KObj(desired))
 		if err := r.Create(ctx, desired); err != nil {
 			return fmt.Errorf("creating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
@@ -250,9 +251,9 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	updated := existing.DeepCopy()
 	updated.Labels = merged(updated.Labels, desired.Labels)
 	updated.Annotations = merged(updated.Annotations, desired.Annotations)
-	updated.Annotations[propagation.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-	if _, ok := desired.Annotations[propagation.DeliveriesAnnotation]; !ok {
-		delete(updated.Annotations, propagation.DeliveriesAnnotation)
+	updated.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+	if _, ok := desired.Annotations[api.DeliveriesAnnotation]; !ok {
+		delete(updated.Annotations, api.DeliveriesAnnotation)
 	}
 	updated.Spec = desired.Spec
 	log.Info("Updating ManifestWork", "manifestWork", klog.KObj(updated))

@@ -17,6 +17,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
@@ -34,7 +35,7 @@ func TestPushModelApplicationsAreLeftAlone(t *testing.T) {
 	h := start(t)
 	cluster := h.cluster()
 	push := h.app("push", cluster, func(u *unstructured.Unstructured) { u.SetLabels(nil) })
-	off := h.app("off", cluster, func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{argocd.PullLabel: "false"}) })
+	off := h.app("off", cluster, func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{api.PullLabel: "false"}) })
 	h.app("pull", cluster) // proves the controller is running
 	h.work("pull", cluster)
 
@@ -59,23 +60,23 @@ func TestCreatesManifestWorkInClusterNamespace(t *testing.T) {
 		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: appSet.GetName(), UID: appSet.GetUID()}})
 		u.SetFinalizers([]string{argocd.ResourcesFinalizer})
 		a := u.GetAnnotations()
-		a[argocd.AppNamespaceAnnotation] = "openshift-gitops"
+		a[api.AppNamespaceAnnotation] = "openshift-gitops"
 		u.SetAnnotations(a)
 	})
 
 	w := h.work(name, cluster)
 	h.g.Expect(len(w.Name)).To(BeNumerically("<=", 253))
-	h.g.Expect(w.Labels).To(HaveKeyWithValue(argocd.ApplicationSetLabel, "true"))
-	h.g.Expect(w.Annotations).To(HaveKeyWithValue(argocd.HostingApplicationSetAnnotation, h.ns+"/guestbook-allclusters-app-set"))
-	h.g.Expect(w.Annotations).To(HaveKeyWithValue(propagation.HubApplicationNamespaceAnnotation, h.ns))
-	h.g.Expect(w.Annotations).To(HaveKeyWithValue(propagation.HubApplicationNameAnnotation, name))
+	h.g.Expect(w.Labels).To(HaveKeyWithValue(api.ApplicationSetLabel, "true"))
+	h.g.Expect(w.Annotations).To(HaveKeyWithValue(api.HostingApplicationSetAnnotation, h.ns+"/guestbook-allclusters-app-set"))
+	h.g.Expect(w.Annotations).To(HaveKeyWithValue(api.HubApplicationNamespaceAnnotation, h.ns))
+	h.g.Expect(w.Annotations).To(HaveKeyWithValue(api.HubApplicationNameAnnotation, name))
 
 	p := payload(t, w, 0)
 	h.g.Expect(p.GetNamespace()).To(Equal("openshift-gitops"))
 	h.g.Expect(p.GetFinalizers()).To(ConsistOf(argocd.ResourcesFinalizer))
-	h.g.Expect(p.GetLabels()).NotTo(HaveKey(argocd.PullLabel))
+	h.g.Expect(p.GetLabels()).NotTo(HaveKey(api.PullLabel))
 	h.g.Expect(p.GetAnnotations()).NotTo(HaveKey(argocd.SkipReconcileAnnotation))
-	h.g.Expect(p.GetAnnotations()).To(HaveKeyWithValue(argocd.HostingApplicationSetAnnotation, h.ns+"/guestbook-allclusters-app-set"))
+	h.g.Expect(p.GetAnnotations()).To(HaveKeyWithValue(api.HostingApplicationSetAnnotation, h.ns+"/guestbook-allclusters-app-set"))
 	dest, _, _ := unstructured.NestedStringMap(p.Object, "spec", "destination")
 	h.g.Expect(dest).To(Equal(map[string]string{"server": argocd.LocalServer, "namespace": "guestbook"}))
 	h.g.Expect(w.Spec.ManifestConfigs[0].FeedbackScrapeType).To(Equal(workv1.FeedbackWatchType))
@@ -181,7 +182,7 @@ func TestRemovingThePullLabelRemovesTheWork(t *testing.T) {
 	cluster := h.cluster()
 	h.app("web", cluster)
 	h.work("web", cluster)
-	h.updateApp("web", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{argocd.PullLabel: "false"}) })
+	h.updateApp("web", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{api.PullLabel: "false"}) })
 	h.workGone("web", cluster)
 }
 
@@ -191,10 +192,10 @@ func TestSweepRemovesWorksWhoseApplicationIsGone(t *testing.T) {
 	orphan := &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: propagation.WorkName(h.ns, "deleted-while-we-were-down"), Namespace: cluster,
-			Labels: map[string]string{propagation.ManagedByLabel: propagation.ManagedByValue},
+			Labels: map[string]string{api.ManagedByLabel: api.ManagedByValue},
 			Annotations: map[string]string{
-				propagation.HubApplicationNamespaceAnnotation: h.ns,
-				propagation.HubApplicationNameAnnotation:      "deleted-while-we-were-down",
+				api.HubApplicationNamespaceAnnotation: h.ns,
+				api.HubApplicationNameAnnotation:      "deleted-while-we-were-down",
 			},
 		},
 	}
@@ -259,12 +260,12 @@ func TestBadInputIsReportedAndNothingElseIsAffected(t *testing.T) {
 		},
 		"label not a bool": {
 			mutate: func(h *harness, app *unstructured.Unstructured) {
-				app.SetLabels(map[string]string{argocd.PullLabel: "yes"})
+				app.SetLabels(map[string]string{api.PullLabel: "yes"})
 			},
 			reason:  propagation.ReasonInvalidMarkers,
 			message: `label apps.open-cluster-management.io/pull-to-ocm-managed-cluster is "yes"`,
 			fix: func(h *harness, name string) {
-				h.updateApp(name, func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{argocd.PullLabel: "true"}) })
+				h.updateApp(name, func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{api.PullLabel: "true"}) })
 			},
 		},
 		"empty cluster annotation": {
@@ -335,10 +336,10 @@ func TestClusterNotBoundToNamespaceIsRefused(t *testing.T) {
 
 func setCluster(app *unstructured.Unstructured, cluster string) {
 	a := app.GetAnnotations()
-	a[argocd.ClusterAnnotation] = cluster
+	a[api.ClusterAnnotation] = cluster
 	app.SetAnnotations(a)
 }
 
 func clusterOf(app *unstructured.Unstructured) string {
-	return app.GetAnnotations()[argocd.ClusterAnnotation]
+	return app.GetAnnotations()[api.ClusterAnnotation]
 }

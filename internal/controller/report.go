@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
@@ -152,7 +153,7 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if desired.Labels == nil {
 		desired.Labels = map[string]string{}
 	}
-	desired.Labels[v1alpha1.HostingApplicationSetLabel] = report.HostingLabelValue(req.Namespace, req.Name)
+	desired.Labels[api.HostingApplicationSetLabel] = report.HostingLabelValue(req.Namespace, req.Name)
 	desired.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: argocd.ApplicationSetGVK.GroupVersion().String(), Kind: argocd.ApplicationSetGVK.Kind,
 		Name: appSet.GetName(), UID: appSet.GetUID(),
@@ -200,7 +201,7 @@ func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedN
 			continue
 		}
 		m := report.Member{
-			Cluster:          app.GetAnnotations()[argocd.ClusterAnnotation],
+			Cluster:          app.GetAnnotations()[api.ClusterAnnotation],
 			AppNamespace:     app.GetNamespace(),
 			AppName:          app.GetName(),
 			WorkName:         propagation.WorkName(app.GetNamespace(), app.GetName()),
@@ -232,7 +233,7 @@ func (r *ReportReconciler) fill(ctx context.Context, m *report.Member) error {
 	switch err := r.Get(ctx, types.NamespacedName{Namespace: m.Cluster, Name: m.WorkName}, work, client.UnsafeDisableDeepCopy); {
 	case err == nil:
 		m.Work = work
-		if t, err := time.Parse(time.RFC3339, work.Annotations[propagation.WrittenAtAnnotation]); err == nil {
+		if t, err := time.Parse(time.RFC3339, work.Annotations[api.WrittenAtAnnotation]); err == nil {
 			m.WorkWrittenAt = t
 		}
 	case !apierrors.IsNotFound(err):
@@ -284,7 +285,7 @@ func (r *ReportReconciler) deleteReport(ctx context.Context, key types.Namespace
 	if err := r.Get(ctx, key, existing); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if _, ours := existing.Labels[v1alpha1.HostingApplicationSetLabel]; !ours {
+	if _, ours := existing.Labels[api.HostingApplicationSetLabel]; !ours {
 		return nil
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleting the report of a deleted ApplicationSet", "report", klog.KObj(existing))
@@ -327,7 +328,7 @@ func appSetOfApplication(_ context.Context, o client.Object) []reconcile.Request
 }
 
 func appSetOfWork(_ context.Context, o client.Object) []reconcile.Request {
-	ns, name, ok := strings.Cut(o.GetAnnotations()[argocd.HostingApplicationSetAnnotation], "/")
+	ns, name, ok := strings.Cut(o.GetAnnotations()[api.HostingApplicationSetAnnotation], "/")
 	if !ok || ns == "" || name == "" {
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
@@ -75,7 +76,7 @@ func TestReportFollowsTheClusters(t *testing.T) {
 	h.g.Expect(err).NotTo(HaveOccurred())
 	want := h.ns + ".guestbook-allclusters-app-set" // over 63 characters here: cut
 	h.g.Expect(len(want)).To(BeNumerically(">", 63))
-	h.g.Expect(r.Labels).To(HaveKeyWithValue(v1alpha1.HostingApplicationSetLabel, strings.TrimRight(want[:63], "-._")))
+	h.g.Expect(r.Labels).To(HaveKeyWithValue(api.HostingApplicationSetLabel, strings.TrimRight(want[:63], "-._")))
 	h.g.Expect(r.OwnerReferences).To(ConsistOf(HaveField("UID", set.GetUID())))
 	h.g.Expect(r.Statuses.ClusterConditions).To(HaveLen(3))
 	for _, cc := range r.Statuses.ClusterConditions {

@@ -19,14 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/search"
 )
-
-// DefaultArgoCDNamespace is where the hub's Argo CD runs unless told otherwise.
-const DefaultArgoCDNamespace = "argocd"
 
 // Options configure the controllers. Start from DefaultOptions.
 type Options struct {
@@ -70,7 +67,7 @@ func (o Options) gitOpsNamespaces() []string {
 // DefaultOptions returns the options used when no flag is given.
 func DefaultOptions() Options {
 	return Options{
-		ArgoCDNamespace:          DefaultArgoCDNamespace,
+		ArgoCDNamespace:          api.DefaultArgoCDNamespace,
 		MaxConcurrentReconciles:  16,
 		StaleAfter:               5 * time.Minute,
 		ReportCoalesce:           100 * time.Millisecond,
@@ -120,8 +117,8 @@ func (o Options) PullNamespaceAllowed(ns string) bool {
 // holds only pull-labelled Applications, argocd-pull's ManifestWorks and the Argo CD namespace's
 // AppProjects, so that memory follows the pull-model fleet and not everything on the hub.
 func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
-	pullLabelled, _ := labels.NewRequirement(argocd.PullLabel, selection.Exists, nil)
-	ours := labels.SelectorFromSet(labels.Set{propagation.ManagedByLabel: propagation.ManagedByValue})
+	pullLabelled, _ := labels.NewRequirement(api.PullLabel, selection.Exists, nil)
+	ours := labels.SelectorFromSet(labels.Set{api.ManagedByLabel: api.ManagedByValue})
 	app, project := argocd.NewApplication(), argocd.NewAppProject()
 	return ctrl.Options{
 		Scheme: scheme,

@@ -25,6 +25,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
@@ -195,8 +196,8 @@ func (h *harness) newApp(name, cluster string) *unstructured.Unstructured {
 	app := argocd.NewApplication()
 	app.SetName(name)
 	app.SetNamespace(h.ns)
-	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
-	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: cluster, argocd.SkipReconcileAnnotation: "true"})
+	app.SetLabels(map[string]string{api.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{api.ClusterAnnotation: cluster, argocd.SkipReconcileAnnotation: "true"})
 	app.Object["spec"] = map[string]any{
 		"project":     "default",
 		"source":      map[string]any{"repoURL": "https://git.example/apps", "path": "guestbook", "targetRevision": "main"},
@@ -267,7 +268,7 @@ func (h *harness) worksOf(name string) []workv1.ManifestWork {
 	h.g.Expect(h.c.List(context.Background(), all)).To(Succeed())
 	var out []workv1.ManifestWork
 	for _, w := range all.Items {
-		if w.Annotations[propagation.HubApplicationNamespaceAnnotation] == h.ns && w.Annotations[propagation.HubApplicationNameAnnotation] == name {
+		if w.Annotations[api.HubApplicationNamespaceAnnotation] == h.ns && w.Annotations[api.HubApplicationNameAnnotation] == name {
 			out = append(out, w)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 )
@@ -80,7 +81,7 @@ func TestDecideApplicationSet(t *testing.T) {
 	}{
 		"the documents' ApplicationSet": {status: StatusPass, message: "cluster annotation {{name}}"},
 		"pull label True parses as a bool": {
-			mutate: []func(*unstructured.Unstructured){withTemplateLabel(argocd.PullLabel, "True")},
+			mutate: []func(*unstructured.Unstructured){withTemplateLabel(api.PullLabel, "True")},
 			status: StatusPass,
 		},
 		"no skip-reconcile": {
@@ -94,41 +95,41 @@ func TestDecideApplicationSet(t *testing.T) {
 			status: StatusFail,
 		},
 		"no cluster annotation": {
-			mutate:  []func(*unstructured.Unstructured){withTemplateAnnotation(argocd.ClusterAnnotation, "")},
+			mutate:  []func(*unstructured.Unstructured){withTemplateAnnotation(api.ClusterAnnotation, "")},
 			status:  StatusFail,
 			message: "annotation apps.open-cluster-management.io/ocm-managed-cluster is missing",
 			fix:     "'{{name}}'",
 		},
 		"fixed cluster name": {
-			mutate:  []func(*unstructured.Unstructured){withTemplateAnnotation(argocd.ClusterAnnotation, "cluster1")},
+			mutate:  []func(*unstructured.Unstructured){withTemplateAnnotation(api.ClusterAnnotation, "cluster1")},
 			status:  StatusWarn,
 			message: `the fixed name "cluster1"`,
 		},
 		"pull label not a bool": {
-			mutate:  []func(*unstructured.Unstructured){withTemplateLabel(argocd.PullLabel, "yes")},
+			mutate:  []func(*unstructured.Unstructured){withTemplateLabel(api.PullLabel, "yes")},
 			status:  StatusFail,
 			message: `is "yes", not true or false`,
 		},
 		"cluster annotation without pull label pushes": {
-			mutate: []func(*unstructured.Unstructured){withTemplateLabel(argocd.PullLabel, ""),
+			mutate: []func(*unstructured.Unstructured){withTemplateLabel(api.PullLabel, ""),
 				withTemplateAnnotation(argocd.SkipReconcileAnnotation, "")},
 			status:  StatusWarn,
 			message: "pushes its Applications instead",
 			fix:     "to stay with the push model",
 		},
 		"cluster annotation and skip-reconcile without pull label deliver nothing": {
-			mutate:  []func(*unstructured.Unstructured){withTemplateLabel(argocd.PullLabel, "")},
+			mutate:  []func(*unstructured.Unstructured){withTemplateLabel(api.PullLabel, "")},
 			status:  StatusFail,
 			message: "neither the hub's Argo CD nor argocd-pull delivers",
 		},
 		"pull label false is not pulling": {
-			mutate:  []func(*unstructured.Unstructured){withTemplateLabel(argocd.PullLabel, "false")},
+			mutate:  []func(*unstructured.Unstructured){withTemplateLabel(api.PullLabel, "false")},
 			status:  StatusFail,
 			message: "neither",
 		},
 		"no markers at all (named ApplicationSet)": {
-			mutate: []func(*unstructured.Unstructured){withTemplateLabel(argocd.PullLabel, ""),
-				withTemplateAnnotation(argocd.ClusterAnnotation, ""), withTemplateAnnotation(argocd.SkipReconcileAnnotation, "")},
+			mutate: []func(*unstructured.Unstructured){withTemplateLabel(api.PullLabel, ""),
+				withTemplateAnnotation(api.ClusterAnnotation, ""), withTemplateAnnotation(argocd.SkipReconcileAnnotation, "")},
 			status:  StatusFail,
 			message: "has no label",
 		},
@@ -140,12 +141,12 @@ func TestDecideApplicationSet(t *testing.T) {
 		},
 		"remote destination with an override annotation": {
 			mutate: []func(*unstructured.Unstructured){withDestinationServer("{{server}}"),
-				withTemplateAnnotation(argocd.DestinationServerAnnotation, "https://kubernetes.default.svc")},
+				withTemplateAnnotation(api.DestinationServerAnnotation, "https://kubernetes.default.svc")},
 			status: StatusPass,
 		},
 		"every problem at once reports the worst and every fix": {
 			mutate: []func(*unstructured.Unstructured){withDestinationServer("{{server}}"),
-				withTemplateAnnotation(argocd.SkipReconcileAnnotation, ""), withTemplateAnnotation(argocd.ClusterAnnotation, "")},
+				withTemplateAnnotation(argocd.SkipReconcileAnnotation, ""), withTemplateAnnotation(api.ClusterAnnotation, "")},
 			status:  StatusFail,
 			message: "Application goes to; annotation argocd.argoproj.io/skip-reconcile",
 			fix:     "destination.server",
@@ -176,11 +177,11 @@ func TestSelectApplicationSets(t *testing.T) {
 	pull := docsApplicationSet(t)
 	push := docsApplicationSet(t)
 	push.SetName("push")
-	withTemplateLabel(argocd.PullLabel, "")(push)
-	withTemplateAnnotation(argocd.ClusterAnnotation, "")(push)
+	withTemplateLabel(api.PullLabel, "")(push)
+	withTemplateAnnotation(api.ClusterAnnotation, "")(push)
 	pushWithAnnotation := docsApplicationSet(t)
 	pushWithAnnotation.SetName("push-with-annotation")
-	withTemplateLabel(argocd.PullLabel, "")(pushWithAnnotation)
+	withTemplateLabel(api.PullLabel, "")(pushWithAnnotation)
 	all := []unstructured.Unstructured{*pull, *push, *pushWithAnnotation}
 
 	names := func(us []unstructured.Unstructured) []string {

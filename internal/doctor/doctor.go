@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api"
 )
 
 // Status is the verdict of one check.
@@ -118,7 +120,6 @@ func NewCluster(name string, cfg *rest.Config, s *runtime.Scheme) (Cluster, erro
 
 // Defaults of the managed-cluster identities, as the upstream installs name them.
 const (
-	DefaultArgoCDNamespace          = "argocd"
 	DefaultControllerServiceAccount = "argocd-application-controller"
 	DefaultWorkAgentNamespace       = "open-cluster-management-agent"
 	DefaultWorkAgentServiceAccount  = "klusterlet-work-sa"
@@ -147,10 +148,10 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.ArgoCDNamespace == "" {
-		o.ArgoCDNamespace = DefaultArgoCDNamespace
+		o.ArgoCDNamespace = api.DefaultArgoCDNamespace
 	}
 	if o.ManagedArgoCDNamespace == "" {
-		o.ManagedArgoCDNamespace = DefaultArgoCDNamespace
+		o.ManagedArgoCDNamespace = api.DefaultArgoCDNamespace
 	}
 	if o.ControllerServiceAccount == "" {
 		o.ControllerServiceAccount = DefaultControllerServiceAccount

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/cli"
 	"github.com/argocd-pull/argocd-pull/internal/doctor"
@@ -121,7 +122,7 @@ func (s *scenario) applicationSet(mutate ...func(*unstructured.Unstructured)) *u
 	u := &unstructured.Unstructured{}
 	s.g.Expect(yaml.Unmarshal(data, &u.Object)).To(Succeed())
 	u.SetNamespace(s.ns)
-	s.g.Expect(unstructured.SetNestedField(u.Object, s.argoNS, "spec", "template", "metadata", "annotations", argocd.AppNamespaceAnnotation)).To(Succeed())
+	s.g.Expect(unstructured.SetNestedField(u.Object, s.argoNS, "spec", "template", "metadata", "annotations", api.AppNamespaceAnnotation)).To(Succeed())
 	s.g.Expect(unstructured.SetNestedField(u.Object, s.destNS, "spec", "template", "spec", "destination", "namespace")).To(Succeed())
 	for _, m := range mutate {
 		m(u)
@@ -264,7 +265,7 @@ func TestApplicationSetTemplate(t *testing.T) {
 
 	push := s.applicationSet(func(u *unstructured.Unstructured) {
 		u.SetName("pushes")
-		unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "labels", argocd.PullLabel)
+		unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "labels", api.PullLabel)
 	})
 	s.create(s.hub.Client, push)
 	var flagged []doctor.Result
@@ -345,8 +346,8 @@ func TestTargetedClustersFromApplications(t *testing.T) {
 	app := argocd.NewApplication()
 	app.SetName("guestbook")
 	app.SetNamespace(s.ns)
-	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
-	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: s.cluster})
+	app.SetLabels(map[string]string{api.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{api.ClusterAnnotation: s.cluster})
 	s.g.Expect(unstructured.SetNestedMap(app.Object, map[string]any{
 		"project":     "default",
 		"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"},
@@ -371,7 +372,7 @@ func TestManagedArgoCDControllerRBAC(t *testing.T) {
 	s.g.Expect(r.Fix).To(ContainSubstring("name: cluster-admin"))
 	s.g.Expect(r.Fix).To(ContainSubstring("argocd.argoproj.io/managed-by: " + s.argoNS))
 
-	s.spokeNamespace(s.destNS, map[string]string{doctor.ManagedByLabel: s.argoNS})
+	s.spokeNamespace(s.destNS, map[string]string{argocd.NamespaceManagedByLabel: s.argoNS})
 	s.expect("managed-argocd-rbac", doctor.StatusFail, "is labelled argocd.argoproj.io/managed-by="+s.argoNS+", but "+user+" may not create deployments.apps, services, configmaps there")
 
 	// What the GitOps operator does for a managed-by namespace: full rights there. (cluster-admin

@@ -22,6 +22,7 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
@@ -191,8 +192,8 @@ func selectApplicationSets(all []unstructured.Unstructured, name string) []unstr
 			continue
 		}
 		labels, annotations := templateMarkers(&a)
-		_, hasPull := labels[argocd.PullLabel]
-		if hasPull || annotations[argocd.ClusterAnnotation] != "" {
+		_, hasPull := labels[api.PullLabel]
+		if hasPull || annotations[api.ClusterAnnotation] != "" {
 			out = append(out, a)
 		}
 	}
@@ -209,7 +210,7 @@ func templateMarkers(appset *unstructured.Unstructured) (labels, annotations map
 // pulls reports whether the template's pull label parses as true.
 func pulls(appset *unstructured.Unstructured) bool {
 	labels, _ := templateMarkers(appset)
-	ok, err := strconv.ParseBool(labels[argocd.PullLabel])
+	ok, err := strconv.ParseBool(labels[api.PullLabel])
 	return err == nil && ok
 }
 
@@ -274,40 +275,40 @@ func combine(id, title, subject, passMsg string, fs []finding) Result {
 func decideApplicationSet(appset *unstructured.Unstructured) Result {
 	subject := appset.GetNamespace() + "/" + appset.GetName()
 	labels, annotations := templateMarkers(appset)
-	cluster := strings.TrimSpace(annotations[argocd.ClusterAnnotation])
+	cluster := strings.TrimSpace(annotations[api.ClusterAnnotation])
 	skip, _ := strconv.ParseBool(annotations[argocd.SkipReconcileAnnotation])
-	addLabel := fmt.Sprintf("add to spec.template.metadata.labels: %s: \"true\"", argocd.PullLabel)
+	addLabel := fmt.Sprintf("add to spec.template.metadata.labels: %s: \"true\"", api.PullLabel)
 
-	value, hasPull := labels[argocd.PullLabel]
+	value, hasPull := labels[api.PullLabel]
 	pull, err := strconv.ParseBool(value)
 	switch {
 	case hasPull && err != nil:
 		return combine(idAppSet, titleAppSet, subject, "", []finding{{StatusFail,
-			fmt.Sprintf("label %s is %q, not true or false", argocd.PullLabel, value), addLabel}})
+			fmt.Sprintf("label %s is %q, not true or false", api.PullLabel, value), addLabel}})
 	case !pull && cluster != "" && skip:
 		return combine(idAppSet, titleAppSet, subject, "", []finding{{StatusFail,
-			fmt.Sprintf("the template has the cluster annotation and skip-reconcile but not the label %s: \"true\": neither the hub's Argo CD nor argocd-pull delivers its Applications", argocd.PullLabel),
+			fmt.Sprintf("the template has the cluster annotation and skip-reconcile but not the label %s: \"true\": neither the hub's Argo CD nor argocd-pull delivers its Applications", api.PullLabel),
 			addLabel}})
 	case !pull && cluster != "":
 		return combine(idAppSet, titleAppSet, subject, "", []finding{{StatusWarn,
-			fmt.Sprintf("the template has the cluster annotation but not the label %s: \"true\": the hub's Argo CD pushes its Applications instead of the managed clusters pulling them", argocd.PullLabel),
-			addLabel + ", and the annotation " + argocd.SkipReconcileAnnotation + ": \"true\" (or remove " + argocd.ClusterAnnotation + " to stay with the push model)"}})
+			fmt.Sprintf("the template has the cluster annotation but not the label %s: \"true\": the hub's Argo CD pushes its Applications instead of the managed clusters pulling them", api.PullLabel),
+			addLabel + ", and the annotation " + argocd.SkipReconcileAnnotation + ": \"true\" (or remove " + api.ClusterAnnotation + " to stay with the push model)"}})
 	case !pull:
 		return combine(idAppSet, titleAppSet, subject, "", []finding{{StatusFail,
-			fmt.Sprintf("the template has no label %s: \"true\": its Applications are pushed by the hub's Argo CD, not pulled", argocd.PullLabel),
-			addLabel + ", and the annotations " + argocd.ClusterAnnotation + ": '{{name}}' and " + argocd.SkipReconcileAnnotation + ": \"true\""}})
+			fmt.Sprintf("the template has no label %s: \"true\": its Applications are pushed by the hub's Argo CD, not pulled", api.PullLabel),
+			addLabel + ", and the annotations " + api.ClusterAnnotation + ": '{{name}}' and " + argocd.SkipReconcileAnnotation + ": \"true\""}})
 	}
 
 	var fs []finding
 	switch {
 	case cluster == "":
 		fs = append(fs, finding{StatusFail,
-			fmt.Sprintf("annotation %s is missing: argocd-pull cannot tell which cluster an Application goes to", argocd.ClusterAnnotation),
-			fmt.Sprintf("add to spec.template.metadata.annotations: %s: '{{name}}' (the generator's cluster name)", argocd.ClusterAnnotation)})
+			fmt.Sprintf("annotation %s is missing: argocd-pull cannot tell which cluster an Application goes to", api.ClusterAnnotation),
+			fmt.Sprintf("add to spec.template.metadata.annotations: %s: '{{name}}' (the generator's cluster name)", api.ClusterAnnotation)})
 	case !isTemplated(cluster):
 		fs = append(fs, finding{StatusWarn,
-			fmt.Sprintf("annotation %s is the fixed name %q: every Application the ApplicationSet generates goes to that one cluster", argocd.ClusterAnnotation, cluster),
-			fmt.Sprintf("set %s: '{{name}}' (the generator's cluster name)", argocd.ClusterAnnotation)})
+			fmt.Sprintf("annotation %s is the fixed name %q: every Application the ApplicationSet generates goes to that one cluster", api.ClusterAnnotation, cluster),
+			fmt.Sprintf("set %s: '{{name}}' (the generator's cluster name)", api.ClusterAnnotation)})
 	}
 	if !skip {
 		fs = append(fs, finding{StatusFail,
@@ -316,7 +317,7 @@ func decideApplicationSet(appset *unstructured.Unstructured) Result {
 	}
 	server, _, _ := unstructured.NestedString(appset.Object, "spec", "template", "spec", "destination", "server")
 	name, _, _ := unstructured.NestedString(appset.Object, "spec", "template", "spec", "destination", "name")
-	override := annotations[argocd.DestinationServerAnnotation] != "" || annotations[argocd.DestinationNameAnnotation] != ""
+	override := annotations[api.DestinationServerAnnotation] != "" || annotations[api.DestinationNameAnnotation] != ""
 	local := server == argocd.LocalServer || (server == "" && name == "in-cluster")
 	if !override && !local {
 		dest := server
@@ -325,7 +326,7 @@ func decideApplicationSet(appset *unstructured.Unstructured) Result {
 		}
 		fs = append(fs, finding{StatusWarn,
 			fmt.Sprintf("the destination is %s, not the local server %s: argocd-pull points the Application at the managed cluster's local server anyway, but the hub's AppProject rules see this one", dest, argocd.LocalServer),
-			fmt.Sprintf("set spec.template.spec.destination.server: %s, as the documents do (or say where the managed cluster's Argo CD deploys with the annotation %s or %s)", argocd.LocalServer, argocd.DestinationServerAnnotation, argocd.DestinationNameAnnotation)})
+			fmt.Sprintf("set spec.template.spec.destination.server: %s, as the documents do (or say where the managed cluster's Argo CD deploys with the annotation %s or %s)", argocd.LocalServer, api.DestinationServerAnnotation, api.DestinationNameAnnotation)})
 	}
 	return combine(idAppSet, titleAppSet, subject,
 		fmt.Sprintf("pull label, cluster annotation %s, skip-reconcile and the local destination are set", cluster), fs)
@@ -593,7 +594,7 @@ type pullApp struct {
 // with invalid markers are left out (the propagation controller reports those on them).
 func (h *hub) pullApplications(ctx context.Context) ([]pullApp, error) {
 	return h.apps.get(func() ([]pullApp, error) {
-		req, err := labels.NewRequirement(argocd.PullLabel, selection.Exists, nil)
+		req, err := labels.NewRequirement(api.PullLabel, selection.Exists, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -671,7 +672,7 @@ func (h *hub) namespacesFor(ctx context.Context, cluster string) (dest, app []st
 			destSet[ns] = true
 		}
 		_, annotations := templateMarkers(&appSets[i])
-		switch an := annotations[argocd.AppNamespaceAnnotation]; {
+		switch an := annotations[api.AppNamespaceAnnotation]; {
 		case an == "":
 			appSet[appSets[i].GetNamespace()] = true
 		case !isTemplated(an):
@@ -823,7 +824,7 @@ func decideManagedClusters(clusters []string, byName map[string]*clusterv1.Manag
 	if len(missing) > 0 {
 		fs = append(fs, finding{StatusFail,
 			fmt.Sprintf("no ManagedCluster for %s", listNames(missing)),
-			"register the clusters with OCM (clusteradm join on the cluster, clusteradm accept on the hub), or fix the cluster names the Placement or the Applications' annotation " + argocd.ClusterAnnotation + " give"})
+			"register the clusters with OCM (clusteradm join on the cluster, clusteradm accept on the hub), or fix the cluster names the Placement or the Applications' annotation " + api.ClusterAnnotation + " give"})
 	}
 	if len(unavailable) > 0 {
 		fs = append(fs, finding{StatusFail,

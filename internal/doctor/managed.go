@@ -11,12 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
-
-// ManagedByLabel on a namespace of a managed cluster hands it to an Argo CD instance: the
-// OpenShift GitOps operator then grants that instance's application controller access there.
-const ManagedByLabel = "argocd.argoproj.io/managed-by"
 
 // spoke holds what the checks of one managed cluster read.
 type spoke struct {
@@ -166,7 +163,7 @@ func checkControllerAccess(ctx context.Context, s *spoke) []Result {
 			}
 			na := namespaceAccess{name: name, exists: ns != nil}
 			if ns != nil {
-				na.managedBy = ns.Labels[ManagedByLabel]
+				na.managedBy = ns.Labels[argocd.NamespaceManagedByLabel]
 				for _, gr := range controllerResources {
 					ok, err := s.allowed(ctx, sa, name, gr, "create")
 					if err != nil {
@@ -213,7 +210,7 @@ func decideControllerAccess(cluster string, sa serviceAccount, acc controllerAcc
 		case len(na.denied) > 0 && na.managedBy == sa.namespace:
 			fs = append(fs, finding{StatusFail,
 				fmt.Sprintf("namespace %s is labelled %s=%s, but %s may not create %s there (the label grants access only through the OpenShift GitOps operator)",
-					na.name, ManagedByLabel, na.managedBy, sa.user(), strings.Join(na.denied, ", ")), ""})
+					na.name, argocd.NamespaceManagedByLabel, na.managedBy, sa.user(), strings.Join(na.denied, ", ")), ""})
 		case len(na.denied) > 0:
 			fs = append(fs, finding{StatusFail,
 				fmt.Sprintf("%s may not create %s in namespace %s", sa.user(), strings.Join(na.denied, ", "), na.name), ""})
@@ -253,7 +250,7 @@ kind: Namespace
 metadata:
   name: <destination namespace>
   labels:
-    %s: %s`, sa.name, sa.namespace, ManagedByLabel, sa.namespace)
+    %s: %s`, sa.name, sa.namespace, argocd.NamespaceManagedByLabel, sa.namespace)
 }
 
 const (
@@ -366,11 +363,11 @@ func decideAppNamespaces(cluster, argoNamespace string, wanted []string, existin
 			fs = append(fs, finding{StatusFail,
 				fmt.Sprintf("namespace %s does not exist: the work agent cannot create the Applications there", ns),
 				fmt.Sprintf("install Argo CD into %s on the managed cluster (kubectl create namespace %s), or point the template's annotation %s at the namespace its Argo CD runs in",
-					ns, ns, argocd.AppNamespaceAnnotation)})
+					ns, ns, api.AppNamespaceAnnotation)})
 		case ns != argoNamespace:
 			fs = append(fs, finding{StatusWarn,
 				fmt.Sprintf("Applications go to %s but Argo CD runs in %s: it reconciles them there only if its application.namespaces setting includes %s", ns, argoNamespace, ns),
-				fmt.Sprintf("set the template's annotation %s: %s (or pass --managed-argocd-namespace if Argo CD runs in %s)", argocd.AppNamespaceAnnotation, argoNamespace, ns)})
+				fmt.Sprintf("set the template's annotation %s: %s (or pass --managed-argocd-namespace if Argo CD runs in %s)", api.AppNamespaceAnnotation, argoNamespace, ns)})
 		}
 	}
 	return combine(idAppNamespace, titleAppNamespace, cluster,

@@ -12,23 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+
+	"github.com/argocd-pull/argocd-pull/api"
 )
 
 // Labels and annotations on the objects a GitOpsCluster manages.
 const (
 	// SecretTypeLabel makes Argo CD read a Secret as a cluster.
 	SecretTypeLabel = "argocd.argoproj.io/secret-type"
-	// ManagedByLabel marks what argocd-pull created; nothing else is ever changed or deleted.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedByValue = "argocd-pull"
-	// ClusterLabel names the managed cluster of a cluster secret.
-	ClusterLabel = "apps.open-cluster-management.io/cluster-name"
-	// OwnerLabel is "<namespace>.<name>" of the GitOpsCluster that created the secret (cut to 63).
-	OwnerLabel = "apps.open-cluster-management.io/gitopscluster"
-	// UnselectedSinceAnnotation records when the cluster left the placement (RFC 3339).
-	UnselectedSinceAnnotation = "apps.open-cluster-management.io/unselected-since"
-	// AllowedNamespaceLabel on a namespace lets GitOpsClusters write cluster secrets into it.
-	AllowedNamespaceLabel = "apps.open-cluster-management.io/argocd-namespace"
 )
 
 // PlacementGeneratorName is the ConfigMap the pull-model ApplicationSet's clusterDecisionResource
@@ -38,7 +29,7 @@ const PlacementGeneratorName = "ocm-placement-generator"
 // SecretName is the name of a managed cluster's Argo CD cluster secret.
 func SecretName(cluster string) string { return cluster + "-cluster-secret" }
 
-// OwnerValue is the OwnerLabel value of a GitOpsCluster.
+// OwnerValue is the api.OwnerLabel value of a GitOpsCluster.
 func OwnerValue(namespace, name string) string {
 	v := namespace + "." + name
 	if len(v) > validation.LabelValueMaxLength {
@@ -56,9 +47,9 @@ func ClusterSecret(cluster *clusterv1.ManagedCluster, argoNamespace, owner strin
 		labels = map[string]string{}
 	}
 	labels[SecretTypeLabel] = "cluster"
-	labels[ManagedByLabel] = ManagedByValue
-	labels[ClusterLabel] = cluster.Name
-	labels[OwnerLabel] = owner
+	labels[api.ManagedByLabel] = api.ManagedByValue
+	labels[api.ClusterLabel] = cluster.Name
+	labels[api.OwnerLabel] = owner
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: SecretName(cluster.Name), Namespace: argoNamespace, Labels: labels},
 		Type:       corev1.SecretTypeOpaque,
@@ -123,7 +114,7 @@ func DecideRemoval(unselectedSince time.Time, clusterExists bool, targetedBy int
 func PlacementGenerator(argoNamespace string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: PlacementGeneratorName, Namespace: argoNamespace,
-			Labels: map[string]string{ManagedByLabel: ManagedByValue}},
+			Labels: map[string]string{api.ManagedByLabel: api.ManagedByValue}},
 		Data: map[string]string{
 			"apiVersion":    "cluster.open-cluster-management.io/v1beta1",
 			"kind":          "placementdecisions",

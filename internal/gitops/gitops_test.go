@@ -9,12 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+
+	"github.com/argocd-pull/argocd-pull/api"
 )
 
 func TestClusterSecret(t *testing.T) {
 	g := NewWithT(t)
 	mc := &clusterv1.ManagedCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster1", Labels: map[string]string{"env": "prod", "cloud": "Amazon", ManagedByLabel: "someone-else"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster1", Labels: map[string]string{"env": "prod", "cloud": "Amazon", api.ManagedByLabel: "someone-else"}},
 		Spec:       clusterv1.ManagedClusterSpec{ManagedClusterClientConfigs: []clusterv1.ClientConfig{{URL: "https://api.cluster1.example:6443"}}},
 	}
 	s := ClusterSecret(mc, "openshift-gitops", "openshift-gitops.argo-acm-importer")
@@ -22,10 +24,10 @@ func TestClusterSecret(t *testing.T) {
 	g.Expect(s.Namespace).To(Equal("openshift-gitops"))
 	g.Expect(s.Labels).To(Equal(map[string]string{
 		"env": "prod", "cloud": "Amazon",
-		SecretTypeLabel: "cluster", ManagedByLabel: ManagedByValue, ClusterLabel: "cluster1", OwnerLabel: "openshift-gitops.argo-acm-importer",
+		SecretTypeLabel: "cluster", api.ManagedByLabel: api.ManagedByValue, api.ClusterLabel: "cluster1", api.OwnerLabel: "openshift-gitops.argo-acm-importer",
 	}))
 	g.Expect(s.StringData).To(Equal(map[string]string{"name": "cluster1", "server": "https://api.cluster1.example:6443"}), "no credentials")
-	g.Expect(mc.Labels).To(HaveKeyWithValue(ManagedByLabel, "someone-else"), "the cluster is not modified")
+	g.Expect(mc.Labels).To(HaveKeyWithValue(api.ManagedByLabel, "someone-else"), "the cluster is not modified")
 
 	g.Expect(Server(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c2"}})).To(Equal("https://c2.pull-model.invalid"))
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
 )
 
@@ -37,7 +38,7 @@ func SetStatus(gc *gitopsv1beta1.GitOpsCluster, o Observation) {
 	switch {
 	case o.NamespaceForbidden:
 		setReady(gc, false, gitopsv1beta1.ReasonArgoNamespaceForbidden, fmt.Sprintf(
-			"Argo CD namespace %s is not allowed: the operator must list it in --gitops-namespaces or label it %s=true", argoNS, AllowedNamespaceLabel))
+			"Argo CD namespace %s is not allowed: the operator must list it in --gitops-namespaces or label it %s=true", argoNS, api.AllowedNamespaceLabel))
 	case o.PlacementReason != "":
 		setCondition(gc, gitopsv1beta1.PlacementResolvedCondition, false, o.PlacementReason, o.PlacementMessage)
 		setReady(gc, false, o.PlacementReason, o.PlacementMessage)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 )
 
@@ -140,7 +141,7 @@ func ApplicationSetSamples(reports []v1alpha1.MulticlusterApplicationSetReport) 
 	var out []Sample
 	for i := range reports {
 		r := &reports[i]
-		if _, ours := r.Labels[v1alpha1.HostingApplicationSetLabel]; !ours {
+		if _, ours := r.Labels[api.HostingApplicationSetLabel]; !ours {
 			continue
 		}
 		s := r.Statuses.Summary

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 )
 
@@ -18,7 +19,7 @@ func TestApplicationSetSamples(t *testing.T) {
 	report := func(name string, labelled bool, s v1alpha1.ReportSummary) v1alpha1.MulticlusterApplicationSetReport {
 		r := v1alpha1.MulticlusterApplicationSetReport{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: name}}
 		if labelled {
-			r.Labels = map[string]string{v1alpha1.HostingApplicationSetLabel: "argocd." + name}
+			r.Labels = map[string]string{api.HostingApplicationSetLabel: "argocd." + name}
 		}
 		r.Statuses.Summary = s
 		return r

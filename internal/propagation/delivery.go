@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
@@ -27,25 +28,9 @@ import (
 //     status feedback that names the delivery ID;
 //   - the status controller then clears the request from the hub Application in the same write
 //     that records the finished operation (status.operationState carries the delivery ID), and for
-//     a refresh writes RefreshDeliveredAnnotation; so the hub itself tells a request that was
+//     a refresh writes api.RefreshDeliveredAnnotation; so the hub itself tells a request that was
 //     cleared and set again from one that was never cleared, across restarts;
-//   - the ManifestWork keeps the requests in flight in DeliveriesAnnotation.
-
-// Annotations of the delivery protocol.
-const (
-	// DeliveriesAnnotation, on the ManifestWork, records the requests the payload carries (JSON of
-	// Deliveries).
-	DeliveriesAnnotation = "apps.open-cluster-management.io/pull-deliveries"
-	// SyncDeliveryAnnotation and RefreshDeliveryAnnotation, on the payload Application, carry the
-	// delivery IDs of the requests it carries; feedback reads them back from the managed cluster.
-	SyncDeliveryAnnotation    = "apps.open-cluster-management.io/pull-sync-delivery"
-	RefreshDeliveryAnnotation = "apps.open-cluster-management.io/pull-refresh-delivery"
-	// RefreshDeliveredAnnotation, on the hub Application, is the delivery ID of the last refresh
-	// the managed cluster's Argo CD performed; written with the removal of the refresh annotation.
-	RefreshDeliveredAnnotation = "apps.open-cluster-management.io/pull-refresh-delivered"
-	// DeliveryInfoName is the name of the .operation.info entry that holds the delivery ID.
-	DeliveryInfoName = "argocd-pull.delivery"
-)
+//   - the ManifestWork keeps the requests in flight in api.DeliveriesAnnotation.
 
 // Delivery is one request in flight: its ID and a hash of its content on the hub.
 type Delivery struct {
@@ -64,7 +49,7 @@ type Deliveries struct {
 	Operation map[string]any `json:"-"`
 }
 
-// ParseDeliveries reads a DeliveriesAnnotation value; an empty or unreadable one is none.
+// ParseDeliveries reads a api.DeliveriesAnnotation value; an empty or unreadable one is none.
 func ParseDeliveries(s string) Deliveries {
 	var d Deliveries
 	if s == "" || json.Unmarshal([]byte(s), &d) != nil {
@@ -73,7 +58,7 @@ func ParseDeliveries(s string) Deliveries {
 	return d
 }
 
-// String encodes d for DeliveriesAnnotation; "" when nothing is in flight.
+// String encodes d for api.DeliveriesAnnotation; "" when nothing is in flight.
 func (d Deliveries) String() string {
 	if d.Sync == nil && d.Refresh == nil {
 		return ""
@@ -131,13 +116,13 @@ type Hub struct {
 	// SyncCleared is the delivery ID of the operation recorded in status.operationState when that
 	// operation has finished: argocd-pull cleared it from the hub in that same write.
 	SyncCleared string
-	// RefreshCleared is RefreshDeliveredAnnotation.
+	// RefreshCleared is api.RefreshDeliveredAnnotation.
 	RefreshCleared string
 }
 
 // HubOf reads the requests of a hub Application.
 func HubOf(app *unstructured.Unstructured) Hub {
-	h := Hub{Refresh: app.GetAnnotations()[argocd.RefreshAnnotation], RefreshCleared: app.GetAnnotations()[RefreshDeliveredAnnotation]}
+	h := Hub{Refresh: app.GetAnnotations()[argocd.RefreshAnnotation], RefreshCleared: app.GetAnnotations()[api.RefreshDeliveredAnnotation]}
 	if op, ok := app.Object["operation"].(map[string]any); ok {
 		h.Operation = op
 	}
@@ -220,7 +205,7 @@ func InFlight(carried Deliveries, reported Reported) bool {
 func DeliveryID(op map[string]any) string {
 	infos, _ := op["info"].([]any)
 	for _, i := range infos {
-		if m, ok := i.(map[string]any); ok && m["name"] == DeliveryInfoName {
+		if m, ok := i.(map[string]any); ok && m["name"] == api.DeliveryInfoName {
 			v, _ := m["value"].(string)
 			return v
 		}
@@ -232,7 +217,7 @@ func DeliveryID(op map[string]any) string {
 func WithDeliveryID(op map[string]any, id string) map[string]any {
 	out := withoutDeliveryInfo(op)
 	infos, _ := out["info"].([]any)
-	out["info"] = append(infos, map[string]any{"name": DeliveryInfoName, "value": id})
+	out["info"] = append(infos, map[string]any{"name": api.DeliveryInfoName, "value": id})
 	return out
 }
 
@@ -248,7 +233,7 @@ func withoutDeliveryInfo(op map[string]any) map[string]any {
 	}
 	kept := make([]any, 0, len(infos))
 	for _, i := range infos {
-		if m, ok := i.(map[string]any); ok && m["name"] == DeliveryInfoName {
+		if m, ok := i.(map[string]any); ok && m["name"] == api.DeliveryInfoName {
 			continue
 		}
 		kept = append(kept, i)

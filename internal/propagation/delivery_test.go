@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
@@ -160,7 +161,7 @@ func TestClears(t *testing.T) {
 func TestHubOf(t *testing.T) {
 	g := NewWithT(t)
 	app := argocd.NewApplication()
-	app.SetAnnotations(map[string]string{argocd.RefreshAnnotation: "normal", RefreshDeliveredAnnotation: "r1"})
+	app.SetAnnotations(map[string]string{argocd.RefreshAnnotation: "normal", api.RefreshDeliveredAnnotation: "r1"})
 	app.Object["operation"] = map[string]any{"sync": map[string]any{}}
 	g.Expect(unstructured.SetNestedField(app.Object, map[string]any{
 		"phase": "Running", "operation": WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1"),

@@ -8,6 +8,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
@@ -82,7 +83,7 @@ func Ladder(f Facts) (Verdict, error) {
 			"pull-model Applications are not taken from namespace %s; the operator allows %s (flag --pull-namespaces)",
 			app.GetNamespace(), f.AllowedNamespaces), nil
 	case f.Cluster == nil:
-		return refuse(ReasonClusterNotFound, "ManagedCluster %s does not exist on the hub; check the annotation %s", target.Cluster, argocd.ClusterAnnotation), nil
+		return refuse(ReasonClusterNotFound, "ManagedCluster %s does not exist on the hub; check the annotation %s", target.Cluster, api.ClusterAnnotation), nil
 	}
 	if ok, _ := f.Bindings.Allows(f.Cluster); !ok {
 		ns := app.GetNamespace()

@@ -10,6 +10,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
@@ -41,7 +42,7 @@ func TestLadder(t *testing.T) {
 		"delivered": {facts: facts(nil)},
 		"invalid markers": {
 			facts:      facts(func(f *Facts) { f.App = pullApp(func(u *unstructured.Unstructured) { u.SetAnnotations(nil) }) }),
-			wantReason: ReasonInvalidMarkers, wantMessage: argocd.ClusterAnnotation,
+			wantReason: ReasonInvalidMarkers, wantMessage: api.ClusterAnnotation,
 		},
 		"namespace not allowed": {
 			facts:      facts(func(f *Facts) { f.NamespaceAllowed = false }),
@@ -109,9 +110,9 @@ func TestLadderCarriesRequests(t *testing.T) {
 	v, err := Ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Refusal).To(BeNil())
-	g.Expect(ParseDeliveries(v.Work.Annotations[DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
+	g.Expect(ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
 
-	f.Existing, f.Carried = v.Work, ParseDeliveries(v.Work.Annotations[DeliveriesAnnotation])
+	f.Existing, f.Carried = v.Work, ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation])
 	f.NewDeliveryID = func() string { return "d2" }
 	again, err := Ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())

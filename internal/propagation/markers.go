@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/api"
 )
 
 // ErrInvalidMarkers wraps every error about the pull-model label and annotations: the user must
@@ -30,31 +30,31 @@ type Target struct {
 // are not pull-model ones (no label, or a false one): they must be left alone. A label that is
 // not a bool, or a missing or invalid cluster annotation, is an ErrInvalidMarkers.
 func Decide(app *unstructured.Unstructured) (target Target, pull bool, err error) {
-	value, ok := app.GetLabels()[argocd.PullLabel]
+	value, ok := app.GetLabels()[api.PullLabel]
 	if !ok {
 		return Target{}, false, nil
 	}
 	pull, perr := strconv.ParseBool(value)
 	if perr != nil {
-		return Target{}, false, fmt.Errorf("%w: label %s is %q, want \"true\" or \"false\"", ErrInvalidMarkers, argocd.PullLabel, value)
+		return Target{}, false, fmt.Errorf("%w: label %s is %q, want \"true\" or \"false\"", ErrInvalidMarkers, api.PullLabel, value)
 	}
 	if !pull {
 		return Target{}, false, nil
 	}
 	annotations := app.GetAnnotations()
-	cluster := strings.TrimSpace(annotations[argocd.ClusterAnnotation])
+	cluster := strings.TrimSpace(annotations[api.ClusterAnnotation])
 	if cluster == "" {
-		return Target{}, true, fmt.Errorf("%w: annotation %s must name the managed cluster", ErrInvalidMarkers, argocd.ClusterAnnotation)
+		return Target{}, true, fmt.Errorf("%w: annotation %s must name the managed cluster", ErrInvalidMarkers, api.ClusterAnnotation)
 	}
 	if errs := validation.IsDNS1123Label(cluster); len(errs) > 0 {
-		return Target{}, true, fmt.Errorf("%w: annotation %s is %q, not a cluster name: %s", ErrInvalidMarkers, argocd.ClusterAnnotation, cluster, strings.Join(errs, "; "))
+		return Target{}, true, fmt.Errorf("%w: annotation %s is %q, not a cluster name: %s", ErrInvalidMarkers, api.ClusterAnnotation, cluster, strings.Join(errs, "; "))
 	}
-	appNamespace := strings.TrimSpace(annotations[argocd.AppNamespaceAnnotation])
+	appNamespace := strings.TrimSpace(annotations[api.AppNamespaceAnnotation])
 	if appNamespace == "" {
 		appNamespace = app.GetNamespace()
 	}
 	if errs := validation.IsDNS1123Label(appNamespace); len(errs) > 0 {
-		return Target{}, true, fmt.Errorf("%w: annotation %s is %q, not a namespace name: %s", ErrInvalidMarkers, argocd.AppNamespaceAnnotation, appNamespace, strings.Join(errs, "; "))
+		return Target{}, true, fmt.Errorf("%w: annotation %s is %q, not a namespace name: %s", ErrInvalidMarkers, api.AppNamespaceAnnotation, appNamespace, strings.Join(errs, "; "))
 	}
 	return Target{Cluster: cluster, AppNamespace: appNamespace}, true, nil
 }

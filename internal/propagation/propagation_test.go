@@ -3,9 +3,10 @@ package propagation
 import (
 	"encoding/json"
 	"errors"
-	"k8s.io/client-go/util/jsonpath"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/util/jsonpath"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
@@ -20,9 +22,9 @@ func pullApp(mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructu
 	app := argocd.NewApplication()
 	app.SetName("guestbook-cluster1")
 	app.SetNamespace("argocd")
-	app.SetLabels(map[string]string{argocd.PullLabel: "true", "team": "web"})
+	app.SetLabels(map[string]string{api.PullLabel: "true", "team": "web"})
 	app.SetAnnotations(map[string]string{
-		argocd.ClusterAnnotation:       "cluster1",
+		api.ClusterAnnotation:          "cluster1",
 		argocd.SkipReconcileAnnotation: "true",
 		"note":                         "kept",
 	})
@@ -69,20 +71,20 @@ func TestDecide(t *testing.T) {
 			app: pullApp(), want: Target{Cluster: "cluster1", AppNamespace: "argocd"}, pull: true,
 		},
 		"app namespace annotation": {
-			app:  pullApp(setAnnotation(argocd.AppNamespaceAnnotation, "openshift-gitops")),
+			app:  pullApp(setAnnotation(api.AppNamespaceAnnotation, "openshift-gitops")),
 			want: Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"}, pull: true,
 		},
-		"label parsed as bool: True": {app: pullApp(setLabel(argocd.PullLabel, "True")), want: Target{Cluster: "cluster1", AppNamespace: "argocd"}, pull: true},
-		"label parsed as bool: 1":    {app: pullApp(setLabel(argocd.PullLabel, "1")), want: Target{Cluster: "cluster1", AppNamespace: "argocd"}, pull: true},
-		"label false is push model":  {app: pullApp(setLabel(argocd.PullLabel, "false"))},
+		"label parsed as bool: True": {app: pullApp(setLabel(api.PullLabel, "True")), want: Target{Cluster: "cluster1", AppNamespace: "argocd"}, pull: true},
+		"label parsed as bool: 1":    {app: pullApp(setLabel(api.PullLabel, "1")), want: Target{Cluster: "cluster1", AppNamespace: "argocd"}, pull: true},
+		"label false is push model":  {app: pullApp(setLabel(api.PullLabel, "false"))},
 		"no label is push model": {app: pullApp(func(u *unstructured.Unstructured) {
 			u.SetLabels(map[string]string{"team": "web"})
 		})},
-		"label not a bool":   {app: pullApp(setLabel(argocd.PullLabel, "yes-please")), wantErr: `label apps.open-cluster-management.io/pull-to-ocm-managed-cluster is "yes-please"`},
-		"empty cluster":      {app: pullApp(setAnnotation(argocd.ClusterAnnotation, " ")), pull: true, wantErr: "must name the managed cluster"},
+		"label not a bool":   {app: pullApp(setLabel(api.PullLabel, "yes-please")), wantErr: `label apps.open-cluster-management.io/pull-to-ocm-managed-cluster is "yes-please"`},
+		"empty cluster":      {app: pullApp(setAnnotation(api.ClusterAnnotation, " ")), pull: true, wantErr: "must name the managed cluster"},
 		"missing cluster":    {app: pullApp(func(u *unstructured.Unstructured) { u.SetAnnotations(nil) }), pull: true, wantErr: "must name the managed cluster"},
-		"invalid cluster":    {app: pullApp(setAnnotation(argocd.ClusterAnnotation, "Cluster_1")), pull: true, wantErr: `is "Cluster_1", not a cluster name`},
-		"invalid app namesp": {app: pullApp(setAnnotation(argocd.AppNamespaceAnnotation, "a/b")), pull: true, wantErr: "not a namespace name"},
+		"invalid cluster":    {app: pullApp(setAnnotation(api.ClusterAnnotation, "Cluster_1")), pull: true, wantErr: `is "Cluster_1", not a cluster name`},
+		"invalid app namesp": {app: pullApp(setAnnotation(api.AppNamespaceAnnotation, "a/b")), pull: true, wantErr: "not a namespace name"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -147,9 +149,9 @@ func TestDesiredWorkPayload(t *testing.T) {
 
 	g.Expect(work.Namespace).To(Equal("cluster1"))
 	g.Expect(work.Name).To(Equal(WorkName("argocd", "guestbook-cluster1")))
-	g.Expect(work.Labels).To(HaveKeyWithValue(ManagedByLabel, ManagedByValue))
-	g.Expect(work.Annotations).To(HaveKeyWithValue(HubApplicationNamespaceAnnotation, "argocd"))
-	g.Expect(work.Annotations).To(HaveKeyWithValue(HubApplicationNameAnnotation, "guestbook-cluster1"))
+	g.Expect(work.Labels).To(HaveKeyWithValue(api.ManagedByLabel, api.ManagedByValue))
+	g.Expect(work.Annotations).To(HaveKeyWithValue(api.HubApplicationNamespaceAnnotation, "argocd"))
+	g.Expect(work.Annotations).To(HaveKeyWithValue(api.HubApplicationNameAnnotation, "guestbook-cluster1"))
 	g.Expect(work.Spec.Workload.Manifests).To(HaveLen(1))
 	g.Expect(work.Spec.DeleteOption).To(BeNil(), "the Application itself is deleted with the work")
 
@@ -158,21 +160,21 @@ func TestDesiredWorkPayload(t *testing.T) {
 	g.Expect(p.GetNamespace()).To(Equal("openshift-gitops"))
 	g.Expect(p.GetLabels()).To(Equal(map[string]string{"team": "web"}))
 	g.Expect(p.GetAnnotations()).To(Equal(map[string]string{"note": "kept", argocd.RefreshAnnotation: "hard",
-		SyncDeliveryAnnotation: "s1", RefreshDeliveryAnnotation: "r1"}))
+		api.SyncDeliveryAnnotation: "s1", api.RefreshDeliveryAnnotation: "r1"}))
 	g.Expect(p.GetFinalizers()).To(Equal([]string{argocd.ResourcesFinalizer}))
 	g.Expect(p.GetResourceVersion()).To(BeEmpty())
 	g.Expect(string(p.GetUID())).To(BeEmpty())
 	g.Expect(p.Object).NotTo(HaveKey("status"))
 	g.Expect(p.Object["operation"]).To(Equal(map[string]any{"sync": map[string]any{"revision": "abc"},
-		"info": []any{map[string]any{"name": DeliveryInfoName, "value": "s1"}}}))
-	g.Expect(ParseDeliveries(work.Annotations[DeliveriesAnnotation])).To(Equal(Deliveries{Sync: &Delivery{ID: "s1", Hash: "h"}, Refresh: &Delivery{ID: "r1", Hash: "h"}}))
+		"info": []any{map[string]any{"name": api.DeliveryInfoName, "value": "s1"}}}))
+	g.Expect(ParseDeliveries(work.Annotations[api.DeliveriesAnnotation])).To(Equal(Deliveries{Sync: &Delivery{ID: "s1", Hash: "h"}, Refresh: &Delivery{ID: "r1", Hash: "h"}}))
 
 	// Without a delivery plan, requests on the hub do not travel.
 	bare, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"}, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(payloadOf(t, bare, 0).Object).NotTo(HaveKey("operation"))
 	g.Expect(payloadOf(t, bare, 0).GetAnnotations()).To(Equal(map[string]string{"note": "kept"}))
-	g.Expect(bare.Annotations).NotTo(HaveKey(DeliveriesAnnotation))
+	g.Expect(bare.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation))
 	spec := p.Object["spec"].(map[string]any)
 	g.Expect(spec["destination"]).To(Equal(map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}))
 	g.Expect(spec["source"]).To(Equal(app.Object["spec"].(map[string]any)["source"]))
@@ -206,8 +208,8 @@ func TestDesiredWorkDestination(t *testing.T) {
 		want map[string]any
 	}{
 		"local by default": {pullApp(), map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}},
-		"name override":    {pullApp(setAnnotation(argocd.DestinationNameAnnotation, "in-cluster")), map[string]any{"name": "in-cluster", "namespace": "guestbook"}},
-		"server override":  {pullApp(setAnnotation(argocd.DestinationServerAnnotation, "https://10.0.0.1:6443")), map[string]any{"server": "https://10.0.0.1:6443", "namespace": "guestbook"}},
+		"name override":    {pullApp(setAnnotation(api.DestinationNameAnnotation, "in-cluster")), map[string]any{"name": "in-cluster", "namespace": "guestbook"}},
+		"server override":  {pullApp(setAnnotation(api.DestinationServerAnnotation, "https://10.0.0.1:6443")), map[string]any{"server": "https://10.0.0.1:6443", "namespace": "guestbook"}},
 		"hub destination by name is replaced": {pullApp(func(u *unstructured.Unstructured) {
 			u.Object["spec"].(map[string]any)["destination"] = map[string]any{"name": "cluster1"}
 		}), map[string]any{"server": argocd.LocalServer}},
@@ -219,8 +221,8 @@ func TestDesiredWorkDestination(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			p := payloadOf(t, work, 0)
 			g.Expect(p.Object["spec"].(map[string]any)["destination"]).To(Equal(tt.want))
-			g.Expect(p.GetAnnotations()).NotTo(HaveKey(argocd.DestinationNameAnnotation))
-			g.Expect(p.GetAnnotations()).NotTo(HaveKey(argocd.DestinationServerAnnotation))
+			g.Expect(p.GetAnnotations()).NotTo(HaveKey(api.DestinationNameAnnotation))
+			g.Expect(p.GetAnnotations()).NotTo(HaveKey(api.DestinationServerAnnotation))
 		})
 	}
 }
@@ -232,11 +234,11 @@ func TestDesiredWorkApplicationSetMarkers(t *testing.T) {
 	})
 	work, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(work.Labels).To(HaveKeyWithValue(argocd.ApplicationSetLabel, "true"))
-	g.Expect(work.Annotations).To(HaveKeyWithValue(argocd.HostingApplicationSetAnnotation, "argocd/guestbook-allclusters-app-set"))
+	g.Expect(work.Labels).To(HaveKeyWithValue(api.ApplicationSetLabel, "true"))
+	g.Expect(work.Annotations).To(HaveKeyWithValue(api.HostingApplicationSetAnnotation, "argocd/guestbook-allclusters-app-set"))
 	p := payloadOf(t, work, 0)
-	g.Expect(p.GetLabels()).To(HaveKeyWithValue(argocd.ApplicationSetLabel, "true"))
-	g.Expect(p.GetAnnotations()).To(HaveKeyWithValue(argocd.HostingApplicationSetAnnotation, "argocd/guestbook-allclusters-app-set"))
+	g.Expect(p.GetLabels()).To(HaveKeyWithValue(api.ApplicationSetLabel, "true"))
+	g.Expect(p.GetAnnotations()).To(HaveKeyWithValue(api.HostingApplicationSetAnnotation, "argocd/guestbook-allclusters-app-set"))
 	g.Expect(p.GetOwnerReferences()).To(BeEmpty())
 }
 
@@ -295,9 +297,9 @@ func TestSpecHashChangesOnlyWithContent(t *testing.T) {
 func TestFeedbackPathsFindTheirValues(t *testing.T) {
 	app := map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{
-			SyncDeliveryAnnotation: "s1", RefreshDeliveryAnnotation: "r1", argocd.RefreshAnnotation: "hard"}},
-		"operation": map[string]any{"info": []any{map[string]any{"name": "Reason", "value": "x"}, map[string]any{"name": DeliveryInfoName, "value": "s1"}}},
-		"status":    map[string]any{"operationState": map[string]any{"operation": map[string]any{"info": []any{map[string]any{"name": DeliveryInfoName, "value": "s0"}}}}},
+			api.SyncDeliveryAnnotation: "s1", api.RefreshDeliveryAnnotation: "r1", argocd.RefreshAnnotation: "hard"}},
+		"operation": map[string]any{"info": []any{map[string]any{"name": "Reason", "value": "x"}, map[string]any{"name": api.DeliveryInfoName, "value": "s1"}}},
+		"status":    map[string]any{"operationState": map[string]any{"operation": map[string]any{"info": []any{map[string]any{"name": api.DeliveryInfoName, "value": "s0"}}}}},
 	}
 	want := map[string]string{FeedbackSyncDelivered: "s1", FeedbackSyncHeld: "s1", FeedbackSyncStarted: "s0", FeedbackRefreshDelivered: "r1", FeedbackRefreshPending: "hard"}
 	for _, p := range feedbackPaths {

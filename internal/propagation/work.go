@@ -14,24 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-)
-
-// Labels and annotations on the ManifestWork.
-const (
-	// ManagedByLabel marks the ManifestWorks argocd-pull owns; the controllers' cache holds only these.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// ManagedByValue is the value of ManagedByLabel.
-	ManagedByValue = "argocd-pull"
-	// HubApplicationNamespaceAnnotation and HubApplicationNameAnnotation point back to the hub Application.
-	HubApplicationNamespaceAnnotation = "apps.open-cluster-management.io/hub-application-namespace"
-	HubApplicationNameAnnotation      = "apps.open-cluster-management.io/hub-application-name"
-	// SpecHashAnnotation holds a hash of everything argocd-pull sets on the work, so that an
-	// unchanged work is never written again whatever the apiserver defaulted in it.
-	SpecHashAnnotation = "apps.open-cluster-management.io/pull-spec-hash"
-	// WrittenAtAnnotation is when the hub last wrote the work (RFC 3339). A cluster that has not
-	// applied it some time later is shown as stale. It is not part of the hash.
-	WrittenAtAnnotation = "apps.open-cluster-management.io/pull-written-at"
 )
 
 // MaxManifestsSize is the size limit OCM's ManifestWork admission webhook puts on the manifests
@@ -92,10 +76,10 @@ var feedbackPaths = []workv1.JsonPath{
 	// The delivery of sync and refresh requests (see delivery.go); scalars, so they work without
 	// the agent's RawFeedbackJsonString feature gate.
 	// (client-go's JSONPath does not match ['a.b/c'] keys: dots are escaped instead.)
-	{Name: FeedbackSyncDelivered, Path: annotationPath(SyncDeliveryAnnotation)},
-	{Name: FeedbackSyncHeld, Path: `.operation.info[?(@.name=="` + DeliveryInfoName + `")].value`},
-	{Name: FeedbackSyncStarted, Path: `.status.operationState.operation.info[?(@.name=="` + DeliveryInfoName + `")].value`},
-	{Name: FeedbackRefreshDelivered, Path: annotationPath(RefreshDeliveryAnnotation)},
+	{Name: FeedbackSyncDelivered, Path: annotationPath(api.SyncDeliveryAnnotation)},
+	{Name: FeedbackSyncHeld, Path: `.operation.info[?(@.name=="` + api.DeliveryInfoName + `")].value`},
+	{Name: FeedbackSyncStarted, Path: `.status.operationState.operation.info[?(@.name=="` + api.DeliveryInfoName + `")].value`},
+	{Name: FeedbackRefreshDelivered, Path: annotationPath(api.RefreshDeliveryAnnotation)},
 	{Name: FeedbackRefreshPending, Path: annotationPath(argocd.RefreshAnnotation)},
 }
 
@@ -106,17 +90,17 @@ func annotationPath(key string) string {
 
 // Markers stripped from the payload: they steer the hub and mean nothing on the managed cluster.
 var hubOnlyAnnotations = []string{
-	argocd.ClusterAnnotation,
-	argocd.AppNamespaceAnnotation,
+	api.ClusterAnnotation,
+	api.AppNamespaceAnnotation,
 	argocd.SkipReconcileAnnotation,
-	argocd.DestinationNameAnnotation,
-	argocd.DestinationServerAnnotation,
+	api.DestinationNameAnnotation,
+	api.DestinationServerAnnotation,
 	"kubectl.kubernetes.io/last-applied-configuration",
 	// Requests travel only as the delivery plan says.
 	argocd.RefreshAnnotation,
-	RefreshDeliveredAnnotation,
-	SyncDeliveryAnnotation,
-	RefreshDeliveryAnnotation,
+	api.RefreshDeliveredAnnotation,
+	api.SyncDeliveryAnnotation,
+	api.RefreshDeliveryAnnotation,
 }
 
 // DesiredWork returns the ManifestWork that carries the hub Application app to target, with the
@@ -156,20 +140,20 @@ func DesiredWork(app, project *unstructured.Unstructured, target Target, deliver
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      WorkName(app.GetNamespace(), app.GetName()),
 			Namespace: target.Cluster,
-			Labels:    map[string]string{ManagedByLabel: ManagedByValue},
+			Labels:    map[string]string{api.ManagedByLabel: api.ManagedByValue},
 			Annotations: map[string]string{
-				HubApplicationNamespaceAnnotation: app.GetNamespace(),
-				HubApplicationNameAnnotation:      app.GetName(),
+				api.HubApplicationNamespaceAnnotation: app.GetNamespace(),
+				api.HubApplicationNameAnnotation:      app.GetName(),
 			},
 		},
 		Spec: workv1.ManifestWorkSpec{ManifestConfigs: configs, DeleteOption: deleteOption},
 	}
 	if appSet, ok := argocd.OwningApplicationSet(app); ok {
-		work.Labels[argocd.ApplicationSetLabel] = "true"
-		work.Annotations[argocd.HostingApplicationSetAnnotation] = app.GetNamespace() + "/" + appSet
+		work.Labels[api.ApplicationSetLabel] = "true"
+		work.Annotations[api.HostingApplicationSetAnnotation] = app.GetNamespace() + "/" + appSet
 	}
 	if d := deliveries.String(); d != "" {
-		work.Annotations[DeliveriesAnnotation] = d
+		work.Annotations[api.DeliveriesAnnotation] = d
 	}
 
 	size := 0
@@ -189,7 +173,7 @@ func DesiredWork(app, project *unstructured.Unstructured, target Target, deliver
 	if err != nil {
 		return nil, err
 	}
-	work.Annotations[SpecHashAnnotation] = hash
+	work.Annotations[api.SpecHashAnnotation] = hash
 	return work, nil
 }
 
@@ -200,7 +184,7 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 	out.SetNamespace(target.AppNamespace)
 
 	labels := maps.Clone(app.GetLabels())
-	delete(labels, argocd.PullLabel)
+	delete(labels, api.PullLabel)
 	annotations := maps.Clone(app.GetAnnotations())
 	for _, k := range hubOnlyAnnotations {
 		delete(annotations, k)
@@ -212,8 +196,8 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 		if annotations == nil {
 			annotations = map[string]string{}
 		}
-		labels[argocd.ApplicationSetLabel] = "true"
-		annotations[argocd.HostingApplicationSetAnnotation] = app.GetNamespace() + "/" + appSet
+		labels[api.ApplicationSetLabel] = "true"
+		annotations[api.HostingApplicationSetAnnotation] = app.GetNamespace() + "/" + appSet
 	}
 	if d := deliveries.Sync; d != nil {
 		op := deliveries.Operation
@@ -222,11 +206,11 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 			op = WithDeliveryID(hubOp, d.ID)
 		}
 		out.Object["operation"] = runtime.DeepCopyJSON(op)
-		annotations = withAnnotation(annotations, SyncDeliveryAnnotation, d.ID)
+		annotations = withAnnotation(annotations, api.SyncDeliveryAnnotation, d.ID)
 	}
 	if d := deliveries.Refresh; d != nil {
 		annotations = withAnnotation(annotations, argocd.RefreshAnnotation, app.GetAnnotations()[argocd.RefreshAnnotation])
-		annotations = withAnnotation(annotations, RefreshDeliveryAnnotation, d.ID)
+		annotations = withAnnotation(annotations, api.RefreshDeliveryAnnotation, d.ID)
 	}
 	out.SetLabels(labels)
 	out.SetAnnotations(annotations)
@@ -272,10 +256,10 @@ func localDestination(app *unstructured.Unstructured, current any) map[string]an
 	}
 	annotations := app.GetAnnotations()
 	switch {
-	case annotations[argocd.DestinationNameAnnotation] != "":
-		dest["name"] = annotations[argocd.DestinationNameAnnotation]
-	case annotations[argocd.DestinationServerAnnotation] != "":
-		dest["server"] = annotations[argocd.DestinationServerAnnotation]
+	case annotations[api.DestinationNameAnnotation] != "":
+		dest["name"] = annotations[api.DestinationNameAnnotation]
+	case annotations[api.DestinationServerAnnotation] != "":
+		dest["server"] = annotations[api.DestinationServerAnnotation]
 	default:
 		dest["server"] = argocd.LocalServer
 	}
@@ -327,5 +311,5 @@ func specHash(work *workv1.ManifestWork) (string, error) {
 
 // UpToDate reports whether the existing work already carries what desired carries.
 func UpToDate(existing, desired *workv1.ManifestWork) bool {
-	return existing.Annotations[SpecHashAnnotation] == desired.Annotations[SpecHashAnnotation]
+	return existing.Annotations[api.SpecHashAnnotation] == desired.Annotations[api.SpecHashAnnotation]
 }

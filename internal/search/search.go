@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
@@ -132,7 +133,7 @@ func (c *Client) query(ctx context.Context, batch []AppKey, out map[AppKey]Resul
 		inputs = append(inputs, input{Limit: -1, Filters: []filter{
 			{Property: "kind", Values: []string{"Application"}},
 			{Property: "apigroup", Values: []string{argocd.Group}},
-			{Property: "label", Values: []string{argocd.ApplicationSetLabel + "=true"}},
+			{Property: "label", Values: []string{api.ApplicationSetLabel + "=true"}},
 			{Property: "cluster", Values: []string{a.Cluster}},
 			{Property: "namespace", Values: []string{a.Namespace}},
 			{Property: "name", Values: []string{a.Name}},

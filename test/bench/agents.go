@@ -14,8 +14,8 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
-	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
@@ -111,7 +111,7 @@ func (a *agents) writeStatus(ctx context.Context, key types.NamespacedName, valu
 	if err := a.c.Get(ctx, key, w); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	appNs, appName := w.Annotations[propagation.HubApplicationNamespaceAnnotation], w.Annotations[propagation.HubApplicationNameAnnotation]
+	appNs, appName := w.Annotations[api.HubApplicationNamespaceAnnotation], w.Annotations[api.HubApplicationNameAnnotation]
 	testenv.SetAgentStatus(w, w.Generation, appNs, appName, values)
 	if err := a.c.Status().Update(ctx, w); err != nil && !apierrors.IsNotFound(err) {
 		return err
@@ -146,7 +146,7 @@ func (a *agents) appEvent(app *unstructured.Unstructured) {
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	key := owner + "/" + ann[argocd.ClusterAnnotation]
+	key := owner + "/" + ann[api.ClusterAnnotation]
 	if ch, ok := a.pending[key]; ok && !ch.app && ch.revision == rev {
 		ch.app = true
 		a.appLatency = append(a.appLatency, now.Sub(ch.written))

@@ -14,6 +14,7 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
@@ -131,9 +132,9 @@ func pullApplication(appSet, cluster string, owner metav1.OwnerReference) *unstr
 	app := argocd.NewApplication()
 	app.SetNamespace(argoNamespace)
 	app.SetName(appName(appSet, cluster))
-	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
-	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: cluster, argocd.SkipReconcileAnnotation: "true",
-		argocd.AppNamespaceAnnotation: argoNamespace})
+	app.SetLabels(map[string]string{api.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{api.ClusterAnnotation: cluster, argocd.SkipReconcileAnnotation: "true",
+		api.AppNamespaceAnnotation: argoNamespace})
 	app.SetOwnerReferences([]metav1.OwnerReference{owner})
 	app.Object["spec"] = map[string]any{
 		"project":     "default",

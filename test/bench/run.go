@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
@@ -226,7 +226,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 
 // watch starts one cache for the simulated agents and the observers.
 func watch(ctx context.Context, rc *rest.Config, s *runtime.Scheme, ag *agents) error {
-	ours := labels.SelectorFromSet(labels.Set{propagation.ManagedByLabel: propagation.ManagedByValue})
+	ours := labels.SelectorFromSet(labels.Set{api.ManagedByLabel: api.ManagedByValue})
 	c, err := cache.New(rc, cache.Options{Scheme: s, ByObject: map[client.Object]cache.ByObject{&workv1.ManifestWork{}: {Label: ours}}})
 	if err != nil {
 		return err

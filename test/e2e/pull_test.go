@@ -13,6 +13,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
@@ -35,8 +36,8 @@ func TestPullModelRoundTrip(t *testing.T) {
 	key := types.NamespacedName{Namespace: argoNamespace, Name: "guestbook-" + clusterName}
 
 	app := application(key.Name)
-	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
-	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: clusterName, argocd.SkipReconcileAnnotation: "true"})
+	app.SetLabels(map[string]string{api.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{api.ClusterAnnotation: clusterName, argocd.SkipReconcileAnnotation: "true"})
 	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
 	app.Object["spec"] = map[string]any{
 		"project":     "default",
@@ -57,7 +58,7 @@ func TestPullModelRoundTrip(t *testing.T) {
 	if server != argocd.LocalServer {
 		t.Errorf("destination server on the managed cluster = %q, want %q", server, argocd.LocalServer)
 	}
-	if _, ok := onSpoke.GetLabels()[argocd.PullLabel]; ok {
+	if _, ok := onSpoke.GetLabels()[api.PullLabel]; ok {
 		t.Errorf("the pull label reached the managed cluster: %v", onSpoke.GetLabels())
 	}
 	if _, ok := onSpoke.GetAnnotations()[argocd.SkipReconcileAnnotation]; ok {
@@ -263,8 +264,8 @@ func pullApp(t *testing.T, name string) (types.NamespacedName, managedArgoCD) {
 	t.Helper()
 	key := types.NamespacedName{Namespace: argoNamespace, Name: name}
 	app := application(key.Name)
-	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
-	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: clusterName})
+	app.SetLabels(map[string]string{api.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{api.ClusterAnnotation: clusterName})
 	app.Object["spec"] = map[string]any{
 		"project":     "default",
 		"source":      map[string]any{"repoURL": "https://git.example/apps", "path": "guestbook", "targetRevision": "main"},

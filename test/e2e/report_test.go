@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
@@ -30,8 +31,8 @@ func TestReportFollowsTheManagedCluster(t *testing.T) {
 	}
 	key := types.NamespacedName{Namespace: argoNamespace, Name: "guestbook-allclusters-app-set-" + clusterName}
 	app := application(key.Name)
-	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
-	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: clusterName, argocd.SkipReconcileAnnotation: "true"})
+	app.SetLabels(map[string]string{api.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{api.ClusterAnnotation: clusterName, argocd.SkipReconcileAnnotation: "true"})
 	app.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: appSet.GetName(), UID: appSet.GetUID()}})
 	source := map[string]any{"repoURL": "https://git.example/apps", "path": "guestbook", "targetRevision": "main"}
 	app.Object["spec"] = map[string]any{"project": "default", "source": source, "destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}}

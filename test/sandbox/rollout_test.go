@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
@@ -65,8 +66,8 @@ func TestSyncWithWavesRequestedFromTheHubCompletes(t *testing.T) {
 	app := argocd.NewApplication()
 	app.SetNamespace(key.Namespace)
 	app.SetName(key.Name)
-	app.SetLabels(map[string]string{argocd.PullLabel: "true"})
-	app.SetAnnotations(map[string]string{argocd.ClusterAnnotation: "cluster1", argocd.SkipReconcileAnnotation: "true"})
+	app.SetLabels(map[string]string{api.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{api.ClusterAnnotation: "cluster1", argocd.SkipReconcileAnnotation: "true"})
 	app.Object["spec"] = map[string]any{
 		"project":     "default",
 		"source":      map[string]any{"repoURL": lab.RepoURL, "path": "waves", "targetRevision": "main"},
