@@ -21,7 +21,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
-	"github.com/argocd-pull/argocd-pull/internal/status"
+	"github.com/argocd-pull/argocd-pull/internal/reportview"
 )
 
 // reportResource is read through the dynamic client so that -o yaml/json print the reports
@@ -110,7 +110,7 @@ func runStatus(ctx context.Context, out io.Writer, f statusFlags, name string) e
 	tty := isTerminal(out)
 	v := &statusView{
 		out: out, output: f.output, name: name, namespace: ns, tty: tty, watching: f.watch,
-		opts: status.Options{
+		opts: reportview.Options{
 			Color:         tty && !f.noColor && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb",
 			AllNamespaces: f.allNamespaces,
 		},
@@ -221,7 +221,7 @@ type statusView struct {
 	namespace string
 	tty       bool
 	watching  bool
-	opts      status.Options
+	opts      reportview.Options
 
 	reports   map[string]*unstructured.Unstructured // by namespace/name
 	lastTable string
@@ -400,11 +400,11 @@ func (v *statusView) table() (string, error) {
 	case v.name != "" && len(reports) == 0:
 		return fmt.Sprintf("The report of ApplicationSet %s/%s was deleted; waiting for it to come back.\n", v.namespace, v.name), nil
 	case v.name != "":
-		return status.Report(&reports[0], v.opts), nil
+		return reportview.Report(&reports[0], v.opts), nil
 	case len(reports) == 0 && v.opts.AllNamespaces:
 		return "No reports on the hub: no ApplicationSet has pull-model Applications yet.\n", nil
 	case len(reports) == 0:
 		return fmt.Sprintf("No reports in namespace %s (try --all-namespaces).\n", v.namespace), nil
 	}
-	return status.List(reports, v.opts), nil
+	return reportview.List(reports, v.opts), nil
 }

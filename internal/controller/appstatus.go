@@ -22,17 +22,17 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
-// StatusReconciler writes what a managed cluster reports through a ManifestWork's status feedback
+// AppStatusReconciler writes what a managed cluster reports through a ManifestWork's status feedback
 // onto the hub Application: health, sync status and revision, and the last operation. In the same
 // write it clears the sync and refresh requests the managed cluster has finished (see
 // propagation.Clears).
-type StatusReconciler struct {
+type AppStatusReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 }
 
 // SetupWithManager registers the reconciler and its watches.
-func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+func (r *AppStatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("appstatus").
 		WithOptions(opts).
@@ -43,7 +43,7 @@ func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Op
 }
 
 // Reconcile derives the hub Application's status from its ManifestWork and patches what changed.
-func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *AppStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := argocd.NewApplication()
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -55,7 +55,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // ApplicationSet that a newly seen revision puts behind (or that are no longer behind) are written
 // before app (see appstatus.Behind), so that the ApplicationSet controller never sees this cluster OutOfSync at a
 // new revision while an earlier step still reads Synced at the old one.
-func (r *StatusReconciler) write(ctx context.Context, app *unstructured.Unstructured, siblingsFirst bool) (ctrl.Result, error) {
+func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstructured, siblingsFirst bool) (ctrl.Result, error) {
 	work, err := r.workOf(ctx, app)
 	if work == nil || err != nil {
 		return ctrl.Result{}, err // not propagated yet: the work's creation requeues this
@@ -113,7 +113,7 @@ func (r *StatusReconciler) write(ctx context.Context, app *unstructured.Unstruct
 }
 
 // workOf is the ManifestWork of a pull-model hub Application, nil when it has none (yet).
-func (r *StatusReconciler) workOf(ctx context.Context, app *unstructured.Unstructured) (*workv1.ManifestWork, error) {
+func (r *AppStatusReconciler) workOf(ctx context.Context, app *unstructured.Unstructured) (*workv1.ManifestWork, error) {
 	target, pull, err := propagation.Decide(app)
 	if err != nil || !pull || !app.GetDeletionTimestamp().IsZero() {
 		return nil, nil
@@ -137,7 +137,7 @@ type siblings struct {
 }
 
 // rollingSiblings returns app's siblings when its ApplicationSet rolls out with RollingSync.
-func (r *StatusReconciler) rollingSiblings(ctx context.Context, app *unstructured.Unstructured) (siblings, error) {
+func (r *AppStatusReconciler) rollingSiblings(ctx context.Context, app *unstructured.Unstructured) (siblings, error) {
 	var out siblings
 	wanted := appstatus.WantedSource(app)
 	name, owned := argocd.OwningApplicationSet(app)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -44,22 +43,12 @@ type ReportReconciler struct {
 	client.Client
 	Options Options
 	// Search is the optional OCM Search source, nil when not configured.
-	Search       *search.Poller
-	searchEvents chan event.GenericEvent
+	Search *reportSearch
 
-	mu      sync.Mutex
-	written map[types.NamespacedName]time.Time // when each report was last written
+	pacing reportPacer
 
 	// changed holds, per ApplicationSet, when a change not yet in its report was first seen.
 	changed metrics.Since[types.NamespacedName]
-}
-
-// waitBeforeWrite says how long the report key, of the given number of clusters, must wait
-// before its next write (report.WriteInterval).
-func (r *ReportReconciler) waitBeforeWrite(key types.NamespacedName, clusters int, now time.Time) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return report.NextWrite(r.written[key], now, report.WriteInterval(clusters, r.Options.ReportCoalesce, r.Options.ReportIntervalPerCluster))
 }
 
 // wrote records a write of the report key (op metrics.OpDelete forgets it): for pacing, and in
@@ -69,16 +58,11 @@ func (r *ReportReconciler) wrote(key types.NamespacedName, at time.Time, op stri
 	if waited, ok := r.changed.Done(key, time.Now()); ok && op != metrics.OpDelete {
 		metrics.ReportLatency.Observe(waited.Seconds())
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.written == nil {
-		r.written = map[types.NamespacedName]time.Time{}
-	}
 	if op == metrics.OpDelete {
-		delete(r.written, key)
+		r.pacing.forget(key)
 		return
 	}
-	r.written[key] = at
+	r.pacing.wrote(key, at)
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=applicationsets,verbs=get;list;watch
@@ -91,8 +75,8 @@ func (r *ReportReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Op
 	appSet.SetGroupVersionKind(argocd.ApplicationSetGVK)
 	delay := r.Options.ReportCoalesce
 	b := ctrl.NewControllerManagedBy(mgr)
-	if r.searchEvents != nil {
-		b = b.WatchesRawSource(source.Channel(r.searchEvents, &handler.EnqueueRequestForObject{}))
+	if r.Search != nil {
+		b = b.WatchesRawSource(source.Channel(r.Search.events, &handler.EnqueueRequestForObject{}))
 	}
 	return b.
 		Named("report").
@@ -132,7 +116,8 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if found {
 		// Large reports are written at a bounded rate; what changes meanwhile waits for the next.
 		// Checked before the members are read: those are the cost of a rebuild.
-		if wait := r.waitBeforeWrite(req.NamespacedName, len(existing.Statuses.ClusterConditions), now); wait > 0 {
+		interval := report.WriteInterval(len(existing.Statuses.ClusterConditions), r.Options.ReportCoalesce, r.Options.ReportIntervalPerCluster)
+		if wait := r.pacing.wait(req.NamespacedName, interval, now); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
@@ -218,7 +203,7 @@ func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedN
 			return nil, err
 		}
 		if r.Search != nil {
-			if res, ok := r.Search.Get(search.AppKey{Cluster: target.Cluster, Namespace: target.AppNamespace, Name: app.GetName()}); ok {
+			if res, ok := r.Search.poller.Get(search.AppKey{Cluster: target.Cluster, Namespace: target.AppNamespace, Name: app.GetName()}); ok {
 				m.Searched, m.SearchResources, m.SearchConditions = true, res.Resources, res.Conditions
 			}
 		}
@@ -247,37 +232,6 @@ func (r *ReportReconciler) fill(ctx context.Context, m *report.Member) error {
 		return fmt.Errorf("reading ManagedCluster %s: %w", m.Cluster, err)
 	}
 	return nil
-}
-
-// tracked lists, for the Search poller, the managed-cluster Applications of every pull-model
-// ApplicationSet.
-func (r *ReportReconciler) tracked(ctx context.Context) (map[search.AppKey]types.NamespacedName, error) {
-	apps := argocd.NewApplicationList()
-	if err := r.List(ctx, apps); err != nil {
-		return nil, fmt.Errorf("listing Applications for Search: %w", err)
-	}
-	out := map[search.AppKey]types.NamespacedName{}
-	for i := range apps.Items {
-		app := &apps.Items[i]
-		appSet, owned := argocd.OwningApplicationSet(app)
-		target, pull, err := propagation.Decide(app)
-		if !owned || !pull || err != nil {
-			continue
-		}
-		out[search.AppKey{Cluster: target.Cluster, Namespace: target.AppNamespace, Name: app.GetName()}] = types.NamespacedName{Namespace: app.GetNamespace(), Name: appSet}
-	}
-	return out, nil
-}
-
-// searchChanged requeues the reports whose Search answers changed.
-func (r *ReportReconciler) searchChanged(appSets []types.NamespacedName) {
-	for _, key := range appSets {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(argocd.ApplicationSetGVK)
-		u.SetNamespace(key.Namespace)
-		u.SetName(key.Name)
-		r.searchEvents <- event.GenericEvent{Object: u}
-	}
 }
 
 func (r *ReportReconciler) deleteReport(ctx context.Context, key types.NamespacedName) error {

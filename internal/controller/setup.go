@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
@@ -160,18 +159,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the propagation controller: %w", err)
 	}
-	if err := (&StatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("argocd-pull-appstatus")}).SetupWithManager(mgr, copts); err != nil {
+	if err := (&AppStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("argocd-pull-appstatus")}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the application status controller: %w", err)
 	}
 	reports := &ReportReconciler{Client: mgr.GetClient(), Options: opts}
 	if opts.Search.URL != "" {
-		client, err := search.New(opts.Search)
+		s, err := newReportSearch(mgr.GetClient(), opts)
 		if err != nil {
 			return err
 		}
-		reports.searchEvents = make(chan event.GenericEvent, 1024)
-		reports.Search = &search.Poller{Client: client, Interval: opts.SearchInterval, Tracked: reports.tracked, Changed: reports.searchChanged}
-		if err := mgr.Add(reports.Search); err != nil {
+		reports.Search = s
+		if err := mgr.Add(s.poller); err != nil {
 			return fmt.Errorf("adding the Search poller: %w", err)
 		}
 	}

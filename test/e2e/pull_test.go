@@ -274,7 +274,14 @@ func pullApp(t *testing.T, name string) (types.NamespacedName, managedArgoCD) {
 	if err := lab.hub.Client.Create(context.Background(), app); err != nil {
 		t.Fatalf("creating the hub Application: %v", err)
 	}
-	t.Cleanup(func() { _ = lab.hub.Client.Delete(context.Background(), application(key.Name)) })
+	// Gone from both sides before the next test (or a repeated run) uses the name again: a managed
+	// Application left over would answer for the new one.
+	t.Cleanup(func() {
+		_ = lab.hub.Client.Delete(context.Background(), application(key.Name))
+		eventually(t, "the Application gone from the managed cluster", step, func(ctx context.Context) (bool, error) {
+			return apierrors.IsNotFound(lab.spoke.Client.Get(ctx, key, application(key.Name))), nil
+		})
+	})
 	eventually(t, "the Application on the managed cluster", step, func(ctx context.Context) (bool, error) {
 		return lab.spoke.Client.Get(ctx, key, application(key.Name)) == nil, nil
 	})

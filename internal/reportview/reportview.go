@@ -1,8 +1,8 @@
-// Package status renders MulticlusterApplicationSetReports as text for `argocd-pull status`:
+// Package reportview renders MulticlusterApplicationSetReports as text for `argocd-pull status`:
 // one report as a table of clusters, or many as one line each. Rendering is a pure function of
 // the reports, a width and a colour flag, so every layout decision is unit-tested without an
 // apiserver.
-package status
+package reportview
 
 import (
 	"fmt"
