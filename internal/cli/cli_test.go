@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argocd-pull/argocd-pull/internal/localproc"
+
 	. "github.com/onsi/gomega"
 
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
@@ -81,7 +83,7 @@ func TestControllerServesProbesAndMetricsAndStops(t *testing.T) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	addr, err := testenv.FreeAddr()
+	addr, err := localproc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/argocd-pull/argocd-pull/internal/localproc"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,18 +59,18 @@ func installArgoConfig(ctx context.Context, c client.Client, root string) error 
 // startManagedArgoCD starts redis, the repo-server and the application controller of one
 // managed cluster, on their own loopback ports.
 func startManagedArgoCD(dir, bin string, c *Cluster) error {
-	redis, err := freePort()
+	redis, err := localproc.FreePort()
 	if err != nil {
 		return err
 	}
 	if _, err := start(dir, c.Name+"-redis", "redis-server", []string{"--port", strconv.Itoa(redis), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}); err != nil {
 		return fmt.Errorf("%w (install Debian's redis-server: make sandbox-deps)", err)
 	}
-	repo, err := freePort()
+	repo, err := localproc.FreePort()
 	if err != nil {
 		return err
 	}
-	repoMetrics, err := freePort()
+	repoMetrics, err := localproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -85,7 +87,7 @@ func startManagedArgoCD(dir, bin string, c *Cluster) error {
 	}, env...); err != nil {
 		return err
 	}
-	metrics, err := freePort()
+	metrics, err := localproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -99,11 +101,11 @@ func startManagedArgoCD(dir, bin string, c *Cluster) error {
 
 // startApplicationSetController starts the hub's ApplicationSet controller.
 func startApplicationSetController(dir, bin string, hub *Cluster) error {
-	metrics, err := freePort()
+	metrics, err := localproc.FreePort()
 	if err != nil {
 		return err
 	}
-	probes, err := freePort()
+	probes, err := localproc.FreePort()
 	if err != nil {
 		return err
 	}

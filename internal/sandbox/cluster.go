@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/argocd-pull/argocd-pull/internal/localproc"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -32,15 +34,15 @@ func startCluster(ctx context.Context, dir, binDir, name string) (*Cluster, erro
 	if err != nil {
 		return nil, err
 	}
-	etcdPort, err := freePort()
+	etcdPort, err := localproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	peerPort, err := freePort()
+	peerPort, err := localproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	apiPort, err := freePort()
+	apiPort, err := localproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +79,7 @@ func startCluster(ctx context.Context, dir, binDir, name string) (*Cluster, erro
 	}
 	// Garbage collection (Argo CD deletes with foreground propagation), namespace lifecycle and
 	// the workload controllers make the cluster behave like one.
-	kcmPort, err := freePort()
+	kcmPort, err := localproc.FreePort()
 	if err != nil {
 		return c, err
 	}

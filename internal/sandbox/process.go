@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/argocd-pull/argocd-pull/internal/localproc"
 )
 
 // Process is one program the sandbox started.
@@ -34,20 +34,11 @@ func start(dir, name, bin string, args []string, env ...string) (Process, error)
 		return Process{}, err
 	}
 	logPath := filepath.Join(logDir, name+".log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	pid, err := localproc.StartDetached(logPath, bin, args, env...)
 	if err != nil {
-		return Process{}, err
+		return Process{}, fmt.Errorf("starting %s: %w", name, err)
 	}
-	defer func() { _ = logFile.Close() }()
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return Process{}, fmt.Errorf("starting %s (%s): %w", name, bin, err)
-	}
-	p := Process{Name: name, PID: cmd.Process.Pid, Log: logPath}
-	_ = cmd.Process.Release()
+	p := Process{Name: name, PID: pid, Log: logPath}
 	if err := saveCommand(dir, name, command{Bin: bin, Args: args, Env: env}); err != nil {
 		return p, err
 	}
@@ -172,14 +163,4 @@ func Down(dir string) ([]Process, error) {
 		return procs, err
 	}
 	return procs, nil
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

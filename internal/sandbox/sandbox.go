@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/argocd-pull/argocd-pull/internal/localproc"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,7 +23,6 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
 	"github.com/argocd-pull/argocd-pull/internal/assets"
@@ -128,7 +129,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	// The placement controller also reads AddOnPlacementScores.
 	hubCRDs = append(hubCRDs, filepath.Join(ocmAPI, "cluster", "v1alpha1"))
-	if _, err := envtest.InstallCRDs(lab.Hub.Config, envtest.CRDInstallOptions{Paths: hubCRDs, ErrorIfPathMissing: true}); err != nil {
+	if err := installCRDs(ctx, lab.Hub.Config, hubCRDs); err != nil {
 		return lab, fmt.Errorf("installing CRDs on the hub: %w", err)
 	}
 	managedCRDs, err := assets.ManagedClusterCRDs(root)
@@ -136,7 +137,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		return lab, err
 	}
 	for _, c := range lab.Managed {
-		if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: managedCRDs, ErrorIfPathMissing: true}); err != nil {
+		if err := installCRDs(ctx, c.Config, managedCRDs); err != nil {
 			return lab, fmt.Errorf("installing CRDs on %s: %w", c.Name, err)
 		}
 	}
@@ -170,7 +171,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 
 	for _, c := range lab.Managed {
 		done := lab.progress.step("%s: OCM work agent", c.Name)
-		port, err := freePort()
+		port, err := localproc.FreePort()
 		if err != nil {
 			return lab, err
 		}
@@ -193,7 +194,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 
 	done = lab.progress.step("hub: OCM placement controller")
-	port, err := freePort()
+	port, err := localproc.FreePort()
 	if err != nil {
 		return lab, err
 	}
@@ -205,11 +206,11 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	done()
 
 	done = lab.progress.step("hub: argocd-pull controller")
-	metrics, err := freePort()
+	metrics, err := localproc.FreePort()
 	if err != nil {
 		return lab, err
 	}
-	probes, err := freePort()
+	probes, err := localproc.FreePort()
 	if err != nil {
 		return lab, err
 	}

@@ -6,16 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/argocd-pull/argocd-pull/internal/localproc"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -25,75 +23,42 @@ import (
 // controllerProcess is `argocd-pull controller` running as its own process, so that its memory,
 // CPU and API requests are its own.
 type controllerProcess struct {
-	cmd     *exec.Cmd
+	*localproc.Process
 	metrics string // URL of its metrics endpoint
 	started time.Time
-	exited  chan error
-	once    sync.Once
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // startController runs the controller binary against the hub kubeconfig with args, logging to
 // logPath, and waits until its metrics endpoint answers.
 func startController(ctx context.Context, binary, kubeconfig, logPath string, args []string) (*controllerProcess, error) {
-	metricsPort, err := freePort()
+	metricsPort, err := localproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	probePort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	probePort, err := localproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
 	all := append([]string{"controller", "--kubeconfig=" + kubeconfig,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort)}, args...)
-	cmd := exec.Command(binary, all...)
-	cmd.Stdout, cmd.Stderr = log, log
-	p := &controllerProcess{cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), exited: make(chan error, 1)}
-	p.started = time.Now()
-	if err := cmd.Start(); err != nil {
-		_ = log.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
+	p := &controllerProcess{metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), started: time.Now()}
+	if p.Process, err = localproc.Start(logPath, binary, all); err != nil {
+		return nil, err
 	}
-	go func() { p.exited <- cmd.Wait(); _ = log.Close() }()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if _, err := p.scrape(ctx); err == nil {
 			return p, nil
 		}
 		select {
-		case err := <-p.exited:
-			return nil, fmt.Errorf("the controller exited: %v; read %s", err, logPath)
+		case <-p.Done():
+			return nil, fmt.Errorf("the controller exited: %v; read %s", p.Err(), logPath)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	p.stop()
+	p.Stop()
 	return nil, fmt.Errorf("the controller's metrics endpoint did not answer within a minute; read %s", logPath)
-}
-
-// stop sends SIGTERM and waits for the process to end; later calls do nothing.
-func (p *controllerProcess) stop() {
-	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(30 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	})
 }
 
 // usage is what the kernel counted for the process: peak resident memory and CPU time.
@@ -105,7 +70,7 @@ type usage struct {
 // usage reads /proc/<pid>: VmHWM (peak RSS) and utime+stime.
 func (p *controllerProcess) usage() (usage, error) {
 	var u usage
-	dir := filepath.Join("/proc", strconv.Itoa(p.cmd.Process.Pid))
+	dir := filepath.Join("/proc", strconv.Itoa(p.PID()))
 	status, err := os.Open(filepath.Join(dir, "status"))
 	if err != nil {
 		return u, err

@@ -130,7 +130,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	if err != nil {
 		return res, err
 	}
-	defer func() { ctl.stop() }() // the controller running when measure returns
+	defer func() { ctl.Stop() }() // the controller running when measure returns
 
 	// Propagation.
 	if err := waitFor(ctx, 15*time.Minute, "every ManifestWork", logPath, func() (bool, string) {
@@ -195,7 +195,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 		res.Controller.PeakRSSMiB, res.Controller.CPUSeconds, total(after.Requests), formatRequests(after.Requests))
 
 	// Restart at full size.
-	ctl.stop()
+	ctl.Stop()
 	ctl, err = startController(ctx, cfg.controller, kubeconfig, logPath, cfg.controllerArgs())
 	if err != nil {
 		return res, err

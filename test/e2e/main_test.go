@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argocd-pull/argocd-pull/internal/localproc"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -38,7 +40,7 @@ var lab struct {
 
 	// The controller runs as a process of its own, so that a test can stop and start it.
 	controllerBin, hubKubeconfig string
-	controller                   *testenv.Process
+	controller                   *localproc.Process
 	controllerStarts             int
 }
 
@@ -49,9 +51,9 @@ func startController() error {
 	if os.Getenv("ARGOCD_PULL_TEST_LOGS") != "" {
 		logLevel = "info"
 	}
-	p, err := testenv.StartProcess(filepath.Join(lab.dir, fmt.Sprintf("controller-%d.log", lab.controllerStarts)), lab.controllerBin,
+	p, err := localproc.Start(filepath.Join(lab.dir, fmt.Sprintf("controller-%d.log", lab.controllerStarts)), lab.controllerBin, []string{
 		"controller", "--kubeconfig", lab.hubKubeconfig, "--argocd-namespace", argoNamespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", logLevel)
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--zap-log-level", logLevel})
 	if err != nil {
 		return err
 	}
@@ -127,20 +129,20 @@ func startLab() (stop func(), err error) {
 	}
 
 	lab.agentLog = filepath.Join(lab.dir, "work-agent.log")
-	listen, err := testenv.FreeAddr() // its HTTPS endpoint defaults to :8443 on every interface
+	listen, err := localproc.FreeAddr() // its HTTPS endpoint defaults to :8443 on every interface
 	if err != nil {
 		return stop, err
 	}
-	agentProcess, err := testenv.StartProcess(lab.agentLog, agent,
-		"--listen="+listen,
-		"--spoke-cluster-name="+clusterName,
-		"--workload-source-config="+hubKubeconfig,
-		"--kubeconfig="+spokeKubeconfig,
+	agentProcess, err := localproc.Start(lab.agentLog, agent, []string{
+		"--listen=" + listen,
+		"--spoke-cluster-name=" + clusterName,
+		"--workload-source-config=" + hubKubeconfig,
+		"--kubeconfig=" + spokeKubeconfig,
 		"--feature-gates=RawFeedbackJsonString=true",
 		"--status-sync-interval=1s",
 		"--disable-leader-election",
 		"--namespace=open-cluster-management-agent",
-	)
+	})
 	if err != nil {
 		return stop, err
 	}

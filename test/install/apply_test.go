@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argocd-pull/argocd-pull/internal/localproc"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -233,7 +235,7 @@ status:
 		"--health-probe-bind-address="+probes, "--metrics-bind-address="+metrics)
 
 	logPath := filepath.Join(t.TempDir(), "controller.log")
-	ctl, err := testenv.StartProcess(logPath, bin, args...)
+	ctl, err := localproc.Start(logPath, bin, args)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() {
 		ctl.Stop()
@@ -351,7 +353,7 @@ func serviceAccountKubeconfig(t *testing.T, admin, token string) string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	addr, err := testenv.FreeAddr()
+	addr, err := localproc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
