@@ -66,10 +66,14 @@ chart: ## Copy the generated CRDs and ClusterRole rules from config/ into the He
 	  awk '/^rules:/ {p = 1} p && /^---/ {exit} p' config/rbac/role.yaml; \
 	  echo '{{- end }}'; } > $(CHART)/templates/_clusterrole_rules.tpl
 
+.PHONY: docs
+docs: ## Write the command reference docs/cli.md from the commands
+	go run ./hack/gendocs
+
 .PHONY: verify
-verify: generate ## Check that generated files and go.mod are up to date
+verify: generate docs ## Check that generated files, docs/cli.md and go.mod are up to date
 	go mod tidy
-	@git diff --exit-code -- api config charts go.mod go.sum || { echo "Generated files or go.mod are out of date: run 'make generate' and 'go mod tidy', then commit."; exit 1; }
+	@git diff --exit-code -- api config charts docs go.mod go.sum || { echo "Generated files or go.mod are out of date: run 'make generate docs' and 'go mod tidy', then commit."; exit 1; }
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run gofmt, go vet and golangci-lint

@@ -16,7 +16,7 @@ import (
 
 // Client-side rate limits of the controller's API client. A hub of 1,000 clusters with 10
 // ApplicationSets holds 10,000 Applications; these let the controller write their works as fast
-// as a 2-core apiserver accepts them (see the README's benchmark) while still bounding a runaway.
+// as a 2-core apiserver accepts them (see docs/benchmarks.md) while still bounding a runaway.
 const (
 	DefaultKubeAPIQPS   = 500
 	DefaultKubeAPIBurst = 1000

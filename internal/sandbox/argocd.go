@@ -113,7 +113,7 @@ func startApplicationSetController(dir, bin string, hub *Cluster) error {
 		"--kubeconfig=" + hub.Kubeconfig, "--namespace=" + ArgoNamespace,
 		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metrics), "--probe-addr=127.0.0.1:" + strconv.Itoa(probes),
 		"--argocd-repo-server=127.0.0.1:1", "--repo-server-plaintext", "--logformat=text",
-		// RollingSync ApplicationSets roll out step by step (see the README's progressive rollouts).
+		// RollingSync ApplicationSets roll out step by step (see docs/status.md).
 		"--enable-progressive-syncs",
 	}, argoEnv(hub.Kubeconfig)...)
 	return err

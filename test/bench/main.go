@@ -83,7 +83,7 @@ func run() error {
 	cfg.progress = func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
 	}
-	report := benchReport{Machine: machine(), Started: started.UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"go run ./test/bench"}, os.Args[1:]...), " ")}
+	report := benchReport{Machine: machine(), Started: started.UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"go run ./test/bench"}, withoutMachinePaths(os.Args[1:])...), " ")}
 	for _, n := range counts {
 		cfg.progress("N=%d clusters, A=%d ApplicationSets: %d Applications", n, *appSets, n**appSets)
 		res, err := measure(ctx, cfg, n, *appSets)
@@ -181,4 +181,18 @@ func formatRequests(m map[string]float64) string {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// withoutMachinePaths writes paths inside the working directory relative to it, so that the
+// recorded command says nothing of the machine it ran on.
+func withoutMachinePaths(args []string) []string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return args
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, wd+string(os.PathSeparator), "")
+	}
+	return out
 }

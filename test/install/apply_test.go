@@ -24,7 +24,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
 
-// The objects an install creates in its namespace and cluster-wide, as the README's uninstall
+// The objects an install creates in its namespace and cluster-wide, as docs/install.md's uninstall
 // commands name them.
 var (
 	namespacedObjects = []string{
@@ -65,7 +65,7 @@ func (k kube) runErr(args ...string) (string, error) {
 	return string(out), err
 }
 
-// serverSideApply applies a rendering the way the README says, optionally as a server dry run.
+// serverSideApply applies a rendering the way docs/install.md says, optionally as a server dry run.
 func (k kube) serverSideApply(manifest string, extra ...string) {
 	k.t.Helper()
 	k.run(append([]string{"apply", "--server-side", "--field-manager=argocd-pull-install", "-f", manifest}, extra...)...)
@@ -91,7 +91,7 @@ func TestKustomizeInstall(t *testing.T) {
 	runControllerAsServiceAccount(t, k, dep.Spec.Template.Spec.Containers[0].Args)
 }
 
-// uninstall runs the README's uninstall commands and checks that they remove every object of the
+// uninstall runs docs/install.md's uninstall commands and checks that they remove every object of the
 // install but the namespace (on an OCM hub, open-cluster-management holds OCM itself) and the
 // CRDs (removing them deletes every GitOpsCluster and report).
 func uninstall(t *testing.T, k kube) {

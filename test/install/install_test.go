@@ -25,7 +25,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
 
-// The default install, as README and the documents describe it.
+// The default install, as docs/install.md and the documents describe it.
 const (
 	installNamespace = "open-cluster-management"
 	deploymentName   = "multicluster-integrations"
