@@ -95,6 +95,8 @@ func Observe(work *workv1.ManifestWork) Observed {
 		Phase:            obs.Phase,
 		RefreshDelivered: str(propagation.FeedbackRefreshDelivered),
 		RefreshPending:   str(propagation.FeedbackRefreshPending) != "",
+		FinishedAt:       obs.FinishedAt,
+		ReconciledAt:     obs.ReconciledAt,
 	}
 	if raw := str(propagation.FeedbackOperation); raw != "" {
 		var op map[string]any

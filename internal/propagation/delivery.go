@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -78,6 +79,9 @@ type Reported struct {
 	SyncHeld, SyncStarted, Phase string
 	// RefreshPending is true while the managed Application still has the refresh annotation.
 	RefreshPending bool
+	// FinishedAt is when the last operation finished, ReconciledAt when its Argo CD last compared
+	// the Application with Git (both its clock, RFC 3339).
+	FinishedAt, ReconciledAt string
 }
 
 // Finished is true for the phases in which Argo CD has finished an operation and cleared it.
@@ -88,6 +92,22 @@ func Finished(phase string) bool {
 // syncDone: the managed cluster finished the delivery.
 func (r Reported) syncDone(d *Delivery) bool {
 	return d != nil && r.SyncStarted == d.ID && Finished(r.Phase)
+}
+
+// syncSettled: the managed cluster finished the delivery and its Argo CD compared the Application
+// since, so its sync status is about what the operation left. (Argo CD refreshes right after an
+// operation; until then an Application that has just synced still reads OutOfSync, and a
+// RollingSync ApplicationSet that sees the request cleared and OutOfSync requests another sync.)
+func (r Reported) syncSettled(d *Delivery) bool {
+	if !r.syncDone(d) {
+		return false
+	}
+	finished, errF := time.Parse(time.RFC3339, r.FinishedAt)
+	reconciled, errR := time.Parse(time.RFC3339, r.ReconciledAt)
+	if errF != nil || errR != nil {
+		return true // nothing to wait for: a cluster that does not report both
+	}
+	return !reconciled.Before(finished)
 }
 
 // syncRunning: the managed cluster started the delivery and has not finished it.
@@ -185,7 +205,7 @@ func planRefresh(hub Hub, d *Delivery, reported Reported, newID func() string) *
 // write as the status: those whose delivery the managed cluster finished, when the hub still has
 // that very request.
 func Clears(hub Hub, carried Deliveries, reported Reported) (sync, refresh bool) {
-	if d := carried.Sync; hub.Operation != nil && reported.syncDone(d) && hub.SyncCleared != d.ID &&
+	if d := carried.Sync; hub.Operation != nil && reported.syncSettled(d) && hub.SyncCleared != d.ID &&
 		contentHash(withoutDeliveryInfo(hub.Operation)) == d.Hash {
 		sync = true
 	}
@@ -196,9 +216,10 @@ func Clears(hub Hub, carried Deliveries, reported Reported) (sync, refresh bool)
 	return sync, refresh
 }
 
-// InFlight is true while a sync request is carried and the managed cluster has not finished it.
+// InFlight is true while a sync request is carried and the managed cluster has not finished it
+// and compared the Application since.
 func InFlight(carried Deliveries, reported Reported) bool {
-	return carried.Sync != nil && !reported.syncDone(carried.Sync)
+	return carried.Sync != nil && !reported.syncSettled(carried.Sync)
 }
 
 // DeliveryID is the delivery ID in an operation's info, "" when none.

@@ -136,12 +136,16 @@ func TestClears(t *testing.T) {
 		reported                  Reported
 		wantSync, wantRefreshDone bool
 	}{
-		"nothing finished":               {hub: Hub{Operation: opA, Refresh: "hard"}, reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", RefreshDelivered: "r1", RefreshPending: true}},
-		"running":                        {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Running"}},
-		"retrying":                       {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Running"}},
-		"succeeded":                      {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded"}, wantSync: true},
-		"failed":                         {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Failed"}, wantSync: true},
-		"an earlier one":                 {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d0", Phase: "Succeeded"}},
+		"nothing finished": {hub: Hub{Operation: opA, Refresh: "hard"}, reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", RefreshDelivered: "r1", RefreshPending: true}},
+		"running":          {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Running"}},
+		"retrying":         {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Running"}},
+		"succeeded":        {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded"}, wantSync: true},
+		"failed":           {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Failed"}, wantSync: true},
+		"an earlier one":   {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d0", Phase: "Succeeded"}},
+		"succeeded, not compared since": {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded",
+			FinishedAt: "2026-11-23T10:00:05Z", ReconciledAt: "2026-11-23T10:00:01Z"}},
+		"succeeded and compared since": {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded",
+			FinishedAt: "2026-11-23T10:00:05Z", ReconciledAt: "2026-11-23T10:00:06Z"}, wantSync: true},
 		"already cleared":                {hub: Hub{Operation: opA, SyncCleared: "d1"}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded"}},
 		"a newer request":                {hub: Hub{Operation: map[string]any{"sync": map[string]any{}}}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded"}},
 		"refresh performed":              {hub: Hub{Refresh: "hard"}, reported: Reported{RefreshDelivered: "r1"}, wantRefreshDone: true},

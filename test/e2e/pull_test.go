@@ -181,10 +181,12 @@ func (a managedArgoCD) finish() {
 		if state["phase"] != "Running" {
 			a.t.Fatalf("no operation is running on the managed cluster: %v", state)
 		}
+		now := time.Now().UTC().Format(time.RFC3339)
 		state["phase"] = "Succeeded"
-		state["finishedAt"] = time.Now().UTC().Format(time.RFC3339)
+		state["finishedAt"] = now
 		state["message"] = "successfully synced (all tasks run)"
-		app.Object["status"] = map[string]any{"operationState": state}
+		// Argo CD compares the Application again right after an operation.
+		app.Object["status"] = map[string]any{"operationState": state, "reconciledAt": now}
 		delete(app.Object, "operation")
 		return true
 	})
