@@ -32,26 +32,7 @@ func newDoctorCommand() *cobra.Command {
 		Long: `Check the prerequisites of the Argo CD pull model that the documents list, on the hub and on the
 managed clusters given with --managed-kubeconfig, and explain each failure with its fix.
 
-Hub:
-  hub-ocm-apis             OCM APIs served (ManagedCluster, ManagedClusterSet(Binding), Placement,
-                           PlacementDecision, ManifestWork)
-  hub-argocd-apis          Argo CD APIs served (Application, ApplicationSet, AppProject)
-  hub-pull-apis            argocd-pull APIs served (MulticlusterApplicationSetReport, GitOpsCluster)
-  applicationset-template  each pull-model ApplicationSet's template: pull label "true", cluster
-                           annotation ('{{name}}'), skip-reconcile "true", local destination; a
-                           template with the cluster annotation but no pull label is flagged
-  placement-generator      the clusterDecisionResource generator's ConfigMap (ocm-placement-generator)
-                           exists with the documents' data
-  placement-decisions      the generator's PlacementDecisions select clusters
-  cluster-secrets          every targeted cluster has an Argo CD cluster secret in the Argo CD namespace
-  cluster-namespaces       every targeted cluster has its namespace on the hub
-  managed-clusters         every targeted cluster has a ManagedCluster that is Available
-Managed cluster (per --managed-kubeconfig NAME=PATH):
-  managed-application-crd  Argo CD's Application API is served
-  managed-argocd-rbac      the Argo CD application controller may create deployments, services and
-                           configmaps cluster-wide, or in each destination namespace
-  managed-work-agent-rbac  the OCM work agent may manage Applications in their namespace
-  managed-app-namespace    the Applications' namespace exists (and is where Argo CD runs)
+` + doctor.Help() + `
 
 Targeted clusters are those in the PlacementDecisions of the ApplicationSets' generators and those
 named by existing pull-model Applications. Access on managed clusters is asked with

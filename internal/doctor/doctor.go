@@ -164,44 +164,22 @@ func (o *Options) defaults() {
 	}
 }
 
-// hubCheck and spokeCheck are the checks, run in order. Each returns one or more results.
-type (
-	hubCheck   func(ctx context.Context, h *hub) []Result
-	spokeCheck func(ctx context.Context, s *spoke) []Result
-)
-
-var (
-	hubChecks = []hubCheck{
-		checkOCMAPIs,
-		checkArgoCDAPIs,
-		checkPullAPIs,
-		checkApplicationSets,
-		checkPlacementGenerators,
-		checkPlacementDecisions,
-		checkClusterSecrets,
-		checkClusterNamespaces,
-		checkManagedClusters,
-	}
-	spokeChecks = []spokeCheck{
-		checkApplicationCRD,
-		checkControllerAccess,
-		checkWorkAgentAccess,
-		checkAppNamespaces,
-	}
-)
-
 // Run runs every check: the hub's, then each managed cluster's.
 func Run(ctx context.Context, o Options) Report {
 	o.defaults()
 	h := &hub{o: o}
 	var results []Result
-	for _, check := range hubChecks {
-		results = append(results, check(ctx, h)...)
+	for _, c := range checks {
+		if c.hub != nil {
+			results = append(results, runHub(ctx, h, c)...)
+		}
 	}
 	for _, m := range o.Managed {
 		s := &spoke{hub: h, cluster: m}
-		for _, check := range spokeChecks {
-			results = append(results, check(ctx, s)...)
+		for _, c := range checks {
+			if c.spoke != nil {
+				results = append(results, runSpoke(ctx, s, c)...)
+			}
 		}
 	}
 	return NewReport(results)

@@ -1,0 +1,122 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// check is one entry of the table of checks: what it looks at (for --help, the docs and the
+// report), what it needs the cluster to serve, and how it runs. The table is the one list of
+// checks: Run runs it, Help renders it for `argocd-pull doctor --help` (and so docs/cli.md).
+type check struct {
+	id, title string
+	// help says what passes, for --help.
+	help string
+	// needs is a resource ("<plural>.<group>") the cluster must serve, and needsWhat its name for
+	// people; without it the check has nothing to look at and is skipped.
+	needs, needsWhat string
+	hub              func(ctx context.Context, h *hub) []Result
+	spoke            func(ctx context.Context, s *spoke) []Result
+}
+
+// checks are run in this order: the hub's, then each managed cluster's.
+var checks = []check{
+	{id: ocmAPIs.id, title: ocmAPIs.title, hub: checkOCMAPIs,
+		help: "OCM APIs served (ManagedCluster, ManagedClusterSet(Binding), Placement, PlacementDecision, ManifestWork)"},
+	{id: argoCDAPIs.id, title: argoCDAPIs.title, hub: checkArgoCDAPIs,
+		help: "Argo CD APIs served (Application, ApplicationSet, AppProject)"},
+	{id: pullAPIs.id, title: pullAPIs.title, hub: checkPullAPIs,
+		help: "argocd-pull APIs served (MulticlusterApplicationSetReport, GitOpsCluster)"},
+	{id: idAppSet, title: titleAppSet, hub: checkApplicationSets,
+		needs: "applicationsets.argoproj.io", needsWhat: "ApplicationSets",
+		help: `each pull-model ApplicationSet's template: pull label "true", cluster annotation ('{{name}}'), skip-reconcile "true", local destination; a template with the cluster annotation but no pull label is flagged`},
+	{id: idGenerator, title: titleGenerator, hub: checkPlacementGenerators,
+		needs: "applicationsets.argoproj.io", needsWhat: "ApplicationSets",
+		help: "the clusterDecisionResource generator's ConfigMap (ocm-placement-generator) exists with the documents' data"},
+	{id: idDecisions, title: titleDecisions, hub: checkPlacementDecisions,
+		needs: "placementdecisions.cluster.open-cluster-management.io", needsWhat: "PlacementDecisions",
+		help: "the generator's PlacementDecisions select clusters"},
+	{id: idSecrets, title: titleSecrets, hub: checkClusterSecrets,
+		help: "every targeted cluster has an Argo CD cluster secret in the Argo CD namespace"},
+	{id: idNamespaces, title: titleNamespaces, hub: checkClusterNamespaces,
+		help: "every targeted cluster has its namespace on the hub"},
+	{id: idClusters, title: titleClusters, hub: checkManagedClusters,
+		needs: "managedclusters.cluster.open-cluster-management.io", needsWhat: "ManagedClusters",
+		help: "every targeted cluster has a ManagedCluster that is Available"},
+	{id: idAppCRD, title: titleAppCRD, spoke: checkApplicationCRD,
+		help: "Argo CD's Application API is served"},
+	{id: idControllerRBAC, title: titleControllerRBAC, spoke: checkControllerAccess,
+		help: "the Argo CD application controller may create deployments, services and configmaps cluster-wide, or in each destination namespace"},
+	{id: idWorkAgentRBAC, title: titleWorkAgentRBAC, spoke: checkWorkAgentAccess,
+		help: "the OCM work agent may manage Applications in their namespace"},
+	{id: idAppNamespace, title: titleAppNamespace, spoke: checkAppNamespaces,
+		help: "the Applications' namespace exists (and is where Argo CD runs)"},
+}
+
+// runHub runs a hub check, first answering once for every check what makes it pointless to look:
+// a hub that did not answer API discovery (a read failure, never a skip), or that does not serve
+// what the check needs.
+func runHub(ctx context.Context, h *hub, c check) []Result {
+	served, err := h.servedAPIs()
+	if err != nil {
+		return []Result{readFailed(c.id, c.title, "", fmt.Errorf("the hub did not answer API discovery: %w", err))}
+	}
+	if c.needs != "" && !served[c.needs] {
+		return []Result{skipped(c.id, c.title, "", "the hub does not serve "+c.needsWhat)}
+	}
+	return c.hub(ctx, h)
+}
+
+// runSpoke runs a managed-cluster check, with the same guard as runHub.
+func runSpoke(ctx context.Context, s *spoke, c check) []Result {
+	served, err := s.servedAPIs()
+	if err != nil {
+		return []Result{readFailed(c.id, c.title, s.cluster.Name, fmt.Errorf("the cluster did not answer API discovery: %w", err))}
+	}
+	if c.needs != "" && !served[c.needs] {
+		return []Result{skipped(c.id, c.title, s.cluster.Name, "the cluster does not serve "+c.needsWhat)}
+	}
+	return c.spoke(ctx, s)
+}
+
+// Help lists the checks for `argocd-pull doctor --help`: the hub's, then the managed clusters'.
+func Help() string {
+	var b strings.Builder
+	section := func(title string, spoke bool) {
+		b.WriteString(title + "\n")
+		for _, c := range checks {
+			if (c.spoke != nil) != spoke {
+				continue
+			}
+			lines := wrap(c.help, 70)
+			for i, l := range lines {
+				name := ""
+				if i == 0 {
+					name = c.id
+				}
+				fmt.Fprintf(&b, "  %-23s  %s\n", name, l)
+			}
+		}
+	}
+	section("Hub:", false)
+	section("Managed cluster (per --managed-kubeconfig NAME=PATH):", true)
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// wrap cuts text into lines of at most width characters, at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return append(lines, line)
+}

@@ -1,0 +1,341 @@
+package doctor
+
+// The hub checks' decisions: pure functions from what was read to a Result, each unit-tested
+// in decide_test.go.
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+
+	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/gitops"
+)
+
+// decideAPIs passes when every resource of a is served.
+func decideAPIs(a apis, subject string, served map[string]bool) Result {
+	var missing []string
+	for _, r := range a.resources {
+		if !served[r] {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) > 0 {
+		return Result{ID: a.id, Title: a.title, Subject: subject, Status: StatusFail,
+			Message: fmt.Sprintf("not served: %s", strings.Join(missing, ", ")), Fix: a.fix}
+	}
+	return Result{ID: a.id, Title: a.title, Subject: subject, Status: StatusPass,
+		Message: fmt.Sprintf("all %d served", len(a.resources))}
+}
+
+// selectApplicationSets picks the ApplicationSet called name, or when name is empty those whose
+// template says they are meant for the pull model.
+func selectApplicationSets(all []unstructured.Unstructured, name string) []unstructured.Unstructured {
+	var out []unstructured.Unstructured
+	for _, a := range all {
+		if name != "" {
+			if a.GetName() == name {
+				out = append(out, a)
+			}
+			continue
+		}
+		labels, annotations := templateMarkers(&a)
+		_, hasPull := labels[api.PullLabel]
+		if hasPull || annotations[api.ClusterAnnotation] != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// templateMarkers returns the labels and annotations of an ApplicationSet's Application template.
+func templateMarkers(appset *unstructured.Unstructured) (labels, annotations map[string]string) {
+	labels, _, _ = unstructured.NestedStringMap(appset.Object, "spec", "template", "metadata", "labels")
+	annotations, _, _ = unstructured.NestedStringMap(appset.Object, "spec", "template", "metadata", "annotations")
+	return labels, annotations
+}
+
+// pulls reports whether the template's pull label parses as true.
+func pulls(appset *unstructured.Unstructured) bool {
+	labels, _ := templateMarkers(appset)
+	ok, err := strconv.ParseBool(labels[api.PullLabel])
+	return err == nil && ok
+}
+
+func isTemplated(s string) bool { return strings.Contains(s, "{{") }
+
+// combine folds findings into one result; no findings is a pass with passMsg.
+func combine(id, title, subject, passMsg string, fs []finding) Result {
+	if len(fs) == 0 {
+		return Result{ID: id, Title: title, Subject: subject, Status: StatusPass, Message: passMsg}
+	}
+	var statuses []Status
+	var msgs, fixes []string
+	for _, f := range fs {
+		statuses = append(statuses, f.status)
+		msgs = append(msgs, f.msg)
+		if f.fix != "" {
+			fixes = append(fixes, f.fix)
+		}
+	}
+	return Result{ID: id, Title: title, Subject: subject, Status: worst(statuses...),
+		Message: strings.Join(msgs, "; "), Fix: strings.Join(fixes, "\n")}
+}
+
+// decideApplicationSet checks the template of a pull-model ApplicationSet against the
+// documents: the pull label set to true, the cluster annotation (a generator parameter such as
+// '{{name}}'), skip-reconcile so that the hub's own Argo CD leaves the Applications alone, and
+// the local destination. A template with the cluster annotation but no pull label is flagged:
+// it is pushed by the hub's Argo CD, or with skip-reconcile delivered by nobody.
+func decideApplicationSet(appset *unstructured.Unstructured) Result {
+	subject := appset.GetNamespace() + "/" + appset.GetName()
+	labels, annotations := templateMarkers(appset)
+	cluster := strings.TrimSpace(annotations[api.ClusterAnnotation])
+	skip, _ := strconv.ParseBool(annotations[argocd.SkipReconcileAnnotation])
+	addLabel := fmt.Sprintf("add to spec.template.metadata.labels: %s: \"true\"", api.PullLabel)
+
+	value, hasPull := labels[api.PullLabel]
+	pull, err := strconv.ParseBool(value)
+	switch {
+	case hasPull && err != nil:
+		return combine(idAppSet, titleAppSet, subject, "", []finding{{StatusFail,
+			fmt.Sprintf("label %s is %q, not true or false", api.PullLabel, value), addLabel}})
+	case !pull && cluster != "" && skip:
+		return combine(idAppSet, titleAppSet, subject, "", []finding{{StatusFail,
+			fmt.Sprintf("the template has the cluster annotation and skip-reconcile but not the label %s: \"true\": neither the hub's Argo CD nor argocd-pull delivers its Applications", api.PullLabel),
+			addLabel}})
+	case !pull && cluster != "":
+		return combine(idAppSet, titleAppSet, subject, "", []finding{{StatusWarn,
+			fmt.Sprintf("the template has the cluster annotation but not the label %s: \"true\": the hub's Argo CD pushes its Applications instead of the managed clusters pulling them", api.PullLabel),
+			addLabel + ", and the annotation " + argocd.SkipReconcileAnnotation + ": \"true\" (or remove " + api.ClusterAnnotation + " to stay with the push model)"}})
+	case !pull:
+		return combine(idAppSet, titleAppSet, subject, "", []finding{{StatusFail,
+			fmt.Sprintf("the template has no label %s: \"true\": its Applications are pushed by the hub's Argo CD, not pulled", api.PullLabel),
+			addLabel + ", and the annotations " + api.ClusterAnnotation + ": '{{name}}' and " + argocd.SkipReconcileAnnotation + ": \"true\""}})
+	}
+
+	var fs []finding
+	switch {
+	case cluster == "":
+		fs = append(fs, finding{StatusFail,
+			fmt.Sprintf("annotation %s is missing: argocd-pull cannot tell which cluster an Application goes to", api.ClusterAnnotation),
+			fmt.Sprintf("add to spec.template.metadata.annotations: %s: '{{name}}' (the generator's cluster name)", api.ClusterAnnotation)})
+	case !isTemplated(cluster):
+		fs = append(fs, finding{StatusWarn,
+			fmt.Sprintf("annotation %s is the fixed name %q: every Application the ApplicationSet generates goes to that one cluster", api.ClusterAnnotation, cluster),
+			fmt.Sprintf("set %s: '{{name}}' (the generator's cluster name)", api.ClusterAnnotation)})
+	}
+	if !skip {
+		fs = append(fs, finding{StatusFail,
+			fmt.Sprintf("annotation %s: \"true\" is missing: the hub's own Argo CD also syncs the generated Applications", argocd.SkipReconcileAnnotation),
+			fmt.Sprintf("add to spec.template.metadata.annotations: %s: \"true\" (needs Argo CD 2.7+ / OpenShift GitOps 1.9+ on the hub)", argocd.SkipReconcileAnnotation)})
+	}
+	server, _, _ := unstructured.NestedString(appset.Object, "spec", "template", "spec", "destination", "server")
+	name, _, _ := unstructured.NestedString(appset.Object, "spec", "template", "spec", "destination", "name")
+	override := annotations[api.DestinationServerAnnotation] != "" || annotations[api.DestinationNameAnnotation] != ""
+	local := server == argocd.LocalServer || (server == "" && name == "in-cluster")
+	if !override && !local {
+		dest := server
+		if dest == "" {
+			dest = "name " + strconv.Quote(name)
+		}
+		fs = append(fs, finding{StatusWarn,
+			fmt.Sprintf("the destination is %s, not the local server %s: argocd-pull points the Application at the managed cluster's local server anyway, but the hub's AppProject rules see this one", dest, argocd.LocalServer),
+			fmt.Sprintf("set spec.template.spec.destination.server: %s, as the documents do (or say where the managed cluster's Argo CD deploys with the annotation %s or %s)", argocd.LocalServer, api.DestinationServerAnnotation, api.DestinationNameAnnotation)})
+	}
+	return combine(idAppSet, titleAppSet, subject,
+		fmt.Sprintf("pull label, cluster annotation %s, skip-reconcile and the local destination are set", cluster), fs)
+}
+
+// decisionGenerators finds the clusterDecisionResource generators of an ApplicationSet, also
+// inside matrix and merge generators.
+func decisionGenerators(appset *unstructured.Unstructured) []decisionGenerator {
+	gens, _, _ := unstructured.NestedSlice(appset.Object, "spec", "generators")
+	return walkGenerators(gens)
+}
+
+func walkGenerators(gens []any) []decisionGenerator {
+	var out []decisionGenerator
+	for _, g := range gens {
+		m, ok := g.(map[string]any)
+		if !ok {
+			continue
+		}
+		if cdr, ok := m["clusterDecisionResource"].(map[string]any); ok {
+			d := decisionGenerator{selector: &metav1.LabelSelector{}}
+			d.configMapRef, _ = cdr["configMapRef"].(string)
+			d.name, _ = cdr["name"].(string)
+			if raw, ok := cdr["labelSelector"].(map[string]any); ok {
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, d.selector); err != nil {
+					d.selector = nil
+				}
+			}
+			out = append(out, d)
+		}
+		for _, k := range []string{"matrix", "merge"} {
+			if nested, ok := m[k].(map[string]any); ok {
+				if gs, ok := nested["generators"].([]any); ok {
+					out = append(out, walkGenerators(gs)...)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// decidePlacementGenerator checks the ConfigMap a clusterDecisionResource generator names (cm is
+// nil when it does not exist) against the one the documents give.
+func decidePlacementGenerator(namespace, ref string, cm *corev1.ConfigMap) Result {
+	want := gitops.PlacementGenerator(namespace)
+	wantYAML := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  apiVersion: %s\n  kind: %s\n  statusListKey: %s\n  matchKey: %s",
+		gitops.PlacementGeneratorName, namespace, want.Data["apiVersion"], want.Data["kind"], want.Data["statusListKey"], want.Data["matchKey"])
+	if ref == "" {
+		return Result{ID: idGenerator, Title: titleGenerator, Status: StatusFail,
+			Message: "a clusterDecisionResource generator has no configMapRef",
+			Fix:     fmt.Sprintf("set configMapRef: %s in the generator, and create the ConfigMap (a GitOpsCluster creates it):\n%s", gitops.PlacementGeneratorName, wantYAML)}
+	}
+	if cm == nil {
+		return Result{ID: idGenerator, Title: titleGenerator, Subject: ref, Status: StatusFail,
+			Message: fmt.Sprintf("ConfigMap %s/%s does not exist: the ApplicationSet controller cannot read PlacementDecisions", namespace, ref),
+			Fix:     "create a GitOpsCluster in the Argo CD namespace (argocd-pull then creates the ConfigMap), or apply:\n" + strings.Replace(wantYAML, gitops.PlacementGeneratorName, ref, 1)}
+	}
+	var wrong []string
+	for _, k := range slices.Sorted(maps.Keys(want.Data)) {
+		if got := cm.Data[k]; got != want.Data[k] {
+			wrong = append(wrong, fmt.Sprintf("%s is %q, want %q", k, got, want.Data[k]))
+		}
+	}
+	if len(wrong) > 0 {
+		return Result{ID: idGenerator, Title: titleGenerator, Subject: ref, Status: StatusFail,
+			Message: fmt.Sprintf("ConfigMap %s/%s: %s", namespace, ref, strings.Join(wrong, ", ")),
+			Fix:     "set its data as the documents do:\n" + strings.Replace(wantYAML, gitops.PlacementGeneratorName, ref, 1)}
+	}
+	return Result{ID: idGenerator, Title: titleGenerator, Subject: ref, Status: StatusPass,
+		Message: fmt.Sprintf("ConfigMap %s/%s reads PlacementDecisions by clusterName", namespace, ref)}
+}
+
+// decidePlacementDecisions warns when a generator selects no PlacementDecision, or decisions
+// that name no cluster: the ApplicationSet then generates nothing.
+func decidePlacementDecisions(appSet string, g decisionGenerator, decisions []clusterv1beta1.PlacementDecision) Result {
+	what := "PlacementDecision " + g.name
+	placement := g.name
+	if g.name == "" {
+		what = "PlacementDecisions labelled " + selectorString(g.selector)
+		placement = "of that name"
+		if g.selector != nil {
+			if p := g.selector.MatchLabels[clusterv1beta1.PlacementLabel]; p != "" {
+				placement = p
+			}
+		}
+	}
+	clusters := decidedClusters(decisions)
+	switch {
+	case len(decisions) == 0:
+		return Result{ID: idDecisions, Title: titleDecisions, Subject: appSet, Status: StatusWarn,
+			Message: fmt.Sprintf("no %s in the Argo CD namespace: the ApplicationSet generates no Application", what),
+			Fix: fmt.Sprintf("create the Placement %s in the Argo CD namespace, with a ManagedClusterSetBinding there for the cluster sets it selects from; "+
+				"the OCM placement controller then writes its PlacementDecisions", placement)}
+	case len(clusters) == 0:
+		return Result{ID: idDecisions, Title: titleDecisions, Subject: appSet, Status: StatusWarn,
+			Message: fmt.Sprintf("the %s select no cluster", what),
+			Fix:     "check the Placement's predicates and that the cluster sets it selects from are bound to the Argo CD namespace (kubectl describe placement)"}
+	}
+	return Result{ID: idDecisions, Title: titleDecisions, Subject: appSet, Status: StatusPass,
+		Message: fmt.Sprintf("%d %s: %s", len(clusters), plural(len(clusters), "cluster", "clusters"), listNames(clusters))}
+}
+
+func selectorString(s *metav1.LabelSelector) string {
+	if s == nil {
+		return "(invalid selector)"
+	}
+	return metav1.FormatLabelSelector(s)
+}
+
+func decidedClusters(decisions []clusterv1beta1.PlacementDecision) []string {
+	set := map[string]bool{}
+	for _, d := range decisions {
+		for _, cd := range d.Status.Decisions {
+			if cd.ClusterName != "" {
+				set[cd.ClusterName] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// decideClusterSecrets fails when a targeted cluster has no Argo CD cluster secret (label
+// argocd.argoproj.io/secret-type: cluster, data.name the cluster) in the Argo CD namespace:
+// without it the ApplicationSet generates no Application for the cluster.
+func decideClusterSecrets(namespace string, clusters []string, secretNames map[string]bool) Result {
+	var missing []string
+	for _, c := range clusters {
+		if !secretNames[c] {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return Result{ID: idSecrets, Title: titleSecrets, Status: StatusFail,
+			Message: fmt.Sprintf("%d of %d clusters have no cluster secret in %s: %s", len(missing), len(clusters), namespace, listNames(missing)),
+			Fix: fmt.Sprintf("create a GitOpsCluster in %s whose placementRef selects these clusters (argocd-pull writes a credential-free secret per cluster), or per cluster:\n"+
+				"apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\n  labels:\n    %s: cluster\ntype: Opaque\nstringData:\n  name: %s\n  server: https://%s-control-plane:6443  # the cluster's API URL; in the pull model nothing connects to it",
+				namespace, gitops.SecretName(missing[0]), namespace, gitops.SecretTypeLabel, missing[0], missing[0])}
+	}
+	return Result{ID: idSecrets, Title: titleSecrets, Status: StatusPass,
+		Message: fmt.Sprintf("all %d have one in %s", len(clusters), namespace)}
+}
+
+// decideClusterNamespaces fails when a targeted cluster has no namespace on the hub: that is
+// where its ManifestWorks go.
+func decideClusterNamespaces(clusters []string, existing map[string]bool) Result {
+	var missing []string
+	for _, c := range clusters {
+		if !existing[c] {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return Result{ID: idNamespaces, Title: titleNamespaces, Status: StatusFail,
+			Message: fmt.Sprintf("%d of %d clusters have no namespace on the hub (their ManifestWorks go there): %s", len(missing), len(clusters), listNames(missing)),
+			Fix:     fmt.Sprintf("accept the clusters' registration on the hub (clusteradm accept --clusters %s): the hub creates a namespace for each accepted cluster", strings.Join(missing, ","))}
+	}
+	return Result{ID: idNamespaces, Title: titleNamespaces, Status: StatusPass,
+		Message: fmt.Sprintf("all %d have one", len(clusters))}
+}
+
+// decideManagedClusters fails when a targeted cluster has no ManagedCluster, or one that is not
+// Available: its work agent is not there to pull the Application.
+func decideManagedClusters(clusters []string, byName map[string]*clusterv1.ManagedCluster) Result {
+	var missing, unavailable []string
+	for _, c := range clusters {
+		mc, ok := byName[c]
+		switch {
+		case !ok:
+			missing = append(missing, c)
+		case !apimeta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable):
+			unavailable = append(unavailable, c)
+		}
+	}
+	var fs []finding
+	if len(missing) > 0 {
+		fs = append(fs, finding{StatusFail,
+			fmt.Sprintf("no ManagedCluster for %s", listNames(missing)),
+			"register the clusters with OCM (clusteradm join on the cluster, clusteradm accept on the hub), or fix the cluster names the Placement or the Applications' annotation " + api.ClusterAnnotation + " give"})
+	}
+	if len(unavailable) > 0 {
+		fs = append(fs, finding{StatusFail,
+			fmt.Sprintf("not Available (%s is not True): %s", clusterv1.ManagedClusterConditionAvailable, listNames(unavailable)),
+			"the clusters' agents stopped reporting: check the klusterlet in open-cluster-management-agent on each cluster (kubectl get managedcluster shows since when)"})
+	}
+	return combine(idClusters, titleClusters, "", fmt.Sprintf("all %d exist and are Available", len(clusters)), fs)
+}
