@@ -197,6 +197,11 @@ func Derive(obs Observed, wanted *Source) Status {
 			op = propagation.WithDeliveryID(op, id)
 		}
 		st.Operation = &OperationState{Operation: op, Phase: obs.Phase, StartedAt: obs.StartedAt, FinishedAt: obs.FinishedAt, Message: obs.Message}
+		if propagation.Unsettled(obs.Carried, obs.Delivery) {
+			// Finished there, but its Argo CD has not compared since: the request is still in
+			// flight for the hub, which shows it finished in the write that clears it.
+			st.Operation.Phase, st.Operation.FinishedAt = "Running", ""
+		}
 	}
 	return st
 }

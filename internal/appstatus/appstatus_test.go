@@ -177,3 +177,23 @@ func TestBehindTheFleet(t *testing.T) {
 	g.Expect(MarkedBehind(hubApp("OutOfSync", "r1"), synced("r1"))).To(BeTrue())
 	g.Expect(MarkedBehind(hubApp("Synced", "r1"), synced("r1"))).To(BeFalse())
 }
+
+// A requested sync that finished on the managed cluster, whose Argo CD has not compared since,
+// still reads Running on the hub: the hub shows it finished only in the write that clears it.
+func TestFinishedButUnsettledSyncStillRuns(t *testing.T) {
+	g := NewWithT(t)
+	carried := propagation.Deliveries{Sync: &propagation.Delivery{ID: "d1", Hash: "h"}}
+	obs := Observed{Applied: true, Seen: true, Reported: true, Health: argocd.HealthHealthy, Sync: argocd.SyncOutOfSync,
+		Phase: "Succeeded", StartedAt: "2026-11-23T10:00:00Z", FinishedAt: "2026-11-23T10:00:05Z", Carried: carried,
+		Delivery: propagation.Reported{SyncStarted: "d1", Phase: "Succeeded", FinishedAt: "2026-11-23T10:00:05Z", ReconciledAt: "2026-11-23T10:00:01Z"}}
+	st := Derive(obs, nil)
+	g.Expect(st.Operation.Phase).To(Equal("Running"))
+	g.Expect(st.Operation.FinishedAt).To(BeEmpty())
+	g.Expect(st.Health).To(Equal(argocd.HealthProgressing))
+	g.Expect(propagation.DeliveryID(st.Operation.Operation)).To(Equal("d1"))
+
+	obs.Delivery.ReconciledAt = "2026-11-23T10:00:06Z"
+	st = Derive(obs, nil)
+	g.Expect(st.Operation.Phase).To(Equal("Succeeded"))
+	g.Expect(st.Operation.FinishedAt).To(Equal("2026-11-23T10:00:05Z"))
+}

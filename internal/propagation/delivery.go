@@ -216,6 +216,14 @@ func Clears(hub Hub, carried Deliveries, reported Reported) (sync, refresh bool)
 	return sync, refresh
 }
 
+// Unsettled is true while the managed cluster has finished the carried sync request but its Argo
+// CD has not compared the Application since. The hub shows that operation as still Running: the
+// status write that shows it finished is the one that clears the request (see Clears), so that a
+// finished operation on the hub always means a cleared request (see Hub.SyncCleared).
+func Unsettled(carried Deliveries, reported Reported) bool {
+	return carried.Sync != nil && reported.syncDone(carried.Sync) && !reported.syncSettled(carried.Sync)
+}
+
 // InFlight is true while a sync request is carried and the managed cluster has not finished it
 // and compared the Application since.
 func InFlight(carried Deliveries, reported Reported) bool {

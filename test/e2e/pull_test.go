@@ -173,8 +173,12 @@ func (a managedArgoCD) start() {
 	})
 }
 
-// finish ends the running operation: Succeeded, and .operation cleared.
-func (a managedArgoCD) finish() {
+// finish ends the running operation: Succeeded, and .operation cleared; Argo CD compares the
+// Application again right after (reconciledAt).
+func (a managedArgoCD) finish() { a.t.Helper(); a.finishCompared(true) }
+
+// finishCompared ends the running operation, with the comparison after it or not yet.
+func (a managedArgoCD) finishCompared(compared bool) {
 	a.t.Helper()
 	a.update("finishing the operation", func(app *unstructured.Unstructured) bool {
 		state, _, _ := unstructured.NestedMap(app.Object, "status", "operationState")
@@ -185,8 +189,13 @@ func (a managedArgoCD) finish() {
 		state["phase"] = "Succeeded"
 		state["finishedAt"] = now
 		state["message"] = "successfully synced (all tasks run)"
-		// Argo CD compares the Application again right after an operation.
-		app.Object["status"] = map[string]any{"operationState": state, "reconciledAt": now}
+		status := map[string]any{"operationState": state}
+		if compared {
+			status["reconciledAt"] = now
+		} else {
+			status["reconciledAt"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+		}
+		app.Object["status"] = status
 		delete(app.Object, "operation")
 		return true
 	})
@@ -202,6 +211,15 @@ func (a managedArgoCD) refresh() {
 		}
 		delete(annotations, argocd.RefreshAnnotation)
 		app.SetAnnotations(annotations)
+		return true
+	})
+}
+
+// compare records a comparison of the Application by Argo CD (reconciledAt now).
+func (a managedArgoCD) compare() {
+	a.t.Helper()
+	a.update("comparing the Application", func(app *unstructured.Unstructured) bool {
+		_ = unstructured.SetNestedField(app.Object, time.Now().UTC().Format(time.RFC3339), "status", "reconciledAt")
 		return true
 	})
 }
@@ -320,14 +338,30 @@ func TestEverySyncAndRefreshRunsOnceOnTheManagedCluster(t *testing.T) {
 	argo.finish()
 	waitHubCleared(t, key)
 
-	// 2. The same sync at once: it runs again (a new delivery), and is cleared again.
+	// 2. The same sync at once: it runs again (a new delivery), and is cleared again, but only
+	// once Argo CD compared the Application after it; meanwhile nothing is sent again.
 	requestOnHub(t, key, true, false)
 	argo.start()
 	started2, id2 := argo.started()
 	if id2 == id1 || id2 == "" {
 		t.Fatalf("the second sync carries delivery %q, the first %q: want a new one", id2, id1)
 	}
-	argo.finish()
+	argo.finishCompared(false)
+	deadline = time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		got := application(key.Name)
+		if err := lab.spoke.Client.Get(context.Background(), key, got); err != nil {
+			t.Fatalf("reading the managed Application: %v", err)
+		}
+		if _, op := got.Object["operation"]; op {
+			t.Fatalf("the finished operation was sent to the managed cluster again before it was compared")
+		}
+		if sync, _, err := hubRequests(context.Background(), key); err != nil || !sync {
+			t.Fatalf("the hub cleared the sync before the managed cluster compared after it (err %v)", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	argo.compare()
 	waitHubCleared(t, key)
 	t.Logf("operations started at %s and %s", started1, started2)
 
