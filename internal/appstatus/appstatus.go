@@ -97,6 +97,7 @@ func Observe(work *workv1.ManifestWork) Observed {
 		RefreshPending:   str(propagation.FeedbackRefreshPending) != "",
 		FinishedAt:       obs.FinishedAt,
 		ReconciledAt:     obs.ReconciledAt,
+		SyncStatus:       obs.Sync,
 	}
 	if raw := str(propagation.FeedbackOperation); raw != "" {
 		var op map[string]any

@@ -80,8 +80,9 @@ type Reported struct {
 	// RefreshPending is true while the managed Application still has the refresh annotation.
 	RefreshPending bool
 	// FinishedAt is when the last operation finished, ReconciledAt when its Argo CD last compared
-	// the Application with Git (both its clock, RFC 3339).
-	FinishedAt, ReconciledAt string
+	// the Application with Git (both its clock, RFC 3339, to the second); SyncStatus is the result
+	// of that comparison.
+	FinishedAt, ReconciledAt, SyncStatus string
 }
 
 // Finished is true for the phases in which Argo CD has finished an operation and cleared it.
@@ -94,18 +95,28 @@ func (r Reported) syncDone(d *Delivery) bool {
 	return d != nil && r.SyncStarted == d.ID && Finished(r.Phase)
 }
 
-// syncSettled: the managed cluster finished the delivery and its Argo CD compared the Application
-// since, so its sync status is about what the operation left. (Argo CD refreshes right after an
-// operation; until then an Application that has just synced still reads OutOfSync, and a
-// RollingSync ApplicationSet that sees the request cleared and OutOfSync requests another sync.)
+// syncSettled: the managed cluster finished the delivery and its sync status is about what the
+// operation left. Argo CD compares the Application right after an operation; until then one that
+// has just synced still reads OutOfSync, and a RollingSync ApplicationSet that saw the request
+// cleared and OutOfSync would request another sync. A sync that Succeeded is settled once the
+// cluster reads Synced, or compared in a later second than it finished (an Application that stays
+// OutOfSync after a sync); a failed one once compared since (it stays OutOfSync: another request
+// is the ApplicationSet's retry).
 func (r Reported) syncSettled(d *Delivery) bool {
 	if !r.syncDone(d) {
 		return false
+	}
+	if r.Phase == "Succeeded" && r.SyncStatus == "Synced" {
+		return true
 	}
 	finished, errF := time.Parse(time.RFC3339, r.FinishedAt)
 	reconciled, errR := time.Parse(time.RFC3339, r.ReconciledAt)
 	if errF != nil || errR != nil {
 		return true // nothing to wait for: a cluster that does not report both
+	}
+	if r.Phase == "Succeeded" {
+		// Seconds only: a comparison in the same second may have started before the end.
+		return reconciled.After(finished)
 	}
 	return !reconciled.Before(finished)
 }

@@ -192,7 +192,9 @@ func (a managedArgoCD) finishCompared(compared bool) {
 		status := map[string]any{"operationState": state}
 		if compared {
 			status["reconciledAt"] = now
+			status["sync"] = map[string]any{"status": "Synced"}
 		} else {
+			status["sync"] = map[string]any{"status": "OutOfSync"}
 			status["reconciledAt"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 		}
 		app.Object["status"] = status
@@ -220,6 +222,7 @@ func (a managedArgoCD) compare() {
 	a.t.Helper()
 	a.update("comparing the Application", func(app *unstructured.Unstructured) bool {
 		_ = unstructured.SetNestedField(app.Object, time.Now().UTC().Format(time.RFC3339), "status", "reconciledAt")
+		_ = unstructured.SetNestedField(app.Object, "Synced", "status", "sync", "status")
 		return true
 	})
 }
