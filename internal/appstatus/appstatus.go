@@ -44,6 +44,8 @@ type Observed struct {
 	// Carried what the work carries (see propagation.PlanDeliveries).
 	Delivery propagation.Reported
 	Carried  propagation.Deliveries
+	// HubSynced is true when the hub Application already reads Synced (see propagation.Clears).
+	HubSynced bool
 	// Behind is true when another cluster of its RollingSync ApplicationSet has seen a revision
 	// of the same source that this cluster has not compared against (see Behind).
 	Behind bool
@@ -177,7 +179,7 @@ func Derive(obs Observed, wanted *Source) Status {
 	case wanted != nil && obs.ComparedTo != nil && *obs.ComparedTo != *wanted:
 		// Its Argo CD has not compared against the wanted source: what it says is about the old one.
 		st.Health, st.Sync = argocd.HealthProgressing, argocd.SyncOutOfSync
-	case propagation.InFlight(obs.Carried, obs.Delivery) && st.Health == argocd.HealthHealthy:
+	case propagation.InFlight(obs.Carried, obs.Delivery, obs.HubSynced) && st.Health == argocd.HealthHealthy:
 		// A requested sync has not finished there: its health is about what ran before (a
 		// RollingSync step must not advance on it).
 		st.Health = argocd.HealthProgressing
@@ -198,7 +200,7 @@ func Derive(obs Observed, wanted *Source) Status {
 			op = propagation.WithDeliveryID(op, id)
 		}
 		st.Operation = &OperationState{Operation: op, Phase: obs.Phase, StartedAt: obs.StartedAt, FinishedAt: obs.FinishedAt, Message: obs.Message}
-		if propagation.Unsettled(obs.Carried, obs.Delivery) {
+		if propagation.Unsettled(obs.Carried, obs.Delivery, obs.HubSynced) {
 			// Finished there, but its Argo CD has not compared since: the request is still in
 			// flight for the hub, which shows it finished in the write that clears it.
 			st.Operation.Phase, st.Operation.FinishedAt = "Running", ""

@@ -61,6 +61,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		return ctrl.Result{}, err // not propagated yet: the work's creation requeues this
 	}
 	obs := appstatus.Observe(work)
+	obs.HubSynced = propagation.HubOf(app).Synced
 	siblings, err := r.rollingSiblings(ctx, app)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -50,7 +50,7 @@ type Deliveries struct {
 	Operation map[string]any `json:"-"`
 }
 
-// ParseDeliveries reads a api.DeliveriesAnnotation value; an empty or unreadable one is none.
+// ParseDeliveries reads an api.DeliveriesAnnotation value; an empty or unreadable one is none.
 func ParseDeliveries(s string) Deliveries {
 	var d Deliveries
 	if s == "" || json.Unmarshal([]byte(s), &d) != nil {
@@ -147,8 +147,10 @@ type Hub struct {
 	// SyncCleared is the delivery ID of the operation recorded in status.operationState when that
 	// operation has finished: argocd-pull cleared it from the hub in that same write.
 	SyncCleared string
-	// RefreshCleared is api.RefreshDeliveredAnnotation.
+	// RefreshCleared is RefreshDeliveredAnnotation.
 	RefreshCleared string
+	// Synced is true when the hub Application's status already reads Synced.
+	Synced bool
 }
 
 // HubOf reads the requests of a hub Application.
@@ -157,6 +159,8 @@ func HubOf(app *unstructured.Unstructured) Hub {
 	if op, ok := app.Object["operation"].(map[string]any); ok {
 		h.Operation = op
 	}
+	sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+	h.Synced = sync == "Synced"
 	phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
 	if op, ok, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation"); ok && Finished(phase) {
 		h.SyncCleared = DeliveryID(op)
@@ -216,7 +220,7 @@ func planRefresh(hub Hub, d *Delivery, reported Reported, newID func() string) *
 // write as the status: those whose delivery the managed cluster finished, when the hub still has
 // that very request.
 func Clears(hub Hub, carried Deliveries, reported Reported) (sync, refresh bool) {
-	if d := carried.Sync; hub.Operation != nil && reported.syncSettled(d) && hub.SyncCleared != d.ID &&
+	if d := carried.Sync; hub.Operation != nil && reported.readyToClear(d, hub.Synced) && hub.SyncCleared != d.ID &&
 		contentHash(withoutDeliveryInfo(hub.Operation)) == d.Hash {
 		sync = true
 	}
@@ -231,14 +235,26 @@ func Clears(hub Hub, carried Deliveries, reported Reported) (sync, refresh bool)
 // CD has not compared the Application since. The hub shows that operation as still Running: the
 // status write that shows it finished is the one that clears the request (see Clears), so that a
 // finished operation on the hub always means a cleared request (see Hub.SyncCleared).
-func Unsettled(carried Deliveries, reported Reported) bool {
-	return carried.Sync != nil && reported.syncDone(carried.Sync) && !reported.syncSettled(carried.Sync)
+func Unsettled(carried Deliveries, reported Reported, hubSynced bool) bool {
+	return carried.Sync != nil && reported.syncDone(carried.Sync) && !reported.readyToClear(carried.Sync, hubSynced)
+}
+
+// readyToClear: the delivery is settled, and when it left the cluster Synced, the hub already
+// reads Synced. The ApplicationSet controller decides a RollingSync step's sync on a snapshot of
+// the Application and writes .operation on the current one: seeing the request cleared while it
+// still read OutOfSync, it requests the same sync again. So the hub first shows Synced (the
+// operation still Running), and clears the request in the next write.
+func (r Reported) readyToClear(d *Delivery, hubSynced bool) bool {
+	if !r.syncSettled(d) {
+		return false
+	}
+	return r.Phase != "Succeeded" || r.SyncStatus != "Synced" || hubSynced
 }
 
 // InFlight is true while a sync request is carried and the managed cluster has not finished it
 // and compared the Application since.
-func InFlight(carried Deliveries, reported Reported) bool {
-	return carried.Sync != nil && !reported.syncSettled(carried.Sync)
+func InFlight(carried Deliveries, reported Reported, hubSynced bool) bool {
+	return carried.Sync != nil && !reported.readyToClear(carried.Sync, hubSynced)
 }
 
 // DeliveryID is the delivery ID in an operation's info, "" when none.

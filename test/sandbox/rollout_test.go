@@ -181,6 +181,27 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 		sync, health, revision := hubState(hub, key(cluster))
 		return sync == "Synced" && health == "Healthy" && revision == sha
 	}
+	// syncedOnce checks that each cluster synced revision sha exactly once: Argo CD records every
+	// successful sync in the Application's status.history.
+	syncedOnce := func(sha string) {
+		t.Helper()
+		for _, cluster := range []string{"cluster1", "cluster2"} {
+			app := argocd.NewApplication()
+			if err := spokes[cluster].Get(ctx, key(cluster), app); err != nil {
+				t.Fatal(err)
+			}
+			history, _, _ := unstructured.NestedSlice(app.Object, "status", "history")
+			n := 0
+			for _, h := range history {
+				if m, ok := h.(map[string]any); ok && m["revision"] == sha {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s synced %s %d times, want once (status.history: %v)", cluster, sha, n, history)
+			}
+		}
+	}
 	// converge waits until both clusters run revision, checking the order on every look.
 	converge := func(revision, sha string, timeout time.Duration) {
 		t.Helper()
@@ -210,6 +231,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 		sha := rollout(revision, false)
 		converge(revision, sha, 3*time.Minute)
 		t.Logf("revision %s: commit to the last step Synced and Healthy on the hub in %.1fs", revision, time.Since(committed).Seconds())
+		syncedOnce(sha)
 	}
 
 	// cluster1 already holds an immutable ConfigMap of a name the next revision adds: its sync
@@ -246,6 +268,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	converge("four", sha4, 5*time.Minute)
+	syncedOnce(sha4)
 	if got := configMapData(spokes["cluster2"], "rollout", "rollout-extra", "a"); got != "from git" {
 		t.Errorf("cluster2's rollout-extra = %q after the rollout went on", got)
 	}
