@@ -44,7 +44,8 @@ type Observed struct {
 	// Carried what the work carries (see propagation.PlanDeliveries).
 	Delivery propagation.Reported
 	Carried  propagation.Deliveries
-	// HubSynced is true when the hub Application already reads Synced (see propagation.Clears).
+	// HubSynced is true when the hub Application already shows the sync status derived from this
+	// observation (see propagation.Clears).
 	HubSynced bool
 	// Behind is true when another cluster of its RollingSync ApplicationSet has seen a revision
 	// of the same source that this cluster has not compared against (see Behind).

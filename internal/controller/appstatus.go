@@ -61,7 +61,6 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		return ctrl.Result{}, err // not propagated yet: the work's creation requeues this
 	}
 	obs := appstatus.Observe(work)
-	obs.HubSynced = propagation.HubOf(app).Synced
 	siblings, err := r.rollingSiblings(ctx, app)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -79,8 +78,13 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		}
 	}
 
+	// Whether the hub already shows the sync status the cluster settled on (see propagation.Clears).
+	hubSync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+	obs.HubSynced = hubSync == appstatus.Derive(obs, appstatus.WantedSource(app)).Sync
 	updated, changed := appstatus.Apply(app, appstatus.Derive(obs, appstatus.WantedSource(app)))
-	clearSync, clearRefresh := propagation.Clears(propagation.HubOf(app), obs.Carried, obs.Delivery)
+	hub := propagation.HubOf(app)
+	hub.Synced = obs.HubSynced
+	clearSync, clearRefresh := propagation.Clears(hub, obs.Carried, obs.Delivery)
 	if clearSync {
 		delete(updated.Object, "operation")
 	}

@@ -149,7 +149,8 @@ type Hub struct {
 	SyncCleared string
 	// RefreshCleared is RefreshDeliveredAnnotation.
 	RefreshCleared string
-	// Synced is true when the hub Application's status already reads Synced.
+	// Synced is true when the hub Application already shows the sync status the managed cluster
+	// settled on (set by the status controller, which derives it).
 	Synced bool
 }
 
@@ -159,8 +160,6 @@ func HubOf(app *unstructured.Unstructured) Hub {
 	if op, ok := app.Object["operation"].(map[string]any); ok {
 		h.Operation = op
 	}
-	sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
-	h.Synced = sync == "Synced"
 	phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
 	if op, ok, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation"); ok && Finished(phase) {
 		h.SyncCleared = DeliveryID(op)
@@ -240,7 +239,7 @@ func Unsettled(carried Deliveries, reported Reported, hubSynced bool) bool {
 }
 
 // readyToClear: the delivery is settled, and when it left the cluster Synced, the hub already
-// reads Synced. The ApplicationSet controller decides a RollingSync step's sync on a snapshot of
+// shows the sync status derived from it (hubSynced). The ApplicationSet controller decides a RollingSync step's sync on a snapshot of
 // the Application and writes .operation on the current one: seeing the request cleared while it
 // still read OutOfSync, it requests the same sync again. So the hub first shows Synced (the
 // operation still Running), and clears the request in the next write.
