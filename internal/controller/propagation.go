@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -67,7 +66,6 @@ func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.appsInNamespace)).
-		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.appsInNamespace)).
 		Watches(&clusterv1beta2.ManagedClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.appsOfSet)).
 		Watches(argocd.NewAppProject(), handler.EnqueueRequestsFromMapFunc(r.appsOfProject)).
 		Complete(r)
@@ -194,11 +192,6 @@ func (r *PropagationReconciler) bindingsOf(ctx context.Context, namespace string
 		}
 		b.Sets = append(b.Sets, set)
 	}
-	decisions := &clusterv1beta1.PlacementDecisionList{}
-	if err := r.List(ctx, decisions, client.InNamespace(namespace)); err != nil {
-		return b, fmt.Errorf("listing PlacementDecisions in %s: %w", namespace, err)
-	}
-	b.Decisions = decisions.Items
 	return b, nil
 }
 

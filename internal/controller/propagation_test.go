@@ -20,6 +20,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 func payload(t *testing.T, w *workv1.ManifestWork, i int) *unstructured.Unstructured {
@@ -325,13 +326,33 @@ func TestClusterNotBoundToNamespaceIsRefused(t *testing.T) {
 	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(propagation.ReasonClusterNotBound + ": ManagedCluster " + unbound + " is not bound to namespace " + h.ns))
 	h.noWorkFor("web")
 
-	// A PlacementDecision in the namespace that selects the cluster binds it.
+	// Attack (issue 22, row 3): the tenant writes a PlacementDecision in its own namespace naming
+	// the unbound cluster. A decision is not a binding: still refused, still nothing written.
 	decision := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: "p-decision-1", Namespace: h.ns,
 		Labels: map[string]string{clusterv1beta1.PlacementLabel: "p"}}}
 	h.create(decision)
 	decision.Status.Decisions = []clusterv1beta1.ClusterDecision{{ClusterName: unbound}}
 	h.g.Expect(h.c.Status().Update(context.Background(), decision)).To(Succeed())
-	h.work("web", unbound)
+	h.updateApp("web", func(u *unstructured.Unstructured) {
+		u.SetLabels(merged(u.GetLabels(), map[string]string{"touched": "yes"}))
+	})
+	h.g.Consistently(func() string { return h.condition("web") }, 2*time.Second, 100*time.Millisecond).Should(HavePrefix(propagation.ReasonClusterNotBound))
+	h.noWorkFor("web")
+}
+
+// Attack (issue 22, row 5): the hub itself is never a target, by name or by OCM's label, even when
+// a set bound to the namespace contains it.
+func TestTheHubIsNeverATarget(t *testing.T) {
+	h := start(t)
+	byLabel := h.cluster()
+	h.labelCluster(byLabel, tenancy.LocalClusterLabel, "true")
+	h.app("web", byLabel)
+	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(propagation.ReasonHubNotATarget + ": ManagedCluster " + byLabel + " is the hub itself"))
+	h.noWorkFor("web")
+
+	h.app("local", tenancy.LocalClusterName)
+	h.g.Eventually(func() string { return h.condition("local") }, timeout, interval).Should(HavePrefix(propagation.ReasonHubNotATarget))
+	h.noWorkFor("local")
 }
 
 func setCluster(app *unstructured.Unstructured, cluster string) {

@@ -18,6 +18,7 @@ const (
 	ReasonInvalidMarkers      = "InvalidPullMarkers"
 	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 	ReasonClusterNotFound     = "ManagedClusterNotFound"
+	ReasonHubNotATarget       = "HubIsNotATarget"
 	ReasonClusterNotBound     = "ClusterNotBoundToNamespace"
 	ReasonNamespaceMissing    = "ClusterNamespaceMissing"
 	ReasonProjectNotFound     = "AppProjectNotFound"
@@ -82,13 +83,15 @@ func Ladder(f Facts) (Verdict, error) {
 		return refuse(ReasonNamespaceNotAllowed,
 			"pull-model Applications are not taken from namespace %s; the operator allows %s (flag --pull-namespaces)",
 			app.GetNamespace(), f.AllowedNamespaces), nil
+	case tenancy.IsHub(target.Cluster, f.Cluster):
+		return refuse(ReasonHubNotATarget, "ManagedCluster %s is the hub itself: pull-model Applications are never delivered to the hub", target.Cluster), nil
 	case f.Cluster == nil:
 		return refuse(ReasonClusterNotFound, "ManagedCluster %s does not exist on the hub; check the annotation %s", target.Cluster, api.ClusterAnnotation), nil
 	}
 	if ok, _ := f.Bindings.Allows(f.Cluster); !ok {
 		ns := app.GetNamespace()
 		return refuse(ReasonClusterNotBound,
-			"ManagedCluster %s is not bound to namespace %s: create a ManagedClusterSetBinding in %s for a set that contains it, or a Placement there that selects it",
+			"ManagedCluster %s is not bound to namespace %s: create a ManagedClusterSetBinding in %s for a set that contains it (a PlacementDecision is not a binding)",
 			target.Cluster, ns, ns), nil
 	}
 	if !f.ClusterNamespace {

@@ -52,6 +52,23 @@ func TestLadder(t *testing.T) {
 			facts:      facts(func(f *Facts) { f.Cluster = nil }),
 			wantReason: ReasonClusterNotFound, wantMessage: "ManagedCluster cluster1 does not exist",
 		},
+		"the hub by name": {
+			facts: facts(func(f *Facts) {
+				f.App = pullApp(func(u *unstructured.Unstructured) {
+					u.GetAnnotations()
+					setAnn(u, api.ClusterAnnotation, "local-cluster")
+				})
+			}),
+			wantReason: ReasonHubNotATarget, wantMessage: "never delivered to the hub",
+		},
+		"the hub by label": {
+			facts: facts(func(f *Facts) {
+				hub := cluster.DeepCopy()
+				hub.Labels["local-cluster"] = "true"
+				f.Cluster = hub
+			}),
+			wantReason: ReasonHubNotATarget,
+		},
 		"cluster not bound": {
 			facts:      facts(func(f *Facts) { f.Bindings = tenancy.Bindings{} }),
 			wantReason: ReasonClusterNotBound, wantMessage: "create a ManagedClusterSetBinding in argocd",
@@ -117,4 +134,10 @@ func TestLadderCarriesRequests(t *testing.T) {
 	again, err := Ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(UpToDate(v.Work, again.Work)).To(BeTrue(), "the same request keeps its delivery: nothing to write")
+}
+
+func setAnn(u *unstructured.Unstructured, k, v string) {
+	a := u.GetAnnotations()
+	a[k] = v
+	u.SetAnnotations(a)
 }

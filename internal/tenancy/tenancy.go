@@ -1,28 +1,38 @@
 // Package tenancy decides which managed clusters a hub namespace may deliver Applications to.
 //
 // A tenant who may create Applications in namespace N may only reach clusters bound to N: a
-// cluster in a ManagedClusterSet that a ManagedClusterSetBinding in N binds, or a cluster that a
-// PlacementDecision in N selects (a Placement in N can only select from sets bound to N, so this
-// is the same trust, made explicit for hubs that use placements).
+// cluster in a ManagedClusterSet that a ManagedClusterSetBinding in N binds. The binding is the
+// authority; a PlacementDecision is never evidence of one (a tenant may be able to write its
+// status), and a Placement in N can only select clusters of sets bound to N anyway. The hub itself
+// is never a target.
 package tenancy
 
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 )
 
-// Bindings is what namespace N has: its ManagedClusterSetBindings (with their sets) and its
-// PlacementDecisions.
+// Bindings is what namespace N has: its ManagedClusterSetBindings, with their sets.
 type Bindings struct {
 	// Sets are the ManagedClusterSets bound to the namespace (bindings whose set exists).
 	Sets []clusterv1beta2.ManagedClusterSet
-	// Decisions are the PlacementDecisions in the namespace.
-	Decisions []clusterv1beta1.PlacementDecision
+}
+
+// LocalClusterName and LocalClusterLabel name the hub's own ManagedCluster: OCM registers the hub
+// as "local-cluster", labelled local-cluster=true (RHACM and clusteradm alike).
+const (
+	LocalClusterName  = "local-cluster"
+	LocalClusterLabel = "local-cluster"
+)
+
+// IsHub reports whether a cluster name, or a ManagedCluster (nil when it does not exist), is the
+// hub itself, which is never a target.
+func IsHub(name string, cluster *clusterv1.ManagedCluster) bool {
+	return name == LocalClusterName || cluster != nil && cluster.Labels[LocalClusterLabel] == "true"
 }
 
 // Allows reports whether the namespace's bindings reach the cluster, and says how.
@@ -31,13 +41,6 @@ func (b Bindings) Allows(cluster *clusterv1.ManagedCluster) (bool, string) {
 		ok, err := SetSelects(&b.Sets[i], cluster)
 		if err == nil && ok {
 			return true, fmt.Sprintf("ManagedClusterSet %s", b.Sets[i].Name)
-		}
-	}
-	for _, d := range b.Decisions {
-		for _, cd := range d.Status.Decisions {
-			if cd.ClusterName == cluster.Name {
-				return true, fmt.Sprintf("PlacementDecision %s", d.Name)
-			}
 		}
 	}
 	return false, ""

@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 )
 
@@ -24,14 +23,6 @@ func selectorSet(name string, sel *metav1.LabelSelector) clusterv1beta2.ManagedC
 	return s
 }
 
-func decision(name string, clusters ...string) clusterv1beta1.PlacementDecision {
-	d := clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	for _, c := range clusters {
-		d.Status.Decisions = append(d.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: c})
-	}
-	return d
-}
-
 func TestAllows(t *testing.T) {
 	inSetA := cluster("cluster1", map[string]string{clusterv1beta2.ClusterSetLabel: "set-a", "env": "prod"})
 	tests := map[string]struct {
@@ -40,15 +31,13 @@ func TestAllows(t *testing.T) {
 		allowed  bool
 		via      string
 	}{
-		"no bindings":                       {Bindings{}, inSetA, false, ""},
-		"bound exclusive set":               {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{exclusiveSet("set-a")}}, inSetA, true, "ManagedClusterSet set-a"},
-		"other set":                         {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{exclusiveSet("set-b")}}, inSetA, false, ""},
-		"label selector set matches":        {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{selectorSet("prod", &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}})}}, inSetA, true, "ManagedClusterSet prod"},
-		"label selector set misses":         {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{selectorSet("dev", &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}})}}, inSetA, false, ""},
-		"global set (empty selector)":       {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{selectorSet("global", &metav1.LabelSelector{})}}, cluster("c9", nil), true, "ManagedClusterSet global"},
-		"label selector type, nil":          {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{selectorSet("broken", nil)}}, inSetA, false, ""},
-		"placement decision selects it":     {Bindings{Decisions: []clusterv1beta1.PlacementDecision{decision("p-decision-1", "cluster2", "cluster1")}}, inSetA, true, "PlacementDecision p-decision-1"},
-		"placement decision selects others": {Bindings{Decisions: []clusterv1beta1.PlacementDecision{decision("p-decision-1", "cluster2")}}, inSetA, false, ""},
+		"no bindings":                 {Bindings{}, inSetA, false, ""},
+		"bound exclusive set":         {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{exclusiveSet("set-a")}}, inSetA, true, "ManagedClusterSet set-a"},
+		"other set":                   {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{exclusiveSet("set-b")}}, inSetA, false, ""},
+		"label selector set matches":  {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{selectorSet("prod", &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}})}}, inSetA, true, "ManagedClusterSet prod"},
+		"label selector set misses":   {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{selectorSet("dev", &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}})}}, inSetA, false, ""},
+		"global set (empty selector)": {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{selectorSet("global", &metav1.LabelSelector{})}}, cluster("c9", nil), true, "ManagedClusterSet global"},
+		"label selector type, nil":    {Bindings{Sets: []clusterv1beta2.ManagedClusterSet{selectorSet("broken", nil)}}, inSetA, false, ""},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
