@@ -37,6 +37,9 @@ import (
 type Delivery struct {
 	ID   string `json:"id"`
 	Hash string `json:"hash"`
+	// Revision pins a RollingSync step's sync to the revision the cluster reported when the
+	// ApplicationSet controller requested it (see pinnedRevision).
+	Revision string `json:"revision,omitempty"`
 }
 
 // Deliveries are the requests a ManifestWork's payload carries.
@@ -149,6 +152,9 @@ type Hub struct {
 	SyncCleared string
 	// RefreshCleared is RefreshDeliveredAnnotation.
 	RefreshCleared string
+	// ComparedRevision is the hub Application's status.sync.revision: the revision its cluster
+	// last compared with (single-source Applications).
+	ComparedRevision string
 	// Synced is true when the hub Application already shows the sync status the managed cluster
 	// settled on (set by the status controller, which derives it).
 	Synced bool
@@ -160,6 +166,7 @@ func HubOf(app *unstructured.Unstructured) Hub {
 	if op, ok := app.Object["operation"].(map[string]any); ok {
 		h.Operation = op
 	}
+	h.ComparedRevision, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
 	phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
 	if op, ok, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation"); ok && Finished(phase) {
 		h.SyncCleared = DeliveryID(op)
@@ -201,7 +208,25 @@ func planSync(hub Hub, carried Deliveries, reported Reported, newID func() strin
 	default:
 		return d, nil
 	}
-	return &Delivery{ID: newID(), Hash: hash}, nil
+	return &Delivery{ID: newID(), Hash: hash, Revision: pinnedRevision(hub)}, nil
+}
+
+// RollingSyncUser is who the ApplicationSet controller's RollingSync requests are initiated by.
+const RollingSyncUser = "applicationset-controller"
+
+// pinnedRevision is the revision a RollingSync step's sync request is pinned to: the one the
+// cluster reported (status.sync.revision) when the request came. The ApplicationSet controller
+// asks for "the latest" (no revision), decides on a snapshot of the Application and sometimes
+// requests a step's sync a second time; unpinned, a late second request would sync a commit made
+// since, in a step the rollout has not reached. Other requests (argocd app sync) are not pinned.
+func pinnedRevision(hub Hub) string {
+	initiator, _, _ := unstructured.NestedString(hub.Operation, "initiatedBy", "username")
+	revision, _, _ := unstructured.NestedString(hub.Operation, "sync", "revision")
+	revisions, _, _ := unstructured.NestedSlice(hub.Operation, "sync", "revisions")
+	if initiator != RollingSyncUser || revision != "" || len(revisions) > 0 {
+		return ""
+	}
+	return hub.ComparedRevision
 }
 
 func planRefresh(hub Hub, d *Delivery, reported Reported, newID func() string) *Delivery {

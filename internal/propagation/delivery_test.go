@@ -207,3 +207,37 @@ func TestDeliveryInfo(t *testing.T) {
 	g.Expect(ParseDeliveries("not json")).To(Equal(Deliveries{}))
 	g.Expect(NewDeliveryID()).NotTo(Equal(NewDeliveryID()))
 }
+
+// A RollingSync step's request (no revision) is pinned to the revision its cluster reported when
+// the request came; other requests are not.
+func TestRollingSyncRequestsArePinned(t *testing.T) {
+	g := NewWithT(t)
+	rolling := map[string]any{"initiatedBy": map[string]any{"username": RollingSyncUser, "automated": true}, "sync": map[string]any{}}
+	got := PlanDeliveries(Hub{Operation: rolling, ComparedRevision: "r3"}, Deliveries{}, Reported{}, func() string { return "d1" })
+	g.Expect(got.Sync.Revision).To(Equal("r3"))
+
+	manual := map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{}}
+	got = PlanDeliveries(Hub{Operation: manual, ComparedRevision: "r3"}, Deliveries{}, Reported{}, func() string { return "d1" })
+	g.Expect(got.Sync.Revision).To(BeEmpty(), "argocd app sync means the latest")
+
+	withRevision := map[string]any{"initiatedBy": map[string]any{"username": RollingSyncUser}, "sync": map[string]any{"revision": "main"}}
+	got = PlanDeliveries(Hub{Operation: withRevision, ComparedRevision: "r3"}, Deliveries{}, Reported{}, func() string { return "d1" })
+	g.Expect(got.Sync.Revision).To(BeEmpty())
+
+	// The pin is kept while the request is in flight, whatever the cluster reports since.
+	carried := Deliveries{Sync: &Delivery{ID: "d1", Hash: contentHash(rolling), Revision: "r3"}}
+	got = PlanDeliveries(Hub{Operation: rolling, ComparedRevision: "r4"}, carried, Reported{}, func() string { return "d2" })
+	g.Expect(got.Sync).To(Equal(carried.Sync))
+}
+
+func TestPinnedRevisionTravels(t *testing.T) {
+	g := NewWithT(t)
+	app := pullApp(func(u *unstructured.Unstructured) {
+		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": RollingSyncUser}, "sync": map[string]any{}}
+	})
+	work, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{Sync: &Delivery{ID: "d1", Hash: "h", Revision: "r3"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	op := payloadOf(t, work, 0).Object["operation"].(map[string]any)
+	g.Expect(op["sync"]).To(Equal(map[string]any{"revision": "r3"}))
+	g.Expect(app.Object["operation"].(map[string]any)["sync"]).To(Equal(map[string]any{}), "the hub's request is not modified")
+}

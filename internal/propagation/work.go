@@ -204,6 +204,9 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 		if op == nil {
 			hubOp, _ := app.Object["operation"].(map[string]any)
 			op = WithDeliveryID(hubOp, d.ID)
+			if d.Revision != "" {
+				_ = unstructured.SetNestedField(op, d.Revision, "sync", "revision")
+			}
 		}
 		out.Object["operation"] = runtime.DeepCopyJSON(op)
 		annotations = withAnnotation(annotations, api.SyncDeliveryAnnotation, d.ID)
