@@ -46,6 +46,10 @@ const (
 	// WrittenAtAnnotation is when the hub last wrote the work (RFC 3339). A cluster that has not
 	// applied it some time later is shown as stale. It is not part of the hash.
 	WrittenAtAnnotation = "apps.open-cluster-management.io/pull-written-at"
+	// FrozenAnnotation, on a ManifestWork and its payload Application, says why the hub froze it:
+	// a right the hub Application had was withdrawn (see propagation.Freeze). The managed cluster
+	// keeps what it runs, with automated sync off, until the right is back or the Application goes.
+	FrozenAnnotation = "apps.open-cluster-management.io/pull-frozen"
 )
 
 // The delivery of sync and refresh requests (internal/propagation/delivery.go).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/internal/controller"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 // Client-side rate limits of the controller's API client. A hub of 1,000 clusters with 10
@@ -30,6 +31,7 @@ type controllerFlags struct {
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
+	managedNamespaceGrants  []string
 	opts                    controller.Options
 	zap                     zap.Options
 }
@@ -58,6 +60,7 @@ leader election for high availability.`,
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&f.opts.ArgoCDNamespace, "argocd-namespace", f.opts.ArgoCDNamespace, "Namespace of the hub's Argo CD")
 	fs.StringSliceVar(&f.opts.PullNamespaces, "pull-namespaces", nil, "Namespaces pull-model Applications are taken from (default: the Argo CD namespace)")
+	fs.StringArrayVar(&f.managedNamespaceGrants, "grant-managed-namespaces", nil, "NS=NS1[,NS2...]: Applications of hub namespace NS may also land in these managed-cluster namespaces (by default an Application of a namespace other than the Argo CD namespace lands only in its own); repeatable")
 	fs.IntVar(&f.opts.MaxConcurrentReconciles, "concurrency", f.opts.MaxConcurrentReconciles, "Concurrent reconciles per controller")
 	fs.DurationVar(&f.opts.StaleAfter, "stale-after", f.opts.StaleAfter, "How long a cluster may leave its ManifestWork unapplied before the report shows it as stale")
 	fs.StringSliceVar(&f.opts.GitOpsNamespaces, "gitops-namespaces", nil, "Argo CD namespaces GitOpsClusters may write cluster secrets into, besides namespaces labelled apps.open-cluster-management.io/argocd-namespace=true (default: the Argo CD namespace)")
@@ -92,6 +95,9 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	s, err := scheme.New()
 	if err != nil {
 		return err
+	}
+	if f.opts.ManagedNamespaceGrants, err = tenancy.ParseGrants(f.managedNamespaceGrants); err != nil {
+		return fmt.Errorf("--grant-managed-namespaces: %w", err)
 	}
 	if err := f.opts.Validate(); err != nil {
 		return err

@@ -22,6 +22,10 @@ const (
 	ReasonDelivered  = "OperationDelivered"
 )
 
+// ReasonFrozen is the reason of the Warning event recorded when a work is frozen (see
+// propagation.Freeze).
+const ReasonFrozen = "ManifestWorkFrozen"
+
 // hubAppConditions sets and clears argocd-pull's condition on hub Applications, and records an
 // event when, and only when, the condition changes.
 type hubAppConditions struct {

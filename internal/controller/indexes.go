@@ -13,12 +13,16 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // Cache indexes.
 const (
 	// workHubAppIndex indexes ManifestWorks by "<namespace>/<name>" of their hub Application.
 	workHubAppIndex = "argocd-pull.hubApplication"
+	// workPayloadIndex indexes ManifestWorks by "<cluster>/<namespace>/<name>" of the Application
+	// they carry (propagation.ManagedApplication).
+	workPayloadIndex = "argocd-pull.managedApplication"
 	// appClusterIndex indexes Applications by the managed cluster they target.
 	appClusterIndex = "argocd-pull.cluster"
 	// appProjectIndex indexes Applications by their AppProject.
@@ -37,6 +41,14 @@ func setupIndexes(mgr ctrl.Manager) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing ManifestWorks by hub Application: %w", err)
+	}
+	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workPayloadIndex, func(o client.Object) []string {
+		if key, ok := propagation.ManagedApplication(o.(*workv1.ManifestWork)); ok {
+			return []string{key}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing ManifestWorks by managed-cluster Application: %w", err)
 	}
 	if err := idx.IndexField(ctx, argocd.NewApplication(), appClusterIndex, func(o client.Object) []string {
 		if c := o.GetAnnotations()[api.ClusterAnnotation]; c != "" {

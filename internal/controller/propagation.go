@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -58,7 +60,7 @@ func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		Named("propagation").
 		WithOptions(opts).
 		For(argocd.NewApplication(), builder.WithPredicates(beyondStatus(), observeChanges(&r.changed))).
-		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(workChangedForPropagation())).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(r.appsOfWork), builder.WithPredicates(workChangedForPropagation())).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.appsOnCluster), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool { return !equalLabels(e.ObjectOld, e.ObjectNew) },
 		})).
@@ -114,9 +116,15 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	if verdict.Refusal != nil {
-		// Nothing is deleted on a refusal: the managed cluster keeps what it had. Each refusal
-		// waits for a watched change (the Application, its cluster, namespace, bindings, project).
-		return ctrl.Result{}, conditions.refuse(ctx, app, verdict.Refusal.Reason, verdict.Refusal.Message)
+		// Nothing the managed cluster runs is deleted on a refusal; works the Application may no
+		// longer change are frozen. Each refusal waits for a watched change (the Application, its
+		// cluster, namespace, bindings, project, the other Application's work).
+		refusal := *verdict.Refusal
+		held, err := r.holdBack(ctx, app, target, refusal, facts)
+		if held != "" {
+			refusal.Message += "; " + held
+		}
+		return ctrl.Result{}, errors.Join(err, conditions.refuse(ctx, app, refusal.Reason, refusal.Message))
 	}
 	desired := verdict.Work
 	if err := r.deleteWorks(ctx, req.NamespacedName, desired); err != nil {
@@ -139,6 +147,7 @@ func (r *PropagationReconciler) gather(ctx context.Context, app *unstructured.Un
 		App:               app,
 		NamespaceAllowed:  r.Options.PullNamespaceAllowed(app.GetNamespace()),
 		AllowedNamespaces: r.allowedNamespacesText(),
+		ManagedNamespaces: r.Options.ManagedNamespaceGrants,
 		ArgoCDNamespace:   r.Options.ArgoCDNamespace,
 		NewDeliveryID:     propagation.NewDeliveryID,
 	}
@@ -165,7 +174,18 @@ func (r *PropagationReconciler) gather(ctx context.Context, app *unstructured.Un
 	if f.Project, err = r.project(ctx, app); err != nil {
 		return f, err
 	}
-	if f.Existing, err = r.existingWork(ctx, target.Cluster, app); err != nil {
+	key := client.ObjectKeyFromObject(app)
+	works, err := r.worksOf(ctx, key)
+	if err != nil {
+		return f, err
+	}
+	f.Existing = oldest(works, func(w *workv1.ManifestWork) bool { return w.Namespace == target.Cluster })
+	if f.Existing == nil {
+		if f.NameTakenBy, err = r.nameTakenBy(ctx, target.Cluster, key); err != nil {
+			return f, err
+		}
+	}
+	if f.DeliveredBy, err = r.deliveredBy(ctx, target, key, f.Existing); err != nil {
 		return f, err
 	}
 	if f.Existing != nil {
@@ -195,13 +215,9 @@ func (r *PropagationReconciler) bindingsOf(ctx context.Context, namespace string
 	return b, nil
 }
 
-// project returns the hub AppProject that travels with the Application, nil for the default
-// project (every Argo CD has one) or when it does not exist.
+// project returns the Application's hub AppProject, nil when it does not exist.
 func (r *PropagationReconciler) project(ctx context.Context, app *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	name := argocd.Project(app)
-	if name == argocd.DefaultProject {
-		return nil, nil
-	}
 	project := argocd.NewAppProject()
 	if err := r.Get(ctx, types.NamespacedName{Namespace: r.Options.ArgoCDNamespace, Name: name}, project); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -212,17 +228,144 @@ func (r *PropagationReconciler) project(ctx context.Context, app *unstructured.U
 	return project, nil
 }
 
-// existingWork is the Application's work on cluster, nil when there is none.
-func (r *PropagationReconciler) existingWork(ctx context.Context, cluster string, app *unstructured.Unstructured) (*workv1.ManifestWork, error) {
-	work := &workv1.ManifestWork{}
-	key := types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(app.GetNamespace(), app.GetName())}
-	if err := r.Get(ctx, key, work); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
+// oldest is the oldest of the works that match (by creation, then name), nil when none does.
+func oldest(works []workv1.ManifestWork, match func(*workv1.ManifestWork) bool) *workv1.ManifestWork {
+	var out *workv1.ManifestWork
+	for i := range works {
+		w := &works[i]
+		if !match(w) || !w.DeletionTimestamp.IsZero() {
+			continue
 		}
-		return nil, fmt.Errorf("reading ManifestWork %s: %w", key, err)
+		if out == nil || olderThan(w, out) {
+			out = w
+		}
 	}
-	return work, nil
+	return out
+}
+
+// olderThan orders works by creation, then name.
+func olderThan(a, b *workv1.ManifestWork) bool {
+	return a.CreationTimestamp.Before(&b.CreationTimestamp) ||
+		a.CreationTimestamp.Equal(&b.CreationTimestamp) && a.Name < b.Name
+}
+
+// nameTakenBy is the hub Application whose work holds the name the Application's new work on
+// cluster would take, "" when the name is free. The controller never writes a work that points
+// back to another Application.
+func (r *PropagationReconciler) nameTakenBy(ctx context.Context, cluster string, key types.NamespacedName) (string, error) {
+	work := &workv1.ManifestWork{}
+	name := types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(key.Namespace, key.Name)}
+	if err := r.Get(ctx, name, work); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading ManifestWork %s: %w", name, err)
+	}
+	if owner, ok := hubApplicationOf(work); !ok || owner != key {
+		return owner.String(), nil
+	}
+	return "", nil
+}
+
+// deliveredBy is another hub Application whose work carries the managed-cluster Application this
+// one would deliver and is older than this one's (existing, nil when none): the first one keeps it.
+func (r *PropagationReconciler) deliveredBy(ctx context.Context, target propagation.Target, key types.NamespacedName, existing *workv1.ManifestWork) (string, error) {
+	works := &workv1.ManifestWorkList{}
+	managed := target.Cluster + "/" + target.AppNamespace + "/" + key.Name
+	if err := r.List(ctx, works, client.InNamespace(target.Cluster), client.MatchingFields{workPayloadIndex: managed}); err != nil {
+		return "", fmt.Errorf("listing ManifestWorks carrying %s: %w", managed, err)
+	}
+	first := oldest(works.Items, func(w *workv1.ManifestWork) bool {
+		owner, ok := hubApplicationOf(w)
+		return !ok || owner != key
+	})
+	if first == nil || existing != nil && !olderThan(first, existing) {
+		return "", nil
+	}
+	owner, _ := hubApplicationOf(first)
+	return owner.String(), nil
+}
+
+// holdBack acts on a refusal and says what it did, for the condition. A work of the Application
+// that the refusal withdraws the right to (propagation.Revokes), or that is on another cluster
+// than the one the Application now names, is frozen (propagation.Freeze): the managed cluster
+// keeps what it runs and syncs nothing new. A work that carries the same managed-cluster
+// Application as an older one of another hub Application is deleted once that one is applied: the
+// work agent then only drops this work's ownership, and the Application stays.
+func (r *PropagationReconciler) holdBack(ctx context.Context, app *unstructured.Unstructured, target propagation.Target, refusal propagation.Refusal, facts propagation.Facts) (string, error) {
+	works, err := r.worksOf(ctx, client.ObjectKeyFromObject(app))
+	if err != nil {
+		return "", err
+	}
+	var frozen []string
+	for i := range works {
+		w := &works[i]
+		onTarget := w.Namespace == target.Cluster
+		switch {
+		case !w.DeletionTimestamp.IsZero():
+			continue
+		case onTarget && refusal.Reason == propagation.ReasonAlreadyDelivered:
+			if err := r.yieldTo(ctx, app, w, target); err != nil {
+				return "", err
+			}
+			continue
+		case onTarget && !propagation.Revokes(refusal.Reason):
+			continue
+		}
+		f, err := propagation.Freeze(w, refusal.Reason)
+		if err != nil {
+			return "", err
+		}
+		frozen = append(frozen, w.Namespace+"/"+w.Name)
+		if f == nil {
+			continue
+		}
+		f.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+		ctrl.LoggerFrom(ctx).Info("Freezing ManifestWork", "manifestWork", klog.KObj(w), "reason", refusal.Reason)
+		if err := r.Update(ctx, f); err != nil {
+			return "", fmt.Errorf("freezing ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+		}
+		metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
+		r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, ReasonFrozen, "Freeze",
+			"Froze ManifestWork %s/%s: the managed cluster keeps what it runs, with automated sync off (%s)", w.Namespace, w.Name, refusal.Reason)
+	}
+	if len(frozen) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("ManifestWork %s frozen: the managed cluster keeps what it runs, with automated sync off, until this is fixed", strings.Join(frozen, ", ")), nil
+}
+
+// yieldTo deletes the Application's work w, which carries the same managed-cluster Application as
+// an older work of another hub Application, once that one is applied on the cluster.
+func (r *PropagationReconciler) yieldTo(ctx context.Context, app *unstructured.Unstructured, w *workv1.ManifestWork, target propagation.Target) error {
+	works := &workv1.ManifestWorkList{}
+	managed := target.Cluster + "/" + target.AppNamespace + "/" + app.GetName()
+	if err := r.List(ctx, works, client.InNamespace(target.Cluster), client.MatchingFields{workPayloadIndex: managed}); err != nil {
+		return fmt.Errorf("listing ManifestWorks carrying %s: %w", managed, err)
+	}
+	if carried, _ := propagation.ManagedApplication(w); carried != managed {
+		return nil // w carries another managed-cluster Application: deleting it would delete that one
+	}
+	key := client.ObjectKeyFromObject(app)
+	first := oldest(works.Items, func(o *workv1.ManifestWork) bool {
+		owner, ok := hubApplicationOf(o)
+		return !ok || owner != key
+	})
+	if first == nil || !appliedOnCluster(first) {
+		return nil // its status update requeues this Application (see workChangedForPropagation)
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleting ManifestWork: another Application delivers the same managed-cluster Application", "manifestWork", klog.KObj(w), "other", klog.KObj(first))
+	if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	metrics.WorkWrites.WithLabelValues(metrics.OpDelete).Inc()
+	return nil
+}
+
+// appliedOnCluster reports whether the work agent applied the work's current generation.
+func appliedOnCluster(w *workv1.ManifestWork) bool {
+	c := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation
 }
 
 // apply creates or updates the work, writing only when it differs from what the hub wants.
@@ -245,8 +388,10 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	updated.Labels = merged(updated.Labels, desired.Labels)
 	updated.Annotations = merged(updated.Annotations, desired.Annotations)
 	updated.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-	if _, ok := desired.Annotations[api.DeliveriesAnnotation]; !ok {
-		delete(updated.Annotations, api.DeliveriesAnnotation)
+	for _, k := range []string{api.DeliveriesAnnotation, api.FrozenAnnotation} {
+		if _, ok := desired.Annotations[k]; !ok {
+			delete(updated.Annotations, k)
+		}
 	}
 	updated.Spec = desired.Spec
 	log.Info("Updating ManifestWork", "manifestWork", klog.KObj(updated))
@@ -340,6 +485,24 @@ func (r *PropagationReconciler) allowedNamespacesText() string {
 		return r.Options.ArgoCDNamespace
 	}
 	return strings.Join(r.Options.PullNamespaces, ", ")
+}
+
+// appsOfWork requeues a work's hub Application, and the Applications refused because of the work
+// (ManagedApplicationTaken, ManifestWorkNameTaken): the same name on the same cluster.
+func (r *PropagationReconciler) appsOfWork(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs := requestForHubApplication(ctx, o)
+	apps := argocd.NewApplicationList()
+	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: o.GetNamespace()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Applications to requeue")
+		return reqs
+	}
+	for i := range apps.Items {
+		msg := propagationError(&apps.Items[i])
+		if strings.HasPrefix(msg, propagation.ReasonAlreadyDelivered+":") || strings.HasPrefix(msg, propagation.ReasonWorkNameTaken+":") {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&apps.Items[i])})
+		}
+	}
+	return reqs
 }
 
 func (r *PropagationReconciler) appsOnCluster(ctx context.Context, o client.Object) []reconcile.Request {

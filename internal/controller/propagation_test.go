@@ -20,6 +20,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/testenv"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
@@ -310,13 +311,15 @@ func TestNamespaceNotAllowedIsIgnoredWithAnEvent(t *testing.T) {
 }
 
 func TestPullNamespacesFlagAllowsListedNamespaces(t *testing.T) {
-	h := start(t, func(o *Options, ns string) {
-		o.ArgoCDNamespace = "argocd-elsewhere"
-		o.PullNamespaces = []string{"team-x", ns}
-	})
+	team := testenv.Get(t).Namespace(t)
+	h := start(t, func(o *Options, _ string) { o.PullNamespaces = []string{"team-x", team} })
 	cluster := h.cluster()
-	h.app("web", cluster)
-	h.work("web", cluster)
+	tenant := h.tenantIn(team, cluster)
+	h.project("team", team)
+	tenant.app("web", cluster, onProject("team"))
+	tenant.work("web", cluster)
+	h.app("platform", cluster)
+	h.g.Eventually(func() string { return h.condition("platform") }, timeout, interval).Should(HavePrefix(propagation.ReasonNamespaceNotAllowed), "the list replaces the default")
 }
 
 func TestClusterNotBoundToNamespaceIsRefused(t *testing.T) {

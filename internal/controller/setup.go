@@ -22,6 +22,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/search"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 // Options configure the controllers. Start from DefaultOptions.
@@ -31,6 +32,9 @@ type Options struct {
 	// PullNamespaces are the namespaces pull-model Applications are taken from. Empty means
 	// ArgoCDNamespace only.
 	PullNamespaces []string
+	// ManagedNamespaceGrants are the managed-cluster namespaces granted to hub namespaces: an
+	// Application of hub namespace N, other than ArgoCDNamespace, lands in N or in one granted to N.
+	ManagedNamespaceGrants tenancy.Grants
 	// MaxConcurrentReconciles bounds the workers of each controller.
 	MaxConcurrentReconciles int
 	// StaleAfter is how long a cluster may leave its current ManifestWork unapplied before the

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,6 +55,8 @@ type harness struct {
 	g  *WithT
 	c  client.Client // reads straight from the apiserver, not the manager's cache
 	ns string
+	// stop stops the manager (once): a test that restarts it with other options stops it first.
+	stop func()
 }
 
 func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
@@ -83,11 +86,17 @@ func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	h := &harness{t: t, g: NewWithT(t), c: env.Client, ns: ns}
+	var once sync.Once
+	h.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager stopped with an error: %v", err)
+			}
+		})
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with an error: %v", err)
-		}
+		h.stop()
 		h.removeApplications()
 		if n := reconcilePanics(t); n > 0 {
 			t.Errorf("controllers panicked %v times", n)

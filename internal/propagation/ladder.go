@@ -3,6 +3,7 @@ package propagation
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -20,11 +21,26 @@ const (
 	ReasonClusterNotFound     = "ManagedClusterNotFound"
 	ReasonHubNotATarget       = "HubIsNotATarget"
 	ReasonClusterNotBound     = "ClusterNotBoundToNamespace"
+	ReasonAppNamespace        = "ManagedNamespaceNotAllowed"
 	ReasonNamespaceMissing    = "ClusterNamespaceMissing"
 	ReasonProjectNotFound     = "AppProjectNotFound"
+	ReasonProjectNotPermitted = "AppProjectNotPermitted"
+	ReasonWorkNameTaken       = "ManifestWorkNameTaken"
+	ReasonAlreadyDelivered    = "ManagedApplicationTaken"
 	ReasonPayloadTooLarge     = "PayloadTooLarge"
 	ReasonWorkWriteFailed     = "ManifestWorkWriteFailed"
 )
+
+// Revokes reports whether a refusal withdraws a right the Application had: the works it already
+// has are frozen (see Freeze), so that nothing the tenant changes reaches the cluster any more.
+func Revokes(reason string) bool {
+	switch reason {
+	case ReasonNamespaceNotAllowed, ReasonHubNotATarget, ReasonClusterNotBound, ReasonAppNamespace,
+		ReasonProjectNotFound, ReasonProjectNotPermitted:
+		return true
+	}
+	return false
+}
 
 // Facts are what the propagation controller read about one pull-model hub Application before
 // deciding: everything Ladder needs, nothing it fetches itself.
@@ -38,14 +54,24 @@ type Facts struct {
 	Cluster *clusterv1.ManagedCluster
 	// Bindings are the ManagedClusterSets bound to the App's namespace and its PlacementDecisions.
 	Bindings tenancy.Bindings
+	// ManagedNamespaces are the operator's grants (--grant-managed-namespaces): an Application of
+	// hub namespace N, other than the Argo CD namespace, lands in N or a namespace granted to N.
+	ManagedNamespaces tenancy.Grants
 	// ClusterNamespace is true when the cluster's namespace exists on the hub.
 	ClusterNamespace bool
-	// ArgoCDNamespace is where AppProjects are read; Project is the App's AppProject there, nil
-	// when it does not exist (or for the default project, which every Argo CD has).
+	// ArgoCDNamespace is the Argo CD namespace of the hub, where AppProjects are read, and of the
+	// managed clusters, where the payload's AppProject goes. Project is the App's AppProject
+	// there, nil when it does not exist.
 	ArgoCDNamespace string
 	Project         *unstructured.Unstructured
 	// Existing is the App's current work on the target cluster, nil when none.
 	Existing *workv1.ManifestWork
+	// NameTakenBy is "namespace/name" of the hub Application whose work holds the name the App's
+	// new work would take (only when Existing is nil); empty when the name is free.
+	NameTakenBy string
+	// DeliveredBy is "namespace/name" of another hub Application whose work, older than the App's,
+	// carries the same managed-cluster Application (cluster, namespace, name); empty when none.
+	DeliveredBy string
 	// Reported is what the managed cluster reported through Existing; Carried what Existing carries.
 	Reported Reported
 	Carried  Deliveries
@@ -94,23 +120,50 @@ func Ladder(f Facts) (Verdict, error) {
 			"ManagedCluster %s is not bound to namespace %s: create a ManagedClusterSetBinding in %s for a set that contains it (a PlacementDecision is not a binding)",
 			target.Cluster, ns, ns), nil
 	}
+	ns, platform := app.GetNamespace(), app.GetNamespace() == f.ArgoCDNamespace
+	if !platform && !f.ManagedNamespaces.Allows(ns, target.AppNamespace) {
+		return refuse(ReasonAppNamespace,
+			"an Application of namespace %s lands in %s on the managed cluster, not in %s: set %s to one of them, or the operator grants %s to %s (flag --grant-managed-namespaces %s=%s)",
+			ns, strings.Join(f.ManagedNamespaces.Of(ns), ", "), target.AppNamespace, api.AppNamespaceAnnotation, target.AppNamespace, ns, ns, target.AppNamespace), nil
+	}
 	if !f.ClusterNamespace {
 		return refuse(ReasonNamespaceMissing, "the cluster namespace %s does not exist on the hub yet (is the cluster's registration accepted?)", target.Cluster), nil
 	}
-	if f.Project == nil && argocd.Project(app) != argocd.DefaultProject {
-		return refuse(ReasonProjectNotFound, "AppProject %s not found in the Argo CD namespace %s", argocd.Project(app), f.ArgoCDNamespace), nil
+	project := argocd.Project(app)
+	switch {
+	case f.Project == nil && (project != argocd.DefaultProject || !platform):
+		return refuse(ReasonProjectNotFound, "AppProject %s not found in the Argo CD namespace %s", project, f.ArgoCDNamespace), nil
+	case !tenancy.ProjectPermits(f.Project, ns, f.ArgoCDNamespace):
+		return refuse(ReasonProjectNotPermitted,
+			"AppProject %s does not permit Applications of namespace %s: its spec.sourceNamespaces must match %s (Argo CD's rule for Applications outside its namespace)",
+			project, ns, ns), nil
+	case f.Existing == nil && f.NameTakenBy != "":
+		return refuse(ReasonWorkNameTaken, "the ManifestWork name %s/%s belongs to Application %s; rename this Application",
+			target.Cluster, WorkName(ns, app.GetName()), f.NameTakenBy), nil
+	case f.DeliveredBy != "":
+		return refuse(ReasonAlreadyDelivered, "Application %s already delivers the Application %s/%s to cluster %s; one hub Application per managed-cluster Application",
+			f.DeliveredBy, target.AppNamespace, app.GetName(), target.Cluster), nil
 	}
 	newID := f.NewDeliveryID
 	if newID == nil {
 		newID = NewDeliveryID
 	}
 	deliveries := PlanDeliveries(HubOf(app), f.Carried, f.Reported, newID)
-	work, err := DesiredWork(app, f.Project, target, deliveries)
+	carried := f.Project
+	if project == argocd.DefaultProject {
+		carried = nil // every Argo CD has its own
+	}
+	target.ArgoCDNamespace = f.ArgoCDNamespace
+	work, err := DesiredWork(app, carried, target, deliveries)
 	if errors.Is(err, ErrPayloadTooLarge) {
 		return refuse(ReasonPayloadTooLarge, "%s", err.Error()), nil
 	}
 	if err != nil {
 		return Verdict{}, err
+	}
+	if f.Existing != nil {
+		// A work named by an earlier release keeps its name: renaming would redeploy.
+		work.Name = f.Existing.Name
 	}
 	return Verdict{Work: work}, nil
 }

@@ -32,6 +32,18 @@ func TestLadder(t *testing.T) {
 	onProject := func(name string) func(*unstructured.Unstructured) {
 		return func(u *unstructured.Unstructured) { u.Object["spec"].(map[string]any)["project"] = name }
 	}
+	// A tenant: an Application of namespace team-a, using the platform's project.
+	tenant := func(mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
+		return pullApp(append([]func(*unstructured.Unstructured){func(u *unstructured.Unstructured) {
+			u.SetNamespace("team-a")
+			u.Object["spec"].(map[string]any)["project"] = "platform"
+		}}, mutate...)...)
+	}
+	teamProject := project.DeepCopy()
+	teamProject.Object["spec"].(map[string]any)["sourceNamespaces"] = []any{"team-*"}
+	landing := func(ns string) func(*unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) { setAnn(u, api.AppNamespaceAnnotation, ns) }
+	}
 
 	tests := map[string]struct {
 		facts      Facts
@@ -77,6 +89,45 @@ func TestLadder(t *testing.T) {
 			facts:      facts(func(f *Facts) { f.ClusterNamespace = false }),
 			wantReason: ReasonNamespaceMissing, wantMessage: "registration accepted",
 		},
+		"a tenant lands in its own namespace": {
+			facts: facts(func(f *Facts) { f.App, f.Project = tenant(), teamProject }),
+		},
+		"a tenant lands in a namespace granted to it": {
+			facts: facts(func(f *Facts) {
+				f.App, f.Project = tenant(landing("team-a-prod")), teamProject
+				f.ManagedNamespaces = tenancy.Grants{"team-a": {"team-a-prod"}}
+			}),
+		},
+		"a tenant aims at the managed Argo CD's namespace (row 1)": {
+			facts:      facts(func(f *Facts) { f.App, f.Project = tenant(landing("argocd")), teamProject }),
+			wantReason: ReasonAppNamespace, wantMessage: "--grant-managed-namespaces team-a=argocd",
+		},
+		"a tenant aims at another tenant's namespace (row 2)": {
+			facts: facts(func(f *Facts) {
+				f.App, f.Project = tenant(landing("team-b")), teamProject
+				f.ManagedNamespaces = tenancy.Grants{"team-b": {"team-a"}}
+			}),
+			wantReason: ReasonAppNamespace, wantMessage: "lands in team-a on the managed cluster, not in team-b",
+		},
+		"the platform names any managed namespace": {
+			facts: facts(func(f *Facts) { f.App = pullApp(landing("kube-system")) }),
+		},
+		"a tenant uses a project that does not list it (row 1)": {
+			facts:      facts(func(f *Facts) { f.App, f.Project = tenant(), project }),
+			wantReason: ReasonProjectNotPermitted, wantMessage: "spec.sourceNamespaces must match team-a",
+		},
+		"a tenant uses the default project, which is not on the hub": {
+			facts:      facts(func(f *Facts) { f.App = tenant(onProject("default")) }),
+			wantReason: ReasonProjectNotFound,
+		},
+		"the work name is another Application's (row 6)": {
+			facts:      facts(func(f *Facts) { f.NameTakenBy = "team-b/x" }),
+			wantReason: ReasonWorkNameTaken, wantMessage: "belongs to Application team-b/x",
+		},
+		"another Application delivers the same managed Application (row 2)": {
+			facts:      facts(func(f *Facts) { f.DeliveredBy = "team-b/guestbook-cluster1" }),
+			wantReason: ReasonAlreadyDelivered, wantMessage: "Application team-b/guestbook-cluster1 already delivers",
+		},
 		"project missing": {
 			facts:      facts(func(f *Facts) { f.App = pullApp(onProject("platform")) }),
 			wantReason: ReasonProjectNotFound, wantMessage: "AppProject platform not found in the Argo CD namespace argocd",
@@ -121,7 +172,7 @@ func TestLadderCarriesRequests(t *testing.T) {
 	g := NewWithT(t)
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
 	f := Facts{App: pullApp(func(u *unstructured.Unstructured) { u.Object["operation"] = map[string]any{"sync": map[string]any{}} }),
-		NamespaceAllowed: true, Cluster: cluster, ClusterNamespace: true,
+		NamespaceAllowed: true, Cluster: cluster, ClusterNamespace: true, ArgoCDNamespace: "argocd",
 		Bindings:      tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}},
 		NewDeliveryID: func() string { return "d1" }}
 	v, err := Ladder(f)
@@ -140,4 +191,29 @@ func setAnn(u *unstructured.Unstructured, k, v string) {
 	a := u.GetAnnotations()
 	a[k] = v
 	u.SetAnnotations(a)
+}
+
+// A tenant's AppProject travels to the managed Argo CD's namespace, where Argo CD reads it, and
+// its Application to the tenant's namespace.
+func TestTenantPayloadLandsWhereArgoCDReadsIt(t *testing.T) {
+	g := NewWithT(t)
+	project := argocd.NewAppProject()
+	project.SetName("team")
+	project.Object["spec"] = map[string]any{"sourceNamespaces": []any{"team-a"}}
+	app := pullApp(func(u *unstructured.Unstructured) {
+		u.SetNamespace("team-a")
+		u.Object["spec"].(map[string]any)["project"] = "team"
+	})
+	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1", Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "s"}}}
+	v, err := Ladder(Facts{App: app, NamespaceAllowed: true, Cluster: cluster, ClusterNamespace: true, ArgoCDNamespace: "argocd", Project: project,
+		Bindings: tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "s"}}}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v.Refusal).To(BeNil())
+	var where []string
+	for _, m := range v.Work.Spec.Workload.Manifests {
+		u := &unstructured.Unstructured{}
+		g.Expect(u.UnmarshalJSON(m.Raw)).To(Succeed())
+		where = append(where, u.GetKind()+" "+u.GetNamespace())
+	}
+	g.Expect(where).To(ConsistOf("Application team-a", "AppProject argocd"))
 }

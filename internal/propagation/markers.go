@@ -24,6 +24,9 @@ type Target struct {
 	Cluster string
 	// AppNamespace is the namespace of the Application on the managed cluster.
 	AppNamespace string
+	// ArgoCDNamespace is the managed cluster's Argo CD namespace, where the Application's
+	// AppProject goes (Argo CD reads AppProjects nowhere else); the Ladder sets it.
+	ArgoCDNamespace string
 }
 
 // Decide reads the pull-model markers of a hub Application. pull is false for Applications that

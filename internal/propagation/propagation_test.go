@@ -103,15 +103,14 @@ func TestDecide(t *testing.T) {
 }
 
 func TestWorkName(t *testing.T) {
-	long := strings.Repeat("a", 250) + ".b"
 	tests := map[string]struct {
 		namespace, name string
 		prefix          string
 	}{
 		"short":                         {"argocd", "guestbook-cluster1", "guestbook-cluster1-"},
-		"253 characters":                {"argocd", strings.Repeat("x", 253), strings.Repeat("x", 244) + "-"},
-		"truncation ending in a dot":    {"argocd", long, strings.Repeat("a", 244) + "-"},
-		"truncation ending in a hyphen": {"argocd", strings.Repeat("a", 243) + "-bbbb", strings.Repeat("a", 243) + "-"},
+		"253 characters":                {"argocd", strings.Repeat("x", 253), strings.Repeat("x", 236) + "-"},
+		"truncation ending in a dot":    {"argocd", strings.Repeat("a", 235) + ".b", strings.Repeat("a", 235) + "-"},
+		"truncation ending in a hyphen": {"argocd", strings.Repeat("a", 235) + "-bbbb", strings.Repeat("a", 235) + "-"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -272,7 +272,11 @@ func localDestination(app *unstructured.Unstructured, current any) map[string]an
 func projectPayload(project *unstructured.Unstructured, target Target) *unstructured.Unstructured {
 	out := argocd.NewAppProject()
 	out.SetName(project.GetName())
-	out.SetNamespace(target.AppNamespace)
+	ns := target.ArgoCDNamespace
+	if ns == "" {
+		ns = target.AppNamespace
+	}
+	out.SetNamespace(ns)
 	out.SetLabels(project.GetLabels())
 	annotations := maps.Clone(project.GetAnnotations())
 	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
@@ -315,4 +319,23 @@ func specHash(work *workv1.ManifestWork) (string, error) {
 // UpToDate reports whether the existing work already carries what desired carries.
 func UpToDate(existing, desired *workv1.ManifestWork) bool {
 	return existing.Annotations[api.SpecHashAnnotation] == desired.Annotations[api.SpecHashAnnotation]
+}
+
+// ManagedApplication is "cluster/namespace/name" of the Application a work carries: the
+// managed-cluster Application only one hub Application may deliver. ok is false for a work that
+// carries none.
+func ManagedApplication(work *workv1.ManifestWork) (key string, ok bool) {
+	for _, m := range work.Spec.Workload.Manifests {
+		var head struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(m.Raw, &head) == nil && head.Kind == argocd.ApplicationGVK.Kind {
+			return work.Namespace + "/" + head.Metadata.Namespace + "/" + head.Metadata.Name, true
+		}
+	}
+	return "", false
 }

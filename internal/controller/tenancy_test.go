@@ -1,0 +1,272 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
+	"github.com/argocd-pull/argocd-pull/internal/testenv"
+)
+
+// The attack suite of issue 22: each test acts as a tenant with rights in its own hub namespace
+// only, against the real apiserver and the real manager.
+
+// tenant returns a harness for a new tenant namespace, the cluster bound to it as well. The
+// manager must take Applications from it (PullNamespaces "*").
+func (h *harness) tenant(cluster string) *harness {
+	h.t.Helper()
+	return h.tenantIn(testenv.Get(h.t).Namespace(h.t), cluster)
+}
+
+// tenantIn is tenant for an existing namespace.
+func (h *harness) tenantIn(ns, cluster string) *harness {
+	h.t.Helper()
+	t := *h
+	t.ns = ns
+	h.create(&clusterv1beta2.ManagedClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "set-" + cluster, Namespace: t.ns},
+		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "set-" + cluster},
+	})
+	h.t.Cleanup(t.removeApplications)
+	return &t
+}
+
+// project creates an AppProject in the Argo CD namespace whose sourceNamespaces are given.
+func (h *harness) project(name string, sourceNamespaces ...any) {
+	h.t.Helper()
+	p := argocd.NewAppProject()
+	p.SetName(name)
+	p.SetNamespace(h.ns)
+	p.Object["spec"] = map[string]any{"sourceRepos": []any{"*"}, "sourceNamespaces": sourceNamespaces,
+		"destinations": []any{map[string]any{"server": "*", "namespace": "*"}}}
+	h.create(p)
+}
+
+func onProject(name string) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) { u.Object["spec"].(map[string]any)["project"] = name }
+}
+
+func landingIn(ns string) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		a := u.GetAnnotations()
+		a[api.AppNamespaceAnnotation] = ns
+		u.SetAnnotations(a)
+	}
+}
+
+func allNamespaces(o *Options, _ string) { o.PullNamespaces = []string{"*"} }
+
+// Row 1: a tenant names the managed Argo CD's namespace and the platform's AppProject. Refused
+// twice over, nothing written; its own namespace with a project that lists it is delivered, the
+// project going where the managed Argo CD reads it.
+func TestATenantLandsOnlyInItsOwnNamespace(t *testing.T) {
+	h := start(t, allNamespaces)
+	cluster := h.cluster()
+	team := h.tenant(cluster)
+	h.project("platform")
+	h.project("team", team.ns)
+
+	team.app("escape", cluster, onProject("platform"), landingIn(h.ns))
+	h.g.Eventually(func() string { return team.condition("escape") }, timeout, interval).
+		Should(HavePrefix(propagation.ReasonAppNamespace + ": an Application of namespace " + team.ns + " lands in " + team.ns + " on the managed cluster, not in " + h.ns))
+	team.noWorkFor("escape")
+
+	team.app("borrow", cluster, onProject("platform"))
+	h.g.Eventually(func() string { return team.condition("borrow") }, timeout, interval).
+		Should(HavePrefix(propagation.ReasonProjectNotPermitted + ": AppProject platform does not permit Applications of namespace " + team.ns))
+	team.noWorkFor("borrow")
+
+	team.app("default", cluster)
+	h.g.Eventually(func() string { return team.condition("default") }, timeout, interval).Should(HavePrefix(propagation.ReasonProjectNotFound))
+	team.noWorkFor("default")
+
+	team.app("own", cluster, onProject("team"))
+	w := team.work("own", cluster)
+	h.g.Expect(payload(t, w, 0).GetNamespace()).To(Equal(team.ns), "the Application lands in the tenant's namespace")
+	h.g.Expect(payload(t, w, 1).GetKind()).To(Equal("AppProject"))
+	h.g.Expect(payload(t, w, 1).GetNamespace()).To(Equal(h.ns), "its project where the managed Argo CD reads projects")
+	h.g.Expect(team.condition("own")).To(BeEmpty())
+
+	// The platform's own Applications may name any managed namespace, as the documents' YAML does.
+	h.app("platform", cluster, landingIn("kube-system"))
+	h.g.Expect(payload(t, h.work("platform", cluster), 0).GetNamespace()).To(Equal("kube-system"))
+}
+
+// A namespace the operator grants to a tenant (--grant-managed-namespaces) is one it may land in.
+func TestGrantedManagedNamespaces(t *testing.T) {
+	var team *harness
+	h := start(t, allNamespaces, func(o *Options, _ string) {
+		o.ManagedNamespaceGrants = tenancy.Grants{}
+	})
+	cluster := h.cluster()
+	team = h.tenant(cluster)
+	h.project("team", team.ns)
+	team.app("prod", cluster, onProject("team"), landingIn("prod"))
+	h.g.Eventually(func() string { return team.condition("prod") }, timeout, interval).
+		Should(ContainSubstring("--grant-managed-namespaces " + team.ns + "=prod"))
+
+	h.stop()
+	granted := start(t, allNamespaces, func(o *Options, _ string) {
+		o.ArgoCDNamespace = h.ns
+		o.ManagedNamespaceGrants = tenancy.Grants{team.ns: {"prod"}}
+	})
+	granted.g.Eventually(func() string { return team.condition("prod") }, timeout, interval).Should(BeEmpty())
+	h.g.Expect(payload(t, team.work("prod", cluster), 0).GetNamespace()).To(Equal("prod"))
+}
+
+// Row 2: a second hub Application whose payload lands on the same cluster, namespace and name is
+// refused with a condition naming the first; the first's work is never touched.
+func TestOneHubApplicationPerManagedApplication(t *testing.T) {
+	h := start(t, allNamespaces)
+	cluster := h.cluster()
+	team := h.tenant(cluster)
+	h.project("team", team.ns)
+
+	// The platform delivers "web" into the tenant's namespace; the tenant then names one "web" too.
+	h.app("web", cluster, landingIn(team.ns))
+	first := h.work("web", cluster)
+	team.app("web", cluster, onProject("team"))
+	h.g.Eventually(func() string { return team.condition("web") }, timeout, interval).
+		Should(Equal(propagation.ReasonAlreadyDelivered + ": Application " + h.ns + "/web already delivers the Application " + team.ns + "/web to cluster " + cluster + "; one hub Application per managed-cluster Application"))
+	team.noWorkFor("web")
+	h.g.Consistently(func() string {
+		return h.work("web", cluster).ResourceVersion
+	}, 2*time.Second, 200*time.Millisecond).Should(Equal(first.ResourceVersion), "the first Application's work is left alone")
+
+	// Once the first goes, the second delivers.
+	h.g.Expect(h.c.Delete(context.Background(), h.getApp("web"))).To(Succeed())
+	h.g.Eventually(func() string { return team.condition("web") }, timeout, interval).Should(BeEmpty())
+	team.work("web", cluster)
+}
+
+// Row 6: a tenant names its Application so that its work name is another Application's (found by
+// brute force against the short hash of earlier releases; here the victim's work simply has that
+// name). The controller never writes or deletes a work whose back-link names another Application.
+func TestAWorkOfAnotherApplicationIsNeverTaken(t *testing.T) {
+	h := start(t, allNamespaces)
+	cluster := h.cluster()
+	victims := h.tenant(cluster)
+	h.project("victims", victims.ns)
+	payroll := victims.newApp("payroll", cluster)
+	onProject("victims")(payroll)
+	work, err := propagation.DesiredWork(payroll, nil, propagation.Target{Cluster: cluster, AppNamespace: victims.ns}, propagation.Deliveries{})
+	h.g.Expect(err).NotTo(HaveOccurred())
+	work.Name = propagation.WorkName(h.ns, "attacker")
+	h.create(work)
+	h.create(payroll)
+	h.g.Eventually(func() string { return victims.condition("payroll") }, timeout, interval).Should(BeEmpty())
+	h.g.Expect(victims.worksOf("payroll")).To(HaveLen(1))
+
+	h.app("attacker", cluster)
+	h.g.Eventually(func() string { return h.condition("attacker") }, timeout, interval).
+		Should(HavePrefix(propagation.ReasonWorkNameTaken + ": the ManifestWork name " + cluster + "/" + work.Name + " belongs to Application " + victims.ns + "/payroll"))
+	h.g.Expect(h.c.Delete(context.Background(), h.getApp("attacker"))).To(Succeed())
+	h.g.Consistently(func() []workv1.ManifestWork { return victims.worksOf("payroll") }, 2*time.Second, 200*time.Millisecond).
+		Should(ConsistOf(HaveField("UID", work.UID)), "deleting the attacker's Application leaves the victim's work")
+	h.g.Expect(payload(t, &victims.worksOf("payroll")[0], 0).GetName()).To(Equal("payroll"), "never written by the attacker")
+}
+
+// Works named by an earlier release (8 hex digits of hash) are kept and updated in place: nothing
+// on the cluster is redeployed by the longer names.
+func TestWorksOfAnEarlierReleaseKeepTheirName(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	app := h.newApp("web", cluster)
+	target := propagation.Target{Cluster: cluster, AppNamespace: h.ns}
+	old, err := propagation.DesiredWork(app, nil, target, propagation.Deliveries{})
+	h.g.Expect(err).NotTo(HaveOccurred())
+	old.Name = "web-0123abcd"
+	old.Annotations[api.SpecHashAnnotation] = "from-an-earlier-release"
+	h.create(old)
+	h.create(app)
+	h.g.Eventually(func() string {
+		w := &workv1.ManifestWork{}
+		h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: old.Name}, w)).To(Succeed())
+		return w.Annotations[api.SpecHashAnnotation]
+	}, timeout, interval).ShouldNot(Equal("from-an-earlier-release"), "the old work is brought up to date")
+	h.g.Consistently(func() int { return len(h.worksOf("web")) }, 2*time.Second, 200*time.Millisecond).Should(Equal(1), "and no second work is made")
+	w := h.worksOf("web")[0]
+	h.g.Expect(w.UID).To(Equal(old.UID), "the same work: not recreated")
+}
+
+// Row 4: once the binding is gone, nothing the tenant changes reaches the cluster: the work is
+// frozen (automated sync off, no request) and stays frozen across hub edits; restoring the binding
+// delivers the current Application again. Nothing is deleted.
+func TestRevokingABindingFreezesTheWork(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	h.app("web", cluster, func(u *unstructured.Unstructured) {
+		u.Object["spec"].(map[string]any)["syncPolicy"] = map[string]any{"automated": map[string]any{"prune": true}}
+	})
+	delivered := h.work("web", cluster)
+
+	binding := &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "set-" + cluster, Namespace: h.ns}}
+	h.g.Expect(h.c.Delete(context.Background(), binding)).To(Succeed())
+	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).
+		Should(And(HavePrefix(propagation.ReasonClusterNotBound), ContainSubstring("frozen: the managed cluster keeps what it runs, with automated sync off")))
+	frozen := h.work("web", cluster)
+	h.g.Expect(frozen.UID).To(Equal(delivered.UID), "nothing deleted")
+	h.g.Expect(frozen.Annotations).To(HaveKeyWithValue(api.FrozenAnnotation, propagation.ReasonClusterNotBound))
+	p := payload(t, frozen, 0)
+	_, automated, _ := unstructured.NestedMap(p.Object, "spec", "syncPolicy", "automated")
+	h.g.Expect(automated).To(BeFalse(), "no new Git commit is synced")
+	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(ReasonFrozen)))
+
+	// The tenant edits its Application (a new revision, a sync request): nothing reaches the work.
+	h.updateApp("web", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "evil", "spec", "source", "targetRevision")
+		u.Object["operation"] = map[string]any{"sync": map[string]any{}}
+	})
+	h.g.Consistently(func() string {
+		return h.work("web", cluster).ResourceVersion
+	}, 2*time.Second, 200*time.Millisecond).Should(Equal(h.work("web", cluster).ResourceVersion))
+	rev, _, _ := unstructured.NestedString(payload(t, h.work("web", cluster), 0).Object, "spec", "source", "targetRevision")
+	h.g.Expect(rev).To(Equal("main"))
+
+	// Restored: delivered again, as the hub Application now is.
+	h.create(&clusterv1beta2.ManagedClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "set-" + cluster, Namespace: h.ns},
+		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "set-" + cluster},
+	})
+	h.g.Eventually(func() string {
+		rev, _, _ := unstructured.NestedString(payload(t, h.work("web", cluster), 0).Object, "spec", "source", "targetRevision")
+		return rev
+	}, timeout, interval).Should(Equal("evil"))
+	restored := h.work("web", cluster)
+	h.g.Expect(restored.Annotations).NotTo(HaveKey(api.FrozenAnnotation))
+	_, automated, _ = unstructured.NestedMap(payload(t, restored, 0).Object, "spec", "syncPolicy", "automated")
+	h.g.Expect(automated).To(BeTrue())
+}
+
+// Row 4, the operator's side: a namespace removed from --pull-namespaces (a typo) freezes its
+// works, visibly; putting it back delivers again. Nothing is removed meanwhile.
+func TestRemovingAnAllowedNamespaceFreezesItsWorks(t *testing.T) {
+	h := start(t, allNamespaces)
+	cluster := h.cluster()
+	team := h.tenant(cluster)
+	h.project("team", team.ns)
+	team.app("web", cluster, onProject("team"))
+	delivered := team.work("web", cluster)
+
+	h.stop()
+	typo := start(t, func(o *Options, _ string) { o.ArgoCDNamespace, o.PullNamespaces = h.ns, []string{"tem-a"} })
+	typo.g.Eventually(func() string { return team.condition("web") }, timeout, interval).
+		Should(And(HavePrefix(propagation.ReasonNamespaceNotAllowed), ContainSubstring("frozen")))
+	h.g.Expect(team.work("web", cluster).UID).To(Equal(delivered.UID))
+
+	typo.stop()
+	start(t, allNamespaces, func(o *Options, _ string) { o.ArgoCDNamespace = h.ns })
+	h.g.Eventually(func() string { return team.condition("web") }, timeout, interval).Should(BeEmpty())
+	h.g.Expect(team.work("web", cluster).Annotations).NotTo(HaveKey(api.FrozenAnnotation))
+}
