@@ -123,15 +123,7 @@ func (r *AppStatusReconciler) workOf(ctx context.Context, app *unstructured.Unst
 	if err != nil || !pull || !app.GetDeletionTimestamp().IsZero() {
 		return nil, nil
 	}
-	work := &workv1.ManifestWork{}
-	key := types.NamespacedName{Namespace: target.Cluster, Name: propagation.WorkName(app.GetNamespace(), app.GetName())}
-	if err := r.Get(ctx, key, work); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading ManifestWork %s: %w", key, err)
-	}
-	return work, nil
+	return workOn(ctx, r.Client, target.Cluster, client.ObjectKeyFromObject(app))
 }
 
 // siblings are the other pull-model Applications of a RollingSync ApplicationSet with the same

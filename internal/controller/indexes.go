@@ -81,6 +81,40 @@ func hubApplicationOf(work client.Object) (types.NamespacedName, bool) {
 	return key, key.Namespace != "" && key.Name != ""
 }
 
+// workOn returns the hub Application key's ManifestWork on cluster, found by its back-link
+// whatever its name (works of earlier releases have shorter names), nil when there is none. A
+// work never counts as another Application's, even one named as its would be.
+func workOn(ctx context.Context, c client.Reader, cluster string, key types.NamespacedName, opts ...client.ListOption) (*workv1.ManifestWork, error) {
+	works := &workv1.ManifestWorkList{}
+	opts = append(opts, client.InNamespace(cluster), client.MatchingFields{workHubAppIndex: key.String()})
+	if err := c.List(ctx, works, opts...); err != nil {
+		return nil, fmt.Errorf("listing ManifestWorks of Application %s on %s: %w", key, cluster, err)
+	}
+	return oldest(works.Items, func(*workv1.ManifestWork) bool { return true }), nil
+}
+
+// oldest is the oldest of the works that match (by creation, then name) and are not being
+// deleted, nil when none is.
+func oldest(works []workv1.ManifestWork, match func(*workv1.ManifestWork) bool) *workv1.ManifestWork {
+	var out *workv1.ManifestWork
+	for i := range works {
+		w := &works[i]
+		if !match(w) || !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if out == nil || olderThan(w, out) {
+			out = w
+		}
+	}
+	return out
+}
+
+// olderThan orders works by creation, then name.
+func olderThan(a, b *workv1.ManifestWork) bool {
+	return a.CreationTimestamp.Before(&b.CreationTimestamp) ||
+		a.CreationTimestamp.Equal(&b.CreationTimestamp) && a.Name < b.Name
+}
+
 // requestForHubApplication maps a ManifestWork to its hub Application.
 func requestForHubApplication(_ context.Context, work client.Object) []reconcile.Request {
 	if key, ok := hubApplicationOf(work); ok {

@@ -175,11 +175,9 @@ func (r *PropagationReconciler) gather(ctx context.Context, app *unstructured.Un
 		return f, err
 	}
 	key := client.ObjectKeyFromObject(app)
-	works, err := r.worksOf(ctx, key)
-	if err != nil {
+	if f.Existing, err = workOn(ctx, r.Client, target.Cluster, key); err != nil {
 		return f, err
 	}
-	f.Existing = oldest(works, func(w *workv1.ManifestWork) bool { return w.Namespace == target.Cluster })
 	if f.Existing == nil {
 		if f.NameTakenBy, err = r.nameTakenBy(ctx, target.Cluster, key); err != nil {
 			return f, err
@@ -226,27 +224,6 @@ func (r *PropagationReconciler) project(ctx context.Context, app *unstructured.U
 		return nil, fmt.Errorf("reading AppProject %s: %w", name, err)
 	}
 	return project, nil
-}
-
-// oldest is the oldest of the works that match (by creation, then name), nil when none does.
-func oldest(works []workv1.ManifestWork, match func(*workv1.ManifestWork) bool) *workv1.ManifestWork {
-	var out *workv1.ManifestWork
-	for i := range works {
-		w := &works[i]
-		if !match(w) || !w.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if out == nil || olderThan(w, out) {
-			out = w
-		}
-	}
-	return out
-}
-
-// olderThan orders works by creation, then name.
-func olderThan(a, b *workv1.ManifestWork) bool {
-	return a.CreationTimestamp.Before(&b.CreationTimestamp) ||
-		a.CreationTimestamp.Equal(&b.CreationTimestamp) && a.Name < b.Name
 }
 
 // nameTakenBy is the hub Application whose work holds the name the Application's new work on

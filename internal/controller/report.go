@@ -33,7 +33,6 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/report"
-	"github.com/argocd-pull/argocd-pull/internal/search"
 )
 
 // ReportReconciler keeps one MulticlusterApplicationSetReport per ApplicationSet that has
@@ -202,9 +201,12 @@ func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedN
 		if err := r.fill(ctx, &m); err != nil {
 			return nil, err
 		}
-		if r.Search != nil {
-			if res, ok := r.Search.poller.Get(search.AppKey{Cluster: target.Cluster, Namespace: target.AppNamespace, Name: app.GetName()}); ok {
-				m.Searched, m.SearchResources, m.SearchConditions = true, res.Resources, res.Conditions
+		if r.Search != nil && m.Work != nil {
+			// Only about what this Application's own work delivers (see reportSearch.tracked).
+			if key, ok := searchKeyOf(m.Work); ok {
+				if res, ok := r.Search.poller.Get(key); ok {
+					m.Searched, m.SearchResources, m.SearchConditions = true, res.Resources, res.Conditions
+				}
 			}
 		}
 		members = append(members, m)
@@ -214,15 +216,15 @@ func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedN
 
 // fill reads the member's ManifestWork and ManagedCluster from the cache.
 func (r *ReportReconciler) fill(ctx context.Context, m *report.Member) error {
-	work := &workv1.ManifestWork{}
-	switch err := r.Get(ctx, types.NamespacedName{Namespace: m.Cluster, Name: m.WorkName}, work, client.UnsafeDisableDeepCopy); {
-	case err == nil:
-		m.Work = work
+	work, err := workOn(ctx, r.Client, m.Cluster, types.NamespacedName{Namespace: m.AppNamespace, Name: m.AppName}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return err
+	}
+	if work != nil {
+		m.Work, m.WorkName = work, work.Name
 		if t, err := time.Parse(time.RFC3339, work.Annotations[api.WrittenAtAnnotation]); err == nil {
 			m.WorkWrittenAt = t
 		}
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading ManifestWork %s/%s: %w", m.Cluster, m.WorkName, err)
 	}
 	cluster := &clusterv1.ManagedCluster{}
 	switch err := r.Get(ctx, types.NamespacedName{Name: m.Cluster}, cluster, client.UnsafeDisableDeepCopy); {

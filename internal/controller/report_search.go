@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/search"
@@ -35,23 +39,37 @@ func newReportSearch(reader client.Reader, opts Options) (*reportSearch, error) 
 	return s, nil
 }
 
-// tracked lists the managed-cluster Applications of every pull-model ApplicationSet.
+// tracked lists the managed-cluster Applications argocd-pull delivers for ApplicationSets: read
+// from the works it wrote (so only Applications that passed the propagation ladder: an allowed
+// namespace, a bound cluster, the namespace the hub computed), each with the ApplicationSet of
+// the work's hub Application. Nothing a tenant writes elsewhere makes the controller ask Search.
 func (s *reportSearch) tracked(ctx context.Context) (map[search.AppKey]types.NamespacedName, error) {
-	apps := argocd.NewApplicationList()
-	if err := s.reader.List(ctx, apps); err != nil {
-		return nil, fmt.Errorf("listing Applications for Search: %w", err)
+	works := &workv1.ManifestWorkList{}
+	if err := s.reader.List(ctx, works, client.HasLabels{api.ApplicationSetLabel}); err != nil {
+		return nil, fmt.Errorf("listing ManifestWorks for Search: %w", err)
 	}
 	out := map[search.AppKey]types.NamespacedName{}
-	for i := range apps.Items {
-		app := &apps.Items[i]
-		appSet, owned := argocd.OwningApplicationSet(app)
-		target, pull, err := propagation.Decide(app)
-		if !owned || !pull || err != nil {
+	for i := range works.Items {
+		w := &works.Items[i]
+		hubApp, linked := hubApplicationOf(w)
+		appSetNamespace, appSet, owned := strings.Cut(w.Annotations[api.HostingApplicationSetAnnotation], "/")
+		key, ok := searchKeyOf(w)
+		if !linked || !owned || !ok || appSetNamespace != hubApp.Namespace {
 			continue
 		}
-		out[search.AppKey{Cluster: target.Cluster, Namespace: target.AppNamespace, Name: app.GetName()}] = types.NamespacedName{Namespace: app.GetNamespace(), Name: appSet}
+		out[key] = types.NamespacedName{Namespace: appSetNamespace, Name: appSet}
 	}
 	return out, nil
+}
+
+// searchKeyOf is what Search is asked about a work: the Application it carries.
+func searchKeyOf(w *workv1.ManifestWork) (search.AppKey, bool) {
+	managed, ok := propagation.ManagedApplication(w)
+	if !ok {
+		return search.AppKey{}, false
+	}
+	parts := strings.SplitN(managed, "/", 3)
+	return search.AppKey{Cluster: parts[0], Namespace: parts[1], Name: parts[2]}, true
 }
 
 // changed requeues the reports whose Search answers changed.
