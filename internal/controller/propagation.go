@@ -162,7 +162,7 @@ func (r *PropagationReconciler) gather(ctx context.Context, app *unstructured.Un
 		return f, fmt.Errorf("reading ManagedCluster %s: %w", target.Cluster, err)
 	}
 	var err error
-	if f.Bindings, err = r.bindingsOf(ctx, app.GetNamespace()); err != nil {
+	if f.Bindings, err = tenancy.ReadBindings(ctx, r.Client, app.GetNamespace()); err != nil {
 		return f, err
 	}
 	switch err := r.Get(ctx, types.NamespacedName{Name: target.Cluster}, &corev1.Namespace{}); {
@@ -192,25 +192,6 @@ func (r *PropagationReconciler) gather(ctx context.Context, app *unstructured.Un
 		f.Carried.Operation = propagation.PayloadOperation(f.Existing)
 	}
 	return f, nil
-}
-
-func (r *PropagationReconciler) bindingsOf(ctx context.Context, namespace string) (tenancy.Bindings, error) {
-	var b tenancy.Bindings
-	bindings := &clusterv1beta2.ManagedClusterSetBindingList{}
-	if err := r.List(ctx, bindings, client.InNamespace(namespace)); err != nil {
-		return b, fmt.Errorf("listing ManagedClusterSetBindings in %s: %w", namespace, err)
-	}
-	for _, binding := range bindings.Items {
-		set := clusterv1beta2.ManagedClusterSet{}
-		if err := r.Get(ctx, types.NamespacedName{Name: binding.Spec.ClusterSet}, &set); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return b, fmt.Errorf("reading ManagedClusterSet %s: %w", binding.Spec.ClusterSet, err)
-		}
-		b.Sets = append(b.Sets, set)
-	}
-	return b, nil
 }
 
 // project returns the Application's hub AppProject, nil when it does not exist.

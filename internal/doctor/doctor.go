@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 // Status is the verdict of one check.
@@ -131,6 +132,10 @@ type Options struct {
 	// ArgoCDNamespace is the hub's Argo CD namespace, where the ApplicationSets, the cluster
 	// secrets and the placement generator ConfigMap live.
 	ArgoCDNamespace string
+	// PullNamespaces and ManagedNamespaceGrants are the controller's flags of the same names:
+	// the pull-model Applications' rules are checked as a controller with them would apply them.
+	PullNamespaces         []string
+	ManagedNamespaceGrants tenancy.Grants
 	// ApplicationSet limits the ApplicationSet checks to one ApplicationSet (default: every
 	// ApplicationSet whose template carries a pull-model marker).
 	ApplicationSet string

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -462,7 +463,7 @@ func TestDoctorCommand(t *testing.T) {
 	out, err := execute()
 	s.g.Expect(err).NotTo(HaveOccurred(), out)
 	s.g.Expect(out).To(ContainSubstring("[ok]   Pull-model ApplicationSet template (" + s.ns + "/guestbook-allclusters-app-set)"))
-	s.g.Expect(out).To(HaveSuffix("\n13 checks: 13 passed, 0 warnings, 0 failed, 0 skipped\n"))
+	s.g.Expect(out).To(HaveSuffix("\n14 checks: 14 passed, 0 warnings, 0 failed, 0 skipped\n"))
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: gitops.SecretName(s.cluster), Namespace: s.ns}}
 	s.g.Expect(s.hub.Client.Delete(s.ctx, secret)).To(Succeed())
@@ -474,7 +475,7 @@ func TestDoctorCommand(t *testing.T) {
 	s.g.Expect(err).To(MatchError("1 check failed"))
 	var report doctor.Report
 	s.g.Expect(json.Unmarshal([]byte(out), &report)).To(Succeed(), out)
-	s.g.Expect(report.Summary).To(Equal(doctor.Summary{Pass: 12, Fail: 1}))
+	s.g.Expect(report.Summary).To(Equal(doctor.Summary{Pass: 13, Fail: 1}))
 	s.g.Expect(report.Checks).To(ContainElement(And(
 		HaveField("ID", "cluster-secrets"), HaveField("Status", doctor.StatusFail), HaveField("Fix", ContainSubstring("GitOpsCluster")))))
 
@@ -495,4 +496,54 @@ func TestDoctorHelpListsTheChecks(t *testing.T) {
 		"managed-work-agent-rbac", "managed-app-namespace", "--managed-kubeconfig", "--applicationset", "-o, --output", "Examples:"} {
 		g.Expect(out.String()).To(ContainSubstring(s))
 	}
+}
+
+// Before an upgrade, the doctor lists the Applications the new controller's rules refuse, with
+// the fix (issue 22, rule 11): here a tenant's Application whose AppProject does not list its
+// namespace, and one landing outside it.
+func TestApplicationsTheRulesRefuse(t *testing.T) {
+	s := newScenario(t)
+	team := s.hub.Namespace(t)
+	project := argocd.NewAppProject()
+	project.SetName("platform")
+	project.SetNamespace(s.ns)
+	project.Object["spec"] = map[string]any{"sourceRepos": []any{"*"}}
+	s.create(s.hub.Client, project)
+	s.registered()
+	s.create(s.hub.Client, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: s.ns}},
+		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: s.ns, Namespace: team}, Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: s.ns}})
+	mc := &clusterv1.ManagedCluster{}
+	s.g.Expect(s.hub.Client.Get(s.ctx, client.ObjectKey{Name: s.cluster}, mc)).To(Succeed())
+	mc.Labels = map[string]string{clusterv1beta2.ClusterSetLabel: s.ns}
+	s.g.Expect(s.hub.Client.Update(s.ctx, mc)).To(Succeed())
+	app := func(name string, annotations map[string]string) *unstructured.Unstructured {
+		a := argocd.NewApplication()
+		a.SetName(name)
+		a.SetNamespace(team)
+		a.SetLabels(map[string]string{api.PullLabel: "true"})
+		annotations[api.ClusterAnnotation] = s.cluster
+		a.SetAnnotations(annotations)
+		a.Object["spec"] = map[string]any{"project": "platform", "destination": map[string]any{"server": argocd.LocalServer, "namespace": "web"},
+			"source": map[string]any{"repoURL": "https://git.example/web", "path": "web"}}
+		return a
+	}
+	s.create(s.hub.Client, app("borrows", map[string]string{}), app("escapes", map[string]string{api.AppNamespaceAnnotation: s.ns}))
+
+	opts := s.options()
+	opts.PullNamespaces = []string{s.ns, team}
+	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+	defer cancel()
+	r := s.result(doctor.Run(ctx, opts), "pull-application-rules")
+	s.g.Expect(r.Status).To(Equal(doctor.StatusFail))
+	s.g.Expect(r.Message).To(ContainSubstring("2 of 2 are refused"))
+	s.g.Expect(r.Fix).To(ContainSubstring(team + "/borrows: AppProjectNotPermitted: AppProject platform does not permit Applications of namespace " + team))
+	s.g.Expect(r.Fix).To(ContainSubstring(team + "/escapes: ManagedNamespaceNotAllowed: "))
+	s.g.Expect(r.Fix).To(ContainSubstring("--grant-managed-namespaces " + team + "=" + s.ns))
+
+	project.Object["spec"].(map[string]any)["sourceNamespaces"] = []any{team}
+	s.g.Expect(s.hub.Client.Update(s.ctx, project)).To(Succeed())
+	opts.ManagedNamespaceGrants = map[string][]string{team: {s.ns}}
+	r = s.result(doctor.Run(ctx, opts), "pull-application-rules")
+	s.g.Expect(r.Status).To(Equal(doctor.StatusPass), r.Fix)
+	s.g.Expect(r.Message).To(Equal("all 2 are delivered"))
 }

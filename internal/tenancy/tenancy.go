@@ -8,18 +8,41 @@
 package tenancy
 
 import (
+	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Bindings is what namespace N has: its ManagedClusterSetBindings, with their sets.
 type Bindings struct {
 	// Sets are the ManagedClusterSets bound to the namespace (bindings whose set exists).
 	Sets []clusterv1beta2.ManagedClusterSet
+}
+
+// ReadBindings reads what namespace has: its ManagedClusterSetBindings, with the sets that exist.
+func ReadBindings(ctx context.Context, c client.Reader, namespace string) (Bindings, error) {
+	var b Bindings
+	bindings := &clusterv1beta2.ManagedClusterSetBindingList{}
+	if err := c.List(ctx, bindings, client.InNamespace(namespace)); err != nil {
+		return b, fmt.Errorf("listing ManagedClusterSetBindings in %s: %w", namespace, err)
+	}
+	for _, binding := range bindings.Items {
+		set := clusterv1beta2.ManagedClusterSet{}
+		if err := c.Get(ctx, client.ObjectKey{Name: binding.Spec.ClusterSet}, &set); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return b, fmt.Errorf("reading ManagedClusterSet %s: %w", binding.Spec.ClusterSet, err)
+		}
+		b.Sets = append(b.Sets, set)
+	}
+	return b, nil
 }
 
 // LocalClusterName and LocalClusterLabel name the hub's own ManagedCluster: OCM registers the hub
