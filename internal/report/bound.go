@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
@@ -50,7 +51,7 @@ func shortenMessages(out *v1alpha1.AppConditions) string {
 			c.Conditions = c.Conditions[:2]
 		}
 		for j := range c.Conditions {
-			c.Conditions[j].Message = Truncate(c.Conditions[j].Message, 128)
+			c.Conditions[j].Message = appstatus.Truncate(c.Conditions[j].Message, 128)
 		}
 	}
 	return "condition messages cut to 128 characters and 2 per cluster to bound the report's size"

@@ -273,26 +273,11 @@ func capConditions(conditions []v1alpha1.Condition, opts Options) []v1alpha1.Con
 			out = append(out, v1alpha1.Condition{Type: "More", Message: fmt.Sprintf("%d more conditions not shown", len(conditions)-i)})
 			break
 		}
-		c.Message = Truncate(c.Message, opts.MessageLimit)
+		c.Message = appstatus.Truncate(c.Message, opts.MessageLimit)
 		out = append(out, c)
 	}
 	return out
 }
-
-// Truncate cuts s to at most limit bytes, ending in "..." when cut, without splitting a UTF-8
-// character.
-func Truncate(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit - 3
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // Summarize counts clusters with the documents' rules: Healthy -> healthy; Progressing ->
 // inProgress and notHealthy; anything else -> notHealthy; Synced -> synced; else notSynced.
