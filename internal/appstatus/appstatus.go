@@ -9,7 +9,6 @@ package appstatus
 
 import (
 	"encoding/json"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,7 +38,8 @@ type Observed struct {
 	ReconciledAt                          string
 	Operation                             map[string]any
 	ComparedTo                            *Source
-	RawResources, RawConditions           string
+	// RawResources and RawConditions are lists (JSON) only the report reads, with its own caps.
+	RawResources, RawConditions string
 	// Delivery is what it reported about the sync and refresh requests the hub sent, and
 	// Carried what the work carries (see propagation.PlanDeliveries).
 	Delivery propagation.Reported
@@ -50,9 +50,13 @@ type Observed struct {
 	// Behind is true when another cluster of its RollingSync ApplicationSet has seen a revision
 	// of the same source that this cluster has not compared against (see Behind).
 	Behind bool
+	// Trimmed says, one phrase per value, what Observe cut to its cap or ignored (see caps.go).
+	Trimmed []string
 }
 
-// Observe reads the Application's feedback from its ManifestWork.
+// Observe reads the Application's feedback from its ManifestWork. Values copied to the hub are cut
+// to their caps (see caps.go); values only compared with what the hub holds (comparedTo, the
+// delivery of requests) are read as reported: cutting them could only make a comparison wrong.
 func Observe(work *workv1.ManifestWork) Observed {
 	obs := Observed{
 		Applied: AppliedAtGeneration(work),
@@ -61,62 +65,39 @@ func Observe(work *workv1.ManifestWork) Observed {
 	}
 	values := feedbackValues(work)
 	obs.Reported = len(values) > 0
-	str := func(name string) string {
-		v, ok := values[name]
-		if !ok {
-			return ""
-		}
-		switch {
-		case v.String != nil:
-			return *v.String
-		case v.JsonRaw != nil:
-			return *v.JsonRaw
-		}
-		return ""
-	}
-	obs.Health = str(propagation.FeedbackHealth)
-	obs.Sync = str(propagation.FeedbackSync)
-	obs.Revision = str(propagation.FeedbackRevision)
-	if obs.Revision == "" {
-		// Multi-source Applications report one revision per source.
-		var revisions []string
-		if json.Unmarshal([]byte(str(propagation.FeedbackRevisions)), &revisions) == nil {
-			obs.Revision = strings.Join(revisions, ",")
-		}
-	}
-	obs.Phase = str(propagation.FeedbackPhase)
-	obs.StartedAt = str(propagation.FeedbackStartedAt)
-	obs.FinishedAt = str(propagation.FeedbackFinishedAt)
-	obs.Message = str(propagation.FeedbackMessage)
-	obs.ReconciledAt = str(propagation.FeedbackReconciledAt)
-	obs.RawResources = str(propagation.FeedbackResources)
-	obs.RawConditions = str(propagation.FeedbackConditions)
+	r := &feedbackReader{values: values}
+	obs.Health = r.capped(propagation.FeedbackHealth, MaxWordLength)
+	obs.Sync = r.capped(propagation.FeedbackSync, MaxWordLength)
+	obs.Revision = r.revision(propagation.FeedbackRevision, propagation.FeedbackRevisions)
+	obs.Phase = r.capped(propagation.FeedbackPhase, MaxWordLength)
+	obs.StartedAt = r.capped(propagation.FeedbackStartedAt, MaxTimeLength)
+	obs.FinishedAt = r.capped(propagation.FeedbackFinishedAt, MaxTimeLength)
+	obs.Message = r.capped(propagation.FeedbackMessage, MaxMessageLength)
+	obs.ReconciledAt = r.raw(propagation.FeedbackReconciledAt)
+	obs.RawResources = r.raw(propagation.FeedbackResources)
+	obs.RawConditions = r.raw(propagation.FeedbackConditions)
 	obs.Delivery = propagation.Reported{
-		SyncDelivered:    str(propagation.FeedbackSyncDelivered),
-		SyncHeld:         str(propagation.FeedbackSyncHeld),
-		SyncStarted:      str(propagation.FeedbackSyncStarted),
+		SyncDelivered:    r.raw(propagation.FeedbackSyncDelivered),
+		SyncHeld:         r.raw(propagation.FeedbackSyncHeld),
+		SyncStarted:      r.capped(propagation.FeedbackSyncStarted, MaxWordLength), // copied into the operation
 		Phase:            obs.Phase,
-		RefreshDelivered: str(propagation.FeedbackRefreshDelivered),
-		RefreshPending:   str(propagation.FeedbackRefreshPending) != "",
+		RefreshDelivered: r.raw(propagation.FeedbackRefreshDelivered),
+		RefreshPending:   r.raw(propagation.FeedbackRefreshPending) != "",
 		FinishedAt:       obs.FinishedAt,
 		ReconciledAt:     obs.ReconciledAt,
 		SyncStatus:       obs.Sync,
 	}
-	if raw := str(propagation.FeedbackOperation); raw != "" {
-		var op map[string]any
-		if json.Unmarshal([]byte(raw), &op) == nil {
-			obs.Operation = op
-		}
-	}
+	obs.Operation = r.operation(propagation.FeedbackOperation)
 	compared := Source{
-		RepoURL:        str(propagation.FeedbackComparedRepoURL),
-		TargetRevision: str(propagation.FeedbackComparedRevision),
-		Path:           str(propagation.FeedbackComparedPath),
-		Chart:          str(propagation.FeedbackComparedChart),
+		RepoURL:        r.raw(propagation.FeedbackComparedRepoURL),
+		TargetRevision: r.raw(propagation.FeedbackComparedRevision),
+		Path:           r.raw(propagation.FeedbackComparedPath),
+		Chart:          r.raw(propagation.FeedbackComparedChart),
 	}
 	if compared != (Source{}) {
 		obs.ComparedTo = &compared
 	}
+	obs.Trimmed = r.trimmed
 	return obs
 }
 
@@ -126,15 +107,21 @@ func AppliedAtGeneration(work *workv1.ManifestWork) bool {
 	return c != nil && c.Status == "True" && c.ObservedGeneration == work.Generation
 }
 
-// feedbackValues returns the feedback values of the Application manifest in the work.
-func feedbackValues(work *workv1.ManifestWork) map[string]workv1.FieldValue {
+// feedbackValues returns the feedback values of the Application manifest in the work, whether
+// the agent wrote them as String or JsonRaw.
+func feedbackValues(work *workv1.ManifestWork) map[string]string {
 	for _, m := range work.Status.ResourceStatus.Manifests {
 		if m.ResourceMeta.Group != argocd.Group || m.ResourceMeta.Kind != argocd.ApplicationGVK.Kind {
 			continue
 		}
-		values := make(map[string]workv1.FieldValue, len(m.StatusFeedbacks.Values))
+		values := make(map[string]string, len(m.StatusFeedbacks.Values))
 		for _, v := range m.StatusFeedbacks.Values {
-			values[v.Name] = v.Value
+			switch {
+			case v.Value.String != nil:
+				values[v.Name] = *v.Value.String
+			case v.Value.JsonRaw != nil:
+				values[v.Name] = *v.Value.JsonRaw
+			}
 		}
 		return values
 	}
@@ -157,6 +144,8 @@ type Status struct {
 	Health, Sync, Revision string
 	// Operation is nil when the managed cluster reported no operation.
 	Operation *OperationState
+	// Warnings say what of the managed cluster's feedback was cut or ignored (Observed.Trimmed).
+	Warnings []string
 }
 
 // OperationState is the last sync operation on the managed cluster.
@@ -167,7 +156,7 @@ type OperationState struct {
 
 // Derive decides the hub Application's status from the observation and the source the hub wants.
 func Derive(obs Observed, wanted *Source) Status {
-	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision}
+	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: obs.Trimmed}
 	switch {
 	case !obs.Seen && !obs.Reported:
 		// The managed cluster has not reported anything yet.
@@ -243,9 +232,32 @@ func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Uns
 		setOrDelete(op, "message", st.Operation.Message)
 		status["operationState"] = op
 	}
+	setWarning(status, st.Warnings)
 	updated.Object["status"] = status
 	before, _, _ := unstructured.NestedMap(app.Object, "status")
 	return updated, !jsonEqual(before, status)
+}
+
+// setWarning sets or removes the FeedbackWarningCondition, leaving other conditions alone.
+func setWarning(status map[string]any, warnings []string) {
+	conditions, _, _ := unstructured.NestedSlice(status, "conditions")
+	kept := make([]any, 0, len(conditions)+1)
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == FeedbackWarningCondition {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(warnings) > 0 {
+		kept = append(kept, warningCondition(warnings))
+	} else if len(kept) == len(conditions) {
+		return // none to remove: the conditions stay as they are, absent or not
+	}
+	if len(kept) == 0 {
+		delete(status, "conditions")
+		return
+	}
+	status["conditions"] = kept
 }
 
 func setOrDelete(m map[string]any, key, value string) {

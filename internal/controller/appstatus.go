@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,11 +99,19 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		return ctrl.Result{}, nil
 	}
 	// No status subresource on Applications: a merge patch of the status fields we own. A request
-	// is cleared under an optimistic lock, so that a newer one made meanwhile is never cleared.
+	// is cleared under an optimistic lock, so that a newer one made meanwhile is never cleared; so
+	// are the conditions, a list the propagation controller writes too, so that neither write
+	// drops the other's.
+	conditionsChanged := !equality.Semantic.DeepEqual(conditionsOf(app), conditionsOf(updated))
 	patch := client.MergeFrom(app)
+	if clearSync || clearRefresh || conditionsChanged {
+		patch = client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})
+	}
 	if clearSync || clearRefresh {
 		ctrl.LoggerFrom(ctx).Info("Clearing the requests the managed cluster finished", "manifestWork", klog.KObj(work), "sync", clearSync, "refresh", clearRefresh)
-		patch = client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})
+	}
+	if conditionsChanged && len(obs.Trimmed) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Cutting the managed cluster's feedback to its caps", "manifestWork", klog.KObj(work), "cut", obs.Trimmed)
 	}
 	if err := r.Patch(ctx, updated, patch); err != nil {
 		if apierrors.IsConflict(err) {
@@ -172,6 +181,11 @@ func (r *AppStatusReconciler) rollingSiblings(ctx context.Context, app *unstruct
 		out.observed = append(out.observed, appstatus.Observe(work))
 	}
 	return out, nil
+}
+
+func conditionsOf(app *unstructured.Unstructured) any {
+	conditions, _, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "conditions")
+	return conditions
 }
 
 func requestNames(sync, refresh bool) string {

@@ -5,21 +5,29 @@ import (
 	"fmt"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
 // bound shrinks the report until it encodes within budget bytes, one step at a time, from what
 // readers miss least to what they miss most, and adds a note for each step taken. The summary
 // always counts every cluster.
+//
+// Every input ends within budget, whatever the clusters report: resources take at most a quarter
+// of it (capResources), capEntries keeps the cluster entries that fit in the rest, and
+// dropResources, should the notes leave too little, the resources that fit. What no step cuts, the
+// summary and the notes (one per step taken and two from Build, each of bounded length), takes
+// under minSizeBudget.
 func bound(out *v1alpha1.AppConditions, budget int) {
 	steps := []func(*v1alpha1.AppConditions) string{
 		shortenMessages,
 		trimHealthyEntries,
-		capResources,
+		capResources(budget),
 		capConditionLists,
 		dropHealthyEntries,
 		trimAllEntries,
 		capEntries(budget),
+		dropResources(budget),
 	}
 	for _, step := range steps {
 		if size(out) <= budget {
@@ -31,7 +39,11 @@ func bound(out *v1alpha1.AppConditions, budget int) {
 	}
 }
 
-func size(out *v1alpha1.AppConditions) int {
+// minSizeBudget is the smallest budget bound can always reach: the summary and the notes (see
+// bound) take about 3 KiB at most.
+const minSizeBudget = 8 * 1024
+
+func size(out any) int {
 	data, err := json.Marshal(out)
 	if err != nil {
 		return 0
@@ -50,7 +62,7 @@ func shortenMessages(out *v1alpha1.AppConditions) string {
 			c.Conditions = c.Conditions[:2]
 		}
 		for j := range c.Conditions {
-			c.Conditions[j].Message = Truncate(c.Conditions[j].Message, 128)
+			c.Conditions[j].Message = appstatus.Truncate(c.Conditions[j].Message, 128)
 		}
 	}
 	return "condition messages cut to 128 characters and 2 per cluster to bound the report's size"
@@ -66,15 +78,30 @@ func trimHealthyEntries(out *v1alpha1.AppConditions) string {
 	return "app and operation fields omitted for Synced and Healthy clusters to bound the report's size"
 }
 
-const maxResources = 500
+// maxResources is how many resources a report lists at most, and resourceShare the share of
+// its budget they may take (a quarter): the cluster entries are what readers look at first.
+const (
+	maxResources  = 500
+	resourceShare = 4
+)
 
-func capResources(out *v1alpha1.AppConditions) string {
-	if len(out.Resources) <= maxResources {
-		return ""
+func capResources(budget int) func(*v1alpha1.AppConditions) string {
+	return func(out *v1alpha1.AppConditions) string {
+		n := len(out.Resources)
+		keep, used := 0, 0
+		for keep < min(n, maxResources) {
+			used += size(out.Resources[keep]) + 1 // and a comma
+			if used > budget/resourceShare {
+				break
+			}
+			keep++
+		}
+		if keep == n {
+			return ""
+		}
+		out.Resources = out.Resources[:keep]
+		return fmt.Sprintf("%d of %d resources listed to bound the report's size", keep, n)
 	}
-	n := len(out.Resources)
-	out.Resources = out.Resources[:maxResources]
-	return fmt.Sprintf("%d of %d resources listed to bound the report's size", maxResources, n)
 }
 
 const maxClustersWithConditions = 100
@@ -126,17 +153,51 @@ func trimAllEntries(out *v1alpha1.AppConditions) string {
 
 func capEntries(budget int) func(*v1alpha1.AppConditions) string {
 	return func(out *v1alpha1.AppConditions) string {
-		n := len(out.ClusterConditions)
+		all := out.ClusterConditions
+		n := len(all)
 		if n == 0 {
 			return ""
 		}
-		// Entries are about the same size: keep the share that fits, then trim to be sure.
-		keep := n * budget / (size(out) + 1) * 9 / 10
-		out.ClusterConditions = out.ClusterConditions[:keep]
-		for keep > 0 && size(out) > budget {
-			keep--
-			out.ClusterConditions = out.ClusterConditions[:keep]
+		note := func(kept int) string {
+			return fmt.Sprintf("%d of %d clusters listed to bound the report's size (the summary counts all)", kept, n)
 		}
-		return fmt.Sprintf("%d of %d clusters listed to bound the report's size (the summary counts all)", keep, n)
+		keep := fit(out, budget, n, func(k int) { out.ClusterConditions = all[:k] }, note)
+		return note(keep)
 	}
+}
+
+func dropResources(budget int) func(*v1alpha1.AppConditions) string {
+	return func(out *v1alpha1.AppConditions) string {
+		all := out.Resources
+		n := len(all)
+		if n == 0 {
+			return ""
+		}
+		note := func(kept int) string {
+			return fmt.Sprintf("%d of %d resources listed to bound the report's size", kept, n)
+		}
+		keep := fit(out, budget, n, func(k int) { out.Resources = all[:k] }, note)
+		return note(keep)
+	}
+}
+
+// fit finds the most items, of n, that out keeps (through keep) while it encodes within budget
+// with the note saying so, keeps them and returns how many. Its size grows with the items kept, so
+// a binary search finds it in log n encodings.
+func fit(out *v1alpha1.AppConditions, budget, n int, keep func(int), note func(kept int) string) int {
+	// The note is measured at its longest: with fewer items kept it has no more digits.
+	out.Notes = append(out.Notes, note(n))
+	defer func() { out.Notes = out.Notes[:len(out.Notes)-1] }()
+	lo, hi := 0, n
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		keep(mid)
+		if size(out) <= budget {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	keep(lo)
+	return lo
 }

@@ -6,6 +6,8 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +31,23 @@ const (
 	ConditionNotPropagated = "PropagationError"
 	// ConditionSyncError carries the message of a failed sync operation.
 	ConditionSyncError = "SyncError"
+	// ConditionFeedbackTrimmed says what of the cluster's feedback was cut to argocd-pull's caps
+	// or ignored because it does not parse.
+	ConditionFeedbackTrimmed = "FeedbackTrimmed"
+)
+
+// Caps on the lists a cluster reports as raw JSON, which only the report reads (the values copied
+// to hub Applications have theirs in appstatus). A work agent may write them as Strings, which the
+// ManifestWork CRD does not bound.
+const (
+	// MaxResourcesPerCluster caps the resources read from one Application's .status.resources.
+	// Argo CD lists every resource it manages: hundreds for a large Application, a few thousand
+	// for the largest. The report lists at most maxResources, de-duplicated across clusters.
+	MaxResourcesPerCluster = 2000
+	// MaxNameLength caps each field of a resource (group, version, kind, namespace, name):
+	// Kubernetes names are at most 253 characters (DNS subdomain), so a resource with a longer
+	// field cannot exist, and is not listed.
+	MaxNameLength = 253
 )
 
 // Member is one cluster's Application of the ApplicationSet, as the hub holds it.
@@ -67,7 +86,9 @@ type Options struct {
 	// MaxConditions bounds the conditions of one cluster. Default 5.
 	MaxConditions int
 	// SizeBudget bounds the encoded statuses, in bytes. Default 768 KiB: half of etcd's default
-	// request limit, leaving room for metadata and the apiserver's own overhead.
+	// request limit (1.5 MiB; the apiserver's own limit on a request body, 3 MiB, is higher),
+	// leaving room for the report's metadata (a label, an owner reference, managedFields of atomic
+	// lists: a few KiB) and the apiserver's own overhead. At least minSizeBudget.
 	SizeBudget int
 }
 
@@ -84,6 +105,7 @@ func (o Options) withDefaults() Options {
 	if o.SizeBudget == 0 {
 		o.SizeBudget = 768 * 1024
 	}
+	o.SizeBudget = max(o.SizeBudget, minSizeBudget)
 	return o
 }
 
@@ -97,9 +119,15 @@ func Build(members []Member, opts Options) (v1alpha1.AppConditions, time.Time) {
 		resources      = map[v1alpha1.ResourceRef]struct{}{}
 		noResourceFeed int
 	)
+	trimmed := map[string][]string{}
 	for _, m := range members {
-		cc, next, res, fed := member(m, opts)
+		cc, next, res, fed, cut := member(m, opts)
 		out.ClusterConditions = append(out.ClusterConditions, cc)
+		for _, phrase := range cut {
+			if !slices.Contains(trimmed[m.Cluster], phrase) {
+				trimmed[m.Cluster] = append(trimmed[m.Cluster], phrase)
+			}
+		}
 		if !next.IsZero() && (recheck.IsZero() || next.Before(recheck)) {
 			recheck = next
 		}
@@ -123,13 +151,35 @@ func Build(members []Member, opts Options) (v1alpha1.AppConditions, time.Time) {
 		out.Notes = append(out.Notes, fmt.Sprintf("resources unknown for %d of %d clusters: their work agent returned no .status.resources "+
 			"(it needs the RawFeedbackJsonString feature gate, and the list must fit in its --max-json-raw-length)", noResourceFeed, len(members)))
 	}
+	if len(trimmed) > 0 {
+		out.Notes = append(out.Notes, trimmedNote(trimmed, len(members)))
+	}
 	bound(&out, opts.SizeBudget)
 	return out, recheck
 }
 
+// trimmedNoteClusters is how many clusters the note on cut feedback names; their conditions say
+// the rest.
+const trimmedNoteClusters = 3
+
+// trimmedNote says whose feedback was cut or ignored, in a bounded note.
+func trimmedNote(trimmed map[string][]string, members int) string {
+	clusters := slices.Sorted(maps.Keys(trimmed))
+	named := make([]string, 0, trimmedNoteClusters+1)
+	for i, c := range clusters {
+		if i == trimmedNoteClusters {
+			named = append(named, fmt.Sprintf("%d more", len(clusters)-i))
+			break
+		}
+		named = append(named, appstatus.Truncate(c+": "+strings.Join(trimmed[c], "; "), 256))
+	}
+	return fmt.Sprintf("feedback of %d of %d clusters cut or ignored, over argocd-pull's caps or not parsing (see their %s condition): %s",
+		len(clusters), members, ConditionFeedbackTrimmed, strings.Join(named, "; "))
+}
+
 // member builds one cluster's entry. fed is false when the cluster reported but returned no
-// resource list.
-func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.Time, resources []v1alpha1.ResourceRef, fed bool) {
+// resource list; trimmed says what of its feedback was cut or ignored.
+func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.Time, resources []v1alpha1.ResourceRef, fed bool, trimmed []string) {
 	cc = v1alpha1.ClusterCondition{
 		Cluster:      m.Cluster,
 		App:          strings.Join([]string{m.AppNamespace, m.AppName, m.Cluster, m.WorkName}, "/"),
@@ -151,8 +201,14 @@ func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.
 				conditions = append(conditions, v1alpha1.Condition{Type: ConditionSyncError, Message: st.Operation.Message})
 			}
 		}
-		conditions = append(conditions, spokeConditions(obs.RawConditions)...)
-		resources = deployed(obs.RawResources)
+		spoke, conditionsCut := spokeConditions(obs.RawConditions)
+		var resourcesCut []string
+		resources, resourcesCut = deployed(obs.RawResources)
+		trimmed = slices.Concat(obs.Trimmed, conditionsCut, resourcesCut)
+		if len(trimmed) > 0 {
+			conditions = append(conditions, v1alpha1.Condition{Type: ConditionFeedbackTrimmed, Message: strings.Join(trimmed, "; ")})
+		}
+		conditions = append(conditions, spoke...)
 		fed = !obs.Reported || obs.RawResources != "" || m.Searched
 
 		var stale string
@@ -175,7 +231,7 @@ func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.
 	if cc.SyncStatus != argocd.SyncSynced || cc.HealthStatus != argocd.HealthHealthy {
 		cc.Conditions = capConditions(conditions, opts)
 	}
-	return cc, recheck, resources, fed
+	return cc, recheck, resources, fed, trimmed
 }
 
 // failingOperation: the operation failed, or it keeps running because Argo CD retries a failed
@@ -219,39 +275,58 @@ func mergeConditions(conditions, extra []v1alpha1.Condition) []v1alpha1.Conditio
 	return conditions
 }
 
-// spokeConditions reads the spoke Application's .status.conditions from raw feedback.
-func spokeConditions(raw string) []v1alpha1.Condition {
+// spokeConditions reads the spoke Application's .status.conditions from raw feedback, with types
+// cut to appstatus.MaxWordLength (Argo CD's longest has 23 characters); messages and their number
+// are cut with the report's own (see capConditions).
+func spokeConditions(raw string) (out []v1alpha1.Condition, trimmed []string) {
 	if raw == "" {
-		return nil
+		return nil, nil
 	}
 	var list []struct{ Type, Message string }
 	if json.Unmarshal([]byte(raw), &list) != nil {
-		return nil
+		return nil, []string{fmt.Sprintf("conditions ignored: not a JSON list (%d bytes)", len(raw))}
 	}
-	out := make([]v1alpha1.Condition, 0, len(list))
+	out = make([]v1alpha1.Condition, 0, len(list))
+	cut := 0
 	for _, c := range list {
-		out = append(out, v1alpha1.Condition{Type: c.Type, Message: c.Message})
+		typ, wasCut := appstatus.Cut(c.Type, appstatus.MaxWordLength)
+		if wasCut {
+			cut++
+		}
+		out = append(out, v1alpha1.Condition{Type: typ, Message: c.Message})
 	}
-	return out
+	if cut > 0 {
+		trimmed = append(trimmed, fmt.Sprintf("conditions: %d with a type over %d bytes cut", cut, appstatus.MaxWordLength))
+	}
+	return out, trimmed
 }
 
 // deployed reads the spoke Application's .status.resources from raw feedback and keeps the
 // resources that exist on the cluster: synced ones, and ones whose health is known and not Missing.
-func deployed(raw string) []v1alpha1.ResourceRef {
+// It reads at most MaxResourcesPerCluster, and skips those with a field over MaxNameLength.
+func deployed(raw string) (out []v1alpha1.ResourceRef, trimmed []string) {
 	if raw == "" {
-		return nil
+		return nil, nil
 	}
 	var list []struct {
 		Group, Version, Kind, Namespace, Name, Status string
 		Health                                        *struct{ Status string }
 	}
 	if json.Unmarshal([]byte(raw), &list) != nil {
-		return nil
+		return nil, []string{fmt.Sprintf("resources ignored: not a JSON list (%d bytes)", len(raw))}
 	}
-	var out []v1alpha1.ResourceRef
+	if len(list) > MaxResourcesPerCluster {
+		trimmed = append(trimmed, fmt.Sprintf("resources: the first %d of %d read", MaxResourcesPerCluster, len(list)))
+		list = list[:MaxResourcesPerCluster]
+	}
+	tooLong := 0
 	for _, r := range list {
 		exists := r.Status == argocd.SyncSynced || r.Health != nil && r.Health.Status != "" && r.Health.Status != "Missing"
 		if !exists {
+			continue
+		}
+		if max(len(r.Group), len(r.Version), len(r.Kind), len(r.Namespace), len(r.Name)) > MaxNameLength {
+			tooLong++
 			continue
 		}
 		apiVersion := r.Version
@@ -260,7 +335,10 @@ func deployed(raw string) []v1alpha1.ResourceRef {
 		}
 		out = append(out, v1alpha1.ResourceRef{APIVersion: apiVersion, Kind: r.Kind, Name: r.Name, Namespace: r.Namespace})
 	}
-	return out
+	if tooLong > 0 {
+		trimmed = append(trimmed, fmt.Sprintf("resources: %d with a field over %d bytes ignored", tooLong, MaxNameLength))
+	}
+	return out, trimmed
 }
 
 func capConditions(conditions []v1alpha1.Condition, opts Options) []v1alpha1.Condition {
@@ -273,26 +351,11 @@ func capConditions(conditions []v1alpha1.Condition, opts Options) []v1alpha1.Con
 			out = append(out, v1alpha1.Condition{Type: "More", Message: fmt.Sprintf("%d more conditions not shown", len(conditions)-i)})
 			break
 		}
-		c.Message = Truncate(c.Message, opts.MessageLimit)
+		c.Message = appstatus.Truncate(c.Message, opts.MessageLimit)
 		out = append(out, c)
 	}
 	return out
 }
-
-// Truncate cuts s to at most limit bytes, ending in "..." when cut, without splitting a UTF-8
-// character.
-func Truncate(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit - 3
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // Summarize counts clusters with the documents' rules: Healthy -> healthy; Progressing ->
 // inProgress and notHealthy; anything else -> notHealthy; Synced -> synced; else notSynced.

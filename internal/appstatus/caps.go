@@ -1,0 +1,146 @@
+package appstatus
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Caps on what a managed cluster reports. Its work agent writes its works' status, and a
+// compromised one writes what it likes there: the ManifestWork CRD bounds a JsonRaw feedback value
+// (1024 bytes) but not a String one, and the agent chooses which it writes. Every feedback value
+// copied to the hub Application is cut to its cap, with a marker saying so (see Cut); the caps
+// are generous for what Argo CD writes.
+//
+// The guarantee: the values argocd-pull copies into a hub Application's status add up to at
+// most the sum of the caps below (six words or times, a revision, a message, an operation and a
+// warning): 28,032 bytes, under 32 KiB. JSON writes at most 6 bytes for each of them (\u003c for
+// "<"), so the status argocd-pull writes stays below 192 KiB, far below etcd's request limit
+// (1.5 MiB), whatever the cluster writes.
+const (
+	// MaxWordLength caps values Argo CD takes from short fixed lists, health and sync status and
+	// operation phase (the longest, "Progressing" and "Terminating", have 11 characters), and the
+	// delivery ID copied into the operation (argocd-pull's have 16).
+	MaxWordLength = 64
+	// MaxTimeLength caps timestamps: RFC 3339 with nanoseconds and a zone offset has 35 characters.
+	MaxTimeLength = 64
+	// MaxRevisionLength caps the synced revision: a Git SHA-1 has 40 characters, a SHA-256 64, an
+	// OCI digest 71; a multi-source Application reports one per source, joined: 2 KiB holds 28
+	// digests.
+	MaxRevisionLength = 2 * 1024
+	// MaxMessageLength caps the operation's message. Argo CD's sync failures name each resource
+	// that failed with its error: 8 KiB holds dozens.
+	MaxMessageLength = 8 * 1024
+	// MaxOperationSize caps the operation (JSON): sync options, retry, info, and for a selective
+	// sync the resources it names, about 100 bytes each: 16 KiB holds over a hundred. A larger
+	// one is not copied.
+	MaxOperationSize = 16 * 1024
+	// MaxWarningLength caps the message of the FeedbackWarningCondition.
+	MaxWarningLength = 1024
+)
+
+// FeedbackWarningCondition is the condition type argocd-pull sets on a hub Application whose
+// managed cluster reported values over the caps (cut) or that do not parse (ignored). Argo CD
+// shows conditions whose type ends in "Warning" as warnings.
+const FeedbackWarningCondition = "PullFeedbackWarning"
+
+// Truncate cuts s to at most limit bytes, ending in "..." when cut, without splitting a UTF-8
+// character.
+func Truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	if limit < len("...") {
+		return "..."[:max(limit, 0)]
+	}
+	cut := limit - len("...")
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// Cut cuts a reported value to at most limit bytes, ending in a marker that says it was cut and
+// from what size, so that a reader never takes it for the whole value; a limit too small for the
+// marker gets "..." alone. cut is false when s fits.
+func Cut(s string, limit int) (value string, cut bool) {
+	if len(s) <= limit {
+		return s, false
+	}
+	marker := fmt.Sprintf(" [cut from %d bytes]", len(s))
+	if limit < len(marker)+len("...") {
+		return Truncate(s, limit), true
+	}
+	return Truncate(s, limit-len(marker)) + marker, true
+}
+
+// feedbackReader reads feedback values by name, and records what it cut or ignored.
+type feedbackReader struct {
+	values  map[string]string
+	trimmed []string
+}
+
+func (r *feedbackReader) raw(name string) string { return r.values[name] }
+
+// capped reads a value copied to the hub, cut to limit.
+func (r *feedbackReader) capped(name string, limit int) string {
+	return r.cut(name, r.values[name], limit)
+}
+
+func (r *feedbackReader) cut(name, value string, limit int) string {
+	out, cut := Cut(value, limit)
+	if cut {
+		r.trimmed = append(r.trimmed, fmt.Sprintf("%s cut from %d to %d bytes", name, len(value), limit))
+	}
+	return out
+}
+
+func (r *feedbackReader) ignore(name, why string) {
+	r.trimmed = append(r.trimmed, fmt.Sprintf("%s ignored: %s", name, why))
+}
+
+// revision is the synced revision; a multi-source Application reports one per source.
+func (r *feedbackReader) revision(single, multi string) string {
+	if v := r.raw(single); v != "" {
+		return r.capped(single, MaxRevisionLength)
+	}
+	raw := r.raw(multi)
+	if raw == "" {
+		return ""
+	}
+	var revisions []string
+	if err := json.Unmarshal([]byte(raw), &revisions); err != nil {
+		r.ignore(multi, fmt.Sprintf("not a JSON list of strings (%d bytes)", len(raw)))
+		return ""
+	}
+	return r.cut(multi, strings.Join(revisions, ","), MaxRevisionLength)
+}
+
+// operation is the operation the managed cluster ran, nil when it reported none or one that is
+// over the cap or does not parse: never copied raw.
+func (r *feedbackReader) operation(name string) map[string]any {
+	raw := r.raw(name)
+	if raw == "" {
+		return nil
+	}
+	if len(raw) > MaxOperationSize {
+		r.ignore(name, fmt.Sprintf("%d bytes, over its %d-byte cap", len(raw), MaxOperationSize))
+		return nil
+	}
+	var op map[string]any
+	if err := json.Unmarshal([]byte(raw), &op); err != nil || op == nil {
+		r.ignore(name, "not a JSON object")
+		return nil
+	}
+	return op
+}
+
+// warningCondition is the FeedbackWarningCondition saying what was cut or ignored.
+func warningCondition(warnings []string) map[string]any {
+	return map[string]any{
+		"type":    FeedbackWarningCondition,
+		"message": Truncate("the managed cluster reported values over argocd-pull's caps or that do not parse: "+strings.Join(warnings, "; "), MaxWarningLength),
+	}
+}

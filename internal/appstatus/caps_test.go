@@ -1,0 +1,204 @@
+package appstatus
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+)
+
+// A compromised work agent writes every feedback value as a 1 MiB String (the ManifestWork CRD
+// bounds only JsonRaw values): what the hub Application gets stays small, and says it was cut.
+func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
+	for name, fill := range map[string]string{
+		"plain text": "x",
+		// "<" is escaped as \u003c in JSON: six bytes written for each byte read.
+		"text JSON escapes": "<",
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			huge := strings.Repeat(fill, 1<<20)
+			values := map[string]string{}
+			for _, name := range []string{
+				propagation.FeedbackHealth, propagation.FeedbackSync, propagation.FeedbackRevision,
+				propagation.FeedbackPhase, propagation.FeedbackStartedAt, propagation.FeedbackFinishedAt,
+				propagation.FeedbackMessage, propagation.FeedbackSyncStarted,
+			} {
+				values[name] = huge
+			}
+			values[propagation.FeedbackOperation] = fmt.Sprintf(`{"sync":{"revision":%q}}`, huge)
+			obs := Observe(work(1, 1, values))
+			updated, changed := Apply(argocd.NewApplication(), Derive(obs, nil))
+			g.Expect(changed).To(BeTrue())
+
+			data, err := json.Marshal(updated.Object["status"])
+			g.Expect(err).NotTo(HaveOccurred())
+			limit := 32 * 1024
+			if fill == "<" {
+				limit *= 6
+			}
+			g.Expect(len(data)).To(BeNumerically("<", limit), "the sum of the caps, escaped")
+			g.Expect(nested(updated, "status", "operationState", "message")).To(HaveSuffix(fmt.Sprintf("[cut from %d bytes]", 1<<20)))
+			g.Expect(nested(updated, "status", "sync", "revision")).To(HaveSuffix(fmt.Sprintf("[cut from %d bytes]", 1<<20)))
+			g.Expect(nested(updated, "status", "health", "status")).To(HaveSuffix(fmt.Sprintf("[cut from %d bytes]", 1<<20)))
+			g.Expect(string(data)).To(ContainSubstring(FeedbackWarningCondition), "a condition says what was cut")
+		})
+	}
+}
+
+func TestCut(t *testing.T) {
+	tests := map[string]struct {
+		in    string
+		limit int
+		want  string
+		cut   bool
+	}{
+		"fits":                 {in: "Healthy", limit: 64, want: "Healthy"},
+		"exactly at the limit": {in: strings.Repeat("a", 64), limit: 64, want: strings.Repeat("a", 64)},
+		"cut, with a marker":   {in: strings.Repeat("a", 100), limit: 64, want: strings.Repeat("a", 40) + "... [cut from 100 bytes]", cut: true},
+		"not inside a character": {in: strings.Repeat("é", 50), limit: 64,
+			want: strings.Repeat("é", 20) + "... [cut from 100 bytes]", cut: true},
+		"no room for the marker": {in: strings.Repeat("a", 100), limit: 10, want: "aaaaaaa...", cut: true},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, cut := Cut(tt.in, tt.limit)
+			g.Expect(cut).To(Equal(tt.cut))
+			g.Expect(got).To(Equal(tt.want))
+			g.Expect(len(got)).To(BeNumerically("<=", tt.limit))
+		})
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	tests := map[string]struct {
+		in    string
+		limit int
+		want  string
+	}{
+		"fits":             {"abc", 3, "abc"},
+		"cut":              {"abcdef", 5, "ab..."},
+		"whole characters": {"ééé", 5, "é..."},
+		"tiny limit":       {"abcdef", 2, ".."},
+		"zero":             {"abcdef", 0, ""},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(Truncate(tt.in, tt.limit)).To(Equal(tt.want))
+		})
+	}
+}
+
+// Each value copied to the hub is cut to its cap and named in Trimmed; values only compared are
+// left as reported.
+func TestObserveCapsWhatIsCopiedToTheHub(t *testing.T) {
+	huge := strings.Repeat("v", 100_000)
+	tests := map[string]struct {
+		value string
+		limit int
+		read  func(Observed) string
+	}{
+		propagation.FeedbackHealth:      {limit: MaxWordLength, read: func(o Observed) string { return o.Health }},
+		propagation.FeedbackSync:        {limit: MaxWordLength, read: func(o Observed) string { return o.Sync }},
+		propagation.FeedbackRevision:    {limit: MaxRevisionLength, read: func(o Observed) string { return o.Revision }},
+		propagation.FeedbackPhase:       {limit: MaxWordLength, read: func(o Observed) string { return o.Phase }},
+		propagation.FeedbackStartedAt:   {limit: MaxTimeLength, read: func(o Observed) string { return o.StartedAt }},
+		propagation.FeedbackFinishedAt:  {limit: MaxTimeLength, read: func(o Observed) string { return o.FinishedAt }},
+		propagation.FeedbackMessage:     {limit: MaxMessageLength, read: func(o Observed) string { return o.Message }},
+		propagation.FeedbackSyncStarted: {limit: MaxWordLength, read: func(o Observed) string { return o.Delivery.SyncStarted }},
+		propagation.FeedbackRevisions: {value: fmt.Sprintf("[%q,%q]", huge, huge), limit: MaxRevisionLength,
+			read: func(o Observed) string { return o.Revision }},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			value := tt.value
+			if value == "" {
+				value = huge
+			}
+			obs := Observe(work(1, 1, map[string]string{name: value}))
+			g.Expect(len(tt.read(obs))).To(BeNumerically("<=", tt.limit))
+			g.Expect(tt.read(obs)).To(HaveSuffix(" bytes]"))
+			g.Expect(obs.Trimmed).To(ConsistOf(HavePrefix(name + " cut from ")))
+
+			fits := Observe(work(1, 1, map[string]string{name: `["a"]`}))
+			g.Expect(fits.Trimmed).To(BeEmpty())
+		})
+	}
+
+	g := NewWithT(t)
+	obs := Observe(work(1, 1, map[string]string{propagation.FeedbackComparedRepoURL: huge, propagation.FeedbackReconciledAt: huge}))
+	g.Expect(obs.ComparedTo.RepoURL).To(Equal(huge), "only compared with the hub's: a cut could only make the comparison wrong")
+	g.Expect(obs.Trimmed).To(BeEmpty())
+}
+
+// An operation over its cap or that does not parse is not copied, and the hub is told why.
+func TestBadOperationsAreIgnoredWithAWarning(t *testing.T) {
+	tests := map[string]struct {
+		raw, warning string
+	}{
+		"not JSON":             {`{"sync":`, "operationStateOperation ignored: not a JSON object"},
+		"not an object":        {`["sync"]`, "operationStateOperation ignored: not a JSON object"},
+		"null":                 {`null`, "operationStateOperation ignored: not a JSON object"},
+		"over the cap":         {fmt.Sprintf(`{"sync":{"revision":%q}}`, strings.Repeat("r", MaxOperationSize)), fmt.Sprintf("operationStateOperation ignored: %d bytes, over its 16384-byte cap", MaxOperationSize+24)},
+		"revisions not a list": {"", ""},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			values := feedback("Healthy", "Synced", "v2")
+			values[propagation.FeedbackPhase], values[propagation.FeedbackStartedAt] = "Succeeded", "2026-11-21T10:00:00Z"
+			if tt.raw == "" {
+				delete(values, propagation.FeedbackRevision)
+				values[propagation.FeedbackRevisions] = "abc"
+				obs := Observe(work(1, 1, values))
+				g.Expect(obs.Revision).To(BeEmpty())
+				g.Expect(obs.Trimmed).To(ConsistOf("syncRevisions ignored: not a JSON list of strings (3 bytes)"))
+				return
+			}
+			values[propagation.FeedbackOperation] = tt.raw
+			st := Derive(Observe(work(1, 1, values)), v2)
+			g.Expect(st.Operation.Operation).To(Equal(map[string]any{"sync": map[string]any{}}), "the CRD needs one: an empty sync, never the raw value")
+			g.Expect(st.Warnings).To(ConsistOf(tt.warning))
+		})
+	}
+}
+
+// The warning condition is set while values are cut, removed when they are not, and other
+// conditions are left alone.
+func TestApplyWarnsOfCutFeedback(t *testing.T) {
+	g := NewWithT(t)
+	app := argocd.NewApplication()
+	app.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "SharedResourceWarning", "message": "kept"}}}
+	st := Status{Health: "Healthy", Sync: "Synced", Warnings: []string{"operationStateMessage cut from 1048576 to 8192 bytes"}}
+	warned, changed := Apply(app, st)
+	g.Expect(changed).To(BeTrue())
+	conditions, _, _ := unstructured.NestedSlice(warned.Object, "status", "conditions")
+	g.Expect(conditions).To(ConsistOf(
+		map[string]any{"type": "SharedResourceWarning", "message": "kept"},
+		map[string]any{"type": FeedbackWarningCondition, "message": "the managed cluster reported values over argocd-pull's caps or that do not parse: " +
+			"operationStateMessage cut from 1048576 to 8192 bytes"},
+	))
+	_, changed = Apply(warned, st)
+	g.Expect(changed).To(BeFalse())
+
+	st.Warnings = nil
+	cleared, changed := Apply(warned, st)
+	g.Expect(changed).To(BeTrue())
+	conditions, _, _ = unstructured.NestedSlice(cleared.Object, "status", "conditions")
+	g.Expect(conditions).To(ConsistOf(map[string]any{"type": "SharedResourceWarning", "message": "kept"}))
+
+	none, _ := Apply(argocd.NewApplication(), st)
+	g.Expect(none.Object["status"]).NotTo(HaveKey("conditions"), "no empty list where there was none")
+	alone, _ := Apply(argocd.NewApplication(), Status{Warnings: []string{"x"}})
+	cleared, _ = Apply(alone, st)
+	g.Expect(cleared.Object["status"]).NotTo(HaveKey("conditions"))
+}
