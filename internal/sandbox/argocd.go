@@ -92,7 +92,7 @@ func startManagedArgoCD(dir, bin string, c *Cluster) error {
 		return err
 	}
 	_, err = start(dir, c.Name+"-argocd-application-controller", bin, []string{"argocd-application-controller",
-		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace,
+		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace, "--application-namespaces=" + TenantNamespace,
 		"--repo-server=127.0.0.1:" + strconv.Itoa(repo), "--repo-server-plaintext", "--redis=" + redisAddr,
 		"--metrics-port=" + strconv.Itoa(metrics), "--app-resync=10", "--app-resync-jitter=0", "--logformat=text",
 	}, argoEnv(c.Kubeconfig)...)

@@ -13,12 +13,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/localproc"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -35,6 +37,16 @@ const (
 	ArgoNamespace      = "openshift-gitops"
 	PlacementName      = "aws-app-placement"
 	ApplicationSetName = "guestbook-allclusters-app-set"
+)
+
+// A tenant of the lab: a hub namespace whose Applications the controller takes
+// (--pull-namespaces), bound to the clusters' set, with an AppProject in the Argo CD namespace
+// that lists it in sourceNamespaces and lets it deploy only into its own namespace. On the managed
+// clusters its Applications land in the same namespace, which their Argo CD reconciles
+// (--application-namespaces), as an operator configures Argo CD for Applications in any namespace.
+const (
+	TenantNamespace = "team-web"
+	TenantProject   = "team-web"
 )
 
 // Options say what to start.
@@ -216,6 +228,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	if _, err := start(o.Dir, "hub-argocd-pull", o.Controller, append([]string{
 		"controller", "--kubeconfig=" + lab.Hub.Kubeconfig, "--argocd-namespace=" + ArgoNamespace,
+		"--pull-namespaces=" + ArgoNamespace + "," + TenantNamespace,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics), "--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probes),
 	}, o.ControllerArgs...)); err != nil {
 		return lab, err
@@ -326,6 +339,10 @@ func (l *Lab) register(ctx context.Context) error {
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "gitops"}},
 		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: ArgoNamespace},
 			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "gitops"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TenantNamespace}},
+		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: TenantNamespace},
+			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "gitops"}},
+		tenantProject(),
 		&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: PlacementName, Namespace: ArgoNamespace},
 			Spec: clusterv1beta1.PlacementSpec{ClusterSets: []string{"gitops"}}},
 		&gitopsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Name: "argo-ocm-importer", Namespace: ArgoNamespace},
@@ -363,11 +380,27 @@ func (l *Lab) register(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := spoke.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ArgoNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating namespace %s on %s: %w", ArgoNamespace, c.Name, err)
+		for _, ns := range []string{ArgoNamespace, TenantNamespace} {
+			if err := spoke.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating namespace %s on %s: %w", ns, c.Name, err)
+			}
 		}
 	}
 	return nil
+}
+
+// tenantProject is the lab tenant's AppProject, in the hub's Argo CD namespace: it travels to the
+// managed clusters' Argo CD namespace with the tenant's Applications.
+func tenantProject() *unstructured.Unstructured {
+	p := argocd.NewAppProject()
+	p.SetName(TenantProject)
+	p.SetNamespace(ArgoNamespace)
+	p.Object["spec"] = map[string]any{
+		"sourceRepos":      []any{"*"},
+		"sourceNamespaces": []any{TenantNamespace},
+		"destinations":     []any{map[string]any{"server": argocd.LocalServer, "namespace": TenantNamespace}},
+	}
+	return p
 }
 
 func anyRunning(procs []Process) bool {
