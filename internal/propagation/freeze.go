@@ -31,6 +31,11 @@ func Freeze(work *workv1.ManifestWork, reason string) (*workv1.ManifestWork, err
 		}
 		delete(obj.Object, "operation")
 		unstructured.RemoveNestedField(obj.Object, "spec", "syncPolicy", "automated")
+		if policy, ok, _ := unstructured.NestedMap(obj.Object, "spec", "syncPolicy"); ok && len(policy) == 0 {
+			// An empty syncPolicy reaches the managed cluster as null, which Argo CD's CRD refuses
+			// (seen in the lab): the whole work would stop applying.
+			unstructured.RemoveNestedField(obj.Object, "spec", "syncPolicy")
+		}
 		annotations := obj.GetAnnotations()
 		for _, k := range []string{argocd.RefreshAnnotation, api.SyncDeliveryAnnotation, api.RefreshDeliveryAnnotation} {
 			delete(annotations, k)

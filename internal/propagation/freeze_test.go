@@ -28,6 +28,8 @@ func TestFreezeStopsSyncingAndKeepsTheRest(t *testing.T) {
 	g.Expect(payload.Object).NotTo(HaveKey("operation"), "no request runs")
 	_, automated, _ := unstructured.NestedMap(payload.Object, "spec", "syncPolicy", "automated")
 	g.Expect(automated).To(BeFalse(), "no new commit is synced")
+	_, policy, _ := unstructured.NestedFieldNoCopy(payload.Object, "spec", "syncPolicy")
+	g.Expect(policy).To(BeFalse(), "an empty syncPolicy arrives as null, which Argo CD's CRD refuses")
 	g.Expect(payload.GetAnnotations()).To(HaveKeyWithValue(api.FrozenAnnotation, ReasonClusterNotBound))
 	g.Expect(payload.GetAnnotations()).NotTo(HaveKey(api.SyncDeliveryAnnotation))
 	source, _, _ := unstructured.NestedMap(payload.Object, "spec", "source")
