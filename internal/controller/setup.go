@@ -22,6 +22,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/search"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 // Options configure the controllers. Start from DefaultOptions.
@@ -49,6 +50,10 @@ type Options struct {
 	// besides namespaces labelled apps.open-cluster-management.io/argocd-namespace=true. Empty
 	// means ArgoCDNamespace only.
 	GitOpsNamespaces []string
+	// ArgoCDNamespaceGrants are the Argo CD namespaces the operator granted to hub namespaces
+	// (--grant-argocd-namespaces T=X): a GitOpsCluster in T writes into X only when T is X or X is
+	// granted to T.
+	ArgoCDNamespaceGrants tenancy.Grants
 	// SecretGracePeriod is how long the secret of a cluster that left a placement is kept.
 	SecretGracePeriod time.Duration
 	// ApplicationSetServiceAccount is the service account of the ApplicationSet controller in the
