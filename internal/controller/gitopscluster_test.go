@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,8 +237,10 @@ func TestGitOpsClusterBadInput(t *testing.T) {
 			h.g.Expect(h.c.Get(context.Background(), client.ObjectKeyFromObject(gc), got)).To(Succeed())
 			h.g.Expect(got.Status.Message).To(ContainSubstring(tt.msg))
 			secrets := &corev1.SecretList{}
-			h.g.Expect(h.c.List(context.Background(), secrets, client.MatchingLabels{api.OwnerLabel: gitops.OwnerValue(h.ns, "gc")})).To(Succeed())
-			h.g.Expect(secrets.Items).To(BeEmpty())
+			h.g.Expect(h.c.List(context.Background(), secrets, client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue})).To(Succeed())
+			for _, s := range secrets.Items {
+				h.g.Expect(gitops.HasClaim(&s, gitops.ClaimKey(h.ns, "gc"))).To(BeFalse(), "secret %s/%s written", s.Namespace, s.Name)
+			}
 		})
 	}
 }
@@ -270,13 +273,13 @@ func (h *harness) gitOpsClusterInto(ns, name, placement, argoNS string) *gitopsv
 	return gc
 }
 
-// claims returns the GitOpsClusters a cluster secret names as its claimants ("" when it is gone).
-func (h *harness) claims(ns, cluster string) string {
+// claims returns the GitOpsClusters a cluster secret names as its claimants (none when it is gone).
+func (h *harness) claims(ns, cluster string) []string {
 	s, err := h.secret(ns, cluster)
 	if err != nil {
-		return ""
+		return nil
 	}
-	return s.Annotations[api.ClaimsAnnotation]
+	return strings.Split(s.Annotations[api.ClaimsAnnotation], ",")
 }
 
 // gitOpsClusterEvents returns "type/reason" of the events about a GitOpsCluster.
@@ -332,11 +335,11 @@ func TestTenantGitOpsClusterIsRefusedThePlatformsArgoCDNamespace(t *testing.T) {
 	h.placement(h.ns, "p", c)
 	h.gitOpsCluster(h.ns, "platform", "p")
 	h.g.Eventually(h.ready(h.ns, "platform"), timeout, interval).Should(Equal("True/Succeeded/successful"))
-	h.g.Expect(h.claims(h.ns, c)).To(Equal(h.ns + "/platform"))
+	h.g.Expect(h.claims(h.ns, c)).To(ConsistOf(h.ns + "/platform"))
 
 	// Deleting the tenant's GitOpsCluster changes nothing in the platform's namespace.
 	h.deleteGitOpsCluster(attack)
-	h.g.Consistently(func() string { return h.claims(h.ns, c) }, 3*time.Second, 100*time.Millisecond).Should(Equal(h.ns + "/platform"))
+	h.g.Consistently(func() []string { return h.claims(h.ns, c) }, 3*time.Second, 100*time.Millisecond).Should(ConsistOf(h.ns + "/platform"))
 	h.g.Expect(h.ready(h.ns, "platform")()).To(Equal("True/Succeeded/successful"))
 }
 
@@ -355,19 +358,31 @@ func TestGrantedTenantSharesTheArgoCDNamespace(t *testing.T) {
 	h.placement(h.ns, "p", shared, platformOnly)
 	h.gitOpsCluster(h.ns, "platform", "p")
 	h.g.Eventually(h.ready(h.ns, "platform"), timeout, interval).Should(Equal("True/Succeeded/successful"))
+	h.g.Expect(h.claims(h.ns, shared)).To(ConsistOf(h.ns+"/platform", tenant+"/gc"))
+	h.g.Expect(h.claims(h.ns, tenantOnly)).To(ConsistOf(tenant + "/gc"))
+
+	// The shared cluster leaves the platform's placement: the platform drops its claim, the
+	// tenant's secret stays as it was (no unselected mark, no grace period running).
+	h.decide(h.ns, "p", platformOnly)
+	h.g.Eventually(func() []string { return h.claims(h.ns, shared) }, timeout, interval).Should(ConsistOf(tenant + "/gc"))
+	s, err := h.secret(h.ns, shared)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(s.Annotations).NotTo(HaveKey(api.UnselectedSinceAnnotation))
+	h.decide(h.ns, "p", shared, platformOnly)
+	h.g.Eventually(func() []string { return h.claims(h.ns, shared) }, timeout, interval).Should(ConsistOf(h.ns+"/platform", tenant+"/gc"))
 
 	// The tenant leaves: what it alone registered goes; the shared secret stays, with the platform.
 	h.deleteGitOpsCluster(granted)
 	h.g.Eventually(func() error { _, err := h.secret(h.ns, tenantOnly); return err }, timeout, interval).Should(Satisfy(apierrors.IsNotFound))
 	h.g.Consistently(func() error { _, err := h.secret(h.ns, shared); return err }, 3*time.Second, 100*time.Millisecond).
 		Should(Succeed(), "the platform's secret survives the tenant's GitOpsCluster")
-	h.g.Expect(h.claims(h.ns, shared)).To(Equal(h.ns + "/platform"))
-	h.g.Expect(h.claims(h.ns, platformOnly)).To(Equal(h.ns + "/platform"))
+	h.g.Expect(h.claims(h.ns, shared)).To(ConsistOf(h.ns + "/platform"))
+	h.g.Expect(h.claims(h.ns, platformOnly)).To(ConsistOf(h.ns + "/platform"))
 	h.g.Expect(h.ready(h.ns, "platform")()).To(Equal("True/Succeeded/successful"))
 
 	// The platform's status reflects its own secrets: one deleted behind its back is registered again.
-	s, err := h.secret(h.ns, shared)
+	s, err = h.secret(h.ns, shared)
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.g.Expect(h.c.Delete(context.Background(), s)).To(Succeed())
-	h.g.Eventually(func() string { return h.claims(h.ns, shared) }, timeout, interval).Should(Equal(h.ns + "/platform"))
+	h.g.Eventually(func() []string { return h.claims(h.ns, shared) }, timeout, interval).Should(ConsistOf(h.ns + "/platform"))
 }
