@@ -48,9 +48,12 @@ type GitOpsClusterReconciler struct {
 // +kubebuilder:rbac:groups=apps.open-cluster-management.io,resources=gitopsclusters/status,verbs=update;patch
 // +kubebuilder:rbac:groups=apps.open-cluster-management.io,resources=gitopsclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placements,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create
+//
+// Secrets, ConfigMaps, Roles and RoleBindings: only in the Argo CD namespaces the install names,
+// by a Role in each (config/argocd-namespace/role.yaml, the chart's argocd-namespace-rbac.yaml),
+// never cluster-wide. The placement reader Role this controller creates grants no more than the
+// ClusterRole's placements and placementdecisions get/list/watch, so it needs neither escalate
+// nor bind.
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *GitOpsClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
