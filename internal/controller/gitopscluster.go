@@ -420,26 +420,27 @@ func (r *GitOpsClusterReconciler) all(ctx context.Context, _ client.Object) []re
 	return reqs
 }
 
-// byClaims maps a cluster secret to the GitOpsClusters that claim it, or, when none does, to
-// every GitOpsCluster writing into its namespace (one of them may select its cluster).
+// byClaims maps a cluster secret to the GitOpsClusters that claim it and to every GitOpsCluster
+// writing into its namespace: one may select its cluster without having claimed it yet (two
+// registering the same cluster at once: the second one's create failed as already existing).
 func (r *GitOpsClusterReconciler) byClaims(ctx context.Context, o client.Object) []reconcile.Request {
-	var reqs []reconcile.Request
+	seen := map[types.NamespacedName]bool{}
 	for _, c := range gitops.Claims(o) {
 		if ns, name, ok := strings.Cut(c, "/"); ok {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+			seen[types.NamespacedName{Namespace: ns, Name: name}] = true
 		}
-	}
-	if len(reqs) > 0 {
-		return reqs
 	}
 	list := &gitopsv1beta1.GitOpsClusterList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil
-	}
-	for _, gc := range list.Items {
-		if gc.Spec.ArgoServer.ArgoNamespace == o.GetNamespace() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gc)})
+	if err := r.List(ctx, list); err == nil {
+		for _, gc := range list.Items {
+			if gc.Spec.ArgoServer.ArgoNamespace == o.GetNamespace() {
+				seen[client.ObjectKeyFromObject(&gc)] = true
+			}
 		}
+	}
+	reqs := make([]reconcile.Request, 0, len(seen))
+	for key := range seen {
+		reqs = append(reqs, reconcile.Request{NamespacedName: key})
 	}
 	return reqs
 }

@@ -386,3 +386,20 @@ func TestGrantedTenantSharesTheArgoCDNamespace(t *testing.T) {
 	h.g.Expect(h.c.Delete(context.Background(), s)).To(Succeed())
 	h.g.Eventually(func() []string { return h.claims(h.ns, shared) }, timeout, interval).Should(ConsistOf(h.ns + "/platform"))
 }
+
+// Two GitOpsClusters of one namespace created together, registering the same clusters: whichever
+// creates a secret first, both end Ready with both claims on it (the second one's create may fail
+// as already existing before its cache has the secret).
+func TestTwoGitOpsClustersRegisterTheSameClustersAtOnce(t *testing.T) {
+	h := start(t)
+	clusters := []string{h.cluster(), h.cluster(), h.cluster()}
+	h.placement(h.ns, "p", clusters...)
+	h.gitOpsCluster(h.ns, "one", "p")
+	h.gitOpsCluster(h.ns, "two", "p")
+	for _, gc := range []string{"one", "two"} {
+		h.g.Eventually(h.ready(h.ns, gc), timeout, interval).Should(Equal("True/Succeeded/successful"))
+	}
+	for _, c := range clusters {
+		h.g.Eventually(func() []string { return h.claims(h.ns, c) }, timeout, interval).Should(ConsistOf(h.ns+"/one", h.ns+"/two"))
+	}
+}
