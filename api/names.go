@@ -71,12 +71,15 @@ const (
 const (
 	// ClusterLabel names the managed cluster of a cluster secret.
 	ClusterLabel = "apps.open-cluster-management.io/cluster-name"
-	// OwnerLabel is "<namespace>.<name>" of the GitOpsCluster that created the secret (cut to 63).
+	// OwnerLabel is "<namespace>.<name>" of the GitOpsCluster that created a secret before claims
+	// (ClaimsAnnotation) existed; read as that GitOpsCluster's claim, removed on the next write.
 	OwnerLabel = "apps.open-cluster-management.io/gitopscluster"
+	// ClaimsAnnotation on a cluster secret lists "<namespace>/<name>" of every GitOpsCluster that
+	// registered the cluster in that Argo CD namespace, comma-separated and sorted: the secret is
+	// deleted only when no GitOpsCluster that may claim it still does.
+	ClaimsAnnotation = "apps.open-cluster-management.io/gitopsclusters"
 	// UnselectedSinceAnnotation records when the cluster left the placement (RFC 3339).
 	UnselectedSinceAnnotation = "apps.open-cluster-management.io/unselected-since"
-	// AllowedNamespaceLabel on a namespace lets GitOpsClusters write cluster secrets into it.
-	AllowedNamespaceLabel = "apps.open-cluster-management.io/argocd-namespace"
 	// GitOpsClusterFinalizer lets a deleted GitOpsCluster remove the cluster secrets it created.
 	GitOpsClusterFinalizer = "apps.open-cluster-management.io/gitopscluster-cleanup"
 )

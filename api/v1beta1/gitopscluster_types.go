@@ -22,8 +22,11 @@ const (
 	ReasonPlacementNotAllowed    = "PlacementNotAllowed"
 	ReasonNoClustersSelected     = "NoClustersSelected"
 	ReasonArgoNamespaceForbidden = "ArgoNamespaceNotAllowed"
-	ReasonSecretConflict         = "SecretConflict"
-	ReasonReconcileError         = "ReconcileError"
+	// ReasonArgoNamespaceNotGranted: the Argo CD namespace is neither the GitOpsCluster's own nor
+	// one the operator granted to its namespace (--grant-argocd-namespaces).
+	ReasonArgoNamespaceNotGranted = "ArgoNamespaceNotGranted"
+	ReasonSecretConflict          = "SecretConflict"
+	ReasonReconcileError          = "ReconcileError"
 )
 
 // Phase values, as in the documents.

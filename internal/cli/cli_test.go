@@ -37,21 +37,35 @@ func TestControllerHelpListsEveryFlag(t *testing.T) {
 	cmd.SetArgs([]string{"controller", "--help"})
 	g.Expect(cmd.Execute()).To(Succeed())
 	for _, flag := range []string{"--kubeconfig", "--metrics-bind-address", "--health-probe-bind-address",
-		"--leader-elect", "--leader-election-namespace", "--argocd-namespace", "--pull-namespaces", "--concurrency", "--zap-log-level"} {
+		"--leader-elect", "--leader-election-namespace", "--argocd-namespace", "--pull-namespaces", "--gitops-namespaces", "--grant-argocd-namespaces", "--concurrency", "--zap-log-level"} {
 		g.Expect(out.String()).To(ContainSubstring(flag))
 	}
 }
 
 func TestControllerRejectsBadOptionsBeforeStarting(t *testing.T) {
 	env := testenv.Get(t)
-	g := NewWithT(t)
-	cmd := NewRootCommand()
-	cmd.SetOut(io.Discard)
-	cmd.SetErr(io.Discard)
-	cmd.SetArgs([]string{"controller", "--kubeconfig", env.Kubeconfig(t), "--concurrency", "0",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"})
-	err := cmd.ExecuteContext(context.Background())
-	g.Expect(err).To(MatchError(ContainSubstring("max concurrent reconciles must be at least 1")))
+	tests := map[string]struct {
+		args []string
+		want string
+	}{
+		"no worker":         {[]string{"--concurrency", "0"}, "max concurrent reconciles must be at least 1"},
+		"a malformed grant": {[]string{"--grant-argocd-namespaces", "team-a"}, "--grant-argocd-namespaces: grant \"team-a\": want NAMESPACE=NS1[,NS2...]"},
+		"a grant of a namespace the install does not name": {[]string{"--argocd-namespace", "openshift-gitops",
+			"--grant-argocd-namespaces", "team-a=openshift-gitops", "--grant-argocd-namespaces", "team-b=kube-system"},
+			"the grant team-b=kube-system names kube-system, which is not an Argo CD namespace of this install"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			cmd := NewRootCommand()
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			cmd.SetArgs(append([]string{"controller", "--kubeconfig", env.Kubeconfig(t),
+				"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, tt.args...))
+			err := cmd.ExecuteContext(context.Background())
+			g.Expect(err).To(MatchError(ContainSubstring(tt.want)))
+		})
+	}
 }
 
 // The controller command serves probes and metrics against a real apiserver and stops cleanly

@@ -33,6 +33,7 @@ type controllerFlags struct {
 	leaderElectionNamespace string
 	managedNamespaceGrants  []string
 	opts                    controller.Options
+	argoCDNamespaceGrants   []string
 	zap                     zap.Options
 }
 
@@ -63,7 +64,8 @@ leader election for high availability.`,
 	fs.StringArrayVar(&f.managedNamespaceGrants, "grant-managed-namespaces", nil, "NS=NS1[,NS2...]: Applications of hub namespace NS may also land in these managed-cluster namespaces (by default an Application of a namespace other than the Argo CD namespace lands only in its own); repeatable")
 	fs.IntVar(&f.opts.MaxConcurrentReconciles, "concurrency", f.opts.MaxConcurrentReconciles, "Concurrent reconciles per controller")
 	fs.DurationVar(&f.opts.StaleAfter, "stale-after", f.opts.StaleAfter, "How long a cluster may leave its ManifestWork unapplied before the report shows it as stale")
-	fs.StringSliceVar(&f.opts.GitOpsNamespaces, "gitops-namespaces", nil, "Argo CD namespaces GitOpsClusters may write cluster secrets into, besides namespaces labelled apps.open-cluster-management.io/argocd-namespace=true (default: the Argo CD namespace)")
+	fs.StringSliceVar(&f.opts.GitOpsNamespaces, "gitops-namespaces", nil, "More Argo CD namespaces, besides --argocd-namespace, that GitOpsClusters may write cluster secrets into; the install must give argocd-pull its Role in each (Helm value gitopsNamespaces)")
+	fs.StringArrayVar(&f.argoCDNamespaceGrants, "grant-argocd-namespaces", nil, "T=X[,Y]: GitOpsClusters in hub namespace T may also write into Argo CD namespaces X and Y (each --argocd-namespace or in --gitops-namespaces); repeatable. Without a grant a GitOpsCluster writes only into its own namespace")
 	fs.DurationVar(&f.opts.SecretGracePeriod, "secret-grace-period", f.opts.SecretGracePeriod, "How long the cluster secret of a cluster that left a GitOpsCluster's placement is kept")
 	fs.StringVar(&f.opts.ApplicationSetServiceAccount, "applicationset-service-account", f.opts.ApplicationSetServiceAccount, "Service account of the ApplicationSet controller in the Argo CD namespace, granted read access to PlacementDecisions")
 	fs.StringVar(&f.opts.Search.URL, "search-url", "", "OCM Search V2 API base URL; adds deployed resources and error conditions from Search to the reports (default: off)")
@@ -99,6 +101,9 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	if f.opts.ManagedNamespaceGrants, err = tenancy.ParseGrants(f.managedNamespaceGrants); err != nil {
 		return fmt.Errorf("--grant-managed-namespaces: %w", err)
 	}
+	if f.opts.ArgoCDNamespaceGrants, err = tenancy.ParseGrants(f.argoCDNamespaceGrants); err != nil {
+		return fmt.Errorf("--grant-argocd-namespaces: %w", err)
+	}
 	if err := f.opts.Validate(); err != nil {
 		return err
 	}
@@ -121,6 +126,6 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding ready check: %w", err)
 	}
-	log.Info("Starting manager", "version", Version(), "argocdNamespace", f.opts.ArgoCDNamespace)
+	log.Info("Starting manager", "version", Version(), "argocdNamespace", f.opts.ArgoCDNamespace, "argocdNamespaces", f.opts.ArgoCDNamespaces())
 	return mgr.Start(cmd.Context())
 }

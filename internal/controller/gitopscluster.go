@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,9 +48,12 @@ type GitOpsClusterReconciler struct {
 // +kubebuilder:rbac:groups=apps.open-cluster-management.io,resources=gitopsclusters/status,verbs=update;patch
 // +kubebuilder:rbac:groups=apps.open-cluster-management.io,resources=gitopsclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placements,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create
+//
+// Secrets, ConfigMaps, Roles and RoleBindings: only in the Argo CD namespaces the install names,
+// by a Role in each (config/argocd-namespace/role.yaml, the chart's argocd-namespace-rbac.yaml),
+// never cluster-wide. The placement reader Role this controller creates grants no more than the
+// ClusterRole's placements and placementdecisions get/list/watch, so it needs neither escalate
+// nor bind.
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *GitOpsClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
@@ -60,7 +64,7 @@ func (r *GitOpsClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.byPlacement)).
 		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.byPlacement)).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.all)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byOwnerLabel)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byClaims)).
 		Complete(r)
 }
 
@@ -89,9 +93,7 @@ func (r *GitOpsClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // reconcile does the work and returns what it observed; a failed read or write is observed.Err.
 func (r *GitOpsClusterReconciler) reconcile(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster) (result ctrl.Result, observed gitops.Observation) {
 	argoNS := gc.Spec.ArgoServer.ArgoNamespace
-	allowed, err := r.argoNamespaceAllowed(ctx, argoNS)
-	if err != nil || !allowed {
-		observed.Err, observed.NamespaceForbidden = err, err == nil
+	if observed.Refusal = gitops.DecideArgoNamespace(gc.Namespace, argoNS, r.Options.ArgoCDNamespaces(), r.Options.ArgoCDNamespaceGrants); observed.Refusal.Refused() {
 		return result, observed
 	}
 	clusters, reason, msg, err := r.selectedClusters(ctx, gc)
@@ -107,18 +109,6 @@ func (r *GitOpsClusterReconciler) reconcile(ctx context.Context, gc *gitopsv1bet
 	}
 	result, observed.Err = r.removeUnselected(ctx, gc, clusters)
 	return result, observed
-}
-
-// argoNamespaceAllowed: the namespace is listed by the operator or labelled by a cluster admin.
-func (r *GitOpsClusterReconciler) argoNamespaceAllowed(ctx context.Context, ns string) (bool, error) {
-	if slices.Contains(r.Options.gitOpsNamespaces(), ns) {
-		return true, nil
-	}
-	n := &corev1.Namespace{}
-	if err := r.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	return n.Labels[api.AllowedNamespaceLabel] == "true", nil
 }
 
 // selectedClusters reads the Placement, in the GitOpsCluster's own namespace, and all pages of
@@ -156,10 +146,10 @@ func (r *GitOpsClusterReconciler) selectedClusters(ctx context.Context, gc *gito
 	return clusters, "", "", nil
 }
 
-// ensureSecrets creates or updates the secret of each selected cluster.
+// ensureSecrets creates the secret of each selected cluster, or claims and updates an existing one.
 func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, clusters []string) (registered int, conflicts, missing []string, err error) {
 	argoNS := gc.Spec.ArgoServer.ArgoNamespace
-	owner := gitops.OwnerValue(gc.Namespace, gc.Name)
+	claim := gitops.ClaimKey(gc.Namespace, gc.Name)
 	log := ctrl.LoggerFrom(ctx)
 	for _, name := range clusters {
 		mc := &clusterv1.ManagedCluster{}
@@ -170,7 +160,7 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			}
 			return 0, nil, nil, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
 		}
-		desired := gitops.ClusterSecret(mc, argoNS, owner)
+		desired := gitops.ClusterSecret(mc, argoNS, claim)
 		existing := &corev1.Secret{}
 		// The cache holds only secrets argocd-pull created: any other secret reads as not found.
 		switch err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing); {
@@ -186,18 +176,14 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			r.Recorder.Eventf(gc, nil, corev1.EventTypeNormal, "ClusterRegistered", "Register", "Created cluster secret %s/%s", argoNS, desired.Name)
 		case err != nil:
 			return 0, nil, nil, fmt.Errorf("reading secret %s/%s: %w", argoNS, desired.Name, err)
-		case existing.Labels[api.OwnerLabel] != owner:
-			// Another GitOpsCluster registered this cluster first: it stays theirs.
 		default:
-			_, unselected := existing.Annotations[api.UnselectedSinceAnnotation]
-			if gitops.SecretUpToDate(existing, desired) && !unselected {
+			// Another GitOpsCluster may have registered the cluster first: the secret becomes
+			// theirs and ours, so that neither one leaving deletes it under the other.
+			updated, changed := gitops.Register(existing, desired, claim)
+			if !changed {
 				break
 			}
-			updated := existing.DeepCopy()
-			updated.Labels = desired.Labels
-			delete(updated.Annotations, api.UnselectedSinceAnnotation)
-			updated.Data, updated.StringData = nil, desired.StringData
-			log.Info("Updating cluster secret", "secret", klog.KObj(updated))
+			log.Info("Updating cluster secret", "secret", klog.KObj(updated), "claims", updated.Annotations[api.ClaimsAnnotation])
 			if err := r.Update(ctx, updated); err != nil {
 				return 0, nil, nil, fmt.Errorf("updating secret %s/%s: %w", argoNS, desired.Name, err)
 			}
@@ -207,23 +193,75 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 	return registered, conflicts, missing, nil
 }
 
+// claimedSecrets lists the cluster secrets in the GitOpsCluster's Argo CD namespace that carry its claim.
+func (r *GitOpsClusterReconciler) claimedSecrets(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster) ([]corev1.Secret, error) {
+	secrets := &corev1.SecretList{}
+	if err := r.List(ctx, secrets, client.InNamespace(gc.Spec.ArgoServer.ArgoNamespace), client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}); err != nil {
+		return nil, fmt.Errorf("listing the cluster secrets of GitOpsCluster %s/%s: %w", gc.Namespace, gc.Name, err)
+	}
+	claim := gitops.ClaimKey(gc.Namespace, gc.Name)
+	return slices.DeleteFunc(secrets.Items, func(s corev1.Secret) bool { return !gitops.HasClaim(&s, claim) }), nil
+}
+
+// reliedOnByOthers reports whether another GitOpsCluster that may claim the secret (it writes
+// into the secret's namespace and the namespace rule allows it) claims it or selects its cluster.
+// Selecting counts too: a GitOpsCluster may not have claimed the secret yet.
+func (r *GitOpsClusterReconciler) reliedOnByOthers(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, s *corev1.Secret) (bool, error) {
+	list := &gitopsv1beta1.GitOpsClusterList{}
+	if err := r.List(ctx, list); err != nil {
+		return false, fmt.Errorf("listing GitOpsClusters: %w", err)
+	}
+	cluster := s.Labels[api.ClusterLabel]
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.Namespace == gc.Namespace && other.Name == gc.Name ||
+			!gitops.MayClaim(other, s.Namespace, r.Options.ArgoCDNamespaces(), r.Options.ArgoCDNamespaceGrants) {
+			continue
+		}
+		if gitops.HasClaim(s, gitops.ClaimKey(other.Namespace, other.Name)) {
+			return true, nil
+		}
+		clusters, _, _, err := r.selectedClusters(ctx, other)
+		if err != nil {
+			return false, err
+		}
+		if slices.Contains(clusters, cluster) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// release drops the GitOpsCluster's claim from a secret another GitOpsCluster relies on.
+func (r *GitOpsClusterReconciler) release(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, s *corev1.Secret) error {
+	released := gitops.Release(s, gitops.ClaimKey(gc.Namespace, gc.Name))
+	ctrl.LoggerFrom(ctx).Info("Releasing cluster secret another GitOpsCluster relies on", "secret", klog.KObj(s), "claims", released.Annotations[api.ClaimsAnnotation])
+	if err := r.Update(ctx, released); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("releasing secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
+}
+
 // removeUnselected applies the removal rule to the secrets of clusters that left the placement.
 func (r *GitOpsClusterReconciler) removeUnselected(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, selected []string) (ctrl.Result, error) {
-	secrets := &corev1.SecretList{}
-	if err := r.List(ctx, secrets, client.InNamespace(gc.Spec.ArgoServer.ArgoNamespace),
-		client.MatchingLabels{api.OwnerLabel: gitops.OwnerValue(gc.Namespace, gc.Name), api.ManagedByLabel: api.ManagedByValue}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing the cluster secrets of GitOpsCluster %s/%s: %w", gc.Namespace, gc.Name, err)
+	secrets, err := r.claimedSecrets(ctx, gc)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	now := time.Now()
 	var result ctrl.Result
-	for i := range secrets.Items {
-		s := &secrets.Items[i]
+	for i := range secrets {
+		s := &secrets[i]
 		cluster := s.Labels[api.ClusterLabel]
 		if slices.Contains(selected, cluster) {
 			continue
 		}
-		since, err := time.Parse(time.RFC3339, s.Annotations[api.UnselectedSinceAnnotation])
+		relied, err := r.reliedOnByOthers(ctx, gc, s)
 		if err != nil {
+			return ctrl.Result{}, err
+		}
+		since, err := time.Parse(time.RFC3339, s.Annotations[api.UnselectedSinceAnnotation])
+		if err != nil && !relied {
 			since = now
 			patch := client.MergeFrom(s.DeepCopy())
 			metav1.SetMetaDataAnnotation(&s.ObjectMeta, api.UnselectedSinceAnnotation, now.UTC().Format(time.RFC3339))
@@ -233,8 +271,12 @@ func (r *GitOpsClusterReconciler) removeUnselected(ctx context.Context, gc *gito
 		}
 		exists := r.Get(ctx, types.NamespacedName{Name: cluster}, &clusterv1.ManagedCluster{}) == nil
 		targetedBy := len(applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: cluster}))
-		verdict := gitops.DecideRemoval(since, exists, targetedBy, r.Options.SecretGracePeriod, now)
+		verdict := gitops.DecideRemoval(since, exists, targetedBy, relied, r.Options.SecretGracePeriod, now)
 		switch {
+		case verdict.Release:
+			if err := r.release(ctx, gc, s); err != nil {
+				return ctrl.Result{}, err
+			}
 		case verdict.Delete:
 			ctrl.LoggerFrom(ctx).Info("Deleting the secret of a cluster that left the placement", "secret", klog.KObj(s))
 			if err := r.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
@@ -279,14 +321,34 @@ func (r *GitOpsClusterReconciler) ensurePlacementGenerator(ctx context.Context, 
 	return nil
 }
 
-// finalize deletes the secrets this GitOpsCluster created, then lets it go.
+// finalize deletes the secrets only this GitOpsCluster claims, releases those another relies on,
+// then lets it go. Outside the install's Argo CD namespaces it has written nothing (and argocd-pull
+// may read nothing there).
 func (r *GitOpsClusterReconciler) finalize(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster) error {
 	if !controllerutil.ContainsFinalizer(gc, api.GitOpsClusterFinalizer) {
 		return nil
 	}
-	if err := r.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(gc.Spec.ArgoServer.ArgoNamespace),
-		client.MatchingLabels{api.OwnerLabel: gitops.OwnerValue(gc.Namespace, gc.Name), api.ManagedByLabel: api.ManagedByValue}); err != nil {
-		return fmt.Errorf("deleting the cluster secrets of GitOpsCluster %s/%s: %w", gc.Namespace, gc.Name, err)
+	if slices.Contains(r.Options.ArgoCDNamespaces(), gc.Spec.ArgoServer.ArgoNamespace) {
+		secrets, err := r.claimedSecrets(ctx, gc)
+		if err != nil {
+			return err
+		}
+		for i := range secrets {
+			s := &secrets[i]
+			relied, err := r.reliedOnByOthers(ctx, gc, s)
+			switch {
+			case err != nil:
+				return err
+			case relied:
+				err = r.release(ctx, gc, s)
+			default:
+				ctrl.LoggerFrom(ctx).Info("Deleting the cluster secret of a deleted GitOpsCluster", "secret", klog.KObj(s))
+				err = client.IgnoreNotFound(r.Delete(ctx, s))
+			}
+			if err != nil {
+				return fmt.Errorf("removing the claim of GitOpsCluster %s/%s on secret %s/%s: %w", gc.Namespace, gc.Name, s.Namespace, s.Name, err)
+			}
+		}
 	}
 	patch := client.MergeFrom(gc.DeepCopy())
 	controllerutil.RemoveFinalizer(gc, api.GitOpsClusterFinalizer)
@@ -358,17 +420,27 @@ func (r *GitOpsClusterReconciler) all(ctx context.Context, _ client.Object) []re
 	return reqs
 }
 
-// byOwnerLabel maps one of our secrets back to the GitOpsCluster that created it.
-func (r *GitOpsClusterReconciler) byOwnerLabel(ctx context.Context, o client.Object) []reconcile.Request {
-	owner := o.GetLabels()[api.OwnerLabel]
-	if owner == "" {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, req := range r.all(ctx, o) {
-		if gitops.OwnerValue(req.Namespace, req.Name) == owner {
-			reqs = append(reqs, req)
+// byClaims maps a cluster secret to the GitOpsClusters that claim it and to every GitOpsCluster
+// writing into its namespace: one may select its cluster without having claimed it yet (two
+// registering the same cluster at once: the second one's create failed as already existing).
+func (r *GitOpsClusterReconciler) byClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	seen := map[types.NamespacedName]bool{}
+	for _, c := range gitops.Claims(o) {
+		if ns, name, ok := strings.Cut(c, "/"); ok {
+			seen[types.NamespacedName{Namespace: ns, Name: name}] = true
 		}
+	}
+	list := &gitopsv1beta1.GitOpsClusterList{}
+	if err := r.List(ctx, list); err == nil {
+		for _, gc := range list.Items {
+			if gc.Spec.ArgoServer.ArgoNamespace == o.GetNamespace() {
+				seen[client.ObjectKeyFromObject(&gc)] = true
+			}
+		}
+	}
+	reqs := make([]reconcile.Request, 0, len(seen))
+	for key := range seen {
+		reqs = append(reqs, reconcile.Request{NamespacedName: key})
 	}
 	return reqs
 }

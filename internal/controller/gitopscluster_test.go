@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,8 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
+	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
 
 // placement creates a Placement and its decision, as OCM's placement controller would.
@@ -234,22 +237,169 @@ func TestGitOpsClusterBadInput(t *testing.T) {
 			h.g.Expect(h.c.Get(context.Background(), client.ObjectKeyFromObject(gc), got)).To(Succeed())
 			h.g.Expect(got.Status.Message).To(ContainSubstring(tt.msg))
 			secrets := &corev1.SecretList{}
-			h.g.Expect(h.c.List(context.Background(), secrets, client.MatchingLabels{api.OwnerLabel: gitops.OwnerValue(h.ns, "gc")})).To(Succeed())
-			h.g.Expect(secrets.Items).To(BeEmpty())
+			h.g.Expect(h.c.List(context.Background(), secrets, client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue})).To(Succeed())
+			for _, s := range secrets.Items {
+				h.g.Expect(gitops.HasClaim(&s, gitops.ClaimKey(h.ns, "gc"))).To(BeFalse(), "secret %s/%s written", s.Namespace, s.Name)
+			}
 		})
 	}
 }
 
-func TestNamespaceLabelAllowsAnArgoCDNamespace(t *testing.T) {
+// The namespace label apps.open-cluster-management.io/argocd-namespace=true no longer names an Argo
+// CD namespace: whoever may label namespaces could otherwise open one, and argocd-pull holds RBAC
+// only in the Argo CD namespaces the install names.
+func TestNamespaceLabelDoesNotNameAnArgoCDNamespace(t *testing.T) {
 	h := start(t)
 	other := "argocd-labelled-" + h.ns[len(h.ns)-5:]
-	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other, Labels: map[string]string{api.AllowedNamespaceLabel: "true"}}})
+	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other, Labels: map[string]string{"apps.open-cluster-management.io/argocd-namespace": "true"}}})
 	c := h.cluster()
 	h.placement(h.ns, "p", c)
-	gc := &gitopsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Name: "gc", Namespace: h.ns}, Spec: gitopsv1beta1.GitOpsClusterSpec{
-		ArgoServer: gitopsv1beta1.ArgoServerSpec{ArgoNamespace: other}, PlacementRef: &corev1.ObjectReference{Kind: "Placement", Name: "p"}}}
+	h.gitOpsClusterInto(h.ns, "gc", "p", other)
+	h.g.Eventually(h.ready(h.ns, "gc"), timeout, interval).Should(Equal("False/" + gitopsv1beta1.ReasonArgoNamespaceForbidden + "/failed"))
+	h.g.Consistently(func() error { _, err := h.secret(other, c); return err }, 2*time.Second, 100*time.Millisecond).Should(Satisfy(apierrors.IsNotFound))
+}
+
+// gitOpsClusterInto creates a GitOpsCluster in ns that writes into Argo CD namespace argoNS.
+func (h *harness) gitOpsClusterInto(ns, name, placement, argoNS string) *gitopsv1beta1.GitOpsCluster {
+	h.t.Helper()
+	gc := &gitopsv1beta1.GitOpsCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: gitopsv1beta1.GitOpsClusterSpec{
+			ArgoServer:   gitopsv1beta1.ArgoServerSpec{Cluster: "notused", ArgoNamespace: argoNS},
+			PlacementRef: &corev1.ObjectReference{Kind: "Placement", APIVersion: "cluster.open-cluster-management.io/v1beta1", Name: placement},
+		},
+	}
 	h.create(gc)
-	h.g.Eventually(h.ready(h.ns, "gc"), timeout, interval).Should(Equal("True/Succeeded/successful"))
-	_, err := h.secret(other, c)
+	return gc
+}
+
+// claims returns the GitOpsClusters a cluster secret names as its claimants (none when it is gone).
+func (h *harness) claims(ns, cluster string) []string {
+	s, err := h.secret(ns, cluster)
+	if err != nil {
+		return nil
+	}
+	return strings.Split(s.Annotations[api.ClaimsAnnotation], ",")
+}
+
+// gitOpsClusterEvents returns "type/reason" of the events about a GitOpsCluster.
+func (h *harness) gitOpsClusterEvents(ns, name string) []string {
+	list := &corev1.EventList{}
+	h.g.Expect(h.c.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "GitOpsCluster" && e.InvolvedObject.Name == name {
+			out = append(out, e.Type+"/"+e.Reason)
+		}
+	}
+	return out
+}
+
+// deleteGitOpsCluster deletes a GitOpsCluster and waits until its finalizer has run.
+func (h *harness) deleteGitOpsCluster(gc *gitopsv1beta1.GitOpsCluster) {
+	h.t.Helper()
+	h.g.Expect(h.c.Delete(context.Background(), gc)).To(Succeed())
+	h.g.Eventually(func() bool {
+		return apierrors.IsNotFound(h.c.Get(context.Background(), client.ObjectKeyFromObject(gc), &gitopsv1beta1.GitOpsCluster{}))
+	}, timeout, interval).Should(BeTrue(), "GitOpsCluster %s/%s finalized", gc.Namespace, gc.Name)
+}
+
+// Issue 22, row 9: a tenant creates a GitOpsCluster in its own namespace aimed at the platform's
+// Argo CD namespace. It is refused and writes nothing there; the platform's GitOpsCluster registers
+// the cluster itself, and deleting the tenant's GitOpsCluster leaves the platform's secret alone.
+func TestTenantGitOpsClusterIsRefusedThePlatformsArgoCDNamespace(t *testing.T) {
+	h := start(t) // h.ns is the platform's Argo CD namespace
+	tenant := testenv.Get(t).Namespace(t)
+	c := h.cluster()
+	h.placement(tenant, "p", c)
+	attack := h.gitOpsClusterInto(tenant, "gc", "p", h.ns)
+
+	h.g.Eventually(h.ready(tenant, "gc"), timeout, interval).Should(Equal("False/" + gitopsv1beta1.ReasonArgoNamespaceNotGranted + "/failed"))
+	got := &gitopsv1beta1.GitOpsCluster{}
+	h.g.Expect(h.c.Get(context.Background(), client.ObjectKeyFromObject(attack), got)).To(Succeed())
+	h.g.Expect(got.Status.Message).To(ContainSubstring("--grant-argocd-namespaces " + tenant + "=" + h.ns))
+	h.g.Eventually(func() []string { return h.gitOpsClusterEvents(tenant, "gc") }, timeout, interval).
+		Should(ContainElement("Warning/" + gitopsv1beta1.ReasonArgoNamespaceNotGranted))
+	h.g.Consistently(func() error { _, err := h.secret(h.ns, c); return err }, 2*time.Second, 100*time.Millisecond).
+		Should(Satisfy(apierrors.IsNotFound), "no cluster secret written into the platform's namespace")
+	for _, o := range []client.Object{&corev1.ConfigMap{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		name := placementReaderRole
+		if _, ok := o.(*corev1.ConfigMap); ok {
+			name = gitops.PlacementGeneratorName
+		}
+		err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, o)
+		h.g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s written into the platform's namespace (%v)", o, name, err)
+	}
+
+	// The platform's own GitOpsCluster registers the cluster, as its own.
+	h.placement(h.ns, "p", c)
+	h.gitOpsCluster(h.ns, "platform", "p")
+	h.g.Eventually(h.ready(h.ns, "platform"), timeout, interval).Should(Equal("True/Succeeded/successful"))
+	h.g.Expect(h.claims(h.ns, c)).To(ConsistOf(h.ns + "/platform"))
+
+	// Deleting the tenant's GitOpsCluster changes nothing in the platform's namespace.
+	h.deleteGitOpsCluster(attack)
+	h.g.Consistently(func() []string { return h.claims(h.ns, c) }, 3*time.Second, 100*time.Millisecond).Should(ConsistOf(h.ns + "/platform"))
+	h.g.Expect(h.ready(h.ns, "platform")()).To(Equal("True/Succeeded/successful"))
+}
+
+// With the operator's grant the tenant's GitOpsCluster registers its clusters in the platform's
+// Argo CD namespace. A cluster both register is claimed by both: the tenant leaving deletes only
+// what it alone registered, and the platform's GitOpsCluster counts and keeps its own secrets.
+func TestGrantedTenantSharesTheArgoCDNamespace(t *testing.T) {
+	tenant := testenv.Get(t).Namespace(t)
+	h := start(t, func(o *Options, ns string) { o.ArgoCDNamespaceGrants = tenancy.Grants{tenant: {ns}} })
+	shared, tenantOnly, platformOnly := h.cluster(), h.cluster(), h.cluster()
+	h.placement(tenant, "p", shared, tenantOnly)
+	granted := h.gitOpsClusterInto(tenant, "gc", "p", h.ns)
+	h.g.Eventually(h.ready(tenant, "gc"), timeout, interval).Should(Equal("True/Succeeded/successful"))
+
+	// The tenant registered the shared cluster first; the platform's GitOpsCluster claims it too.
+	h.placement(h.ns, "p", shared, platformOnly)
+	h.gitOpsCluster(h.ns, "platform", "p")
+	h.g.Eventually(h.ready(h.ns, "platform"), timeout, interval).Should(Equal("True/Succeeded/successful"))
+	h.g.Expect(h.claims(h.ns, shared)).To(ConsistOf(h.ns+"/platform", tenant+"/gc"))
+	h.g.Expect(h.claims(h.ns, tenantOnly)).To(ConsistOf(tenant + "/gc"))
+
+	// The shared cluster leaves the platform's placement: the platform drops its claim, the
+	// tenant's secret stays as it was (no unselected mark, no grace period running).
+	h.decide(h.ns, "p", platformOnly)
+	h.g.Eventually(func() []string { return h.claims(h.ns, shared) }, timeout, interval).Should(ConsistOf(tenant + "/gc"))
+	s, err := h.secret(h.ns, shared)
 	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(s.Annotations).NotTo(HaveKey(api.UnselectedSinceAnnotation))
+	h.decide(h.ns, "p", shared, platformOnly)
+	h.g.Eventually(func() []string { return h.claims(h.ns, shared) }, timeout, interval).Should(ConsistOf(h.ns+"/platform", tenant+"/gc"))
+
+	// The tenant leaves: what it alone registered goes; the shared secret stays, with the platform.
+	h.deleteGitOpsCluster(granted)
+	h.g.Eventually(func() error { _, err := h.secret(h.ns, tenantOnly); return err }, timeout, interval).Should(Satisfy(apierrors.IsNotFound))
+	h.g.Consistently(func() error { _, err := h.secret(h.ns, shared); return err }, 3*time.Second, 100*time.Millisecond).
+		Should(Succeed(), "the platform's secret survives the tenant's GitOpsCluster")
+	h.g.Expect(h.claims(h.ns, shared)).To(ConsistOf(h.ns + "/platform"))
+	h.g.Expect(h.claims(h.ns, platformOnly)).To(ConsistOf(h.ns + "/platform"))
+	h.g.Expect(h.ready(h.ns, "platform")()).To(Equal("True/Succeeded/successful"))
+
+	// The platform's status reflects its own secrets: one deleted behind its back is registered again.
+	s, err = h.secret(h.ns, shared)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(h.c.Delete(context.Background(), s)).To(Succeed())
+	h.g.Eventually(func() []string { return h.claims(h.ns, shared) }, timeout, interval).Should(ConsistOf(h.ns + "/platform"))
+}
+
+// Two GitOpsClusters of one namespace created together, registering the same clusters: whichever
+// creates a secret first, both end Ready with both claims on it (the second one's create may fail
+// as already existing before its cache has the secret).
+func TestTwoGitOpsClustersRegisterTheSameClustersAtOnce(t *testing.T) {
+	h := start(t)
+	clusters := []string{h.cluster(), h.cluster(), h.cluster()}
+	h.placement(h.ns, "p", clusters...)
+	h.gitOpsCluster(h.ns, "one", "p")
+	h.gitOpsCluster(h.ns, "two", "p")
+	for _, gc := range []string{"one", "two"} {
+		h.g.Eventually(h.ready(h.ns, gc), timeout, interval).Should(Equal("True/Succeeded/successful"))
+	}
+	for _, c := range clusters {
+		h.g.Eventually(func() []string { return h.claims(h.ns, c) }, timeout, interval).Should(ConsistOf(h.ns+"/one", h.ns+"/two"))
+	}
 }

@@ -4,7 +4,9 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -49,10 +52,13 @@ type Options struct {
 	Search search.Options
 	// SearchInterval is how often Search is polled.
 	SearchInterval time.Duration
-	// GitOpsNamespaces are the Argo CD namespaces GitOpsClusters may write cluster secrets into,
-	// besides namespaces labelled apps.open-cluster-management.io/argocd-namespace=true. Empty
-	// means ArgoCDNamespace only.
+	// GitOpsNamespaces are more Argo CD namespaces, besides ArgoCDNamespace, that GitOpsClusters
+	// may write cluster secrets into. The install must give argocd-pull its Role in each.
 	GitOpsNamespaces []string
+	// ArgoCDNamespaceGrants are the Argo CD namespaces the operator granted to hub namespaces
+	// (--grant-argocd-namespaces T=X): a GitOpsCluster in T writes into X only when T is X or X is
+	// granted to T.
+	ArgoCDNamespaceGrants tenancy.Grants
 	// SecretGracePeriod is how long the secret of a cluster that left a placement is kept.
 	SecretGracePeriod time.Duration
 	// ApplicationSetServiceAccount is the service account of the ApplicationSet controller in the
@@ -60,11 +66,17 @@ type Options struct {
 	ApplicationSetServiceAccount string
 }
 
-func (o Options) gitOpsNamespaces() []string {
-	if len(o.GitOpsNamespaces) == 0 {
-		return []string{o.ArgoCDNamespace}
+// ArgoCDNamespaces are the Argo CD namespaces the install names: ArgoCDNamespace and
+// GitOpsNamespaces. argocd-pull holds RBAC for Secrets, ConfigMaps, Roles and RoleBindings there
+// and nowhere else, and caches Secrets only there.
+func (o Options) ArgoCDNamespaces() []string {
+	out := []string{o.ArgoCDNamespace}
+	for _, ns := range o.GitOpsNamespaces {
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
 	}
-	return o.GitOpsNamespaces
+	return out
 }
 
 // DefaultOptions returns the options used when no flag is given.
@@ -102,6 +114,18 @@ func (o Options) Validate() error {
 	if o.SecretGracePeriod < 0 {
 		return fmt.Errorf("the secret grace period must not be negative, got %s", o.SecretGracePeriod)
 	}
+	for _, ns := range o.GitOpsNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("the Argo CD namespace %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	for _, tenant := range slices.Sorted(maps.Keys(o.ArgoCDNamespaceGrants)) {
+		for _, ns := range o.ArgoCDNamespaceGrants[tenant] {
+			if !slices.Contains(o.ArgoCDNamespaces(), ns) {
+				return fmt.Errorf("the grant %s=%s names %s, which is not an Argo CD namespace of this install (--argocd-namespace, --gitops-namespaces)", tenant, ns, ns)
+			}
+		}
+	}
 	if o.Search.URL != "" && o.SearchInterval <= 0 {
 		return fmt.Errorf("the Search polling interval must be positive, got %s", o.SearchInterval)
 	}
@@ -117,12 +141,18 @@ func (o Options) PullNamespaceAllowed(ns string) bool {
 }
 
 // ManagerOptions returns the manager options the controllers need: the scheme, and a cache that
-// holds only pull-labelled Applications, argocd-pull's ManifestWorks and the Argo CD namespace's
-// AppProjects, so that memory follows the pull-model fleet and not everything on the hub.
+// holds only pull-labelled Applications, argocd-pull's ManifestWorks, the Argo CD namespace's
+// AppProjects and the cluster secrets argocd-pull wrote in the install's Argo CD namespaces, so
+// that memory follows the pull-model fleet and not everything on the hub, and so that the
+// controller lists Secrets only where its RBAC lets it.
 func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
 	pullLabelled, _ := labels.NewRequirement(api.PullLabel, selection.Exists, nil)
 	ours := labels.SelectorFromSet(labels.Set{api.ManagedByLabel: api.ManagedByValue})
 	app, project := argocd.NewApplication(), argocd.NewAppProject()
+	secretNamespaces := map[string]cache.Config{}
+	for _, ns := range opts.ArgoCDNamespaces() {
+		secretNamespaces[ns] = cache.Config{LabelSelector: ours}
+	}
 	return ctrl.Options{
 		Scheme: scheme,
 		Cache: cache.Options{
@@ -133,14 +163,16 @@ func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
 				app:                    {Label: labels.NewSelector().Add(*pullLabelled)},
 				&workv1.ManifestWork{}: {Label: ours},
 				project:                {Namespaces: map[string]cache.Config{opts.ArgoCDNamespace: {}}},
-				// Only what GitOpsClusters created: never every Secret and ConfigMap of the hub.
-				&corev1.Secret{}:      {Label: ours},
-				&corev1.ConfigMap{}:   {Label: ours},
-				&rbacv1.Role{}:        {Label: ours},
-				&rbacv1.RoleBinding{}: {Label: ours},
+				// Only the cluster secrets GitOpsClusters created, only in the Argo CD namespaces.
+				&corev1.Secret{}: {Namespaces: secretNamespaces, Label: ours},
 			}},
-		// Argo CD objects are unstructured; read them from the cache like everything else.
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Client: client.Options{Cache: &client.CacheOptions{
+			// Argo CD objects are unstructured; read them from the cache like everything else.
+			Unstructured: true,
+			// The placement generator ConfigMap and the placement reader Role and RoleBinding are
+			// read by name, straight from the apiserver: the RBAC grants get on those names only.
+			DisableFor: []client.Object{&corev1.ConfigMap{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}},
+		}},
 	}
 }
 

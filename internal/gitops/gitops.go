@@ -5,12 +5,10 @@ package gitops
 
 import (
 	"maps"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -29,19 +27,11 @@ const PlacementGeneratorName = "ocm-placement-generator"
 // SecretName is the name of a managed cluster's Argo CD cluster secret.
 func SecretName(cluster string) string { return cluster + "-cluster-secret" }
 
-// OwnerValue is the api.OwnerLabel value of a GitOpsCluster.
-func OwnerValue(namespace, name string) string {
-	v := namespace + "." + name
-	if len(v) > validation.LabelValueMaxLength {
-		v = v[:validation.LabelValueMaxLength]
-	}
-	return strings.TrimRight(v, "-._")
-}
-
-// ClusterSecret returns the cluster secret of a managed cluster: its labels copied (so that
-// ApplicationSet cluster generators can select by them), name and server, and no credentials: in
-// the pull model the hub never connects to the cluster.
-func ClusterSecret(cluster *clusterv1.ManagedCluster, argoNamespace, owner string) *corev1.Secret {
+// ClusterSecret returns the cluster secret of a managed cluster, claimed by the GitOpsCluster
+// named claim (see ClaimKey): its labels copied (so that ApplicationSet cluster generators can
+// select by them), name and server, and no credentials: in the pull model the hub never connects
+// to the cluster.
+func ClusterSecret(cluster *clusterv1.ManagedCluster, argoNamespace, claim string) *corev1.Secret {
 	labels := maps.Clone(cluster.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -49,9 +39,9 @@ func ClusterSecret(cluster *clusterv1.ManagedCluster, argoNamespace, owner strin
 	labels[SecretTypeLabel] = "cluster"
 	labels[api.ManagedByLabel] = api.ManagedByValue
 	labels[api.ClusterLabel] = cluster.Name
-	labels[api.OwnerLabel] = owner
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: SecretName(cluster.Name), Namespace: argoNamespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: SecretName(cluster.Name), Namespace: argoNamespace, Labels: labels,
+			Annotations: map[string]string{api.ClaimsAnnotation: claim}},
 		Type:       corev1.SecretTypeOpaque,
 		StringData: map[string]string{"name": cluster.Name, "server": Server(cluster)},
 	}
@@ -87,17 +77,25 @@ func SecretUpToDate(existing, desired *corev1.Secret) bool {
 type Removal struct {
 	// Delete is true when the secret goes now.
 	Delete bool
+	// Release is true when the GitOpsCluster drops its claim and the secret stays: another
+	// GitOpsCluster relies on it.
+	Release bool
 	// After is when to look again (zero: on the next change).
 	After time.Time
 	// Why explains a kept secret.
 	Why string
 }
 
-// DecideRemoval applies the rule: a secret of a cluster that left the placement is deleted when
-// the grace period since it left is over, or at once when its ManagedCluster is gone; but never
-// while a pull-model Application still targets the cluster (deleting it would make cluster
-// generators drop their Applications mid-flight).
-func DecideRemoval(unselectedSince time.Time, clusterExists bool, targetedBy int, grace time.Duration, now time.Time) Removal {
+// DecideRemoval applies the rule to a secret whose cluster left a GitOpsCluster's placement: when
+// another GitOpsCluster that may claim the secret still claims or selects it, the leaving one only
+// drops its claim; otherwise the secret is deleted when the grace period since the cluster left is
+// over, or at once when its ManagedCluster is gone; but never while a pull-model Application still
+// targets the cluster (deleting it would make cluster generators drop their Applications
+// mid-flight).
+func DecideRemoval(unselectedSince time.Time, clusterExists bool, targetedBy int, reliedOnByOthers bool, grace time.Duration, now time.Time) Removal {
+	if reliedOnByOthers {
+		return Removal{Release: true, Why: "another GitOpsCluster registers the cluster in this namespace"}
+	}
 	if targetedBy > 0 {
 		return Removal{Why: "an Application still targets the cluster"}
 	}

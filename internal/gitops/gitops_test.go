@@ -1,7 +1,6 @@
 package gitops
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -19,13 +18,14 @@ func TestClusterSecret(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster1", Labels: map[string]string{"env": "prod", "cloud": "Amazon", api.ManagedByLabel: "someone-else"}},
 		Spec:       clusterv1.ManagedClusterSpec{ManagedClusterClientConfigs: []clusterv1.ClientConfig{{URL: "https://api.cluster1.example:6443"}}},
 	}
-	s := ClusterSecret(mc, "openshift-gitops", "openshift-gitops.argo-acm-importer")
+	s := ClusterSecret(mc, "openshift-gitops", "openshift-gitops/argo-acm-importer")
 	g.Expect(s.Name).To(Equal("cluster1-cluster-secret"))
 	g.Expect(s.Namespace).To(Equal("openshift-gitops"))
 	g.Expect(s.Labels).To(Equal(map[string]string{
 		"env": "prod", "cloud": "Amazon",
-		SecretTypeLabel: "cluster", api.ManagedByLabel: api.ManagedByValue, api.ClusterLabel: "cluster1", api.OwnerLabel: "openshift-gitops.argo-acm-importer",
+		SecretTypeLabel: "cluster", api.ManagedByLabel: api.ManagedByValue, api.ClusterLabel: "cluster1",
 	}))
+	g.Expect(s.Annotations).To(Equal(map[string]string{api.ClaimsAnnotation: "openshift-gitops/argo-acm-importer"}))
 	g.Expect(s.StringData).To(Equal(map[string]string{"name": "cluster1", "server": "https://api.cluster1.example:6443"}), "no credentials")
 	g.Expect(mc.Labels).To(HaveKeyWithValue(api.ManagedByLabel, "someone-else"), "the cluster is not modified")
 
@@ -34,7 +34,7 @@ func TestClusterSecret(t *testing.T) {
 
 func TestSecretUpToDate(t *testing.T) {
 	g := NewWithT(t)
-	desired := ClusterSecret(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Labels: map[string]string{"env": "prod"}}}, "argocd", "argocd.x")
+	desired := ClusterSecret(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Labels: map[string]string{"env": "prod"}}}, "argocd", "argocd/x")
 	existing := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: desired.Labels}, Data: map[string][]byte{"name": []byte("c1"), "server": []byte(desired.StringData["server"])}}
 	g.Expect(SecretUpToDate(existing, desired)).To(BeTrue())
 	existing.Labels = map[string]string{"env": "dev"}
@@ -51,25 +51,19 @@ func TestDecideRemoval(t *testing.T) {
 		since      time.Time
 		exists     bool
 		targetedBy int
+		others     bool
 		want       Removal
 	}{
-		"just left":                    {now, true, 0, Removal{After: now.Add(grace), Why: "within the grace period after leaving the placement"}},
-		"grace over":                   {now.Add(-grace), true, 0, Removal{Delete: true}},
-		"cluster gone":                 {now, false, 0, Removal{Delete: true}},
-		"still targeted, grace over":   {now.Add(-time.Hour), true, 2, Removal{Why: "an Application still targets the cluster"}},
-		"still targeted, cluster gone": {now, false, 1, Removal{Why: "an Application still targets the cluster"}},
+		"just left":                    {now, true, 0, false, Removal{After: now.Add(grace), Why: "within the grace period after leaving the placement"}},
+		"grace over":                   {now.Add(-grace), true, 0, false, Removal{Delete: true}},
+		"cluster gone":                 {now, false, 0, false, Removal{Delete: true}},
+		"still targeted, grace over":   {now.Add(-time.Hour), true, 2, false, Removal{Why: "an Application still targets the cluster"}},
+		"still targeted, cluster gone": {now, false, 1, false, Removal{Why: "an Application still targets the cluster"}},
+		"another GitOpsCluster relies": {now.Add(-time.Hour), false, 0, true, Removal{Release: true, Why: "another GitOpsCluster registers the cluster in this namespace"}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(DecideRemoval(tt.since, tt.exists, tt.targetedBy, grace, now)).To(Equal(tt.want))
+			NewWithT(t).Expect(DecideRemoval(tt.since, tt.exists, tt.targetedBy, tt.others, grace, now)).To(Equal(tt.want))
 		})
 	}
-}
-
-func TestOwnerValueIsAValidLabel(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(OwnerValue("openshift-gitops", "argo-acm-importer")).To(Equal("openshift-gitops.argo-acm-importer"))
-	long := OwnerValue(strings.Repeat("n", 40), strings.Repeat("x", 40)+"-y")
-	g.Expect(len(long)).To(BeNumerically("<=", 63))
-	g.Expect(long).NotTo(HaveSuffix("-"))
 }

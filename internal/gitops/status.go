@@ -7,15 +7,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/argocd-pull/argocd-pull/api"
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
 )
 
 // Observation is what one reconcile of a GitOpsCluster found and did; SetStatus derives the
 // whole status from it.
 type Observation struct {
-	// NamespaceForbidden: the Argo CD namespace is neither listed by the operator nor labelled.
-	NamespaceForbidden bool
+	// Refusal says why the GitOpsCluster may not write into its Argo CD namespace (DecideArgoNamespace).
+	Refusal Refusal
 	// PlacementReason and PlacementMessage say why the Placement could not be resolved ("" when
 	// it was); Selected is how many clusters it selects.
 	PlacementReason, PlacementMessage string
@@ -36,9 +35,8 @@ func SetStatus(gc *gitopsv1beta1.GitOpsCluster, o Observation) {
 		placement = gc.Spec.PlacementRef.Name
 	}
 	switch {
-	case o.NamespaceForbidden:
-		setReady(gc, false, gitopsv1beta1.ReasonArgoNamespaceForbidden, fmt.Sprintf(
-			"Argo CD namespace %s is not allowed: the operator must list it in --gitops-namespaces or label it %s=true", argoNS, api.AllowedNamespaceLabel))
+	case o.Refusal.Refused():
+		setReady(gc, false, o.Refusal.Reason, o.Refusal.Message)
 	case o.PlacementReason != "":
 		setCondition(gc, gitopsv1beta1.PlacementResolvedCondition, false, o.PlacementReason, o.PlacementMessage)
 		setReady(gc, false, o.PlacementReason, o.PlacementMessage)

@@ -28,8 +28,12 @@ func TestSetStatus(t *testing.T) {
 			wantReady: metav1.ConditionTrue, wantReason: gitopsv1beta1.ReasonSucceeded, wantMsg: "no ManagedCluster for gone", wantPhase: gitopsv1beta1.PhaseSuccessful,
 		},
 		"namespace not allowed": {
-			observed:  Observation{NamespaceForbidden: true},
+			observed:  Observation{Refusal: DecideArgoNamespace("openshift-gitops", "kube-system", []string{"openshift-gitops"}, nil)},
 			wantReady: metav1.ConditionFalse, wantReason: gitopsv1beta1.ReasonArgoNamespaceForbidden, wantMsg: "--gitops-namespaces", wantPhase: gitopsv1beta1.PhaseFailed,
+		},
+		"namespace not granted": {
+			observed:  Observation{Refusal: DecideArgoNamespace("team-a", "openshift-gitops", []string{"openshift-gitops"}, nil)},
+			wantReady: metav1.ConditionFalse, wantReason: gitopsv1beta1.ReasonArgoNamespaceNotGranted, wantMsg: "--grant-argocd-namespaces team-a=openshift-gitops", wantPhase: gitopsv1beta1.PhaseFailed,
 		},
 		"placement not found": {
 			observed:  Observation{PlacementReason: gitopsv1beta1.ReasonPlacementNotFound, PlacementMessage: "Placement bgdk not found"},

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
 
@@ -33,6 +34,12 @@ var (
 		"serviceaccount/" + serviceAccount,
 		"role.rbac.authorization.k8s.io/" + leaderElection,
 		"rolebinding.rbac.authorization.k8s.io/" + leaderElection,
+	}
+	// argocd-pull's Role in the Argo CD namespace: its only rights to Secrets, ConfigMaps, Roles
+	// and RoleBindings.
+	argoCDNamespaceObjects = []string{
+		"role.rbac.authorization.k8s.io/" + argoCDNamespaceRole,
+		"rolebinding.rbac.authorization.k8s.io/" + argoCDNamespaceRole,
 	}
 	clusterObjects = []string{
 		"clusterrole.rbac.authorization.k8s.io/" + clusterRole,
@@ -71,10 +78,18 @@ func (k kube) serverSideApply(manifest string, extra ...string) {
 	k.run(append([]string{"apply", "--server-side", "--field-manager=argocd-pull-install", "-f", manifest}, extra...)...)
 }
 
+// createNamespace creates a namespace (server-side apply: it may exist already).
+func (k kube) createNamespace(name string) {
+	k.t.Helper()
+	k.serverSideApply(writeFile(k.t, "namespace-"+name+".yaml", []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+name+"\n")))
+}
+
 func TestKustomizeInstall(t *testing.T) {
 	env := testenv.Get(t)
 	k := newKube(t, env)
 	manifest := writeFile(t, "install.yaml", renderKustomize(t))
+	// Argo CD runs in its namespace before argocd-pull is installed: the install puts a Role there.
+	k.createNamespace(argoCDNamespace)
 
 	// The test apiserver already has our CRDs (testenv installs them): applying identical CRDs
 	// over them must succeed, as it does on a hub that had an earlier version.
@@ -88,7 +103,7 @@ func TestKustomizeInstall(t *testing.T) {
 
 	var dep appsv1.Deployment
 	find(t, decode(t, renderKustomize(t)), "Deployment", deploymentName, &dep)
-	runControllerAsServiceAccount(t, k, dep.Spec.Template.Spec.Containers[0].Args)
+	runControllerAsServiceAccount(t, k, dep.Spec.Template.Spec.Containers[0].Args, "guestbook-kustomize")
 }
 
 // uninstall runs docs/install.md's uninstall commands and checks that they remove every object of the
@@ -98,30 +113,46 @@ func uninstall(t *testing.T, k kube) {
 	t.Helper()
 	k.run("delete", "-n", installNamespace, "deployment,service,serviceaccount,role,rolebinding", "-l", partOfLabel, "--wait=false")
 	k.run("delete", "clusterrole,clusterrolebinding", "-l", partOfLabel, "--wait=false")
-	for _, obj := range append(append([]string{}, namespacedObjects...), clusterObjects...) {
-		if out, err := k.runErr("get", "-n", installNamespace, obj, "-o", "name"); err == nil {
-			t.Errorf("uninstall left %s", strings.TrimSpace(out))
-		}
-	}
+	k.run("delete", "-n", argoCDNamespace, "role,rolebinding", "-l", partOfLabel, "--wait=false")
+	checkUninstalled(t, k, "uninstall")
 	k.run("get", "namespace", installNamespace)
 	k.run(append([]string{"get", "-o", "name"}, crds...)...)
+}
+
+// checkUninstalled checks that none of the install's objects is left.
+func checkUninstalled(t *testing.T, k kube, what string) {
+	t.Helper()
+	left := func(ns string, objs []string) {
+		for _, obj := range objs {
+			if out, err := k.runErr("get", "-n", ns, obj, "-o", "name"); err == nil {
+				t.Errorf("%s left %s in %s", what, strings.TrimSpace(out), ns)
+			}
+		}
+	}
+	left(installNamespace, append(append([]string{}, namespacedObjects...), clusterObjects...))
+	left(argoCDNamespace, argoCDNamespaceObjects)
 }
 
 func checkInstalled(t *testing.T, k kube) {
 	t.Helper()
 	k.run(append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, crds...)...)
 	k.run(append([]string{"get", "-n", installNamespace, "-o", "name"}, namespacedObjects...)...)
+	k.run(append([]string{"get", "-n", argoCDNamespace, "-o", "name"}, argoCDNamespaceObjects...)...)
 	k.run(append([]string{"get", "-o", "name"}, clusterObjects...)...)
 }
 
-// checkServiceAccountPermissions asks the apiserver's RBAC authorizer what the controller's
-// service account may do: what its controllers need, leader election in its own namespace only,
-// and nothing it does not need.
+// checkServiceAccountPermissions asks the apiserver's RBAC authorizer (a SubjectAccessReview, as
+// 'kubectl auth can-i' does) what the controller's service account may do: what its controllers
+// need, leader election in its own namespace only, Secrets, ConfigMaps and RBAC objects in the Argo
+// CD namespace only, and nothing it does not need. Then it tries, as the service account, to mint
+// RBAC (server dry run): the apiserver's escalation check lets it create no more than the
+// placement reader Role the controller writes.
 func checkServiceAccountPermissions(t *testing.T, k kube) {
 	t.Helper()
+	const tenant = "team-a" // any namespace but the Argo CD one; it need not exist
 	as := "--as=system:serviceaccount:" + installNamespace + ":" + serviceAccount
 	cases := []struct {
-		verb, resource, subresource, namespace string
+		verb, resource, subresource, namespace string // namespace "*": every namespace
 		allowed                                bool
 	}{
 		{"create", "leases.coordination.k8s.io", "", installNamespace, true},
@@ -132,16 +163,55 @@ func checkServiceAccountPermissions(t *testing.T, k kube) {
 		{"create", "applications.argoproj.io", "", argoCDNamespace, false},
 		{"update", "gitopsclusters.apps.open-cluster-management.io", "status", argoCDNamespace, true},
 		{"create", "multiclusterapplicationsetreports.apps.open-cluster-management.io", "", argoCDNamespace, true},
-		{"create", "secrets", "", argoCDNamespace, true},
 		{"delete", "namespaces", "", "", false},
 		{"create", "clusterrolebindings.rbac.authorization.k8s.io", "", "", false},
+
+		// Secrets: the cluster secrets, in the Argo CD namespace only.
+		{"create", "secrets", "", argoCDNamespace, true},
+		{"list", "secrets", "", argoCDNamespace, true},
+		{"watch", "secrets", "", argoCDNamespace, true},
+		{"delete", "secrets", "", argoCDNamespace, true},
+		{"list", "secrets", "", "*", false},
+		{"watch", "secrets", "", "*", false},
+		{"get", "secrets", "", "kube-system", false},
+		{"get", "secrets", "", tenant, false},
+		{"get", "secrets", "", installNamespace, false},
+		{"create", "secrets", "", tenant, false},
+		// ConfigMaps: create the placement generator, read it by name; nothing else.
+		{"create", "configmaps", "", argoCDNamespace, true},
+		{"get", "configmaps/ocm-placement-generator", "", argoCDNamespace, true},
+		{"get", "configmaps/argocd-cm", "", argoCDNamespace, false},
+		{"list", "configmaps", "", argoCDNamespace, false},
+		{"update", "configmaps/ocm-placement-generator", "", argoCDNamespace, false},
+		{"list", "configmaps", "", "*", false},
+		{"get", "configmaps", "", "kube-system", false},
+		{"create", "configmaps", "", tenant, false},
+		// Roles and RoleBindings: create the placement reader, read it by name; never change,
+		// delete, escalate or bind; nothing outside the Argo CD namespace.
+		{"create", "roles.rbac.authorization.k8s.io", "", argoCDNamespace, true},
+		{"create", "rolebindings.rbac.authorization.k8s.io", "", argoCDNamespace, true},
+		{"get", "roles.rbac.authorization.k8s.io/argocd-pull-placement-reader", "", argoCDNamespace, true},
+		{"get", "roles.rbac.authorization.k8s.io/argocd-server", "", argoCDNamespace, false},
+		{"list", "roles.rbac.authorization.k8s.io", "", argoCDNamespace, false},
+		{"update", "roles.rbac.authorization.k8s.io/argocd-pull-placement-reader", "", argoCDNamespace, false},
+		{"delete", "rolebindings.rbac.authorization.k8s.io/argocd-pull-placement-reader", "", argoCDNamespace, false},
+		{"escalate", "roles.rbac.authorization.k8s.io", "", argoCDNamespace, false},
+		{"bind", "roles.rbac.authorization.k8s.io", "", argoCDNamespace, false},
+		{"bind", "clusterroles.rbac.authorization.k8s.io", "", "", false},
+		{"create", "roles.rbac.authorization.k8s.io", "", tenant, false},
+		{"create", "rolebindings.rbac.authorization.k8s.io", "", "kube-system", false},
+		{"create", "clusterroles.rbac.authorization.k8s.io", "", "", false},
 	}
 	for _, c := range cases {
 		args := []string{"auth", "can-i", c.verb, c.resource, as}
 		if c.subresource != "" {
 			args = append(args, "--subresource="+c.subresource)
 		}
-		if c.namespace != "" {
+		switch c.namespace {
+		case "":
+		case "*":
+			args = append(args, "--all-namespaces")
+		default:
 			args = append(args, "-n", c.namespace)
 		}
 		// can-i prints yes or no and exits 1 on no.
@@ -149,6 +219,41 @@ func checkServiceAccountPermissions(t *testing.T, k kube) {
 		if got := strings.TrimSpace(out) == "yes"; got != c.allowed {
 			t.Errorf("the service account may %s %s (subresource %q) in %q: %q, want allowed=%t",
 				c.verb, c.resource, c.subresource, c.namespace, strings.TrimSpace(out), c.allowed)
+		}
+	}
+
+	role := func(ns, rules string) string {
+		return "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: minted\n  namespace: " + ns + "\nrules:\n" + rules
+	}
+	const (
+		placementReader = "- apiGroups: [cluster.open-cluster-management.io]\n  resources: [placements, placementdecisions]\n  verbs: [get, list, watch]\n"
+		secrets         = "- apiGroups: ['']\n  resources: [secrets]\n  verbs: [get, list]\n"
+		everything      = "- apiGroups: ['*']\n  resources: ['*']\n  verbs: ['*']\n"
+	)
+	mints := []struct {
+		what, manifest string
+		allowed        bool
+	}{
+		{"the placement reader Role the controller writes", role(argoCDNamespace, placementReader), true},
+		// What it holds in the Argo CD namespace it can hand on there, and no more (Kubernetes'
+		// escalation rule): the secrets of that namespace, which a leaked token reads anyway.
+		{"a Role granting the Argo CD namespace's secrets", role(argoCDNamespace, secrets), true},
+		{"a Role granting everything in the Argo CD namespace", role(argoCDNamespace, everything), false},
+		{"a Role granting secrets in kube-system", role("kube-system", secrets), false},
+		{"a Role granting secrets in a tenant namespace", role("default", secrets), false},
+		{"a ClusterRole granting secrets", "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: minted\nrules:\n" + secrets, false},
+		{"a binding of cluster-admin in the Argo CD namespace", "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: minted\n  namespace: " + argoCDNamespace +
+			"\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects:\n- {kind: User, name: mallory}\n", false},
+	}
+	for i, m := range mints {
+		out, err := k.runErr("create", "--dry-run=server", as, "-f", writeFile(t, fmt.Sprintf("mint-%d.yaml", i), []byte(m.manifest)))
+		switch {
+		case m.allowed && err != nil:
+			t.Errorf("the service account may not create %s: %v", m.what, err)
+		case !m.allowed && err == nil:
+			t.Errorf("the service account may create %s: %s", m.what, out)
+		case !m.allowed && !strings.Contains(err.Error(), "forbidden"):
+			t.Errorf("creating %s failed, but not as forbidden: %v", m.what, err)
 		}
 	}
 }
@@ -181,16 +286,31 @@ func argocdPull(t *testing.T) string {
 
 // runControllerAsServiceAccount runs argocd-pull with the Deployment's arguments and a token of
 // the installed service account, as the pod would: it must win the leader election in its
-// namespace, start every controller without a forbidden request, serve its probes, and reconcile
-// the blog's GitOpsCluster (cluster secret, placement generator ConfigMap, ApplicationSet RBAC).
-func runControllerAsServiceAccount(t *testing.T, k kube, deploymentArgs []string) {
+// namespace, start every controller without a forbidden request (its caches list Secrets only in
+// the Argo CD namespace), serve its probes, reconcile the blog's GitOpsCluster (cluster secret,
+// placement generator ConfigMap, ApplicationSet RBAC) and propagate a pull-model Application.
+func runControllerAsServiceAccount(t *testing.T, k kube, deploymentArgs []string, app string) {
 	g := NewWithT(t)
 	bin := argocdPull(t)
 
-	// The hub side of the samples: the Argo CD namespace, a cluster the placement selects.
-	k.serverSideApply(writeFile(t, "argocd-namespace.yaml", []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+argoCDNamespace+"\n")))
+	// The hub side of the samples: a cluster the placement selects, in the global
+	// ManagedClusterSet (bound to the Argo CD namespace by the samples), with its namespace.
 	k.run("apply", "--server-side", "-k", "config/samples")
 	k.run("apply", "--server-side", "-f", writeFile(t, "cluster.yaml", []byte(`
+apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSet
+metadata:
+  name: global
+spec:
+  clusterSelector:
+    selectorType: LabelSelector
+    labelSelector: {}
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: cluster1
+---
 apiVersion: cluster.open-cluster-management.io/v1
 kind: ManagedCluster
 metadata:
@@ -221,6 +341,12 @@ status:
   - clusterName: cluster1
     reason: selected
 `)))
+
+	// A run before this one may have registered the cluster: what the GitOpsCluster writes
+	// (cluster secret, placement generator, placement reader Role and RoleBinding) must be written
+	// again, under this install's RBAC.
+	k.run("delete", "-n", argoCDNamespace, "secret/cluster1-cluster-secret", "configmap/ocm-placement-generator",
+		"role/argocd-pull-placement-reader", "rolebinding/argocd-pull-placement-reader", "--ignore-not-found")
 
 	token := strings.TrimSpace(k.run("create", "token", serviceAccount, "-n", installNamespace, "--duration=1h"))
 	kubeconfig := serviceAccountKubeconfig(t, k.kubeconfig, token)
@@ -288,6 +414,14 @@ status:
 		}
 		return nil
 	})
+	check("the sample GitOpsCluster registered cluster1", func() error {
+		out, err := k.runErr("get", "secret", "-n", argoCDNamespace, "cluster1-cluster-secret",
+			"-o", `jsonpath={.metadata.annotations.apps\.open-cluster-management\.io/gitopsclusters}`)
+		if err != nil || out != argoCDNamespace+"/argo-acm-importer" {
+			return fmt.Errorf("cluster secret claimed by %q (%v)", out, err)
+		}
+		return nil
+	})
 	check("the sample GitOpsCluster is Ready", func() error {
 		out, err := k.runErr("get", "gitopscluster", "-n", argoCDNamespace, "argo-acm-importer",
 			"-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.message}`)
@@ -312,8 +446,44 @@ status:
 		return nil
 	})
 	t.Logf("controllers running with the installed RBAC: %v", slices.Sorted(maps.Keys(controllerLogs(log(), "Starting workers"))))
-	k.run("get", "secret", "-n", argoCDNamespace, "-l", "argocd.argoproj.io/secret-type=cluster", "-o", "name")
 	k.run("get", "configmap", "-n", argoCDNamespace, "ocm-placement-generator")
+	k.run("get", "role,rolebinding", "-n", argoCDNamespace, "argocd-pull-placement-reader")
+
+	// A pull-model Application, as the documents' ApplicationSet template makes it, becomes a
+	// ManifestWork in the cluster's namespace.
+	k.run("apply", "--server-side", "-f", writeFile(t, "application.yaml", []byte(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: `+app+`
+  namespace: `+argoCDNamespace+`
+  labels:
+    apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true"
+  annotations:
+    apps.open-cluster-management.io/ocm-managed-cluster: cluster1
+    argocd.argoproj.io/skip-reconcile: "true"
+spec:
+  project: default
+  source:
+    repoURL: https://github.com/argoproj/argocd-example-apps.git
+    targetRevision: HEAD
+    path: guestbook
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: guestbook
+`)))
+	t.Cleanup(func() {
+		_, _ = k.runErr("delete", "application", "-n", argoCDNamespace, app, "--ignore-not-found", "--wait=false")
+	})
+	work := propagation.WorkName(argoCDNamespace, app)
+	check("the pull-model Application is propagated", func() error {
+		out, err := k.runErr("get", "manifestwork", "-n", "cluster1", work,
+			"-o", `jsonpath={.metadata.annotations.apps\.open-cluster-management\.io/hub-application-name}`)
+		if err != nil || out != app {
+			return fmt.Errorf("ManifestWork %s in cluster1: %q (%v)", work, out, err)
+		}
+		return nil
+	})
 }
 
 // controllerLogs returns the controllers named by the JSON log lines with the message msg.
@@ -387,8 +557,10 @@ func TestHelmInstall(t *testing.T) {
 	}
 
 	// The rendering passes the apiserver's validation and admission as a server-side apply into
-	// the namespace (helm's --create-namespace creates it first).
-	k.serverSideApply(writeFile(t, "namespace.yaml", []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+installNamespace+"\n")))
+	// the namespace (helm's --create-namespace creates it first) and the Argo CD namespace (Argo
+	// CD runs there before argocd-pull is installed).
+	k.createNamespace(installNamespace)
+	k.createNamespace(argoCDNamespace)
 	k.serverSideApply(writeFile(t, "chart.yaml", renderHelm(t)), "--dry-run=server")
 
 	// The real thing: install (CRDs from crds/ already exist and are kept), upgrade, uninstall.
@@ -400,6 +572,13 @@ func TestHelmInstall(t *testing.T) {
 		}
 	})
 	checkInstalled(t, k)
+	checkServiceAccountPermissions(t, k)
+	var installed appsv1.Deployment
+	find(t, decode(t, []byte(k.run("get", "deployment", "-n", installNamespace, deploymentName, "-o", "yaml"))), "Deployment", deploymentName, &installed)
+	runControllerAsServiceAccount(t, k, installed.Spec.Template.Spec.Containers[0].Args, "guestbook-helm")
+
+	// The Argo CD namespace value moves the Role with the flag.
+	k.createNamespace("argocd")
 
 	h("upgrade", release, chartDir, "--namespace", installNamespace, "--reuse-values",
 		"--set", "replicas=2", "--set", "argocdNamespace=argocd")
@@ -408,12 +587,19 @@ func TestHelmInstall(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(*dep.Spec.Replicas).To(BeEquivalentTo(2))
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--argocd-namespace=argocd"))
+	k.run(append([]string{"get", "-n", "argocd", "-o", "name"}, argoCDNamespaceObjects...)...)
+	for _, obj := range argoCDNamespaceObjects {
+		if out, err := k.runErr("get", "-n", argoCDNamespace, obj, "-o", "name"); err == nil {
+			t.Errorf("after the upgrade to argocdNamespace=argocd, %s is left in %s", strings.TrimSpace(out), argoCDNamespace)
+		}
+	}
 
 	h("uninstall", release, "--namespace", installNamespace)
 	uninstalled = true
-	for _, obj := range append(append([]string{}, namespacedObjects...), clusterObjects...) {
-		if out, err := k.runErr("get", "-n", installNamespace, obj, "-o", "name"); err == nil {
-			t.Errorf("helm uninstall left %s", strings.TrimSpace(out))
+	checkUninstalled(t, k, "helm uninstall")
+	for _, obj := range argoCDNamespaceObjects {
+		if out, err := k.runErr("get", "-n", "argocd", obj, "-o", "name"); err == nil {
+			t.Errorf("helm uninstall left %s in argocd", strings.TrimSpace(out))
 		}
 	}
 	// Helm never deletes the CRDs of crds/: GitOpsClusters and reports survive an uninstall.

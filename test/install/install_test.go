@@ -33,9 +33,11 @@ const (
 	metricsService   = "multicluster-integrations-metrics"
 	clusterRole      = "argocd-pull"
 	leaderElection   = "argocd-pull-leader-election"
-	argoCDNamespace  = "openshift-gitops"
-	chartDir         = "charts/argocd-pull"
-	release          = "argocd-pull"
+	// argocd-pull's Role and RoleBinding in each Argo CD namespace of the install.
+	argoCDNamespaceRole = "argocd-pull"
+	argoCDNamespace     = "openshift-gitops"
+	chartDir            = "charts/argocd-pull"
+	release             = "argocd-pull"
 	// The label both installs put on every object they create (not on the pods: the selector is
 	// the same in both, so either install can replace the other).
 	partOfLabel = "app.kubernetes.io/name=argocd-pull"

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -29,6 +30,8 @@ var wantObjects = []string{
 	"ClusterRoleBinding/" + clusterRole,
 	"Role/" + installNamespace + "/" + leaderElection,
 	"RoleBinding/" + installNamespace + "/" + leaderElection,
+	"Role/" + argoCDNamespace + "/" + argoCDNamespaceRole,
+	"RoleBinding/" + argoCDNamespace + "/" + argoCDNamespaceRole,
 	"Deployment/" + installNamespace + "/" + deploymentName,
 	"Service/" + installNamespace + "/" + metricsService,
 }
@@ -149,6 +152,11 @@ func TestDeploymentContract(t *testing.T) {
 			var cr rbacv1.ClusterRole
 			find(t, objs, "ClusterRole", clusterRole, &cr)
 			g.Expect(cr.Rules).To(Equal(generatedRules(t)), "the ClusterRole is config/rbac/role.yaml's (run 'make chart' after 'make generate')")
+			for _, r := range cr.Rules {
+				g.Expect(r.Resources).NotTo(ContainElement(BeElementOf("secrets", "configmaps", "roles", "rolebindings", "*")),
+					"no Secrets, ConfigMaps or RBAC objects cluster-wide")
+			}
+			checkArgoCDNamespaceRoles(t, objs, c.Args)
 
 			var role rbacv1.Role
 			find(t, objs, "Role", leaderElection, &role)
@@ -163,6 +171,51 @@ func TestDeploymentContract(t *testing.T) {
 			g.Expect(rb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: serviceAccount, Namespace: installNamespace}))
 		})
 	}
+}
+
+// checkArgoCDNamespaceRoles checks that a rendering gives the controller its Role (the rules of
+// config/argocd-namespace/role.yaml) in exactly the Argo CD namespaces its flags name.
+func checkArgoCDNamespaceRoles(t *testing.T, objs []*unstructured.Unstructured, args []string) {
+	t.Helper()
+	g := NewWithT(t)
+	var named []string
+	for _, a := range args {
+		if ns, ok := strings.CutPrefix(a, "--argocd-namespace="); ok {
+			named = append(named, ns)
+		}
+		if nss, ok := strings.CutPrefix(a, "--gitops-namespaces="); ok {
+			named = append(named, strings.Split(nss, ",")...)
+		}
+	}
+	slices.Sort(named)
+	named = slices.Compact(named)
+
+	var file rbacv1.Role
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "argocd-namespace", "role.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	find(t, decode(t, data), "Role", argoCDNamespaceRole, &file)
+
+	var roles, bindings []string
+	for _, o := range objs {
+		if o.GetName() != argoCDNamespaceRole {
+			continue
+		}
+		switch o.GetKind() {
+		case "Role":
+			roles = append(roles, o.GetNamespace())
+			var role rbacv1.Role
+			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role)).To(Succeed())
+			g.Expect(role.Rules).To(Equal(file.Rules), "the Role in %s is config/argocd-namespace/role.yaml's (run 'make chart')", o.GetNamespace())
+		case "RoleBinding":
+			bindings = append(bindings, o.GetNamespace())
+			var rb rbacv1.RoleBinding
+			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &rb)).To(Succeed())
+			g.Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: argoCDNamespaceRole}))
+			g.Expect(rb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: serviceAccount, Namespace: installNamespace}))
+		}
+	}
+	g.Expect(roles).To(ConsistOf(named), "a Role in each Argo CD namespace the flags name, and nowhere else")
+	g.Expect(bindings).To(ConsistOf(named), "a RoleBinding in each Argo CD namespace the flags name, and nowhere else")
 }
 
 // generatedRules are the rules controller-gen wrote into config/rbac/role.yaml.
@@ -206,7 +259,9 @@ func TestHelmValues(t *testing.T) {
 		"--set", "replicas=2",
 		"--set", "argocdNamespace=argocd",
 		"--set", "pullNamespaces={team-a,team-b}",
-		"--set", "gitopsNamespaces={argocd}",
+		"--set", "gitopsNamespaces={argocd,team-argocd}",
+		"--set", "argocdNamespaceGrants.team-a={argocd}",
+		"--set", "argocdNamespaceGrants.team-b={argocd,team-argocd}",
 		"--set", "extraArgs={--concurrency=8,--zap-log-level=debug}",
 		"--set", "image.repository=registry.example/argocd-pull,image.tag=dev,image.pullPolicy=Always",
 		"--set", "nodeSelector.kubernetes\\.io/os=linux",
@@ -222,11 +277,21 @@ func TestHelmValues(t *testing.T) {
 		"--leader-elect",
 		"--argocd-namespace=argocd",
 		"--pull-namespaces=team-a,team-b",
-		"--gitops-namespaces=argocd",
+		"--gitops-namespaces=argocd,team-argocd",
+		"--grant-argocd-namespaces=team-a=argocd",
+		"--grant-argocd-namespaces=team-b=argocd,team-argocd",
 		"--concurrency=8",
 		"--zap-log-level=debug",
 	))
 	checkControllerAccepts(t, c.Args)
+	checkArgoCDNamespaceRoles(t, objs, c.Args)
+	g.Expect(byKey(objs)).To(HaveKey("Role/team-argocd/"+argoCDNamespaceRole), "a Role in each of gitopsNamespaces")
+	g.Expect(byKey(objs)).NotTo(HaveKey("Role/"+argoCDNamespace+"/"+argoCDNamespaceRole), "none in the default Argo CD namespace once argocdNamespace moves")
+
+	// A grant of a namespace the install does not name is refused at render time, as the
+	// controller would refuse it at start.
+	_, err := runErr(helmEnv(t), helm(t), "template", release, chartDir, "--set", "argocdNamespaceGrants.team-a={kube-system}")
+	g.Expect(err).To(MatchError(ContainSubstring("argocdNamespaceGrants.team-a names kube-system")))
 	g.Expect(dep.Spec.Template.Spec.NodeSelector).To(Equal(map[string]string{"kubernetes.io/os": "linux"}))
 	g.Expect(byKey(objs)).NotTo(HaveKey("Service/"+installNamespace+"/"+metricsService), "metrics.service.enabled=false")
 }

@@ -22,3 +22,22 @@ app.kubernetes.io/component: controller
 {{- define "argocd-pull.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
+
+{{/*
+The Argo CD namespaces of the install, as a JSON list: argocdNamespace, then gitopsNamespaces.
+They drive both the controller's --argocd-namespace and --gitops-namespaces and its Roles. Every
+namespace of argocdNamespaceGrants must be one of them (the controller refuses to start otherwise).
+*/}}
+{{- define "argocd-pull.argocdNamespaces" -}}
+{{- $nss := list (required "argocdNamespace is required" .Values.argocdNamespace) -}}
+{{- range .Values.gitopsNamespaces }}{{ $nss = append $nss . }}{{ end -}}
+{{- $nss = uniq $nss -}}
+{{- range $tenant, $granted := .Values.argocdNamespaceGrants }}
+{{- range $granted }}
+{{- if not (has . $nss) }}
+{{- fail (printf "argocdNamespaceGrants.%s names %s, which is not argocdNamespace or in gitopsNamespaces" $tenant .) }}
+{{- end }}
+{{- end }}
+{{- end -}}
+{{- toJson $nss -}}
+{{- end }}

@@ -1,0 +1,98 @@
+package gitops
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+
+	"github.com/argocd-pull/argocd-pull/api"
+)
+
+// written is a secret as the apiserver returns it: StringData folded into Data.
+func written(s *corev1.Secret) *corev1.Secret {
+	out := s.DeepCopy()
+	out.Data = map[string][]byte{}
+	for k, v := range s.StringData {
+		out.Data[k] = []byte(v)
+	}
+	out.StringData = nil
+	return out
+}
+
+func TestClaims(t *testing.T) {
+	tests := map[string]struct {
+		labels, annotations map[string]string
+		want                []string
+	}{
+		"none":                          {nil, nil, nil},
+		"one":                           {nil, map[string]string{api.ClaimsAnnotation: "openshift-gitops/a"}, []string{"openshift-gitops/a"}},
+		"several, sorted, deduplicated": {nil, map[string]string{api.ClaimsAnnotation: "team-a/gc, openshift-gitops/a,team-a/gc"}, []string{"openshift-gitops/a", "team-a/gc"}},
+		"all released":                  {map[string]string{api.OwnerLabel: "team-a.gc"}, map[string]string{api.ClaimsAnnotation: ""}, nil},
+		"written before claims":         {map[string]string{api.OwnerLabel: "team-a.gc.with.dots"}, nil, []string{"team-a/gc.with.dots"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: tt.labels, Annotations: tt.annotations}}
+			NewWithT(t).Expect(Claims(s)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestRegisterAndRelease(t *testing.T) {
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Labels: map[string]string{"env": "prod"}}}
+	platform, tenant := ClaimKey("openshift-gitops", "platform"), ClaimKey("team-a", "gc")
+	mine := written(ClusterSecret(mc, "openshift-gitops", platform))
+
+	tests := map[string]struct {
+		existing    *corev1.Secret
+		key         string
+		wantChanged bool
+		wantClaims  string
+	}{
+		"ours, up to date": {existing: mine, key: platform, wantClaims: platform},
+		"another's: claimed too, not taken over": {existing: mine, key: tenant, wantChanged: true,
+			wantClaims: "openshift-gitops/platform,team-a/gc"},
+		"ours, marked unselected": {existing: func() *corev1.Secret {
+			s := mine.DeepCopy()
+			s.Annotations[api.UnselectedSinceAnnotation] = "2026-11-21T12:00:00Z"
+			return s
+		}(), key: platform, wantChanged: true, wantClaims: platform},
+		"ours, written before claims": {existing: func() *corev1.Secret {
+			s := mine.DeepCopy()
+			s.Annotations = nil
+			s.Labels[api.OwnerLabel] = "openshift-gitops.platform"
+			return s
+		}(), key: platform, wantChanged: true, wantClaims: platform},
+		"another's, written before claims": {existing: func() *corev1.Secret {
+			s := mine.DeepCopy()
+			s.Annotations = nil
+			s.Labels[api.OwnerLabel] = "team-a.gc"
+			return s
+		}(), key: platform, wantChanged: true, wantClaims: "openshift-gitops/platform,team-a/gc"},
+		"ours, cluster labels changed": {existing: func() *corev1.Secret {
+			s := mine.DeepCopy()
+			s.Labels["env"] = "dev"
+			return s
+		}(), key: platform, wantChanged: true, wantClaims: platform},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, changed := Register(tt.existing, ClusterSecret(mc, "openshift-gitops", tt.key), tt.key)
+			g.Expect(changed).To(Equal(tt.wantChanged))
+			g.Expect(got.Annotations[api.ClaimsAnnotation]).To(Equal(tt.wantClaims))
+			g.Expect(got.Annotations).NotTo(HaveKey(api.UnselectedSinceAnnotation))
+			g.Expect(got.Labels).NotTo(HaveKey(api.OwnerLabel))
+			g.Expect(got.Labels).To(HaveKeyWithValue("env", "prod"))
+		})
+	}
+
+	g := NewWithT(t)
+	shared, _ := Register(mine, ClusterSecret(mc, "openshift-gitops", tenant), tenant)
+	g.Expect(Claims(Release(shared, tenant))).To(Equal([]string{platform}))
+	g.Expect(Claims(Release(Release(shared, tenant), platform))).To(BeEmpty())
+	g.Expect(Claims(shared)).To(HaveLen(2), "Release does not modify its argument")
+}
