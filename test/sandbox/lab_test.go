@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
@@ -232,6 +233,19 @@ func TestCommitReachesEveryCluster(t *testing.T) {
 	}
 }
 
+// ranDelivery is the delivery ID of the last operation Argo CD ran on a managed Application, ""
+// when it was not one the hub requested.
+func ranDelivery(app *unstructured.Unstructured) string {
+	info, _, _ := unstructured.NestedSlice(app.Object, "status", "operationState", "operation", "info")
+	for _, i := range info {
+		if m, ok := i.(map[string]any); ok && m["name"] == api.DeliveryInfoName {
+			v, _ := m["value"].(string)
+			return v
+		}
+	}
+	return ""
+}
+
 // 4. A hard refresh and a manual sync requested on the hub reach the managed cluster, once.
 func TestRefreshAndSyncFromTheHubReachTheClusterOnce(t *testing.T) {
 	requireLab(t)
@@ -241,7 +255,10 @@ func TestRefreshAndSyncFromTheHubReachTheClusterOnce(t *testing.T) {
 	if err := spokes["cluster1"].Get(ctx, key, before); err != nil {
 		t.Fatal(err)
 	}
-	startedBefore, _, _ := unstructured.NestedString(before.Object, "status", "operationState", "startedAt")
+	// Which sync ran is told by the delivery ID argocd-pull puts in the operation's info, which
+	// Argo CD copies into status.operationState; startedAt has a one-second granularity and an
+	// automated sync may have started in the same second.
+	ranBefore := ranDelivery(before)
 
 	patch := []byte(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}},"operation":{"initiatedBy":{"username":"admin"},"sync":{"revision":"main"}}}`)
 	if err := hub.Patch(ctx, argocdApp(key), client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -260,8 +277,9 @@ func TestRefreshAndSyncFromTheHubReachTheClusterOnce(t *testing.T) {
 	if err := spokes["cluster1"].Get(ctx, key, after); err != nil {
 		t.Fatal(err)
 	}
-	if started, _, _ := unstructured.NestedString(after.Object, "status", "operationState", "startedAt"); started == startedBefore {
-		t.Errorf("no new sync operation ran on cluster1 (startedAt still %s)", started)
+	if ran := ranDelivery(after); ran == "" || ran == ranBefore {
+		phase, _, _ := unstructured.NestedString(after.Object, "status", "operationState", "phase")
+		t.Errorf("the requested sync did not run on cluster1 (last operation %s, delivery %q, before %q)", phase, ran, ranBefore)
 	}
 	for i := 0; i < 10; i++ { // and it is not applied again
 		got := argocd.NewApplication()
