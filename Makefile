@@ -132,7 +132,7 @@ sandbox-deps: ## Install what the sandbox runs from Debian: redis-server (Argo C
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server git >/dev/null; }
 
 .PHONY: ocm-assets
-ocm-assets: $(OCM_ASSETS)/work-agent $(OCM_ASSETS)/placement ## Build the OCM work agent and placement controller once and print their directory
+ocm-assets: $(OCM_ASSETS)/work-agent $(OCM_ASSETS)/placement $(OCM_ASSETS)/registration-controller $(OCM_ASSETS)/registration-agent ## Build the OCM agents and hub controllers the lab runs, once, and print their directory
 	@echo $(OCM_ASSETS)
 
 ##@ Tools (built once into bin/, never rebuilt while present)
@@ -148,6 +148,10 @@ $(ARGOCD_ASSETS)/argocd:
 $(OCM_ASSETS)/placement:
 	@echo "Building the OCM placement controller $(OCM_VERSION) into $(OCM_ASSETS) (first time only)" >&2
 	cd hack/tools/ocm && go build -o $@ ./placement
+
+$(OCM_ASSETS)/registration-controller $(OCM_ASSETS)/registration-agent:
+	@echo "Building the OCM $(notdir $@) $(OCM_VERSION) into $(OCM_ASSETS) (first time only)" >&2
+	cd hack/tools/ocm && go build -o $@ ./$(notdir $@)
 
 $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd:
 	@echo "Building kube-apiserver and etcd $(KUBE_VERSION) into $(KUBE_ASSETS) (first time only, ~5 min)" >&2

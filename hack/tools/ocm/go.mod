@@ -8,7 +8,9 @@ go 1.26.0
 require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
+	k8s.io/apimachinery v0.34.3
 	k8s.io/component-base v0.34.3
+	open-cluster-management.io/api v1.2.0
 	open-cluster-management.io/ocm v1.2.0
 )
 
@@ -156,7 +158,6 @@ require (
 	helm.sh/helm/v3 v3.19.5 // indirect
 	k8s.io/api v0.34.3 // indirect
 	k8s.io/apiextensions-apiserver v0.34.3 // indirect
-	k8s.io/apimachinery v0.34.3 // indirect
 	k8s.io/apiserver v0.34.3 // indirect
 	k8s.io/client-go v0.34.3 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
@@ -166,7 +167,6 @@ require (
 	k8s.io/kubectl v0.34.3 // indirect
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397 // indirect
 	open-cluster-management.io/addon-framework v1.2.0 // indirect
-	open-cluster-management.io/api v1.2.0 // indirect
 	open-cluster-management.io/sdk-go v1.2.0 // indirect
 	sigs.k8s.io/about-api v0.0.0-20250131010323-518069c31c03 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect
