@@ -39,6 +39,19 @@ func workChangedForPropagation() predicate.Funcs {
 	}
 }
 
+// workCameWentOrApplied passes a ManifestWork's creation and deletion and the agent applying a
+// new generation: what the Applications refused because of another Application's work wait for.
+// Feedback, the bulk of the traffic, is not passed.
+func workCameWentOrApplied() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldWork, okOld := e.ObjectOld.(*workv1.ManifestWork)
+			newWork, okNew := e.ObjectNew.(*workv1.ManifestWork)
+			return !okOld || !okNew || appstatus.AppliedAtGeneration(oldWork) != appstatus.AppliedAtGeneration(newWork)
+		},
+	}
+}
+
 func equalLabels(a, b client.Object) bool {
 	return maps.Equal(a.GetLabels(), b.GetLabels())
 }

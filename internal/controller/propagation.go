@@ -32,7 +32,6 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
-	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 // PropagationReconciler wraps each pull-model hub Application into a ManifestWork in its managed
@@ -60,7 +59,8 @@ func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		Named("propagation").
 		WithOptions(opts).
 		For(argocd.NewApplication(), builder.WithPredicates(beyondStatus(), observeChanges(&r.changed))).
-		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(r.appsOfWork), builder.WithPredicates(workChangedForPropagation())).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(workChangedForPropagation())).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(r.appsRefusedFor), builder.WithPredicates(workCameWentOrApplied())).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.appsOnCluster), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool { return !equalLabels(e.ObjectOld, e.ObjectNew) },
 		})).
@@ -107,7 +107,7 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	if err == nil && !pull {
 		return ctrl.Result{}, r.deleteWorks(ctx, req.NamespacedName, nil)
 	}
-	facts, err := r.gather(ctx, app, target)
+	facts, g, err := r.gather(ctx, app, target)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -120,14 +120,14 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		// longer change are frozen. Each refusal waits for a watched change (the Application, its
 		// cluster, namespace, bindings, project, the other Application's work).
 		refusal := *verdict.Refusal
-		held, err := r.holdBack(ctx, app, target, refusal, facts)
+		held, err := r.holdBack(ctx, app, target, refusal, g)
 		if held != "" {
 			refusal.Message += "; " + held
 		}
 		return ctrl.Result{}, errors.Join(err, conditions.refuse(ctx, app, refusal.Reason, refusal.Message))
 	}
 	desired := verdict.Work
-	if err := r.deleteWorks(ctx, req.NamespacedName, desired); err != nil {
+	if err := r.deleteListed(ctx, req.NamespacedName, g.works, desired); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.apply(ctx, app, desired, facts.Existing); err != nil {
@@ -140,71 +140,46 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{}, conditions.clear(ctx, app)
 }
 
-// gather reads what the ladder decides on (see propagation.Facts) from the cache. Nothing is read
-// for Applications with invalid markers.
-func (r *PropagationReconciler) gather(ctx context.Context, app *unstructured.Unstructured, target propagation.Target) (propagation.Facts, error) {
-	f := propagation.Facts{
-		App:               app,
-		NamespaceAllowed:  r.Options.PullNamespaceAllowed(app.GetNamespace()),
-		AllowedNamespaces: r.allowedNamespacesText(),
-		ManagedNamespaces: r.Options.ManagedNamespaceGrants,
-		ArgoCDNamespace:   r.Options.ArgoCDNamespace,
-		NewDeliveryID:     propagation.NewDeliveryID,
-	}
-	if target.Cluster == "" {
-		return f, nil
-	}
-	cluster := &clusterv1.ManagedCluster{}
-	switch err := r.Get(ctx, types.NamespacedName{Name: target.Cluster}, cluster); {
-	case err == nil:
-		f.Cluster = cluster
-	case !apierrors.IsNotFound(err):
-		return f, fmt.Errorf("reading ManagedCluster %s: %w", target.Cluster, err)
-	}
-	var err error
-	if f.Bindings, err = tenancy.ReadBindings(ctx, r.Client, app.GetNamespace()); err != nil {
-		return f, err
-	}
-	switch err := r.Get(ctx, types.NamespacedName{Name: target.Cluster}, &corev1.Namespace{}); {
-	case err == nil:
-		f.ClusterNamespace = true
-	case !apierrors.IsNotFound(err):
-		return f, fmt.Errorf("reading namespace %s: %w", target.Cluster, err)
-	}
-	if f.Project, err = r.project(ctx, app); err != nil {
-		return f, err
+// gathered is what gather read besides the ladder's facts, for acting on its verdict.
+type gathered struct {
+	// works are the Application's ManifestWorks, on every cluster.
+	works []workv1.ManifestWork
+	// rival is the older work of another hub Application that carries the managed-cluster
+	// Application this one would deliver, nil when there is none.
+	rival *workv1.ManifestWork
+}
+
+// gather reads what the ladder decides on (see propagation.Facts) from the cache, and the
+// Application's works. Nothing but its works is read for Applications with invalid markers.
+func (r *PropagationReconciler) gather(ctx context.Context, app *unstructured.Unstructured, target propagation.Target) (propagation.Facts, gathered, error) {
+	var g gathered
+	f, err := propagation.ReadFacts(ctx, r.Client, r.Options.policy(), app, target)
+	if err != nil {
+		return f, g, err
 	}
 	key := client.ObjectKeyFromObject(app)
-	if f.Existing, err = workOn(ctx, r.Client, target.Cluster, key); err != nil {
-		return f, err
+	if g.works, err = r.worksOf(ctx, key); err != nil || target.Cluster == "" {
+		return f, g, err
 	}
+	f.Existing = oldest(g.works, func(w *workv1.ManifestWork) bool { return w.Namespace == target.Cluster })
 	if f.Existing == nil {
 		if f.NameTakenBy, err = r.nameTakenBy(ctx, target.Cluster, key); err != nil {
-			return f, err
+			return f, g, err
 		}
 	}
-	if f.DeliveredBy, err = r.deliveredBy(ctx, target, key, f.Existing); err != nil {
-		return f, err
+	if g.rival, err = r.rival(ctx, target, key, f.Existing); err != nil {
+		return f, g, err
+	}
+	if g.rival != nil {
+		owner, _ := hubApplicationOf(g.rival)
+		f.DeliveredBy = owner.String()
 	}
 	if f.Existing != nil {
 		obs := appstatus.Observe(f.Existing)
 		f.Carried, f.Reported = obs.Carried, obs.Delivery
 		f.Carried.Operation = propagation.PayloadOperation(f.Existing)
 	}
-	return f, nil
-}
-
-// project returns the Application's hub AppProject, nil when it does not exist.
-func (r *PropagationReconciler) project(ctx context.Context, app *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	name := argocd.Project(app)
-	project := argocd.NewAppProject()
-	if err := r.Get(ctx, types.NamespacedName{Namespace: r.Options.ArgoCDNamespace, Name: name}, project); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading AppProject %s: %w", name, err)
-	}
-	return project, nil
+	return f, g, nil
 }
 
 // nameTakenBy is the hub Application whose work holds the name the Application's new work on
@@ -225,23 +200,29 @@ func (r *PropagationReconciler) nameTakenBy(ctx context.Context, cluster string,
 	return "", nil
 }
 
-// deliveredBy is another hub Application whose work carries the managed-cluster Application this
-// one would deliver and is older than this one's (existing, nil when none): the first one keeps it.
-func (r *PropagationReconciler) deliveredBy(ctx context.Context, target propagation.Target, key types.NamespacedName, existing *workv1.ManifestWork) (string, error) {
+// rival is the work of another hub Application that carries the managed-cluster Application
+// this one (key) would deliver to target and is older than this one's (existing, nil when none):
+// the first one keeps it. Nil when there is none.
+func (r *PropagationReconciler) rival(ctx context.Context, target propagation.Target, key types.NamespacedName, existing *workv1.ManifestWork) (*workv1.ManifestWork, error) {
 	works := &workv1.ManifestWorkList{}
-	managed := target.Cluster + "/" + target.AppNamespace + "/" + key.Name
+	managed := managedKey(target, key.Name)
 	if err := r.List(ctx, works, client.InNamespace(target.Cluster), client.MatchingFields{workPayloadIndex: managed}); err != nil {
-		return "", fmt.Errorf("listing ManifestWorks carrying %s: %w", managed, err)
+		return nil, fmt.Errorf("listing ManifestWorks carrying %s: %w", managed, err)
 	}
 	first := oldest(works.Items, func(w *workv1.ManifestWork) bool {
 		owner, ok := hubApplicationOf(w)
 		return !ok || owner != key
 	})
 	if first == nil || existing != nil && !olderThan(first, existing) {
-		return "", nil
+		return nil, nil
 	}
-	owner, _ := hubApplicationOf(first)
-	return owner.String(), nil
+	return first, nil
+}
+
+// managedKey is "cluster/namespace/name" of the managed-cluster Application named name delivered
+// to target, as propagation.ManagedApplication reads it from a work.
+func managedKey(target propagation.Target, name string) string {
+	return target.Cluster + "/" + target.AppNamespace + "/" + name
 }
 
 // holdBack acts on a refusal and says what it did, for the condition. A work of the Application
@@ -250,20 +231,16 @@ func (r *PropagationReconciler) deliveredBy(ctx context.Context, target propagat
 // keeps what it runs and syncs nothing new. A work that carries the same managed-cluster
 // Application as an older one of another hub Application is deleted once that one is applied: the
 // work agent then only drops this work's ownership, and the Application stays.
-func (r *PropagationReconciler) holdBack(ctx context.Context, app *unstructured.Unstructured, target propagation.Target, refusal propagation.Refusal, facts propagation.Facts) (string, error) {
-	works, err := r.worksOf(ctx, client.ObjectKeyFromObject(app))
-	if err != nil {
-		return "", err
-	}
+func (r *PropagationReconciler) holdBack(ctx context.Context, app *unstructured.Unstructured, target propagation.Target, refusal propagation.Refusal, g gathered) (string, error) {
 	var frozen []string
-	for i := range works {
-		w := &works[i]
+	for i := range g.works {
+		w := &g.works[i]
 		onTarget := w.Namespace == target.Cluster
 		switch {
 		case !w.DeletionTimestamp.IsZero():
 			continue
 		case onTarget && refusal.Reason == propagation.ReasonAlreadyDelivered:
-			if err := r.yieldTo(ctx, app, w, target); err != nil {
+			if err := r.yieldTo(ctx, w, g.rival, managedKey(target, app.GetName())); err != nil {
 				return "", err
 			}
 			continue
@@ -293,26 +270,17 @@ func (r *PropagationReconciler) holdBack(ctx context.Context, app *unstructured.
 	return fmt.Sprintf("ManifestWork %s frozen: the managed cluster keeps what it runs, with automated sync off, until this is fixed", strings.Join(frozen, ", ")), nil
 }
 
-// yieldTo deletes the Application's work w, which carries the same managed-cluster Application as
-// an older work of another hub Application, once that one is applied on the cluster.
-func (r *PropagationReconciler) yieldTo(ctx context.Context, app *unstructured.Unstructured, w *workv1.ManifestWork, target propagation.Target) error {
-	works := &workv1.ManifestWorkList{}
-	managed := target.Cluster + "/" + target.AppNamespace + "/" + app.GetName()
-	if err := r.List(ctx, works, client.InNamespace(target.Cluster), client.MatchingFields{workPayloadIndex: managed}); err != nil {
-		return fmt.Errorf("listing ManifestWorks carrying %s: %w", managed, err)
-	}
+// yieldTo deletes w, a work of an Application refused because rival (an older work of another
+// Application) carries the same managed-cluster Application, once rival is applied on the
+// cluster: the work agent then only drops w's ownership, and the Application stays.
+func (r *PropagationReconciler) yieldTo(ctx context.Context, w, rival *workv1.ManifestWork, managed string) error {
 	if carried, _ := propagation.ManagedApplication(w); carried != managed {
 		return nil // w carries another managed-cluster Application: deleting it would delete that one
 	}
-	key := client.ObjectKeyFromObject(app)
-	first := oldest(works.Items, func(o *workv1.ManifestWork) bool {
-		owner, ok := hubApplicationOf(o)
-		return !ok || owner != key
-	})
-	if first == nil || !appliedOnCluster(first) {
-		return nil // its status update requeues this Application (see workChangedForPropagation)
+	if rival == nil || !appliedOnCluster(rival) {
+		return nil // its status update requeues this Application (see appsRefusedFor)
 	}
-	ctrl.LoggerFrom(ctx).Info("Deleting ManifestWork: another Application delivers the same managed-cluster Application", "manifestWork", klog.KObj(w), "other", klog.KObj(first))
+	ctrl.LoggerFrom(ctx).Info("Deleting ManifestWork: another Application delivers the same managed-cluster Application", "manifestWork", klog.KObj(w), "other", klog.KObj(rival))
 	if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
 	}
@@ -405,6 +373,11 @@ func (r *PropagationReconciler) deleteWorks(ctx context.Context, key types.Names
 	if err != nil {
 		return err
 	}
+	return r.deleteListed(ctx, key, works, keep)
+}
+
+// deleteListed deletes works, the works of the hub Application key, except keep.
+func (r *PropagationReconciler) deleteListed(ctx context.Context, key types.NamespacedName, works []workv1.ManifestWork, keep *workv1.ManifestWork) error {
 	for i := range works {
 		w := &works[i]
 		if keep != nil && w.Namespace == keep.Namespace && w.Name == keep.Name {
@@ -438,22 +411,16 @@ func (r *PropagationReconciler) worksOf(ctx context.Context, key types.Namespace
 	return works.Items, nil
 }
 
-func (r *PropagationReconciler) allowedNamespacesText() string {
-	if len(r.Options.PullNamespaces) == 0 {
-		return r.Options.ArgoCDNamespace
-	}
-	return strings.Join(r.Options.PullNamespaces, ", ")
-}
-
-// appsOfWork requeues a work's hub Application, and the Applications refused because of the work
-// (ManagedApplicationTaken, ManifestWorkNameTaken): the same name on the same cluster.
-func (r *PropagationReconciler) appsOfWork(ctx context.Context, o client.Object) []reconcile.Request {
-	reqs := requestForHubApplication(ctx, o)
+// appsRefusedFor requeues the Applications refused because of a work on the same cluster
+// (ManagedApplicationTaken, ManifestWorkNameTaken): when it appears, goes, or is applied (a refused
+// Application's own work yields once the other is applied), they may be delivered or act.
+func (r *PropagationReconciler) appsRefusedFor(ctx context.Context, o client.Object) []reconcile.Request {
 	apps := argocd.NewApplicationList()
 	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: o.GetNamespace()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Applications to requeue")
-		return reqs
+		return nil
 	}
+	var reqs []reconcile.Request
 	for i := range apps.Items {
 		msg := propagationError(&apps.Items[i])
 		if strings.HasPrefix(msg, propagation.ReasonAlreadyDelivered+":") || strings.HasPrefix(msg, propagation.ReasonWorkNameTaken+":") {

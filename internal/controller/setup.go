@@ -24,6 +24,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/search"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
@@ -132,12 +133,9 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// PullNamespaceAllowed reports whether pull-model Applications are taken from namespace ns.
-func (o Options) PullNamespaceAllowed(ns string) bool {
-	if len(o.PullNamespaces) == 0 {
-		return ns == o.ArgoCDNamespace
-	}
-	return slices.Contains(o.PullNamespaces, ns) || slices.Contains(o.PullNamespaces, "*")
+// policy is what the propagation ladder applies of the options.
+func (o Options) policy() propagation.Policy {
+	return propagation.Policy{ArgoCDNamespace: o.ArgoCDNamespace, PullNamespaces: o.PullNamespaces, ManagedNamespaces: o.ManagedNamespaceGrants}
 }
 
 // ManagerOptions returns the manager options the controllers need: the scheme, and a cache that

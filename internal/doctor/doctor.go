@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
@@ -149,6 +150,11 @@ type Options struct {
 	// clusters.
 	WorkAgentNamespace      string
 	WorkAgentServiceAccount string
+}
+
+// policy is what the controller's ladder would apply with the same flags.
+func (o Options) policy() propagation.Policy {
+	return propagation.Policy{ArgoCDNamespace: o.ArgoCDNamespace, PullNamespaces: o.PullNamespaces, ManagedNamespaces: o.ManagedNamespaceGrants}
 }
 
 func (o *Options) defaults() {

@@ -3,21 +3,16 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
-	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 const (
@@ -40,7 +35,8 @@ func checkApplicationRules(ctx context.Context, h *hub) []Result {
 		return []Result{readFailed(idAppRules, titleAppRules, "", err)}
 	}
 	var apps []unstructured.Unstructured
-	for _, ns := range h.pullNamespaces() {
+	policy := h.o.policy()
+	for _, ns := range policy.Namespaces() {
 		list := argocd.NewApplicationList()
 		opts := []client.ListOption{client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}}
 		if ns != "*" {
@@ -60,10 +56,12 @@ func checkApplicationRules(ctx context.Context, h *hub) []Result {
 			continue
 		}
 		checked++
-		facts, err := h.ladderFacts(ctx, app, target)
+		facts, err := propagation.ReadFacts(ctx, h.o.Hub.Client, policy, app, target)
 		if err != nil {
 			return []Result{readFailed(idAppRules, titleAppRules, "", err)}
 		}
+		// A new Application's view: the doctor reads no works, and makes no delivery.
+		facts.NewDeliveryID = func() string { return "doctor" }
 		v, err := propagation.Ladder(facts)
 		if err != nil {
 			return []Result{readFailed(idAppRules, titleAppRules, "", err)}
@@ -73,61 +71,6 @@ func checkApplicationRules(ctx context.Context, h *hub) []Result {
 		}
 	}
 	return []Result{decideApplicationRules(checked, out)}
-}
-
-// pullNamespaces are the namespaces the controller takes pull-model Applications from ("*" for
-// all); the check looks there only (the controller refuses the others' all alike).
-func (h *hub) pullNamespaces() []string {
-	if len(h.o.PullNamespaces) == 0 {
-		return []string{h.o.ArgoCDNamespace}
-	}
-	if slices.Contains(h.o.PullNamespaces, "*") {
-		return []string{"*"}
-	}
-	return h.o.PullNamespaces
-}
-
-// ladderFacts reads what the ladder decides on, as the propagation controller's gather does,
-// without the Application's works (a new Application's view).
-func (h *hub) ladderFacts(ctx context.Context, app *unstructured.Unstructured, target propagation.Target) (propagation.Facts, error) {
-	c := h.o.Hub.Client
-	allowed := h.pullNamespaces()
-	f := propagation.Facts{
-		App:               app,
-		NamespaceAllowed:  slices.Contains(allowed, app.GetNamespace()) || slices.Contains(allowed, "*"),
-		AllowedNamespaces: strings.Join(allowed, ", "),
-		ManagedNamespaces: h.o.ManagedNamespaceGrants,
-		ArgoCDNamespace:   h.o.ArgoCDNamespace,
-		NewDeliveryID:     func() string { return "doctor" },
-	}
-	if target.Cluster == "" {
-		return f, nil
-	}
-	cluster := &clusterv1.ManagedCluster{}
-	switch err := c.Get(ctx, client.ObjectKey{Name: target.Cluster}, cluster); {
-	case err == nil:
-		f.Cluster = cluster
-	case !apierrors.IsNotFound(err):
-		return f, fmt.Errorf("reading ManagedCluster %s: %w", target.Cluster, err)
-	}
-	var err error
-	if f.Bindings, err = tenancy.ReadBindings(ctx, c, app.GetNamespace()); err != nil {
-		return f, err
-	}
-	switch err := c.Get(ctx, client.ObjectKey{Name: target.Cluster}, &corev1.Namespace{}); {
-	case err == nil:
-		f.ClusterNamespace = true
-	case !apierrors.IsNotFound(err):
-		return f, fmt.Errorf("reading namespace %s: %w", target.Cluster, err)
-	}
-	project := argocd.NewAppProject()
-	switch err := c.Get(ctx, client.ObjectKey{Namespace: h.o.ArgoCDNamespace, Name: argocd.Project(app)}, project); {
-	case err == nil:
-		f.Project = project
-	case !apierrors.IsNotFound(err):
-		return f, fmt.Errorf("reading AppProject %s: %w", argocd.Project(app), err)
-	}
-	return f, nil
 }
 
 // decideApplicationRules fails with every refused Application, its reason and what to do (the

@@ -46,24 +46,16 @@ func Revokes(reason string) bool {
 // deciding: everything Ladder needs, nothing it fetches itself.
 type Facts struct {
 	App *unstructured.Unstructured
-	// NamespaceAllowed says whether pull-model Applications are taken from the App's namespace;
-	// AllowedNamespaces names the allowed ones for the message.
-	NamespaceAllowed  bool
-	AllowedNamespaces string
+	// Policy is what the operator configured: where Applications are taken from and may land.
+	Policy Policy
 	// Cluster is the target ManagedCluster, nil when it does not exist.
 	Cluster *clusterv1.ManagedCluster
 	// Bindings are the ManagedClusterSets bound to the App's namespace and its PlacementDecisions.
 	Bindings tenancy.Bindings
-	// ManagedNamespaces are the operator's grants (--grant-managed-namespaces): an Application of
-	// hub namespace N, other than the Argo CD namespace, lands in N or a namespace granted to N.
-	ManagedNamespaces tenancy.Grants
 	// ClusterNamespace is true when the cluster's namespace exists on the hub.
 	ClusterNamespace bool
-	// ArgoCDNamespace is the Argo CD namespace of the hub, where AppProjects are read, and of the
-	// managed clusters, where the payload's AppProject goes. Project is the App's AppProject
-	// there, nil when it does not exist.
-	ArgoCDNamespace string
-	Project         *unstructured.Unstructured
+	// Project is the App's AppProject in the Argo CD namespace, nil when it does not exist.
+	Project *unstructured.Unstructured
 	// Existing is the App's current work on the target cluster, nil when none.
 	Existing *workv1.ManifestWork
 	// NameTakenBy is "namespace/name" of the hub Application whose work holds the name the App's
@@ -105,10 +97,10 @@ func Ladder(f Facts) (Verdict, error) {
 		return refuse(ReasonInvalidMarkers, "%s", err.Error()), nil
 	case !pull:
 		return refuse(ReasonInvalidMarkers, "not a pull-model Application"), nil
-	case !f.NamespaceAllowed:
+	case !f.Policy.Allows(app.GetNamespace()):
 		return refuse(ReasonNamespaceNotAllowed,
 			"pull-model Applications are not taken from namespace %s; the operator allows %s (flag --pull-namespaces)",
-			app.GetNamespace(), f.AllowedNamespaces), nil
+			app.GetNamespace(), strings.Join(f.Policy.Namespaces(), ", ")), nil
 	case tenancy.IsHub(target.Cluster, f.Cluster):
 		return refuse(ReasonHubNotATarget, "ManagedCluster %s is the hub itself: pull-model Applications are never delivered to the hub", target.Cluster), nil
 	case f.Cluster == nil:
@@ -120,11 +112,11 @@ func Ladder(f Facts) (Verdict, error) {
 			"ManagedCluster %s is not bound to namespace %s: create a ManagedClusterSetBinding in %s for a set that contains it (a PlacementDecision is not a binding)",
 			target.Cluster, ns, ns), nil
 	}
-	ns, platform := app.GetNamespace(), app.GetNamespace() == f.ArgoCDNamespace
-	if !platform && !f.ManagedNamespaces.Allows(ns, target.AppNamespace) {
+	ns, platform := app.GetNamespace(), app.GetNamespace() == f.Policy.ArgoCDNamespace
+	if !platform && !f.Policy.ManagedNamespaces.Allows(ns, target.AppNamespace) {
 		return refuse(ReasonAppNamespace,
 			"an Application of namespace %s lands in %s on the managed cluster, not in %s: set %s to one of them, or the operator grants %s to %s (flag --grant-managed-namespaces %s=%s)",
-			ns, strings.Join(f.ManagedNamespaces.Of(ns), ", "), target.AppNamespace, api.AppNamespaceAnnotation, target.AppNamespace, ns, ns, target.AppNamespace), nil
+			ns, strings.Join(f.Policy.ManagedNamespaces.Of(ns), ", "), target.AppNamespace, api.AppNamespaceAnnotation, target.AppNamespace, ns, ns, target.AppNamespace), nil
 	}
 	if !f.ClusterNamespace {
 		return refuse(ReasonNamespaceMissing, "the cluster namespace %s does not exist on the hub yet (is the cluster's registration accepted?)", target.Cluster), nil
@@ -132,8 +124,8 @@ func Ladder(f Facts) (Verdict, error) {
 	project := argocd.Project(app)
 	switch {
 	case f.Project == nil && (project != argocd.DefaultProject || !platform):
-		return refuse(ReasonProjectNotFound, "AppProject %s not found in the Argo CD namespace %s", project, f.ArgoCDNamespace), nil
-	case !tenancy.ProjectPermits(f.Project, ns, f.ArgoCDNamespace):
+		return refuse(ReasonProjectNotFound, "AppProject %s not found in the Argo CD namespace %s", project, f.Policy.ArgoCDNamespace), nil
+	case !tenancy.ProjectPermits(f.Project, ns, f.Policy.ArgoCDNamespace):
 		return refuse(ReasonProjectNotPermitted,
 			"AppProject %s does not permit Applications of namespace %s: its spec.sourceNamespaces must match %s (Argo CD's rule for Applications outside its namespace)",
 			project, ns, ns), nil
@@ -153,7 +145,7 @@ func Ladder(f Facts) (Verdict, error) {
 	if project == argocd.DefaultProject {
 		carried = nil // every Argo CD has its own
 	}
-	target.ArgoCDNamespace = f.ArgoCDNamespace
+	target.ArgoCDNamespace = f.Policy.ArgoCDNamespace
 	work, err := DesiredWork(app, carried, target, deliveries)
 	if errors.Is(err, ErrPayloadTooLarge) {
 		return refuse(ReasonPayloadTooLarge, "%s", err.Error()), nil

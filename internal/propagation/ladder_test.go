@@ -22,8 +22,8 @@ func TestLadder(t *testing.T) {
 	project.SetName("platform")
 	project.Object["spec"] = map[string]any{"sourceRepos": []any{"*"}}
 	facts := func(mutate func(f *Facts)) Facts {
-		f := Facts{App: pullApp(), NamespaceAllowed: true, AllowedNamespaces: "argocd", Cluster: cluster, Bindings: bound,
-			ClusterNamespace: true, ArgoCDNamespace: "argocd", NewDeliveryID: func() string { return "d1" }}
+		f := Facts{App: pullApp(), Policy: Policy{ArgoCDNamespace: "argocd", PullNamespaces: []string{"argocd", "team-a"}}, Cluster: cluster, Bindings: bound,
+			ClusterNamespace: true, NewDeliveryID: func() string { return "d1" }}
 		if mutate != nil {
 			mutate(&f)
 		}
@@ -57,8 +57,8 @@ func TestLadder(t *testing.T) {
 			wantReason: ReasonInvalidMarkers, wantMessage: api.ClusterAnnotation,
 		},
 		"namespace not allowed": {
-			facts:      facts(func(f *Facts) { f.NamespaceAllowed = false }),
-			wantReason: ReasonNamespaceNotAllowed, wantMessage: "--pull-namespaces",
+			facts:      facts(func(f *Facts) { f.Policy.PullNamespaces = []string{"team-x", "team-y"} }),
+			wantReason: ReasonNamespaceNotAllowed, wantMessage: "the operator allows team-x, team-y (flag --pull-namespaces)",
 		},
 		"cluster missing": {
 			facts:      facts(func(f *Facts) { f.Cluster = nil }),
@@ -95,7 +95,7 @@ func TestLadder(t *testing.T) {
 		"a tenant lands in a namespace granted to it": {
 			facts: facts(func(f *Facts) {
 				f.App, f.Project = tenant(landing("team-a-prod")), teamProject
-				f.ManagedNamespaces = tenancy.Grants{"team-a": {"team-a-prod"}}
+				f.Policy.ManagedNamespaces = tenancy.Grants{"team-a": {"team-a-prod"}}
 			}),
 		},
 		"a tenant aims at the managed Argo CD's namespace (row 1)": {
@@ -105,7 +105,7 @@ func TestLadder(t *testing.T) {
 		"a tenant aims at another tenant's namespace (row 2)": {
 			facts: facts(func(f *Facts) {
 				f.App, f.Project = tenant(landing("team-b")), teamProject
-				f.ManagedNamespaces = tenancy.Grants{"team-b": {"team-a"}}
+				f.Policy.ManagedNamespaces = tenancy.Grants{"team-b": {"team-a"}}
 			}),
 			wantReason: ReasonAppNamespace, wantMessage: "lands in team-a on the managed cluster, not in team-b",
 		},
@@ -144,7 +144,11 @@ func TestLadder(t *testing.T) {
 			wantReason: ReasonPayloadTooLarge, wantMessage: "the limit is",
 		},
 		"the first failing rung wins": {
-			facts:      facts(func(f *Facts) { f.NamespaceAllowed = false; f.Cluster = nil; f.ClusterNamespace = false }),
+			facts: facts(func(f *Facts) {
+				f.Policy.PullNamespaces = []string{"team-x"}
+				f.Cluster = nil
+				f.ClusterNamespace = false
+			}),
 			wantReason: ReasonNamespaceNotAllowed,
 		},
 	}
@@ -172,7 +176,7 @@ func TestLadderCarriesRequests(t *testing.T) {
 	g := NewWithT(t)
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
 	f := Facts{App: pullApp(func(u *unstructured.Unstructured) { u.Object["operation"] = map[string]any{"sync": map[string]any{}} }),
-		NamespaceAllowed: true, Cluster: cluster, ClusterNamespace: true, ArgoCDNamespace: "argocd",
+		Policy: Policy{ArgoCDNamespace: "argocd"}, Cluster: cluster, ClusterNamespace: true,
 		Bindings:      tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}},
 		NewDeliveryID: func() string { return "d1" }}
 	v, err := Ladder(f)
@@ -205,7 +209,7 @@ func TestTenantPayloadLandsWhereArgoCDReadsIt(t *testing.T) {
 		u.Object["spec"].(map[string]any)["project"] = "team"
 	})
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1", Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "s"}}}
-	v, err := Ladder(Facts{App: app, NamespaceAllowed: true, Cluster: cluster, ClusterNamespace: true, ArgoCDNamespace: "argocd", Project: project,
+	v, err := Ladder(Facts{App: app, Policy: Policy{ArgoCDNamespace: "argocd", PullNamespaces: []string{"team-a"}}, Cluster: cluster, ClusterNamespace: true, Project: project,
 		Bindings: tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "s"}}}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Refusal).To(BeNil())
@@ -216,4 +220,18 @@ func TestTenantPayloadLandsWhereArgoCDReadsIt(t *testing.T) {
 		where = append(where, u.GetKind()+" "+u.GetNamespace())
 	}
 	g.Expect(where).To(ConsistOf("Application team-a", "AppProject argocd"))
+}
+
+func TestPolicyNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	def := Policy{ArgoCDNamespace: "argocd"}
+	g.Expect(def.Namespaces()).To(Equal([]string{"argocd"}), "the Argo CD namespace by default")
+	g.Expect(def.Allows("argocd")).To(BeTrue())
+	g.Expect(def.Allows("team-a")).To(BeFalse())
+	listed := Policy{ArgoCDNamespace: "argocd", PullNamespaces: []string{"team-a"}}
+	g.Expect(listed.Allows("team-a")).To(BeTrue())
+	g.Expect(listed.Allows("argocd")).To(BeFalse(), "the list replaces the default")
+	all := Policy{ArgoCDNamespace: "argocd", PullNamespaces: []string{"team-a", "*"}}
+	g.Expect(all.Namespaces()).To(Equal([]string{"*"}))
+	g.Expect(all.Allows("anything")).To(BeTrue())
 }

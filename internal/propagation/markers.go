@@ -1,5 +1,6 @@
 // Package propagation decides, without side effects, what the hub writes for a pull-model
-// Application: whether it is one, where it goes, and the ManifestWork that carries it.
+// Application: whether it is one, where it goes, and the ManifestWork that carries it. The one
+// exception is read.go, which reads the facts of a decision through the reader it is given.
 package propagation
 
 import (
