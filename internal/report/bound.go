@@ -153,32 +153,26 @@ func trimAllEntries(out *v1alpha1.AppConditions) string {
 
 func capEntries(budget int) func(*v1alpha1.AppConditions) string {
 	return func(out *v1alpha1.AppConditions) string {
-		all := out.ClusterConditions
-		n := len(all)
-		if n == 0 {
-			return ""
-		}
-		note := func(kept int) string {
-			return fmt.Sprintf("%d of %d clusters listed to bound the report's size (the summary counts all)", kept, n)
-		}
-		keep := fit(out, budget, n, func(k int) { out.ClusterConditions = all[:k] }, note)
-		return note(keep)
+		return fitList(out, budget, &out.ClusterConditions, "%d of %d clusters listed to bound the report's size (the summary counts all)")
 	}
 }
 
 func dropResources(budget int) func(*v1alpha1.AppConditions) string {
 	return func(out *v1alpha1.AppConditions) string {
-		all := out.Resources
-		n := len(all)
-		if n == 0 {
-			return ""
-		}
-		note := func(kept int) string {
-			return fmt.Sprintf("%d of %d resources listed to bound the report's size", kept, n)
-		}
-		keep := fit(out, budget, n, func(k int) { out.Resources = all[:k] }, note)
-		return note(keep)
+		return fitList(out, budget, &out.Resources, "%d of %d resources listed to bound the report's size")
 	}
+}
+
+// fitList keeps the longest head of the list (a field of out) with which out fits budget, and
+// returns the note saying so (format takes kept and all); "" for an empty list.
+func fitList[T any](out *v1alpha1.AppConditions, budget int, list *[]T, format string) string {
+	all := *list
+	n := len(all)
+	if n == 0 {
+		return ""
+	}
+	note := func(kept int) string { return fmt.Sprintf(format, kept, n) }
+	return note(fit(out, budget, n, func(k int) { *list = all[:k] }, note))
 }
 
 // fit finds the most items, of n, that out keeps (through keep) while it encodes within budget
