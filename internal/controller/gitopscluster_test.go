@@ -56,17 +56,10 @@ func (h *harness) decide(ns, name string, clusters ...string) {
 	}, timeout, interval).Should(Succeed())
 }
 
+// gitOpsCluster creates a GitOpsCluster in ns that writes into ns, as the documents' does.
 func (h *harness) gitOpsCluster(ns, name, placement string) *gitopsv1beta1.GitOpsCluster {
 	h.t.Helper()
-	gc := &gitopsv1beta1.GitOpsCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: gitopsv1beta1.GitOpsClusterSpec{
-			ArgoServer:   gitopsv1beta1.ArgoServerSpec{Cluster: "notused", ArgoNamespace: ns},
-			PlacementRef: &corev1.ObjectReference{Kind: "Placement", APIVersion: "cluster.open-cluster-management.io/v1beta1", Name: placement},
-		},
-	}
-	h.create(gc)
-	return gc
+	return h.gitOpsClusterInto(ns, name, placement, ns)
 }
 
 func (h *harness) ready(ns, name string) func() string {

@@ -2,12 +2,8 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,25 +202,8 @@ func TestReportIsRestoredWhenEdited(t *testing.T) {
 // With --search-url, the report takes deployed resources and error conditions from OCM Search
 // where ManifestWork feedback has none.
 func TestReportUsesSearchWhenConfigured(t *testing.T) {
-	var queried atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Variables struct {
-				Input []json.RawMessage `json:"input"`
-			} `json:"variables"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		queried.Add(1)
-		results := make([]any, 0, len(body.Variables.Input))
-		for range body.Variables.Input {
-			results = append(results, map[string]any{
-				"items":   []any{map[string]any{"kind": "Application", "_conditionSyncError": "deployments.apps is forbidden"}},
-				"related": []any{map[string]any{"kind": "Deployment", "items": []any{map[string]any{"kind": "Deployment", "apigroup": "apps", "apiversion": "v1", "name": "guestbook-ui", "namespace": "guestbook"}}}},
-			})
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{"searchResult": results}})
-	}))
-	defer srv.Close()
+	srv, fake := searchAnswering(t, map[string]any{"kind": "Application", "_conditionSyncError": "deployments.apps is forbidden"},
+		map[string]any{"kind": "Deployment", "apigroup": "apps", "apiversion": "v1", "name": "guestbook-ui", "namespace": "guestbook"})
 	h := start(t, func(o *Options, _ string) {
 		o.Search.URL = srv.URL
 		o.SearchInterval = 200 * time.Millisecond
@@ -240,7 +219,7 @@ func TestReportUsesSearchWhenConfigured(t *testing.T) {
 	}, timeout, interval).Should(ConsistOf(v1alpha1.ResourceRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "guestbook-ui", Namespace: "guestbook"}))
 	r, _ := h.getReport("web")
 	h.g.Expect(r.Statuses.ClusterConditions[0].Conditions).To(ContainElement(v1alpha1.Condition{Type: "SyncError", Message: "deployments.apps is forbidden"}))
-	h.g.Expect(queried.Load()).To(BeNumerically(">", 0))
+	h.g.Expect(fake.Requests()).To(BeNumerically(">", 0))
 }
 
 // A report is written at most once per its clusters x --report-interval-per-cluster: a change

@@ -2,10 +2,7 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/search/searchtest"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
@@ -275,54 +273,21 @@ func TestRemovingAnAllowedNamespaceFreezesItsWorks(t *testing.T) {
 	h.g.Expect(team.work("web", cluster).Annotations).NotTo(HaveKey(api.FrozenAnnotation))
 }
 
-// searchServer is an OCM Search stand-in that records what it is asked about ("cluster/namespace/
-// name") and answers every input with a related Secret: what must never reach another tenant.
-func searchServer(t *testing.T) (*httptest.Server, func(key string) bool) {
-	var mu sync.Mutex
-	asked := map[string]bool{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Variables struct {
-				Input []struct {
-					Filters []struct {
-						Property string   `json:"property"`
-						Values   []string `json:"values"`
-					} `json:"filters"`
-				} `json:"input"`
-			} `json:"variables"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		results := make([]any, 0, len(body.Variables.Input))
-		for _, in := range body.Variables.Input {
-			f := map[string]string{}
-			for _, x := range in.Filters {
-				if len(x.Values) == 1 {
-					f[x.Property] = x.Values[0]
-				}
-			}
-			mu.Lock()
-			asked[f["cluster"]+"/"+f["namespace"]+"/"+f["name"]] = true
-			mu.Unlock()
-			results = append(results, map[string]any{
-				"items":   []any{map[string]any{"kind": "Application", "_conditionSyncError": "secret payroll-db is forbidden"}},
-				"related": []any{map[string]any{"kind": "Secret", "items": []any{map[string]any{"kind": "Secret", "apiversion": "v1", "name": "payroll-db", "namespace": "payroll"}}}},
-			})
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{"searchResult": results}})
-	}))
+// searchAnswering is a Search stand-in that answers every Application with item and related.
+func searchAnswering(t *testing.T, item map[string]any, related ...map[string]any) (*httptest.Server, *searchtest.Fake) {
+	fake := &searchtest.Fake{Answer: func(searchtest.Key) (map[string]any, []map[string]any) { return item, related }}
+	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	return srv, func(key string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return asked[key]
-	}
+	return srv, fake
 }
 
 // Row 8: from a namespace outside --pull-namespaces, a tenant creates an ApplicationSet and an
 // owned Application named like another tenant's, aimed at its cluster and namespace. Search is
 // asked only about what argocd-pull delivers, and its answers go only into their own report.
 func TestSearchIsAskedOnlyAboutDeliveredApplications(t *testing.T) {
-	srv, asked := searchServer(t)
+	// It answers with a related Secret: what must never reach another tenant.
+	srv, fake := searchAnswering(t, map[string]any{"kind": "Application", "_conditionSyncError": "secret payroll-db is forbidden"},
+		map[string]any{"kind": "Secret", "apiversion": "v1", "name": "payroll-db", "namespace": "payroll"})
 	h := start(t, func(o *Options, _ string) {
 		o.Search.URL = srv.URL
 		o.SearchInterval = 200 * time.Millisecond
@@ -332,13 +297,15 @@ func TestSearchIsAskedOnlyAboutDeliveredApplications(t *testing.T) {
 	h.work("payroll", cluster)
 	own := h.appSet("web") // a delivered ApplicationSet member: Search is asked about it
 	h.app("web-"+cluster, cluster, ownedBy(own))
-	h.g.Eventually(func() bool { return asked(cluster + "/" + h.ns + "/web-" + cluster) }, timeout, interval).Should(BeTrue())
+	h.g.Eventually(func() bool {
+		return fake.Asked(searchtest.Key{Cluster: cluster, Namespace: h.ns, Name: "web-" + cluster})
+	}, timeout, interval).Should(BeTrue())
 
 	attacker := h.tenant(cluster)
 	evil := attacker.appSet("evil")
 	attacker.app("payroll", cluster, ownedBy(evil), landingIn(h.ns))
 	h.g.Eventually(func() string { return attacker.condition("payroll") }, timeout, interval).Should(HavePrefix(propagation.ReasonNamespaceNotAllowed))
-	h.g.Consistently(func() bool { return asked(cluster + "/" + h.ns + "/payroll") }, 2*time.Second, 200*time.Millisecond).Should(BeFalse())
+	h.g.Consistently(func() bool { return fake.Asked(searchtest.Key{Cluster: cluster, Namespace: h.ns, Name: "payroll"}) }, 2*time.Second, 200*time.Millisecond).Should(BeFalse())
 	if r, err := attacker.getReport("evil"); err == nil {
 		h.g.Expect(r.Statuses.Resources).To(BeEmpty(), "no Search answer in the attacker's report")
 		for _, c := range r.Statuses.ClusterConditions {

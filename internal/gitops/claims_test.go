@@ -60,18 +60,10 @@ func TestRegisterAndRelease(t *testing.T) {
 			s.Annotations[api.UnselectedSinceAnnotation] = "2026-11-21T12:00:00Z"
 			return s
 		}(), key: platform, wantChanged: true, wantClaims: platform},
-		"ours, written before claims": {existing: func() *corev1.Secret {
-			s := mine.DeepCopy()
-			s.Annotations = nil
-			s.Labels[api.OwnerLabel] = "openshift-gitops.platform"
-			return s
-		}(), key: platform, wantChanged: true, wantClaims: platform},
-		"another's, written before claims": {existing: func() *corev1.Secret {
-			s := mine.DeepCopy()
-			s.Annotations = nil
-			s.Labels[api.OwnerLabel] = "team-a.gc"
-			return s
-		}(), key: platform, wantChanged: true, wantClaims: "openshift-gitops/platform,team-a/gc"},
+		"ours, written before claims": {existing: writtenBeforeClaims(mine, "openshift-gitops.platform"), key: platform,
+			wantChanged: true, wantClaims: platform},
+		"another's, written before claims": {existing: writtenBeforeClaims(mine, "team-a.gc"), key: platform,
+			wantChanged: true, wantClaims: "openshift-gitops/platform,team-a/gc"},
 		"ours, cluster labels changed": {existing: func() *corev1.Secret {
 			s := mine.DeepCopy()
 			s.Labels["env"] = "dev"
@@ -95,4 +87,12 @@ func TestRegisterAndRelease(t *testing.T) {
 	g.Expect(Claims(Release(shared, tenant))).To(Equal([]string{platform}))
 	g.Expect(Claims(Release(Release(shared, tenant), platform))).To(BeEmpty())
 	g.Expect(Claims(shared)).To(HaveLen(2), "Release does not modify its argument")
+}
+
+// writtenBeforeClaims is secret as a release before claims wrote it: its owner in a label only.
+func writtenBeforeClaims(secret *corev1.Secret, owner string) *corev1.Secret {
+	s := secret.DeepCopy()
+	s.Annotations = nil
+	s.Labels[api.OwnerLabel] = owner
+	return s
 }

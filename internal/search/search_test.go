@@ -2,108 +2,40 @@ package search
 
 import (
 	"context"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/search/searchtest"
 )
 
-// fakeSearch answers /searchapi/graphql in the Search V2 API's shape from a table of
-// Applications, and records the requests.
-type fakeSearch struct {
-	mu       sync.Mutex
-	requests int
-	auth     []string
-	apps     map[AppKey]map[string]any
-	related  map[AppKey][]map[string]any
-}
-
-func (f *fakeSearch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/searchapi/graphql" || r.Method != http.MethodPost {
-		http.NotFound(w, r)
-		return
+// newFake is a Search that knows one Application, with two related resources.
+func newFake() *searchtest.Fake {
+	k := searchtest.Key{Cluster: "cluster1", Namespace: "openshift-gitops", Name: "guestbook-cluster1"}
+	item := map[string]any{
+		"cluster": "cluster1", "kind": "Application", "apigroup": "argoproj.io", "name": k.Name, "namespace": k.Namespace,
+		"label":                           "apps.open-cluster-management.io/application-set=true",
+		"_conditionSyncError":             "services is forbidden",
+		"_conditionSharedResourceWarning": "shared",
+		"_uid":                            "cluster1/abc",
 	}
-	var body struct {
-		Query     string `json:"query"`
-		Variables struct {
-			Input []struct {
-				Filters []struct {
-					Property string   `json:"property"`
-					Values   []string `json:"values"`
-				} `json:"filters"`
-			} `json:"input"`
-		} `json:"variables"`
+	related := []map[string]any{
+		{"kind": "Deployment", "apigroup": "apps", "apiversion": "v1", "name": "guestbook-ui", "namespace": "guestbook", "cluster": "cluster1"},
+		{"kind": "Service", "apiversion": "v1", "name": "guestbook-ui", "namespace": "guestbook", "cluster": "cluster1"},
 	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || !strings.Contains(body.Query, "search(input: $input)") {
-		http.Error(w, "bad query", http.StatusBadRequest)
-		return
-	}
-	f.mu.Lock()
-	f.auth = append(f.auth, r.Header.Get("Authorization"))
-	f.requests++
-	f.mu.Unlock()
-	var results []map[string]any
-	for _, in := range body.Variables.Input {
-		var key AppKey
-		for _, fl := range in.Filters {
-			switch fl.Property {
-			case "cluster":
-				key.Cluster = fl.Values[0]
-			case "namespace":
-				key.Namespace = fl.Values[0]
-			case "name":
-				key.Name = fl.Values[0]
-			}
+	return &searchtest.Fake{Answer: func(key searchtest.Key) (map[string]any, []map[string]any) {
+		if key != k {
+			return nil, nil
 		}
-		result := map[string]any{"items": []any{}, "related": []any{}}
-		if item, ok := f.apps[key]; ok {
-			result["items"] = []any{item}
-			byKind := map[string][]any{}
-			for _, rel := range f.related[key] {
-				byKind[rel["kind"].(string)] = append(byKind[rel["kind"].(string)], rel)
-			}
-			var related []any
-			for kind, items := range byKind {
-				related = append(related, map[string]any{"kind": kind, "items": items})
-			}
-			result["related"] = related
-		}
-		results = append(results, result)
-	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{"searchResult": results}})
-}
-
-func (f *fakeSearch) requestCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.requests
-}
-
-func newFake() *fakeSearch {
-	k := AppKey{Cluster: "cluster1", Namespace: "openshift-gitops", Name: "guestbook-cluster1"}
-	return &fakeSearch{
-		apps: map[AppKey]map[string]any{k: {
-			"cluster": "cluster1", "kind": "Application", "apigroup": "argoproj.io", "name": k.Name, "namespace": k.Namespace,
-			"label":                           "apps.open-cluster-management.io/application-set=true",
-			"_conditionSyncError":             "services is forbidden",
-			"_conditionSharedResourceWarning": "shared",
-			"_uid":                            "cluster1/abc",
-		}},
-		related: map[AppKey][]map[string]any{k: {
-			{"kind": "Deployment", "apigroup": "apps", "apiversion": "v1", "name": "guestbook-ui", "namespace": "guestbook", "cluster": "cluster1"},
-			{"kind": "Service", "apiversion": "v1", "name": "guestbook-ui", "namespace": "guestbook", "cluster": "cluster1"},
-		}},
-	}
+		return item, related
+	}}
 }
 
 func TestApplicationsReadsConditionsAndRelatedResources(t *testing.T) {
@@ -131,7 +63,7 @@ func TestApplicationsReadsConditionsAndRelatedResources(t *testing.T) {
 		v1alpha1.ResourceRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "guestbook-ui", Namespace: "guestbook"},
 		v1alpha1.ResourceRef{APIVersion: "v1", Kind: "Service", Name: "guestbook-ui", Namespace: "guestbook"},
 	))
-	g.Expect(fake.auth).To(ConsistOf("Bearer s3cret"))
+	g.Expect(fake.Auth()).To(ConsistOf("Bearer s3cret"))
 }
 
 func TestApplicationsBatchesByCluster(t *testing.T) {
@@ -150,7 +82,7 @@ func TestApplicationsBatchesByCluster(t *testing.T) {
 	}
 	_, err = c.Applications(context.Background(), keys)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(fake.requestCount()).To(Equal(3), "25 clusters, 10 per request")
+	g.Expect(fake.Requests()).To(Equal(3), "25 clusters, 10 per request")
 }
 
 func TestTLSIsVerifiedUnlessToldOtherwise(t *testing.T) {

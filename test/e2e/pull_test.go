@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -324,20 +325,15 @@ func TestEverySyncAndRefreshRunsOnceOnTheManagedCluster(t *testing.T) {
 	argo.refresh()
 	argo.start()
 	started1, id1 := argo.started()
-	deadline := time.Now().Add(4 * time.Second)
-	for time.Now().Before(deadline) {
-		got := application(key.Name)
-		if err := lab.spoke.Client.Get(context.Background(), key, got); err != nil {
-			t.Fatalf("reading the managed Application: %v", err)
-		}
-		if _, ok := got.Object["operation"]; !ok {
-			t.Fatalf("the running operation was removed from the managed cluster; the work agent's log is %s", lab.agentLog)
+	throughout(t, 4*time.Second, func() string {
+		if _, ok := managedApp(t, key).Object["operation"]; !ok {
+			return "the running operation was removed from the managed cluster; the work agent's log is " + lab.agentLog
 		}
 		if sync, _, err := hubRequests(context.Background(), key); err != nil || !sync {
-			t.Fatalf("the hub cleared the sync before the managed cluster finished it (err %v)", err)
+			return fmt.Sprintf("the hub cleared the sync before the managed cluster finished it (err %v)", err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return ""
+	})
 	argo.finish()
 	waitHubCleared(t, key)
 
@@ -350,20 +346,15 @@ func TestEverySyncAndRefreshRunsOnceOnTheManagedCluster(t *testing.T) {
 		t.Fatalf("the second sync carries delivery %q, the first %q: want a new one", id2, id1)
 	}
 	argo.finishCompared(false)
-	deadline = time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		got := application(key.Name)
-		if err := lab.spoke.Client.Get(context.Background(), key, got); err != nil {
-			t.Fatalf("reading the managed Application: %v", err)
-		}
-		if _, op := got.Object["operation"]; op {
-			t.Fatalf("the finished operation was sent to the managed cluster again before it was compared")
+	throughout(t, 3*time.Second, func() string {
+		if _, op := managedApp(t, key).Object["operation"]; op {
+			return "the finished operation was sent to the managed cluster again before it was compared"
 		}
 		if sync, _, err := hubRequests(context.Background(), key); err != nil || !sync {
-			t.Fatalf("the hub cleared the sync before the managed cluster compared after it (err %v)", err)
+			return fmt.Sprintf("the hub cleared the sync before the managed cluster compared after it (err %v)", err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return ""
+	})
 	argo.compare()
 	waitHubCleared(t, key)
 	t.Logf("operations started at %s and %s", started1, started2)
@@ -376,20 +367,16 @@ func TestEverySyncAndRefreshRunsOnceOnTheManagedCluster(t *testing.T) {
 	}
 
 	// Nothing is applied again afterwards.
-	deadline = time.Now().Add(4 * time.Second)
-	for time.Now().Before(deadline) {
-		got := application(key.Name)
-		if err := lab.spoke.Client.Get(context.Background(), key, got); err != nil {
-			t.Fatalf("reading the managed Application: %v", err)
-		}
+	throughout(t, 4*time.Second, func() string {
+		got := managedApp(t, key)
 		if _, op := got.Object["operation"]; op {
-			t.Fatalf("the operation was applied to the managed cluster again; the work agent's log is %s", lab.agentLog)
+			return "the operation was applied to the managed cluster again; the work agent's log is " + lab.agentLog
 		}
 		if _, ok := got.GetAnnotations()[argocd.RefreshAnnotation]; ok {
-			t.Fatalf("the refresh annotation was applied to the managed cluster again; the work agent's log is %s", lab.agentLog)
+			return "the refresh annotation was applied to the managed cluster again; the work agent's log is " + lab.agentLog
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return ""
+	})
 	if _, id := argo.started(); id != id2 {
 		t.Fatalf("the last operation on the managed cluster is delivery %q, want %q", id, id2)
 	}
@@ -440,4 +427,25 @@ func dumpDelivery(t *testing.T, key types.NamespacedName) {
 		raw, _ := json.MarshalIndent(o, "", "  ")
 		t.Logf("%s", raw)
 	}
+}
+
+// throughout checks, for d, every 200 ms, that check finds nothing wrong (""), and fails the test
+// with what it finds.
+func throughout(t *testing.T, d time.Duration, check func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if msg := check(); msg != "" {
+			t.Fatal(msg)
+		}
+	}
+}
+
+// managedApp reads the Application key on the managed cluster.
+func managedApp(t *testing.T, key types.NamespacedName) *unstructured.Unstructured {
+	t.Helper()
+	got := application(key.Name)
+	if err := lab.spoke.Client.Get(context.Background(), key, got); err != nil {
+		t.Fatalf("reading the managed Application: %v", err)
+	}
+	return got
 }
