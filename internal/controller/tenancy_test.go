@@ -152,6 +152,34 @@ func TestOneHubApplicationPerManagedApplication(t *testing.T) {
 	team.work("web", cluster)
 }
 
+// Two works carrying one managed-cluster Application (both written before either was seen, a
+// race): the younger one's Application is refused, and its work deleted only once the older one is
+// applied on the cluster, so that the work agent drops the younger one's ownership and never the
+// Application itself.
+func TestTheYoungerWorkYieldsOnceTheOlderIsApplied(t *testing.T) {
+	h := start(t, allNamespaces)
+	cluster := h.cluster()
+	team := h.tenant(cluster)
+	h.project("team", team.ns)
+	h.app("web", cluster, landingIn(team.ns))
+	first := h.work("web", cluster)
+	web := team.app("web", cluster, onProject("team"))
+	h.g.Eventually(func() string { return team.condition("web") }, timeout, interval).Should(HavePrefix(propagation.ReasonAlreadyDelivered))
+	// The tenant's work, as a reconcile that had not yet seen the first's would have written it, a
+	// second later (creation times have a one-second granularity; within one second the names
+	// decide which is first).
+	time.Sleep(time.Until(first.CreationTimestamp.Add(1100 * time.Millisecond)))
+	younger, err := propagation.DesiredWork(web, nil, propagation.Target{Cluster: cluster, AppNamespace: team.ns}, propagation.Deliveries{})
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.create(younger)
+	h.g.Consistently(func() []workv1.ManifestWork { return team.worksOf("web") }, 2*time.Second, 200*time.Millisecond).
+		Should(HaveLen(1), "kept while the first is not applied: deleting it could delete the managed Application")
+
+	h.report("web", cluster, first.Generation, nil)
+	h.g.Eventually(func() []workv1.ManifestWork { return team.worksOf("web") }, timeout, interval).Should(BeEmpty(), "yielded once the first is applied")
+	h.g.Expect(h.work("web", cluster).UID).To(Equal(first.UID), "the first's work is untouched")
+}
+
 // Row 6: a tenant names its Application so that its work name is another Application's (found by
 // brute force against the short hash of earlier releases; here the victim's work simply has that
 // name). The controller never writes or deletes a work whose back-link names another Application.
