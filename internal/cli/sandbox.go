@@ -17,10 +17,12 @@ func newSandboxCommand() *cobra.Command {
 		Use:   "sandbox",
 		Short: "Run a local pull-model lab: a hub and managed clusters with real components, no Docker",
 		Long: `Run a local pull-model lab as processes on 127.0.0.1: a hub and managed clusters (a real
-kube-apiserver and etcd each), the real OCM work agent and the real Argo CD application controller,
-repo-server and redis per managed cluster, the real OCM placement controller, Argo CD ApplicationSet
-controller and argocd-pull's controller on the hub, a local Git repository, and the documents'
-pull-model ApplicationSet. Binaries come from bin/ ('make demo' builds them once).`,
+kube-apiserver, etcd and kube-controller-manager each), the real OCM registration and work agents
+and the real Argo CD application controller, repo-server and redis per managed cluster, the real
+OCM registration and placement controllers, Argo CD ApplicationSet controller and argocd-pull's
+controller on the hub, a local Git repository, and the documents' pull-model ApplicationSet.
+Clusters join as with clusteradm: a bootstrap token, a CSR approved on the hub, the cluster accepted,
+a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once).`,
 	}
 	dir := ".sandbox"
 	cmd.PersistentFlags().StringVar(&dir, "dir", dir, "Directory of the lab: kubeconfigs, logs, data and the list of processes")
@@ -67,17 +69,73 @@ pull-model ApplicationSet. Binaries come from bin/ ('make demo' builds them once
 	up.Flags().IntVar(&clusters, "clusters", clusters, "Number of managed clusters (cluster1, cluster2, ...)")
 	up.Flags().DurationVar(&wait, "wait", wait, "How long to follow the report converging (0: do not wait)")
 
+	purge := false
 	down := &cobra.Command{
 		Use:   "down",
-		Short: "Stop every process the lab started (apiservers before their etcd)",
-		Args:  cobra.NoArgs,
+		Short: "Stop every process the lab started (apiservers before their etcd); --purge also deletes the lab",
+		Long: `Stop every process the lab started, last started first (agents before their apiservers,
+apiservers before their etcd). The lab's directory keeps its data, certificates and ports: 'sandbox up'
+(or 'make demo') in the same directory brings back the same hub and clusters, at the same addresses,
+with the same identity on the managed clusters. --purge also deletes the directory, so that the next
+start is a new lab.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			procs, err := sandbox.Down(dir)
+			stopDown := sandbox.Down
+			if purge {
+				stopDown = sandbox.Purge
+			}
+			procs, err := stopDown(dir)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Stopped %d processes of the lab in %s\n", len(procs), dir)
+			if purge {
+				fmt.Fprintf(cmd.OutOrStdout(), "Deleted %s: the next start is a new lab\n", dir)
+			}
 			return nil
+		},
+	}
+	down.Flags().BoolVar(&purge, "purge", false, "Also delete the lab's directory (data, certificates, ports, logs)")
+
+	componentsHelp := `COMPONENT is one of:
+  clusterN          every process of managed cluster N (apiserver, etcd, agents, Argo CD): the cluster is gone
+  clusterN-agents   its OCM registration and work agents: the hub stops hearing from it, as when it is cut off
+  argocd-pull       argocd-pull's controller on the hub
+  applicationset-controller   the hub's Argo CD ApplicationSet controller
+  hub               every process of the hub
+or any process name 'sandbox status' lists.`
+	stop := &cobra.Command{
+		Use:   "stop COMPONENT",
+		Short: "Stop a component of the lab, for failure drills ('sandbox start' starts it again)",
+		Long:  "Stop a component of the lab, for failure drills; 'sandbox status' shows it stopped and 'sandbox start' starts it again.\n\n" + componentsHelp,
+		Example: `  argocd-pull sandbox stop cluster2-agents   # within 25 s the hub marks cluster2 unavailable; the report shows it stale
+  argocd-pull sandbox start cluster2-agents`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			procs, err := sandbox.StopComponent(dir, args[0])
+			if err != nil {
+				return err
+			}
+			for _, p := range procs {
+				fmt.Fprintf(cmd.OutOrStdout(), "stopped %s\n", p.Name)
+			}
+			return nil
+		},
+	}
+	startCmd := &cobra.Command{
+		Use:   "start COMPONENT",
+		Short: "Start a stopped component of the lab again, as it was first started",
+		Long:  "Start a stopped component of the lab again, with the command it was first started with.\n\n" + componentsHelp,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			procs, err := sandbox.StartComponent(cmd.Context(), dir, args[0])
+			for _, p := range procs {
+				fmt.Fprintf(cmd.OutOrStdout(), "started %s (pid %d)\n", p.Name, p.PID)
+			}
+			if err == nil && len(procs) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s already runs\n", args[0])
+			}
+			return err
 		},
 	}
 
@@ -106,6 +164,6 @@ pull-model ApplicationSet. Binaries come from bin/ ('make demo' builds them once
 			return w.Flush()
 		},
 	}
-	cmd.AddCommand(up, down, status)
+	cmd.AddCommand(up, down, stop, startCmd, status)
 	return cmd
 }

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/argocd-pull/argocd-pull/internal/localproc"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,19 +56,19 @@ func installArgoConfig(ctx context.Context, c client.Client, root string) error 
 
 // startManagedArgoCD starts redis, the repo-server and the application controller of one
 // managed cluster, on their own loopback ports.
-func startManagedArgoCD(dir, bin string, c *Cluster) error {
-	redis, err := localproc.FreePort()
+func startManagedArgoCD(dir, bin string, c *Cluster, ports *portBook) error {
+	redis, err := ports.port(c.Name + "-redis")
 	if err != nil {
 		return err
 	}
 	if _, err := start(dir, c.Name+"-redis", "redis-server", []string{"--port", strconv.Itoa(redis), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}); err != nil {
 		return fmt.Errorf("%w (install Debian's redis-server: make sandbox-deps)", err)
 	}
-	repo, err := localproc.FreePort()
+	repo, err := ports.port(c.Name + "-argocd-repo-server")
 	if err != nil {
 		return err
 	}
-	repoMetrics, err := localproc.FreePort()
+	repoMetrics, err := ports.port(c.Name + "-argocd-repo-server-metrics")
 	if err != nil {
 		return err
 	}
@@ -87,7 +85,7 @@ func startManagedArgoCD(dir, bin string, c *Cluster) error {
 	}, env...); err != nil {
 		return err
 	}
-	metrics, err := localproc.FreePort()
+	metrics, err := ports.port(c.Name + "-argocd-application-controller-metrics")
 	if err != nil {
 		return err
 	}
@@ -100,12 +98,12 @@ func startManagedArgoCD(dir, bin string, c *Cluster) error {
 }
 
 // startApplicationSetController starts the hub's ApplicationSet controller.
-func startApplicationSetController(dir, bin string, hub *Cluster) error {
-	metrics, err := localproc.FreePort()
+func startApplicationSetController(dir, bin string, hub *Cluster, ports *portBook) error {
+	metrics, err := ports.port("hub-argocd-applicationset-controller-metrics")
 	if err != nil {
 		return err
 	}
-	probes, err := localproc.FreePort()
+	probes, err := ports.port("hub-argocd-applicationset-controller-probes")
 	if err != nil {
 		return err
 	}
@@ -133,6 +131,9 @@ data:
 // path guestbook on branch main, and returns its file:// URL.
 func initGitRepo(dir string) (string, error) {
 	repo := filepath.Join(dir, "git", "apps")
+	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
+		return "file://" + repo, nil // a restarted lab keeps its repository and its commits
+	}
 	if err := os.MkdirAll(filepath.Join(repo, "guestbook"), 0o755); err != nil {
 		return "", err
 	}

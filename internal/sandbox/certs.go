@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -28,7 +29,9 @@ type pki struct {
 }
 
 // newPKI makes a CA, a serving certificate for 127.0.0.1 and localhost, a cluster-admin client
-// certificate (group system:masters) and a service account signing key.
+// certificate (group system:masters) and a service account signing key; or, when dir already holds
+// them (a restarted lab), keeps them: the clusters' certificates, the client certificates OCM
+// issued and the service account tokens stay valid.
 func newPKI(dir string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -39,6 +42,9 @@ func newPKI(dir string) (*pki, error) {
 		servingCert: filepath.Join(dir, "apiserver.crt"), servingKey: filepath.Join(dir, "apiserver.key"),
 		adminCert: filepath.Join(dir, "admin.crt"), adminKey: filepath.Join(dir, "admin.key"),
 		serviceAccountKey: filepath.Join(dir, "sa.key"), serviceAccountPub: filepath.Join(dir, "sa.pub"),
+	}
+	if kept, err := p.load(); kept || err != nil {
+		return p, err
 	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -109,6 +115,21 @@ func newPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	return p, writePEM(p.serviceAccountPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
+}
+
+// load reads the material a first start wrote; false when there is none. The service account
+// public key is written last, so its presence says the rest is there.
+func (p *pki) load() (bool, error) {
+	if _, err := os.Stat(p.serviceAccountPub); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	var err error
+	for path, into := range map[string]*[]byte{p.caCert: &p.caPEM, p.adminCert: &p.adminCertPEM, p.adminKey: &p.adminKeyPEM} {
+		if *into, err = os.ReadFile(path); err != nil {
+			return false, fmt.Errorf("reading the lab's certificates: %w", err)
+		}
+	}
+	return true, nil
 }
 
 func writeKey(path string, key *ecdsa.PrivateKey) error {

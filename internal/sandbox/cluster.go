@@ -2,17 +2,13 @@ package sandbox
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/argocd-pull/argocd-pull/internal/localproc"
-
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -27,22 +23,22 @@ type Cluster struct {
 }
 
 // startCluster starts etcd and kube-apiserver for name under dir/name and waits until the
-// apiserver is ready.
-func startCluster(ctx context.Context, dir, binDir, name string) (*Cluster, error) {
+// apiserver is ready. Its ports and certificates are those of the lab's first start.
+func startCluster(ctx context.Context, dir, binDir, name string, ports *portBook) (*Cluster, error) {
 	cdir := filepath.Join(dir, name)
 	p, err := newPKI(filepath.Join(cdir, "pki"))
 	if err != nil {
 		return nil, err
 	}
-	etcdPort, err := localproc.FreePort()
+	etcdPort, err := ports.port(name + "-etcd")
 	if err != nil {
 		return nil, err
 	}
-	peerPort, err := localproc.FreePort()
+	peerPort, err := ports.port(name + "-etcd-peer")
 	if err != nil {
 		return nil, err
 	}
-	apiPort, err := localproc.FreePort()
+	apiPort, err := ports.port(name + "-apiserver")
 	if err != nil {
 		return nil, err
 	}
@@ -74,12 +70,12 @@ func startCluster(ctx context.Context, dir, binDir, name string) (*Cluster, erro
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return nil, err
 	}
-	if err := waitReady(ctx, url, p, filepath.Join(dir, "logs", name+"-apiserver.log")); err != nil {
+	if err := waitKubeconfigReady(ctx, c.Kubeconfig, filepath.Join(dir, "logs", name+"-apiserver.log")); err != nil {
 		return c, err
 	}
 	// Garbage collection (Argo CD deletes with foreground propagation), namespace lifecycle and
 	// the workload controllers make the cluster behave like one.
-	kcmPort, err := localproc.FreePort()
+	kcmPort, err := ports.port(name + "-kube-controller-manager")
 	if err != nil {
 		return c, err
 	}
@@ -88,6 +84,9 @@ func startCluster(ctx context.Context, dir, binDir, name string) (*Cluster, erro
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(kcmPort), "--leader-elect=false",
 		"--service-account-private-key-file=" + p.serviceAccountKey, "--root-ca-file=" + p.caCert,
 		"--use-service-account-credentials=false",
+		// Signs the client certificates OCM's registration agents ask for with a
+		// CertificateSigningRequest, with the CA the apiserver trusts for clients.
+		"--cluster-signing-cert-file=" + p.caCert, "--cluster-signing-key-file=" + p.caKey,
 	})
 	return c, err
 }
@@ -104,28 +103,26 @@ func writeKubeconfig(path, name, url string, p *pki) error {
 	return os.Chmod(path, 0o600)
 }
 
-// waitReady polls /readyz until the apiserver answers ok.
-func waitReady(ctx context.Context, url string, p *pki, log string) error {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(p.caPEM)
-	cert, err := tls.X509KeyPair(p.adminCertPEM, p.adminKeyPEM)
+// waitKubeconfigReady polls the apiserver's /readyz until it answers ok.
+func waitKubeconfigReady(ctx context.Context, kubeconfig, log string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}}
+	cfg.Timeout = 2 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
-		if resp, err := client.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err == nil && string(body) == "ok" {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the apiserver at %s was not ready within 90s; read %s", url, log)
+			return fmt.Errorf("the apiserver of %s was not ready within 90s; read %s", kubeconfig, log)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,4 +164,100 @@ func Down(dir string) ([]Process, error) {
 		return procs, err
 	}
 	return procs, nil
+}
+
+// componentProcesses are the processes of a component of the lab, in start order: a cluster or
+// the hub (every process of it), "<cluster>-agents" (its OCM registration and work agents, what a
+// cut-off cluster loses), "argocd-pull", "applicationset-controller", or one process by name.
+func componentProcesses(procs []Process, component string) ([]Process, error) {
+	match := func(p Process) bool { return p.Name == component }
+	switch {
+	case component == "argocd-pull":
+		match = func(p Process) bool { return p.Name == "hub-argocd-pull" }
+	case component == "applicationset-controller":
+		match = func(p Process) bool { return p.Name == "hub-argocd-applicationset-controller" }
+	case strings.HasSuffix(component, "-agents"):
+		cluster := strings.TrimSuffix(component, "-agents")
+		match = func(p Process) bool {
+			return p.Name == cluster+"-registration-agent" || p.Name == cluster+"-work-agent"
+		}
+	case !strings.Contains(component, "-"): // a cluster, or the hub: every process of it
+		match = func(p Process) bool { return strings.HasPrefix(p.Name, component+"-") }
+	}
+	var out []Process
+	for _, p := range procs {
+		if match(p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no component or process %q in the lab (components: a cluster name, <cluster>-agents, argocd-pull, applicationset-controller, or a process name from 'sandbox status')", component)
+	}
+	return out, nil
+}
+
+// StopComponent stops a component's processes, last started first, and returns them. They stay
+// in the lab's process list: `sandbox status` shows them stopped, `sandbox down` still knows them.
+func StopComponent(dir, component string) ([]Process, error) {
+	procs, err := Processes(dir)
+	if err != nil {
+		return nil, err
+	}
+	stop, err := componentProcesses(procs, component)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(stop) - 1; i >= 0; i-- {
+		stop[i].stop(10 * time.Second)
+	}
+	return stop, nil
+}
+
+// StartComponent starts a component's stopped processes again, as they were first started, in
+// start order; an apiserver is waited for before what talks to it starts. It returns the processes
+// it started.
+func StartComponent(ctx context.Context, dir, component string) ([]Process, error) {
+	procs, err := Processes(dir)
+	if err != nil {
+		return nil, err
+	}
+	todo, err := componentProcesses(procs, component)
+	if err != nil {
+		return nil, err
+	}
+	var started []Process
+	for _, p := range todo {
+		if p.Running() {
+			continue
+		}
+		q, err := restart(dir, p.Name)
+		if err != nil {
+			return started, err
+		}
+		started = append(started, q)
+		if cluster, ok := strings.CutSuffix(p.Name, "-apiserver"); ok {
+			if err := waitKubeconfigReady(ctx, filepath.Join(dir, cluster+".kubeconfig"), q.Log); err != nil {
+				return started, err
+			}
+		}
+	}
+	return started, nil
+}
+
+// Purge stops the lab in dir and deletes it: data, certificates, recorded ports, logs. The next
+// start is a new lab with a new identity. It refuses a directory that holds no lab.
+func Purge(dir string) ([]Process, error) {
+	_, ports := os.Stat(filepath.Join(dir, portsFile))
+	_, procs := os.Stat(filepath.Join(dir, processesFile))
+	if errors.Is(ports, os.ErrNotExist) && errors.Is(procs, os.ErrNotExist) {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s holds no lab (no %s or %s): not deleting it", dir, portsFile, processesFile)
+	}
+	stopped, err := Down(dir)
+	if err != nil {
+		return stopped, err
+	}
+	return stopped, os.RemoveAll(dir)
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/localproc"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -113,16 +112,23 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		return nil, err
 	}
 	argoBin := filepath.Join(argoBinDir, "argocd")
+	ports, err := loadPorts(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := ports.checkFree(); err != nil {
+		return nil, fmt.Errorf("%w; stop that program, or start a new lab here with 'argocd-pull sandbox down --purge --dir %s'", err, o.Dir)
+	}
 	lab := &Lab{Dir: o.Dir, progress: &progress{out: o.Out, start: time.Now()}}
-	done := lab.progress.step("hub: kube-apiserver and etcd")
-	if lab.Hub, err = startCluster(ctx, o.Dir, kubeBin, "hub"); err != nil {
+	done := lab.progress.step("hub: kube-apiserver, etcd and kube-controller-manager")
+	if lab.Hub, err = startCluster(ctx, o.Dir, kubeBin, "hub", ports); err != nil {
 		return lab, err
 	}
 	done()
 	for i := 1; i <= o.Clusters; i++ {
 		name := "cluster" + strconv.Itoa(i)
-		done := lab.progress.step("%s: kube-apiserver and etcd", name)
-		c, err := startCluster(ctx, o.Dir, kubeBin, name)
+		done := lab.progress.step("%s: kube-apiserver, etcd and kube-controller-manager", name)
+		c, err := startCluster(ctx, o.Dir, kubeBin, name, ports)
 		if err != nil {
 			return lab, err
 		}
@@ -130,7 +136,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		done()
 	}
 
-	done = lab.progress.step("CRDs: OCM, Argo CD and argocd-pull on the hub; Argo CD and AppliedManifestWork on the managed clusters")
+	done = lab.progress.step("CRDs: OCM, Argo CD and argocd-pull on the hub; Argo CD, AppliedManifestWork and ClusterClaim on the managed clusters")
 	hubCRDs, err := assets.HubCRDs(root)
 	if err != nil {
 		return lab, err
@@ -139,8 +145,9 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return lab, err
 	}
-	// The placement controller also reads AddOnPlacementScores.
-	hubCRDs = append(hubCRDs, filepath.Join(ocmAPI, "cluster", "v1alpha1"))
+	// The placement controller also reads AddOnPlacementScores; the registration controller
+	// watches the add-on APIs.
+	hubCRDs = append(hubCRDs, filepath.Join(ocmAPI, "cluster", "v1alpha1"), filepath.Join(ocmAPI, "addon", "v1alpha1"))
 	if err := installCRDs(ctx, lab.Hub.Config, hubCRDs); err != nil {
 		return lab, fmt.Errorf("installing CRDs on the hub: %w", err)
 	}
@@ -148,6 +155,8 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return lab, err
 	}
+	// The registration agent reports the cluster's ClusterClaims.
+	managedCRDs = append(managedCRDs, filepath.Join(ocmAPI, "cluster", "v1alpha1", "0000_02_clusters.open-cluster-management.io_clusterclaims.crd.yaml"))
 	for _, c := range lab.Managed {
 		if err := installCRDs(ctx, c.Config, managedCRDs); err != nil {
 			return lab, fmt.Errorf("installing CRDs on %s: %w", c.Name, err)
@@ -155,8 +164,11 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	done()
 
-	done = lab.progress.step("hub: namespaces, ManagedClusters (accepted and available), ManagedClusterSet and binding, Placement, GitOpsCluster")
-	if err := lab.register(ctx); err != nil {
+	done = lab.progress.step("hub: OCM registration controller, bootstrap service account; namespaces, ManagedClusterSet and bindings, Placement, GitOpsCluster")
+	if err := startRegistrationController(o.Dir, ocmBin, lab.Hub, ports); err != nil {
+		return lab, err
+	}
+	if err := lab.setUp(ctx); err != nil {
 		return lab, err
 	}
 	done()
@@ -181,17 +193,19 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	done()
 
+	done = lab.progress.step("managed clusters: OCM registration agents join the hub with a bootstrap token")
 	for _, c := range lab.Managed {
-		done := lab.progress.step("%s: OCM work agent", c.Name)
-		port, err := localproc.FreePort()
-		if err != nil {
+		if err := lab.startRegistrationAgent(ctx, ocmBin, c, ports); err != nil {
 			return lab, err
 		}
-		if _, err := start(o.Dir, c.Name+"-work-agent", filepath.Join(ocmBin, "work-agent"), []string{
-			"--spoke-cluster-name=" + c.Name, "--workload-source-config=" + lab.Hub.Kubeconfig, "--kubeconfig=" + c.Kubeconfig,
-			"--feature-gates=RawFeedbackJsonString=true", "--disable-leader-election", "--namespace=open-cluster-management-agent",
-			"--listen=127.0.0.1:" + strconv.Itoa(port),
-		}); err != nil {
+	}
+	done()
+	for _, c := range lab.Managed {
+		done := lab.progress.step("%s: CSR approved and cluster accepted (as clusteradm accept); OCM work agent on the issued certificate", c.Name)
+		if err := lab.accept(ctx, c, 2*time.Minute); err != nil {
+			return lab, err
+		}
+		if err := lab.startWorkAgent(ocmBin, c, ports); err != nil {
 			return lab, err
 		}
 		done()
@@ -199,44 +213,44 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 
 	for _, c := range lab.Managed {
 		done := lab.progress.step("%s: Argo CD application controller, repo-server and redis", c.Name)
-		if err := startManagedArgoCD(o.Dir, argoBin, c); err != nil {
+		if err := startManagedArgoCD(o.Dir, argoBin, c, ports); err != nil {
 			return lab, err
 		}
 		done()
 	}
 
 	done = lab.progress.step("hub: OCM placement controller")
-	port, err := localproc.FreePort()
+	listen, err := ports.addr("hub-placement")
 	if err != nil {
 		return lab, err
 	}
 	if _, err := start(o.Dir, "hub-placement", filepath.Join(ocmBin, "placement"), []string{
-		"--kubeconfig=" + lab.Hub.Kubeconfig, "--disable-leader-election", "--listen=127.0.0.1:" + strconv.Itoa(port),
+		"--kubeconfig=" + lab.Hub.Kubeconfig, "--disable-leader-election", "--listen=" + listen,
 	}); err != nil {
 		return lab, err
 	}
 	done()
 
 	done = lab.progress.step("hub: argocd-pull controller")
-	metrics, err := localproc.FreePort()
+	metrics, err := ports.addr("hub-argocd-pull-metrics")
 	if err != nil {
 		return lab, err
 	}
-	probes, err := localproc.FreePort()
+	probes, err := ports.addr("hub-argocd-pull-probes")
 	if err != nil {
 		return lab, err
 	}
 	if _, err := start(o.Dir, "hub-argocd-pull", o.Controller, append([]string{
 		"controller", "--kubeconfig=" + lab.Hub.Kubeconfig, "--argocd-namespace=" + ArgoNamespace,
 		"--pull-namespaces=" + ArgoNamespace + "," + TenantNamespace,
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics), "--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probes),
+		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes,
 	}, o.ControllerArgs...)); err != nil {
 		return lab, err
 	}
 	done()
 
 	done = lab.progress.step("hub: Argo CD ApplicationSet controller")
-	if err := startApplicationSetController(o.Dir, argoBin, lab.Hub); err != nil {
+	if err := startApplicationSetController(o.Dir, argoBin, lab.Hub, ports); err != nil {
 		return lab, err
 	}
 	done()
@@ -292,24 +306,16 @@ func (l *Lab) waitGitOpsClusterReady(ctx context.Context, timeout time.Duration)
 	}
 }
 
-// Stop stops one process of the lab by name (e.g. "cluster1-work-agent").
-func (l *Lab) Stop(name string) error {
-	procs, err := Processes(l.Dir)
-	if err != nil {
-		return err
-	}
-	for _, p := range procs {
-		if p.Name == name {
-			p.stop(10 * time.Second)
-			return nil
-		}
-	}
-	return fmt.Errorf("no process %s in the lab", name)
+// Stop stops a component of the lab (a cluster, "<cluster>-agents", "argocd-pull", ...; see
+// Components) or one process by name, as `argocd-pull sandbox stop` does.
+func (l *Lab) Stop(component string) error {
+	_, err := StopComponent(l.Dir, component)
+	return err
 }
 
-// Restart starts a stopped process of the lab again.
-func (l *Lab) Restart(name string) error {
-	_, err := restart(l.Dir, name)
+// Start starts a stopped component of the lab again, as `argocd-pull sandbox start` does.
+func (l *Lab) Start(ctx context.Context, component string) error {
+	_, err := StartComponent(ctx, l.Dir, component)
 	return err
 }
 
@@ -322,40 +328,40 @@ func (c *Cluster) Client() (client.Client, error) {
 	return client.New(c.Config, client.Options{Scheme: s})
 }
 
-// register creates on the hub what OCM registration and the documents' setup would. The
-// ManagedClusters are created accepted and marked available directly: OCM's registration needs a
-// CSR signer (kube-controller-manager), which this sandbox does not run.
-func (l *Lab) register(ctx context.Context) error {
-	s, err := scheme.New()
+// setUp creates on the hub what `clusteradm init` and the documents' setup would, and on each
+// managed cluster the namespaces Applications land in. The ManagedClusters themselves are created by
+// their registration agents (startRegistrationAgent) and accepted by the lab (accept).
+func (l *Lab) setUp(ctx context.Context) error {
+	hub, err := l.Hub.Client()
 	if err != nil {
 		return err
 	}
-	hub, err := client.New(l.Hub.Config, client.Options{Scheme: s})
-	if err != nil {
+	if err := setUpHubRegistration(ctx, hub); err != nil {
 		return err
 	}
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ArgoNamespace}},
-		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "gitops"}},
-		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: ArgoNamespace},
-			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "gitops"}},
+		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: ClusterSetName}},
+		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterSetName, Namespace: ArgoNamespace},
+			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: ClusterSetName}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TenantNamespace}},
-		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: TenantNamespace},
-			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "gitops"}},
+		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterSetName, Namespace: TenantNamespace},
+			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: ClusterSetName}},
 		tenantProject(),
+		// OCM taints a cluster whose lease ran out (unreachable) or that reports itself unhealthy
+		// (unavailable), and a Placement drops tainted clusters from its decisions unless it
+		// tolerates the taint: the ApplicationSet would then delete that cluster's Application, and
+		// nothing would be left to show stale. The lab's Placement keeps them (see README, status).
 		&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: PlacementName, Namespace: ArgoNamespace},
-			Spec: clusterv1beta1.PlacementSpec{ClusterSets: []string{"gitops"}}},
+			Spec: clusterv1beta1.PlacementSpec{ClusterSets: []string{ClusterSetName}, Tolerations: []clusterv1beta1.Toleration{
+				{Key: clusterv1.ManagedClusterTaintUnreachable, Operator: clusterv1beta1.TolerationOpExists},
+				{Key: clusterv1.ManagedClusterTaintUnavailable, Operator: clusterv1beta1.TolerationOpExists},
+			}}},
 		&gitopsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Name: "argo-ocm-importer", Namespace: ArgoNamespace},
 			Spec: gitopsv1beta1.GitOpsClusterSpec{
 				ArgoServer:   gitopsv1beta1.ArgoServerSpec{Cluster: "notused", ArgoNamespace: ArgoNamespace},
 				PlacementRef: &corev1.ObjectReference{Kind: "Placement", APIVersion: "cluster.open-cluster-management.io/v1beta1", Name: PlacementName},
 			}},
-	}
-	for _, c := range l.Managed {
-		objects = append(objects,
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Name}},
-			&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "gitops", "name": c.Name}},
-				Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true, ManagedClusterClientConfigs: []clusterv1.ClientConfig{{URL: c.URL}}}})
 	}
 	for _, o := range objects {
 		if err := hub.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -363,24 +369,11 @@ func (l *Lab) register(ctx context.Context) error {
 		}
 	}
 	for _, c := range l.Managed {
-		mc := &clusterv1.ManagedCluster{}
-		if err := hub.Get(ctx, client.ObjectKey{Name: c.Name}, mc); err != nil {
-			return err
-		}
-		now := metav1.Now()
-		mc.Status.Conditions = []metav1.Condition{
-			{Type: clusterv1.ManagedClusterConditionHubAccepted, Status: metav1.ConditionTrue, Reason: "SandboxAccepted", Message: "accepted by argocd-pull sandbox", LastTransitionTime: now},
-			{Type: clusterv1.ManagedClusterConditionJoined, Status: metav1.ConditionTrue, Reason: "SandboxJoined", Message: "registered by argocd-pull sandbox", LastTransitionTime: now},
-			{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "SandboxAvailable", Message: "its work agent runs in the sandbox", LastTransitionTime: now},
-		}
-		if err := hub.Status().Update(ctx, mc); err != nil {
-			return fmt.Errorf("marking ManagedCluster %s available: %w", c.Name, err)
-		}
-		spoke, err := client.New(c.Config, client.Options{Scheme: s})
+		spoke, err := c.Client()
 		if err != nil {
 			return err
 		}
-		for _, ns := range []string{ArgoNamespace, TenantNamespace} {
+		for _, ns := range []string{ArgoNamespace, TenantNamespace, agentNamespace()} {
 			if err := spoke.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating namespace %s on %s: %w", ns, c.Name, err)
 			}

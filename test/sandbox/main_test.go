@@ -20,10 +20,12 @@ import (
 )
 
 var (
-	lab      *sandbox.Lab
-	labDir   string
-	progress bytes.Buffer
-	upErr    error
+	lab *sandbox.Lab
+	// labOptions started the lab; TestRestartedLabKeepsItsIdentity starts it again with them.
+	labOptions sandbox.Options
+	labDir     string
+	progress   bytes.Buffer
+	upErr      error
 )
 
 // staleAfter is short so that the stale-cluster test runs in seconds.
@@ -47,8 +49,9 @@ func TestMain(m *testing.M) {
 			upErr = err
 			return m.Run()
 		}
-		lab, upErr = sandbox.Up(context.Background(), sandbox.Options{Dir: dir, Clusters: 2, Controller: bin, Out: &progress,
-			ControllerArgs: []string{"--stale-after=" + staleAfter.String()}})
+		labOptions = sandbox.Options{Dir: dir, Clusters: 2, Controller: bin, Out: &progress,
+			ControllerArgs: []string{"--stale-after=" + staleAfter.String()}}
+		lab, upErr = sandbox.Up(context.Background(), labOptions)
 		return m.Run()
 	}()
 	os.Exit(code)

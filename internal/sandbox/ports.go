@@ -1,0 +1,96 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/argocd-pull/argocd-pull/internal/localproc"
+)
+
+// portsFile records the loopback port of every listener of the lab, chosen on its first start and
+// kept for every later one: the hub's address is part of its identity (the OCM work agent records a
+// hash of it in each AppliedManifestWork, and the managed clusters' hub kubeconfigs name it), so a
+// restarted lab must come back at the same addresses.
+const portsFile = "ports.json"
+
+// portBook hands out the lab's ports by listener name ("hub-apiserver", "cluster1-etcd", ...).
+type portBook struct {
+	path  string
+	ports map[string]int
+}
+
+func loadPorts(dir string) (*portBook, error) {
+	b := &portBook{path: filepath.Join(dir, portsFile), ports: map[string]int{}}
+	data, err := os.ReadFile(b.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return b, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &b.ports); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", b.path, err)
+	}
+	return b, nil
+}
+
+// port is the listener's recorded port, or a free one recorded now.
+func (b *portBook) port(name string) (int, error) {
+	if p, ok := b.ports[name]; ok {
+		return p, nil
+	}
+	taken := map[int]bool{}
+	for _, p := range b.ports {
+		taken[p] = true
+	}
+	for range 10 {
+		p, err := localproc.FreePort()
+		if err != nil {
+			return 0, err
+		}
+		if taken[p] {
+			continue
+		}
+		b.ports[name] = p
+		data, err := json.MarshalIndent(b.ports, "", "  ")
+		if err != nil {
+			return 0, err
+		}
+		return p, os.WriteFile(b.path, data, 0o644)
+	}
+	return 0, fmt.Errorf("no free port for %s", name)
+}
+
+// addr is "127.0.0.1:<port>" of the listener.
+func (b *portBook) addr(name string) (string, error) {
+	p, err := b.port(name)
+	return "127.0.0.1:" + strconv.Itoa(p), err
+}
+
+// checkFree says which recorded ports another program holds now. A restarted lab does not move to
+// other ports (that would change its identity); it stops and says how to start a new one.
+func (b *portBook) checkFree() error {
+	var taken []string
+	for name, p := range b.ports {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			taken = append(taken, fmt.Sprintf("%d (%s)", p, name))
+			continue
+		}
+		_ = l.Close()
+	}
+	if len(taken) == 0 {
+		return nil
+	}
+	sort.Strings(taken)
+	return fmt.Errorf("%w: %s", errPortsTaken, strings.Join(taken, ", "))
+}
+
+var errPortsTaken = errors.New("the lab's ports are taken by another program, and the lab keeps its addresses across restarts")
