@@ -1,0 +1,110 @@
+package sandbox
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+func TestComponentProcesses(t *testing.T) {
+	var procs []Process
+	for _, n := range []string{"hub-etcd", "hub-apiserver", "cluster1-etcd", "cluster1-apiserver", "cluster10-etcd",
+		"hub-registration-controller", "cluster1-registration-agent", "cluster1-work-agent", "cluster10-registration-agent",
+		"cluster10-work-agent", "cluster1-argocd-application-controller", "hub-placement", "hub-argocd-pull", "hub-argocd-applicationset-controller"} {
+		procs = append(procs, Process{Name: n})
+	}
+	for component, want := range map[string][]string{
+		"cluster1-agents":           {"cluster1-registration-agent", "cluster1-work-agent"},
+		"cluster1":                  {"cluster1-etcd", "cluster1-apiserver", "cluster1-registration-agent", "cluster1-work-agent", "cluster1-argocd-application-controller"},
+		"argocd-pull":               {"hub-argocd-pull"},
+		"applicationset-controller": {"hub-argocd-applicationset-controller"},
+		"cluster1-work-agent":       {"cluster1-work-agent"},
+		"hub":                       {"hub-etcd", "hub-apiserver", "hub-registration-controller", "hub-placement", "hub-argocd-pull", "hub-argocd-applicationset-controller"},
+	} {
+		got, err := componentProcesses(procs, component)
+		if err != nil {
+			t.Fatalf("%s: %v", component, err)
+		}
+		var names []string
+		for _, p := range got {
+			names = append(names, p.Name)
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("%s: %v, want %v (start order)", component, names, want)
+		}
+	}
+	for _, unknown := range []string{"cluster3", "cluster3-agents", "argocd", ""} {
+		if _, err := componentProcesses(procs, unknown); err == nil {
+			t.Errorf("%q: no error for a component the lab does not have", unknown)
+		}
+	}
+}
+
+func TestPortsAreKeptAndATakenOneIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	b, err := loadPorts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub, err := b.port("hub-apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd, err := b.port("hub-etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hub == etcd {
+		t.Fatalf("two listeners on port %d", hub)
+	}
+	again, err := loadPorts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := again.port("hub-apiserver"); p != hub {
+		t.Errorf("hub-apiserver on %d after a restart, was %d", p, hub)
+	}
+	if err := again.checkFree(); err != nil {
+		t.Errorf("free ports refused: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(hub))
+	if err != nil {
+		t.Skipf("port %d taken meanwhile: %v", hub, err)
+	}
+	defer func() { _ = l.Close() }()
+	if err := again.checkFree(); !errors.Is(err, errPortsTaken) {
+		t.Errorf("checkFree with hub-apiserver's port taken: %v", err)
+	}
+}
+
+func TestPurgeDeletesOnlyALab(t *testing.T) {
+	notALab := t.TempDir()
+	keep := filepath.Join(notALab, "precious")
+	if err := os.WriteFile(keep, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Purge(notALab); err == nil {
+		t.Error("Purge deleted a directory that holds no lab")
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("the file is gone: %v", err)
+	}
+	lab := t.TempDir()
+	b, err := loadPorts(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.port("hub-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Purge(lab); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(lab); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the lab's directory is still there: %v", err)
+	}
+}
