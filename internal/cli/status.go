@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -111,6 +112,7 @@ func runStatus(ctx context.Context, out io.Writer, f statusFlags, name string) e
 	v := &statusView{
 		out: out, output: f.output, name: name, namespace: ns, tty: tty, watching: f.watch,
 		opts: reportview.Options{
+			Width:         outputWidth(out, tty),
 			Color:         tty && !f.noColor && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb",
 			AllNamespaces: f.allNamespaces,
 		},
@@ -204,6 +206,22 @@ func missingAPI(err error) bool {
 
 // isTerminal reports whether w is a character device, as a terminal is. No module dependency
 // for this: /dev/null passes too, where colours do no harm.
+// outputWidth is the terminal's width, or, when the output is not a terminal (a pipe, a file, a
+// test), wide enough that nothing is cut, as kubectl prints.
+func outputWidth(w io.Writer, tty bool) int {
+	if !tty {
+		return noWidthLimit
+	}
+	if f, ok := w.(*os.File); ok {
+		if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 0 {
+			return width
+		}
+	}
+	return reportview.DefaultWidth
+}
+
+const noWidthLimit = 1 << 16
+
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
