@@ -68,12 +68,20 @@ func TestClustersJoinedThroughOCMRegistration(t *testing.T) {
 			t.Errorf("%s: no CSR of the bootstrap identity signed by the hub: %d CSRs", c.Name, len(csrs.Items))
 		}
 
-		// The lease is renewed every LeaseDurationSeconds by the agent, not by the lab.
-		first := leaseRenewal(t, cs, c.Name)
-		eventually(t, c.Name+"'s lease renewed", 3*sandbox.LeaseDurationSeconds*time.Second, c.Name+"-registration-agent.log", func() (bool, error) {
-			return leaseRenewal(t, cs, c.Name).After(first), nil
-		})
 	}
+	// The lease is renewed every LeaseDurationSeconds by the agents, not by the lab.
+	first := map[string]time.Time{}
+	for _, c := range lab.Managed {
+		first[c.Name] = leaseRenewal(t, cs, c.Name)
+	}
+	eventually(t, "every cluster's lease renewed", 3*sandbox.LeaseDurationSeconds*time.Second, "cluster1-registration-agent.log", func() (bool, error) {
+		for _, c := range lab.Managed {
+			if !leaseRenewal(t, cs, c.Name).After(first[c.Name]) {
+				return false, fmt.Errorf("%s's lease not renewed since %s", c.Name, first[c.Name])
+			}
+		}
+		return true, nil
+	})
 }
 
 func leaseRenewal(t *testing.T, cs kubernetes.Interface, cluster string) time.Time {
