@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -42,6 +48,22 @@ type agents struct {
 	reportSize map[string]int // report name -> bytes of its last version
 
 	queue chan types.NamespacedName
+
+	// What every managed cluster's Argo CD does with nothing to do: it reconciles each Application
+	// every resync period (plus up to jitter) and sets .status.reconciledAt; the work agent copies
+	// that to the hub when the work asks for it in its feedback. resync 0 turns this off.
+	resync, jitter time.Duration
+	state          map[types.NamespacedName]*workState
+	writes         atomic.Int64 // status writes by the agents
+}
+
+// workState is what the agent of one work last wrote, and when its Argo CD reconciles next.
+type workState struct {
+	appNs, appName string
+	generation     int64
+	values         map[string]string
+	asksReconciled bool // the work's feedback rules include reconciledAt
+	next           time.Time
 }
 
 type change struct {
@@ -51,9 +73,103 @@ type change struct {
 	report   bool // arrived at the report
 }
 
-func newAgents(c client.Client, workers int) *agents {
+func newAgents(c client.Client, workers int, resync, jitter time.Duration) *agents {
 	return &agents{c: c, workers: workers, works: map[types.NamespacedName]bool{}, pending: map[string]change{},
-		reported: map[string]int{}, reportSize: map[string]int{}, queue: make(chan types.NamespacedName, 1<<16)}
+		reported: map[string]int{}, reportSize: map[string]int{}, queue: make(chan types.NamespacedName, 1<<16),
+		resync: resync, jitter: jitter, state: map[types.NamespacedName]*workState{}}
+}
+
+// asksReconciledAt says whether the work's feedback rules copy the Application's reconciledAt.
+func asksReconciledAt(w *workv1.ManifestWork) bool {
+	for _, mc := range w.Spec.ManifestConfigs {
+		for _, rule := range mc.FeedbackRules {
+			for _, p := range rule.JsonPaths {
+				if p.Name == propagation.FeedbackReconciledAt {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// nextReconcile is when an Argo CD reconciling on resync with jitter looks at an Application again.
+func (a *agents) nextReconcile(from time.Time) time.Time {
+	next := from.Add(a.resync)
+	if a.jitter > 0 {
+		next = next.Add(time.Duration(rand.Int64N(int64(a.jitter))))
+	}
+	return next
+}
+
+// reconcileLoop writes, for every work whose Argo CD reconciliation is due and that asks for
+// reconciledAt, the same feedback with a new reconciledAt, as a real fleet at rest does.
+func (a *agents) reconcileLoop(ctx context.Context) {
+	if a.resync <= 0 {
+		return
+	}
+	due := make(chan types.NamespacedName, 1<<16)
+	for range a.workers {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case key := <-due:
+					if err := a.reconciled(ctx, key); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+						fmt.Fprintf(os.Stderr, "simulated reconcile of %s: %v\n", key, err)
+					}
+				}
+			}
+		}()
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			var keys []types.NamespacedName
+			a.mu.Lock()
+			for key, st := range a.state {
+				if st.values != nil && !st.next.IsZero() && now.After(st.next) {
+					st.next = a.nextReconcile(now)
+					if st.asksReconciled {
+						keys = append(keys, key)
+					}
+				}
+			}
+			a.mu.Unlock()
+			for _, k := range keys {
+				due <- k
+			}
+		}
+	}
+}
+
+// reconciled writes the work's last feedback with reconciledAt now, by one status patch (what the
+// work agent sends), without reading the work first.
+func (a *agents) reconciled(ctx context.Context, key types.NamespacedName) error {
+	a.mu.Lock()
+	st := a.state[key]
+	if st == nil {
+		a.mu.Unlock()
+		return nil
+	}
+	values := maps.Clone(st.values)
+	values[propagation.FeedbackReconciledAt] = time.Now().UTC().Format(time.RFC3339)
+	st.values = values
+	ns, name, gen := st.appNs, st.appName, st.generation
+	a.mu.Unlock()
+	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	testenv.SetAgentStatus(w, gen, ns, name, values)
+	patch, err := json.Marshal(map[string]any{"status": w.Status})
+	if err != nil {
+		return err
+	}
+	a.writes.Add(1)
+	return a.c.Status().Patch(ctx, w, client.RawPatch(types.MergePatchType, patch))
 }
 
 // workEvent takes an added or updated ManifestWork: a new one, or one whose generation the
@@ -69,6 +185,14 @@ func (a *agents) workEvent(w *workv1.ManifestWork) {
 		}
 		a.lastWork = now
 	}
+	a.mu.Unlock()
+	a.mu.Lock()
+	st := a.state[key]
+	if st == nil {
+		st = &workState{}
+		a.state[key] = st
+	}
+	st.asksReconciled = asksReconciledAt(w)
 	a.mu.Unlock()
 	if applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); applied == nil || applied.ObservedGeneration != w.Generation {
 		a.queue <- key
@@ -103,8 +227,19 @@ func (a *agents) run(ctx context.Context) {
 func (a *agents) apply(ctx context.Context, key types.NamespacedName) error {
 	return a.writeStatus(ctx, key, map[string]string{
 		propagation.FeedbackHealth: "Progressing", propagation.FeedbackSync: "OutOfSync", propagation.FeedbackRevision: initialRevision,
-		propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-01-01T00:00:00Z"})
+		propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-01-01T00:00:00Z",
+		propagation.FeedbackResources: sampleResources, propagation.FeedbackConditions: "[]"})
 }
+
+// sampleResources is the .status.resources a managed Argo CD reports for a small app (a
+// Deployment, a Service, a ConfigMap, a ServiceAccount, a Role and its binding), 700 bytes: close
+// to what fits the work agent's JsonRaw limit (1024 bytes), beyond which the real agent drops it.
+const sampleResources = `[{"version":"v1","kind":"ServiceAccount","namespace":"guestbook","name":"guestbook-ui","status":"Synced"},` +
+	`{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"guestbook-ui-config","status":"Synced"},` +
+	`{"group":"rbac.authorization.k8s.io","version":"v1","kind":"Role","namespace":"guestbook","name":"guestbook-ui","status":"Synced"},` +
+	`{"group":"rbac.authorization.k8s.io","version":"v1","kind":"RoleBinding","namespace":"guestbook","name":"guestbook-ui","status":"Synced"},` +
+	`{"version":"v1","kind":"Service","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"}},` +
+	`{"group":"apps","version":"v1","kind":"Deployment","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"}}]`
 
 func (a *agents) writeStatus(ctx context.Context, key types.NamespacedName, values map[string]string) error {
 	w := &workv1.ManifestWork{}
@@ -112,7 +247,25 @@ func (a *agents) writeStatus(ctx context.Context, key types.NamespacedName, valu
 		return client.IgnoreNotFound(err)
 	}
 	appNs, appName := w.Annotations[api.HubApplicationNamespaceAnnotation], w.Annotations[api.HubApplicationNameAnnotation]
+	a.mu.Lock()
+	st := a.state[key]
+	if st == nil {
+		st = &workState{}
+		a.state[key] = st
+	}
+	if values[propagation.FeedbackResources] == "" && st.values != nil {
+		values[propagation.FeedbackResources], values[propagation.FeedbackConditions] = st.values[propagation.FeedbackResources], st.values[propagation.FeedbackConditions]
+	}
+	if at := st.values[propagation.FeedbackReconciledAt]; at != "" {
+		values[propagation.FeedbackReconciledAt] = at
+	}
+	st.appNs, st.appName, st.generation, st.values = appNs, appName, w.Generation, values
+	if st.next.IsZero() && a.resync > 0 {
+		st.next = a.nextReconcile(time.Now())
+	}
+	a.mu.Unlock()
 	testenv.SetAgentStatus(w, w.Generation, appNs, appName, values)
+	a.writes.Add(1)
 	if err := a.c.Status().Update(ctx, w); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -194,6 +347,13 @@ func (a *agents) arrived() (apps, reports, total int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.appLatency), len(a.repLatency), len(a.pending)
+}
+
+// resetLatencies forgets the changes measured so far, so that a phase measures its own.
+func (a *agents) resetLatencies() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.appLatency, a.repLatency, a.pending = nil, nil, map[string]change{}
 }
 
 // latencies returns copies of the measured latencies, sorted.

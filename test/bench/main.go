@@ -54,6 +54,10 @@ func run() error {
 	flag.IntVar(&cfg.changes, "changes", 1000, "Feedback changes timed per size")
 	flag.Float64Var(&cfg.changeRate, "change-rate", 100, "Feedback changes written per second")
 	flag.IntVar(&cfg.workers, "workers", 16, "Concurrent requests of the benchmark's own client (setup and simulated agents)")
+	flag.DurationVar(&cfg.resync, "argocd-resync", 180*time.Second, "How often each simulated managed Argo CD reconciles an Application with nothing to do (Argo CD's timeout.reconciliation; 0: never)")
+	flag.DurationVar(&cfg.jitter, "argocd-resync-jitter", 60*time.Second, "Up to this much is added to each reconciliation period (Argo CD's timeout.reconciliation.jitter)")
+	flag.DurationVar(&cfg.steady, "steady", 5*time.Minute, "Length of the steady-state phase: the fleet at rest with --steady-change-rate changes a second (0: skipped)")
+	flag.Float64Var(&cfg.steadyRate, "steady-change-rate", 30, "Feedback changes a second during the steady-state phase")
 	extra := flag.String("controller-args", "", "More flags for the controller, space-separated (e.g. \"--report-interval-per-cluster=2ms\")")
 	flag.Parse()
 	cfg.qps = float32(*qps)
@@ -131,9 +135,9 @@ func machine() string {
 	return fmt.Sprintf("%d cores (%s), %s/%s, %s", runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH, runtime.Version())
 }
 
-// makeChanges writes count feedback changes, each to a different Application spread over the
+// makeChanges writes count feedback changes (revisions <prefix>1, <prefix>2, ...), each to a different Application spread over the
 // fleet, at rate per second, and returns the rate achieved.
-func makeChanges(ctx context.Context, ag *agents, f fleet, count int, rate float64, workers int) (float64, error) {
+func makeChanges(ctx context.Context, ag *agents, f fleet, prefix string, count int, rate float64, workers int) (float64, error) {
 	jobs := make(chan int)
 	errs := make(chan error, workers)
 	for range workers {
@@ -143,7 +147,7 @@ func makeChanges(ctx context.Context, ag *agents, f fleet, count int, rate float
 				// A stride coprime with the fleet's size visits every Application before any twice.
 				k := (i * 7919) % f.apps()
 				set, cluster := f.appSets[k/len(f.clusters)], f.clusters[k%len(f.clusters)]
-				if err := ag.change(ctx, set, cluster, fmt.Sprintf("r%d", i+1)); err != nil && first == nil {
+				if err := ag.change(ctx, set, cluster, fmt.Sprintf("%s%d", prefix, i+1)); err != nil && first == nil {
 					first = err
 				}
 			}

@@ -47,6 +47,23 @@ func (r benchReport) markdown() string {
 	row("restart: converged after", func(x result) string { return fmt.Sprintf("%.1fs", x.RestartSeconds) })
 	row("restart: writes", func(x result) string { return fmt.Sprintf("%.0f", x.RestartWrites) })
 	row("largest report", func(x result) string { return fmt.Sprintf("%.0f KiB", float64(x.ReportBytes)/1024) })
+	steady := func(name string, cell func(*steadyState) string) {
+		row(name, func(x result) string {
+			if x.Steady == nil {
+				return "-"
+			}
+			return cell(x.Steady)
+		})
+	}
+	steady("steady state: length, Argo CD resync, changes", func(s *steadyState) string {
+		return fmt.Sprintf("%.0fs, %.0fs, %.0f/s", s.Seconds, s.ResyncSeconds, s.ChangesPerSecond)
+	})
+	steady("steady state: agent / controller writes", func(s *steadyState) string {
+		return fmt.Sprintf("%.1f / %.1f per s", s.AgentWritesPerSec, s.ControllerWrites)
+	})
+	steady("steady state: controller CPU", func(s *steadyState) string { return fmt.Sprintf("%.1f s/min", s.ControllerCPU) })
+	steady("steady state: feedback -> hub Application", func(s *steadyState) string { return latencyCell(s.AppStatusLatency) })
+	steady("steady state: feedback -> report", func(s *steadyState) string { return latencyCell(s.ReportLatency) })
 	if len(r.Results) > 0 {
 		fmt.Fprintf(&b, "\nController flags: `%s`.\n", strings.Join(r.Results[0].ControllerFlags, " "))
 	}

@@ -55,6 +55,22 @@ type result struct {
 	RestartWrites  float64 `json:"restartWrites"`
 
 	ReportBytes int `json:"largestReportBytes"`
+
+	Steady *steadyState `json:"steadyState,omitempty"`
+}
+
+// steadyState is a fleet at rest with a background of real changes: the simulated Argo CDs
+// reconcile every Application each resync period (reconciledAt), and changeRate feedback changes
+// a second arrive.
+type steadyState struct {
+	Seconds           float64     `json:"seconds"`
+	ResyncSeconds     float64     `json:"argocdResyncSeconds"`
+	ChangesPerSecond  float64     `json:"changesPerSecond"`
+	AgentWritesPerSec float64     `json:"agentWritesPerSecond"`
+	ControllerWrites  float64     `json:"controllerWritesPerSecond"`
+	ControllerCPU     float64     `json:"controllerCPUSecondsPerMinute"`
+	AppStatusLatency  percentiles `json:"appStatusLatency"`
+	ReportLatency     percentiles `json:"reportLatency"`
 }
 
 type config struct {
@@ -66,6 +82,10 @@ type config struct {
 	changeRate  float64
 	workers     int
 	logDir      string
+	resync      time.Duration // the simulated Argo CDs' reconciliation period (0: none)
+	jitter      time.Duration
+	steady      time.Duration // length of the steady-state phase (0: none)
+	steadyRate  float64       // feedback changes per second during it
 	extraArgs   []string
 	progress    func(string, ...any)
 }
@@ -115,11 +135,12 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	// The simulated agents and the observers watch through one cache.
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ag := newAgents(c, cfg.workers)
+	ag := newAgents(c, cfg.workers, cfg.resync, cfg.jitter)
 	if err := watch(cctx, rc, s, ag); err != nil {
 		return res, err
 	}
 	ag.run(cctx)
+	go ag.reconcileLoop(cctx)
 
 	kubeconfig := filepath.Join(cfg.logDir, fmt.Sprintf("hub-%d.kubeconfig", clusters))
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
@@ -165,7 +186,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	if err != nil {
 		return res, err
 	}
-	if res.ChangesPerSecond, err = makeChanges(ctx, ag, f, cfg.changes, cfg.changeRate, cfg.workers); err != nil {
+	if res.ChangesPerSecond, err = makeChanges(ctx, ag, f, "r", cfg.changes, cfg.changeRate, cfg.workers); err != nil {
 		return res, err
 	}
 	if err := waitFor(ctx, 5*time.Minute, "every change at the hub Applications and reports", logPath, func() (bool, string) {
@@ -193,6 +214,12 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	_, res.ReportBytes = ag.largestReport()
 	cfg.progress("controller: peak RSS %.0f MiB, %.1f CPU seconds, %.0f API requests (%s)",
 		res.Controller.PeakRSSMiB, res.Controller.CPUSeconds, total(after.Requests), formatRequests(after.Requests))
+
+	if cfg.steady > 0 {
+		if res.Steady, err = measureSteady(ctx, cfg, ag, f, ctl); err != nil {
+			return res, err
+		}
+	}
 
 	// Restart at full size.
 	ctl.Stop()
@@ -222,6 +249,47 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	res.RestartWrites = settled.writes()
 	cfg.progress("restart: converged in %.1fs with %.0f writes (%.0f reconciles)", res.RestartSeconds, res.RestartWrites, total(converged.Reconciles))
 	return res, nil
+}
+
+// measureSteady runs the fleet at rest for cfg.steady with cfg.steadyRate changes a second, and
+// measures what it costs the hub and how fast the changes arrive meanwhile.
+func measureSteady(ctx context.Context, cfg config, ag *agents, f fleet, ctl *controllerProcess) (*steadyState, error) {
+	st := &steadyState{ResyncSeconds: cfg.resync.Seconds()}
+	ag.resetLatencies()
+	before, err := ctl.scrape(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cpuBefore, err := ctl.usage()
+	if err != nil {
+		return nil, err
+	}
+	writesBefore := ag.writes.Load()
+	began := time.Now()
+	count := int(cfg.steadyRate * cfg.steady.Seconds())
+	if st.ChangesPerSecond, err = makeChanges(ctx, ag, f, "s", count, cfg.steadyRate, cfg.workers); err != nil {
+		return nil, err
+	}
+	if rest := cfg.steady - time.Since(began); rest > 0 {
+		time.Sleep(rest)
+	}
+	st.Seconds = time.Since(began).Seconds()
+	after, err := ctl.scrape(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cpuAfter, err := ctl.usage()
+	if err != nil {
+		return nil, err
+	}
+	st.AgentWritesPerSec = float64(ag.writes.Load()-writesBefore) / st.Seconds
+	st.ControllerWrites = (after.writes() - before.writes()) / st.Seconds
+	st.ControllerCPU = (cpuAfter.CPUSeconds - cpuBefore.CPUSeconds) / st.Seconds * 60
+	appLat, repLat := ag.latencies()
+	st.AppStatusLatency, st.ReportLatency = summarize(appLat), summarize(repLat)
+	cfg.progress("steady state for %.0fs (Argo CD resync %s, %.0f changes/s): agents %.1f writes/s, controller %.1f writes/s and %.1f CPU s/min; -> hub Application %s; -> report %s",
+		st.Seconds, cfg.resync, st.ChangesPerSecond, st.AgentWritesPerSec, st.ControllerWrites, st.ControllerCPU, st.AppStatusLatency, st.ReportLatency)
+	return st, nil
 }
 
 // watch starts one cache for the simulated agents and the observers.
