@@ -199,6 +199,19 @@ func Derive(obs Observed, wanted *Source) Status {
 	return st
 }
 
+// Unanswered is true when the managed cluster has not answered for its Application yet and the hub
+// Application shows no status from an earlier answer: no status already reads as unknown, and
+// writing Unknown would cost one request per new Application of a rollout. An Application that
+// shows an earlier answer (its work was recreated, or moved to another cluster) is reset.
+func Unanswered(app *unstructured.Unstructured, obs Observed) bool {
+	if obs.Seen || obs.Reported {
+		return false
+	}
+	_, health, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "health")
+	_, sync, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "sync")
+	return !health && !sync
+}
+
 // Apply writes st into a copy of the hub Application's status and returns it, with changed false
 // when the status already says the same. Fields argocd-pull does not own are kept.
 func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Unstructured, changed bool) {

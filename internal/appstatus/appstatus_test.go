@@ -197,3 +197,33 @@ func TestFinishedButUnsettledSyncStillRuns(t *testing.T) {
 	g.Expect(st.Operation.Phase).To(Equal("Succeeded"))
 	g.Expect(st.Operation.FinishedAt).To(Equal("2026-11-23T10:00:05Z"))
 }
+
+func TestUnanswered(t *testing.T) {
+	withStatus := func(status map[string]any) *unstructured.Unstructured {
+		app := argocd.NewApplication()
+		if status != nil {
+			app.Object["status"] = status
+		}
+		return app
+	}
+	refused := map[string]any{"conditions": []any{map[string]any{"type": "PullPropagationError"}}}
+	answered := map[string]any{"health": map[string]any{"status": "Healthy"}, "sync": map[string]any{"status": "Synced"}}
+	for name, tc := range map[string]struct {
+		app  *unstructured.Unstructured
+		work *workv1.ManifestWork
+		want bool
+	}{
+		"new Application, work not seen by the agent":     {withStatus(nil), work(1, 0, nil), true},
+		"only a refusal condition from before":            {withStatus(refused), work(1, 0, nil), true},
+		"an earlier answer shown: reset to Unknown":       {withStatus(answered), work(1, 0, nil), false},
+		"the agent acted on the work":                     {withStatus(nil), work(1, 1, nil), false},
+		"feedback arrived before the Applied condition":   {withStatus(nil), work(1, 0, feedback("Healthy", "Synced", "v2")), false},
+		"the agent applied an older generation, no value": {withStatus(nil), work(2, 1, nil), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := Unanswered(tc.app, Observe(tc.work)); got != tc.want {
+				t.Errorf("Unanswered = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -62,6 +62,9 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		return ctrl.Result{}, err // not propagated yet: the work's creation requeues this
 	}
 	obs := appstatus.Observe(work)
+	if appstatus.Unanswered(app, obs) {
+		return ctrl.Result{}, nil // the work's first status requeues this
+	}
 	siblings, err := r.rollingSiblings(ctx, app)
 	if err != nil {
 		return ctrl.Result{}, err

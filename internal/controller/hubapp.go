@@ -17,7 +17,6 @@ const PropagationErrorCondition = "PullPropagationError"
 
 // Reasons of Normal events.
 const (
-	ReasonPropagated = "Propagated"
 	ReasonRetargeted = "Retargeted"
 	ReasonDelivered  = "OperationDelivered"
 )

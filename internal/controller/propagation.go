@@ -177,7 +177,7 @@ func (r *PropagationReconciler) gather(ctx context.Context, app *unstructured.Un
 	if f.Existing != nil {
 		obs := appstatus.Observe(f.Existing)
 		f.Carried, f.Reported = obs.Carried, obs.Delivery
-		f.Carried.Operation = propagation.PayloadOperation(f.Existing)
+		f.Carried.Operation, f.Carried.RefreshValue = propagation.PayloadRequests(f.Existing)
 	}
 	return f, g, nil
 }
@@ -304,8 +304,10 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 		if err := r.Create(ctx, desired); err != nil {
 			return fmt.Errorf("creating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
 		}
+		// No event: one per created work was a quarter of the requests of a fleet's rollout. The
+		// work itself, the log line and argocd_pull_work_writes_total record it; events are for
+		// refusals, moves, freezes and deliveries.
 		r.written(app, metrics.OpCreate)
-		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonPropagated, "Propagate", "Created ManifestWork %s/%s", desired.Namespace, desired.Name)
 		return nil
 	case propagation.UpToDate(existing, desired):
 		return nil

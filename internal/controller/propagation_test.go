@@ -82,8 +82,15 @@ func TestCreatesManifestWorkInClusterNamespace(t *testing.T) {
 	dest, _, _ := unstructured.NestedStringMap(p.Object, "spec", "destination")
 	h.g.Expect(dest).To(Equal(map[string]string{"server": argocd.LocalServer, "namespace": "guestbook"}))
 	h.g.Expect(w.Spec.ManifestConfigs[0].FeedbackScrapeType).To(Equal(workv1.FeedbackWatchType))
-	h.g.Eventually(func() []string { return h.eventsFor(name) }, timeout, interval).
-		Should(ContainElement(ContainSubstring("Propagated: Created ManifestWork " + cluster)))
+	// Creating a work costs one request: no event, and no Unknown status written while the
+	// cluster has not answered (no status already says that).
+	h.g.Consistently(func(g Gomega) {
+		g.Expect(h.eventsFor(name)).To(BeEmpty())
+		g.Expect(h.getApp(name).Object).NotTo(HaveKey("status"))
+	}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
+	// The cluster's first answer is written.
+	h.report(name, cluster, w.Generation, map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced"})
+	h.g.Eventually(func() string { return statusField(h.getApp(name), "health", "status") }, timeout, interval).Should(Equal("Healthy"))
 }
 
 func TestAppProjectTravelsAndIsOrphaned(t *testing.T) {

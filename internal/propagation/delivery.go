@@ -51,6 +51,9 @@ type Deliveries struct {
 	// cluster is running is never withdrawn. When nil, the payload carries the hub's .operation.
 	// It is read from the existing work's payload, not stored in the annotation.
 	Operation map[string]any `json:"-"`
+	// RefreshValue, when set, is the payload's refresh annotation verbatim, read from the existing
+	// work's payload like Operation (see KeepCleared). When "", the payload carries the hub's.
+	RefreshValue string `json:"-"`
 }
 
 // ParseDeliveries reads an api.DeliveriesAnnotation value; an empty or unreadable one is none.
@@ -239,6 +242,30 @@ func planRefresh(hub Hub, d *Delivery, reported Reported, newID func() string) *
 	}
 	return &Delivery{ID: newID(), Hash: hash}
 }
+
+// KeepCleared puts back into next the request the hub has cleared, as the work carries it, while
+// the other request the work carries stays unchanged; ok is false when there is none to put back.
+//
+// The work agent re-applies the whole manifest whenever it changes. Dropping a finished refresh
+// while a sync is carried would apply the sync's .operation again, and if the managed Argo CD had
+// just finished it and removed .operation, run it a second time; dropping a finished sync while a
+// refresh is carried would refresh again. So a request the hub cleared leaves the payload together
+// with the other, or with a change the payload carries anyway (Ladder keeps the work as it is only
+// when nothing else changed).
+func KeepCleared(hub Hub, carried, next Deliveries) (Deliveries, bool) {
+	kept := next
+	switch {
+	case next.Refresh == nil && carried.Refresh != nil && hub.RefreshCleared == carried.Refresh.ID && sameDelivery(next.Sync, carried.Sync):
+		kept.Refresh, kept.RefreshValue = carried.Refresh, carried.RefreshValue
+	case next.Sync == nil && carried.Sync != nil && carried.Operation != nil && hub.SyncCleared == carried.Sync.ID && sameDelivery(next.Refresh, carried.Refresh):
+		kept.Sync, kept.Operation = carried.Sync, carried.Operation
+	default:
+		return next, false
+	}
+	return kept, true
+}
+
+func sameDelivery(a, b *Delivery) bool { return a != nil && b != nil && *a == *b }
 
 // Clears says which requests the status controller removes from the hub Application, in the same
 // write as the status: those whose delivery the managed cluster finished, when the hub still has

@@ -140,7 +140,8 @@ func Ladder(f Facts) (Verdict, error) {
 	if newID == nil {
 		newID = NewDeliveryID
 	}
-	deliveries := PlanDeliveries(HubOf(app), f.Carried, f.Reported, newID)
+	hub := HubOf(app)
+	deliveries := PlanDeliveries(hub, f.Carried, f.Reported, newID)
 	carried := f.Project
 	if project == argocd.DefaultProject {
 		carried = nil // every Argo CD has its own
@@ -152,6 +153,12 @@ func Ladder(f Facts) (Verdict, error) {
 	}
 	if err != nil {
 		return Verdict{}, err
+	}
+	if kept, ok := KeepCleared(hub, f.Carried, deliveries); ok && f.Existing != nil {
+		// A request the hub cleared stays while the other is carried, unless the work changes anyway.
+		if w, err := DesiredWork(app, carried, target, kept); err == nil && UpToDate(f.Existing, w) {
+			work = w
+		}
 	}
 	if f.Existing != nil {
 		// A work named by an earlier release keeps its name: renaming would redeploy.

@@ -1,6 +1,7 @@
 package propagation
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
@@ -189,6 +191,82 @@ func TestLadderCarriesRequests(t *testing.T) {
 	again, err := Ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(UpToDate(v.Work, again.Work)).To(BeTrue(), "the same request keeps its delivery: nothing to write")
+}
+
+// A request the hub cleared stays in the payload while the other is carried: a rewrite would make
+// the work agent apply the other again (a sync Argo CD just finished would run twice). It leaves
+// with the other, or with a change the work carries anyway.
+func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
+	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
+	global := tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}}
+	ids := 0
+	ladder := func(g Gomega, app *unstructured.Unstructured, existing *workv1.ManifestWork) *workv1.ManifestWork {
+		f := Facts{App: app, Policy: Policy{ArgoCDNamespace: "argocd"}, Cluster: cluster, ClusterNamespace: true, Bindings: global,
+			NewDeliveryID: func() string { ids++; return fmt.Sprintf("d%d", ids) }}
+		if existing != nil {
+			f.Existing = existing
+			f.Carried = ParseDeliveries(existing.Annotations[api.DeliveriesAnnotation])
+			f.Carried.Operation, f.Carried.RefreshValue = PayloadRequests(existing)
+		}
+		v, err := Ladder(f)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(v.Refusal).To(BeNil())
+		return v.Work
+	}
+	// The hub asks for a sync and a hard refresh: the work carries both.
+	requested := pullApp(func(u *unstructured.Unstructured) {
+		u.Object["operation"] = map[string]any{"sync": map[string]any{}}
+		setAnn(u, argocd.RefreshAnnotation, "hard")
+	})
+	// The status controller cleared the refresh (the cluster finished it); the sync is still carried.
+	refreshCleared := func(u *unstructured.Unstructured) {
+		delete(u.Object["metadata"].(map[string]any)["annotations"].(map[string]any), argocd.RefreshAnnotation)
+		setAnn(u, api.RefreshDeliveredAnnotation, "d2")
+	}
+	// Then the sync: status.operationState names the delivery that finished.
+	syncCleared := func(u *unstructured.Unstructured) {
+		delete(u.Object, "operation")
+		u.Object["status"] = map[string]any{"operationState": map[string]any{"phase": "Succeeded",
+			"operation": WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}
+	}
+
+	t.Run("refresh cleared first, then the sync", func(t *testing.T) {
+		g := NewWithT(t)
+		ids = 0
+		both := ladder(g, requested, nil)
+		g.Expect(ParseDeliveries(both.Annotations[api.DeliveriesAnnotation])).To(Equal(Deliveries{Sync: &Delivery{ID: "d1", Hash: contentHash(map[string]any{"sync": map[string]any{}})}, Refresh: &Delivery{ID: "d2", Hash: contentHash("hard")}}))
+
+		app := pullApp(func(u *unstructured.Unstructured) { u.Object = requested.DeepCopy().Object; refreshCleared(u) })
+		g.Expect(UpToDate(both, ladder(g, app, both))).To(BeTrue(), "the cleared refresh stays while the sync is carried: nothing to write")
+
+		moved := app.DeepCopy()
+		_ = unstructured.SetNestedField(moved.Object, "v2", "spec", "source", "targetRevision")
+		changed := ladder(g, moved, both)
+		g.Expect(ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Refresh).To(BeNil(), "a change rewrites the work anyway: the cleared refresh leaves with it")
+		g.Expect(ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
+
+		syncCleared(app)
+		g.Expect(ladder(g, app, both).Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "both cleared: both leave in one write")
+	})
+	t.Run("sync cleared first, then the refresh", func(t *testing.T) {
+		g := NewWithT(t)
+		ids = 0
+		both := ladder(g, requested, nil)
+		app := pullApp(func(u *unstructured.Unstructured) { u.Object = requested.DeepCopy().Object; syncCleared(u) })
+		g.Expect(UpToDate(both, ladder(g, app, both))).To(BeTrue(), "the cleared sync stays while the refresh is carried: nothing to write")
+		refreshCleared(app)
+		g.Expect(ladder(g, app, both).Annotations).NotTo(HaveKey(api.DeliveriesAnnotation))
+	})
+	t.Run("a new sync while the cleared refresh is kept", func(t *testing.T) {
+		g := NewWithT(t)
+		ids = 0
+		both := ladder(g, requested, nil)
+		app := pullApp(func(u *unstructured.Unstructured) { u.Object = requested.DeepCopy().Object; refreshCleared(u) })
+		app.Object["operation"] = map[string]any{"sync": map[string]any{"prune": true}}
+		next := ParseDeliveries(ladder(g, app, both).Annotations[api.DeliveriesAnnotation])
+		g.Expect(next.Refresh).To(BeNil(), "the new request rewrites the work: the cleared refresh is not applied again")
+		g.Expect(next.Sync.ID).To(Equal("d3"))
+	})
 }
 
 func setAnn(u *unstructured.Unstructured, k, v string) {

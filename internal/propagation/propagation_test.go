@@ -194,11 +194,26 @@ func TestDesiredWorkPayload(t *testing.T) {
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackMessage, ".status.operationState.message"))
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackResources, ".status.resources"))
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackConditions, ".status.conditions"))
+	g.Expect(paths).To(HaveKeyWithValue(FeedbackReconciledAt, ".status.reconciledAt"), "a work carrying a sync request asks when its Argo CD last compared")
+	g.Expect(feedbackNames(bare)).NotTo(ContainElement(FeedbackReconciledAt), "a work at rest does not ask for what every periodic reconciliation rewrites")
+	refreshOnly, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"}, Deliveries{Refresh: &Delivery{ID: "r1", Hash: "h"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(feedbackNames(refreshOnly)).NotTo(ContainElement(FeedbackReconciledAt), "a refresh is confirmed by the annotation's removal")
+	g.Expect(feedbackNames(refreshOnly)).To(ContainElement(FeedbackRefreshPending))
 	g.Expect(cfg.UpdateStrategy.Type).To(Equal(workv1.UpdateStrategyTypeServerSideApply))
 	g.Expect(cfg.UpdateStrategy.ServerSideApply.IgnoreFields).To(ConsistOf(workv1.IgnoreField{
 		Condition: workv1.IgnoreFieldsConditionOnSpokeChange,
 		JSONPaths: []string{operationJSONPath, refreshAnnotationJSONPath},
 	}))
+}
+
+// feedbackNames are the names of the feedback values the work's Application asks for.
+func feedbackNames(work *workv1.ManifestWork) []string {
+	var names []string
+	for _, jp := range work.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths {
+		names = append(names, jp.Name)
+	}
+	return names
 }
 
 func TestDesiredWorkDestination(t *testing.T) {

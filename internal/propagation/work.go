@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,7 +73,6 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackComparedChart, Path: ".status.sync.comparedTo.source.chart"},
 	{Name: FeedbackResources, Path: ".status.resources"},
 	{Name: FeedbackConditions, Path: ".status.conditions"},
-	{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"},
 	// The delivery of sync and refresh requests (see delivery.go); scalars, so they work without
 	// the agent's RawFeedbackJsonString feature gate.
 	// (client-go's JSONPath does not match ['a.b/c'] keys: dots are escaped instead.)
@@ -81,6 +81,24 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackSyncStarted, Path: `.status.operationState.operation.info[?(@.name=="` + api.DeliveryInfoName + `")].value`},
 	{Name: FeedbackRefreshDelivered, Path: annotationPath(api.RefreshDeliveryAnnotation)},
 	{Name: FeedbackRefreshPending, Path: annotationPath(argocd.RefreshAnnotation)},
+}
+
+// reconciledAtPath asks for the time the managed cluster's Argo CD last compared the Application
+// with Git. Argo CD rewrites it on every periodic reconciliation (180 s by default) of every
+// Application, so asking for it always would make each Application of a fleet at rest write its
+// work's status to the hub every few minutes. It is read only to tell a finished sync settled
+// (Reported.syncSettled), so a work asks for it only while it carries a sync request. The OCM agent
+// computes feedback from the work's current rules on each status sync, and its apply hash covers
+// the manifests only: adding or dropping the rule applies nothing on the managed cluster.
+var reconciledAtPath = workv1.JsonPath{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"}
+
+// feedbackRules are the feedback rules of a work carrying deliveries.
+func feedbackRules(deliveries Deliveries) []workv1.FeedbackRule {
+	paths := feedbackPaths
+	if deliveries.Sync != nil {
+		paths = append(slices.Clip(feedbackPaths), reconciledAtPath)
+	}
+	return []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: paths}}
 }
 
 // annotationPath is the JSONPath of an annotation, as the work agent's feedback reads it.
@@ -112,7 +130,7 @@ func DesiredWork(app, project *unstructured.Unstructured, target Target, deliver
 	manifests := []*unstructured.Unstructured{payload}
 	configs := []workv1.ManifestConfigOption{{
 		ResourceIdentifier: identifierOf(payload, "applications"),
-		FeedbackRules:      []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: feedbackPaths}},
+		FeedbackRules:      feedbackRules(deliveries),
 		FeedbackScrapeType: workv1.FeedbackWatchType,
 		UpdateStrategy: serverSideApply(workv1.IgnoreField{
 			// The managed Argo CD clears these when it has acted on them. The OCM agent implements
@@ -212,7 +230,11 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 		annotations = withAnnotation(annotations, api.SyncDeliveryAnnotation, d.ID)
 	}
 	if d := deliveries.Refresh; d != nil {
-		annotations = withAnnotation(annotations, argocd.RefreshAnnotation, app.GetAnnotations()[argocd.RefreshAnnotation])
+		value := deliveries.RefreshValue
+		if value == "" {
+			value = app.GetAnnotations()[argocd.RefreshAnnotation]
+		}
+		annotations = withAnnotation(annotations, argocd.RefreshAnnotation, value)
 		annotations = withAnnotation(annotations, api.RefreshDeliveryAnnotation, d.ID)
 	}
 	out.SetLabels(labels)
@@ -235,17 +257,19 @@ func withAnnotation(annotations map[string]string, key, value string) map[string
 	return annotations
 }
 
-// PayloadOperation is the .operation the work's Application manifest carries, nil when none.
-func PayloadOperation(work *workv1.ManifestWork) map[string]any {
+// PayloadRequests are the .operation (nil when none) and the refresh annotation ("" when none)
+// the work's Application manifest carries.
+func PayloadRequests(work *workv1.ManifestWork) (operation map[string]any, refresh string) {
 	for _, m := range work.Spec.Workload.Manifests {
 		var obj map[string]any
 		if json.Unmarshal(m.Raw, &obj) != nil || obj["kind"] != argocd.ApplicationGVK.Kind {
 			continue
 		}
-		op, _ := obj["operation"].(map[string]any)
-		return op
+		operation, _ = obj["operation"].(map[string]any)
+		refresh, _, _ = unstructured.NestedString(obj, "metadata", "annotations", argocd.RefreshAnnotation)
+		return operation, refresh
 	}
-	return nil
+	return nil, ""
 }
 
 // localDestination points the Application at the managed cluster itself, keeping its namespace,

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
 
@@ -191,6 +195,74 @@ func TestPushModelApplicationIsUntouched(t *testing.T) {
 			t.Errorf("the push-model Application reached %s: %v", name, err)
 		}
 	}
+}
+
+// 2b. A fleet at rest costs the hub nothing. The lab's managed Argo CDs reconcile every Application
+// every 10 s (--app-resync) and rewrite its status.reconciledAt each time, as every managed Argo
+// CD does every 3 minutes by default; none of that is written to the hub's ManifestWorks.
+func TestAFleetAtRestWritesNothingToTheHub(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	versions := map[string]string{}
+	eventually(t, "the fleet at rest: Synced, Healthy, no request in flight", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		_, byCluster := report(hub)
+		for name := range spokes {
+			w, err := guestbookWork(hub, name)
+			if err != nil {
+				return false, err
+			}
+			if d := w.Annotations[api.DeliveriesAnnotation]; d != "" {
+				return false, fmt.Errorf("%s carries %s", name, d)
+			}
+			if cc := byCluster[name]; cc.SyncStatus != "Synced" || cc.HealthStatus != "Healthy" {
+				return false, fmt.Errorf("%s: %+v", name, cc)
+			}
+			versions[name] = w.ResourceVersion
+		}
+		return true, nil
+	})
+	reconciledAt := func(name string) string {
+		app := argocd.NewApplication()
+		if err := spokes[name].Get(ctx, appKey(name), app); err != nil {
+			t.Fatal(err)
+		}
+		at, _, _ := unstructured.NestedString(app.Object, "status", "reconciledAt")
+		return at
+	}
+	seen := map[string]map[string]bool{}
+	for name := range spokes {
+		seen[name] = map[string]bool{reconciledAt(name): true}
+	}
+	// Until every managed Argo CD has reconciled twice more, no write to any work.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		done := true
+		for name := range spokes {
+			seen[name][reconciledAt(name)] = true
+			done = done && len(seen[name]) >= 3
+			w, err := guestbookWork(hub, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.ResourceVersion != versions[name] {
+				t.Fatalf("the work of %s was written while its Application was at rest (resourceVersion %s -> %s); its managed Argo CD reconciled at %v",
+					name, versions[name], w.ResourceVersion, slices.Sorted(maps.Keys(seen[name])))
+			}
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the managed Argo CDs did not reconcile twice within a minute (reconciledAt seen: %v)", seen)
+		}
+	}
+}
+
+// guestbookWork is the ManifestWork that carries the guestbook Application to cluster.
+func guestbookWork(hub client.Client, cluster string) (*workv1.ManifestWork, error) {
+	w := &workv1.ManifestWork{}
+	key := appKey(cluster)
+	err := hub.Get(ctx, types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(key.Namespace, key.Name)}, w)
+	return w, err
 }
 
 // 3. A commit to the Git repository reaches every cluster and the report's syncRevision.
