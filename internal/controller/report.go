@@ -44,7 +44,7 @@ type ReportReconciler struct {
 	// Search is the optional OCM Search source, nil when not configured.
 	Search *reportSearch
 
-	pacing reportPacer
+	pacing *reportPacer
 
 	// changed holds, per ApplicationSet, when a change not yet in its report was first seen.
 	changed metrics.Since[types.NamespacedName]
@@ -73,6 +73,7 @@ func (r *ReportReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Op
 	appSet := &unstructured.Unstructured{}
 	appSet.SetGroupVersionKind(argocd.ApplicationSetGVK)
 	delay := r.Options.ReportCoalesce
+	r.pacing = newReportPacer(r.Options.ReportEntriesPerSecond)
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.Search != nil {
 		b = b.WatchesRawSource(source.Channel(r.Search.events, &handler.EnqueueRequestForObject{}))
@@ -115,8 +116,9 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if found {
 		// Large reports are written at a bounded rate; what changes meanwhile waits for the next.
 		// Checked before the members are read: those are the cost of a rebuild.
-		interval := report.WriteInterval(len(existing.Statuses.ClusterConditions), r.Options.ReportCoalesce, r.Options.ReportIntervalPerCluster)
-		if wait := r.pacing.wait(req.NamespacedName, interval, now); wait > 0 {
+		entries := len(existing.Statuses.ClusterConditions)
+		interval := report.WriteInterval(entries, r.Options.ReportCoalesce, r.Options.ReportIntervalPerCluster)
+		if wait := r.pacing.wait(req.NamespacedName, entries, interval, now); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}

@@ -4,33 +4,70 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/argocd-pull/argocd-pull/internal/report"
 )
 
-// reportPacer remembers when each report was last written, so that large reports are written at
-// a bounded rate (report.WriteInterval): what changes meanwhile waits for the next write.
+// reportPacer bounds what report writes cost the apiserver. Each report is written at most once
+// per its interval (report.WriteInterval), and all reports together write at most a budget of
+// cluster entries a second: a report write costs the apiserver in proportion to its entries (about
+// 0.1 ms of CPU each, see docs/benchmarks.md), so ten reports of 1,000 clusters rewritten every
+// second took more than half of a 2-core hub's apiserver. What changes meanwhile waits for the
+// report's next write. Reports take their turns in the order they asked (a rate.Limiter's
+// reservations), so a large busy report does not starve the others.
 type reportPacer struct {
 	mu      sync.Mutex
 	written map[types.NamespacedName]time.Time
+	// budget is nil when the entries a second are not bounded.
+	budget *rate.Limiter
+	// turn is when a report that reserved its share of the budget may write.
+	turn map[types.NamespacedName]time.Time
 }
 
-// wait says how long the report key must wait, at now, before its next write, given the interval
-// between its writes.
-func (p *reportPacer) wait(key types.NamespacedName, interval time.Duration, now time.Time) time.Duration {
+// newReportPacer returns a pacer with a budget of entriesPerSecond (0: no budget).
+func newReportPacer(entriesPerSecond int) *reportPacer {
+	p := &reportPacer{written: map[types.NamespacedName]time.Time{}, turn: map[types.NamespacedName]time.Time{}}
+	if entriesPerSecond > 0 {
+		p.budget = rate.NewLimiter(rate.Limit(entriesPerSecond), entriesPerSecond)
+	}
+	return p
+}
+
+// wait says how long the report key, of entries clusters, must wait at now before its next
+// write, given the interval between its writes. A zero answer takes the report's share of the
+// budget: the caller rebuilds the report and writes it if it changed.
+func (p *reportPacer) wait(key types.NamespacedName, entries int, interval time.Duration, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return report.NextWrite(p.written[key], now, interval)
+	if d := report.NextWrite(p.written[key], now, interval); d > 0 {
+		return d
+	}
+	if p.budget == nil || entries == 0 {
+		return 0
+	}
+	if at, ok := p.turn[key]; ok {
+		if d := at.Sub(now); d > 0 {
+			return d
+		}
+		delete(p.turn, key)
+		return 0
+	}
+	if entries > p.budget.Burst() {
+		p.budget.SetBurstAt(now, entries) // a report larger than a second's budget waits longer, never forever
+	}
+	d := p.budget.ReserveN(now, entries).DelayFrom(now)
+	if d > 0 {
+		p.turn[key] = now.Add(d)
+	}
+	return d
 }
 
 // wrote records a write of the report key at a time.
 func (p *reportPacer) wrote(key types.NamespacedName, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.written == nil {
-		p.written = map[types.NamespacedName]time.Time{}
-	}
 	p.written[key] = at
 }
 
@@ -39,4 +76,5 @@ func (p *reportPacer) forget(key types.NamespacedName) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.written, key)
+	delete(p.turn, key)
 }

@@ -49,6 +49,9 @@ type Options struct {
 	// ReportIntervalPerCluster paces the writes of large reports: a report of C clusters is
 	// written at most once per C × ReportIntervalPerCluster (and per ReportCoalesce).
 	ReportIntervalPerCluster time.Duration
+	// ReportEntriesPerSecond bounds the cluster entries all report writes carry together each
+	// second (0: unbounded); see reportPacer.
+	ReportEntriesPerSecond int
 	// Search optionally adds OCM Search V2 as a source of the reports; off when URL is empty.
 	Search search.Options
 	// SearchInterval is how often Search is polled.
@@ -88,6 +91,7 @@ func DefaultOptions() Options {
 		StaleAfter:               5 * time.Minute,
 		ReportCoalesce:           100 * time.Millisecond,
 		ReportIntervalPerCluster: time.Millisecond,
+		ReportEntriesPerSecond:   4000,
 		SearchInterval:           30 * time.Second,
 		SecretGracePeriod:        10 * time.Minute,
 
@@ -111,6 +115,9 @@ func (o Options) Validate() error {
 	}
 	if o.ReportIntervalPerCluster < 0 {
 		return fmt.Errorf("the report interval per cluster must not be negative, got %s", o.ReportIntervalPerCluster)
+	}
+	if o.ReportEntriesPerSecond < 0 {
+		return fmt.Errorf("the report entries per second must not be negative, got %d", o.ReportEntriesPerSecond)
 	}
 	if o.SecretGracePeriod < 0 {
 		return fmt.Errorf("the secret grace period must not be negative, got %s", o.SecretGracePeriod)
