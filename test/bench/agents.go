@@ -55,6 +55,9 @@ type agents struct {
 	resync, jitter time.Duration
 	state          map[types.NamespacedName]*workState
 	writes         atomic.Int64 // status writes by the agents
+	// directAnswered counts the works of the direct-create baseline answered: they are only
+	// answered once, and neither counted as propagated nor reconciled.
+	directAnswered atomic.Int64
 }
 
 // workState is what the agent of one work last wrote, and when its Argo CD reconciles next.
@@ -176,6 +179,12 @@ func (a *agents) reconciled(ctx context.Context, key types.NamespacedName) error
 // agent has not applied yet, is queued for its status.
 func (a *agents) workEvent(w *workv1.ManifestWork) {
 	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	if w.Labels[directLabel] == "true" {
+		if meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied) == nil {
+			a.queue <- key
+		}
+		return
+	}
 	a.mu.Lock()
 	if !a.works[key] {
 		a.works[key] = true
@@ -247,6 +256,15 @@ func (a *agents) writeStatus(ctx context.Context, key types.NamespacedName, valu
 		return client.IgnoreNotFound(err)
 	}
 	appNs, appName := w.Annotations[api.HubApplicationNamespaceAnnotation], w.Annotations[api.HubApplicationNameAnnotation]
+	if w.Labels[directLabel] == "true" {
+		testenv.SetAgentStatus(w, w.Generation, appNs, appName, values)
+		a.writes.Add(1)
+		if err := a.c.Status().Update(ctx, w); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		a.directAnswered.Add(1)
+		return nil
+	}
 	a.mu.Lock()
 	st := a.state[key]
 	if st == nil {

@@ -10,6 +10,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 )
@@ -19,8 +20,10 @@ const directLabel = "bench.argocd-pull.io/direct"
 
 // directCreate creates, with a plain client of the given concurrency and client-side limits,
 // the same ManifestWorks the controller would write (built by the same function), and returns
-// the rate. It removes them before returning, so the controller starts from the same hub.
-func directCreate(ctx context.Context, base *rest.Config, f fleet, concurrency int, qps float32, burst int) (float64, error) {
+// the rate. With ag, the simulated agents answer them as they answer the controller's works (their
+// status writes load the apiserver in any real fleet), and the works are removed once every one
+// is answered. It removes them before returning, so the controller starts from the same hub.
+func directCreate(ctx context.Context, base *rest.Config, f fleet, concurrency int, qps float32, burst int, ag *agents) (float64, error) {
 	rc := rest.CopyConfig(base)
 	rc.QPS, rc.Burst = qps, burst
 	s, err := scheme.New()
@@ -45,6 +48,9 @@ func directCreate(ctx context.Context, base *rest.Config, f fleet, concurrency i
 		}
 		w.Name = "direct-" + w.Name
 		w.Labels = map[string]string{directLabel: "true"}
+		if ag != nil {
+			w.Labels[api.ManagedByLabel] = api.ManagedByValue // what the agents watch
+		}
 		works[i] = w
 	}
 	start := time.Now()
@@ -55,6 +61,14 @@ func directCreate(ctx context.Context, base *rest.Config, f fleet, concurrency i
 		return 0, fmt.Errorf("creating works directly: %w", err)
 	}
 	rate := float64(len(works)) / time.Since(start).Seconds()
+	if ag != nil {
+		if err := waitFor(ctx, 10*time.Minute, "the agents answering every direct work", "", func() (bool, string) {
+			n := ag.directAnswered.Load()
+			return n >= int64(len(works)), fmt.Sprintf("%d of %d answered", n, len(works))
+		}); err != nil {
+			return 0, err
+		}
+	}
 	cleanup, err := client.New(base, client.Options{Scheme: s})
 	if err != nil {
 		return 0, err

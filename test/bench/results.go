@@ -32,7 +32,10 @@ func (r benchReport) markdown() string {
 	row("direct create, same concurrency and limits", func(x result) string { return fmt.Sprintf("%.0f works/s", x.DirectPerSecond) })
 	row("direct create, no client limit", func(x result) string { return fmt.Sprintf("%.0f works/s", x.DirectUnthrottledPerSecond) })
 	row("**propagation / direct**", func(x result) string { return fmt.Sprintf("**%.2f**", x.PropagationRatio) })
+	row("direct create while the agents answer", func(x result) string { return fmt.Sprintf("%.0f works/s", x.DirectAnsweredPerSecond) })
+	row("**propagation / direct while the agents answer**", func(x result) string { return fmt.Sprintf("**%.2f**", x.PropagationToAnswered) })
 	row("every report complete after", func(x result) string { return fmt.Sprintf("%.1fs", x.InitialReportSeconds) })
+	row("controller requests per Application until then", func(x result) string { return fmt.Sprintf("%.2f", x.RequestsPerApplication) })
 	row("feedback -> hub Application p50/p90/p99", func(x result) string { return latencyCell(x.AppStatusLatency) })
 	row("feedback -> report p50/p90/p99", func(x result) string { return latencyCell(x.ReportLatency) })
 	row("changes (rate achieved)", func(x result) string {

@@ -41,6 +41,13 @@ type result struct {
 	DirectUnthrottledPerSecond float64 `json:"directUnthrottledWorksPerSecond"`
 	// PropagationRatio is PropagationPerSecond / DirectPerSecond.
 	PropagationRatio float64 `json:"propagationRatio"`
+	// DirectAnsweredPerSecond is the direct rate while the simulated agents answer every work, and
+	// PropagationToAnswered PropagationPerSecond / DirectAnsweredPerSecond.
+	DirectAnsweredPerSecond float64 `json:"directAnsweredWorksPerSecond"`
+	PropagationToAnswered   float64 `json:"propagationToAnsweredRatio"`
+	// RequestsPerApplication is the controller's API requests from its start until every report
+	// is complete, per Application.
+	RequestsPerApplication float64 `json:"requestsPerApplication"`
 
 	InitialReportSeconds float64     `json:"initialReportSeconds"`
 	AppStatusLatency     percentiles `json:"appStatusLatency"`
@@ -123,11 +130,11 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	}
 
 	// The physical limit: the same works created by a plain client, then removed.
-	if res.DirectPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, cfg.qps, cfg.burst); err != nil {
+	if res.DirectPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, cfg.qps, cfg.burst, nil); err != nil {
 		return res, err
 	}
 	cfg.progress("direct create with the controller's concurrency %d and limits (qps %g, burst %d): %.0f works/s", cfg.concurrency, cfg.qps, cfg.burst, res.DirectPerSecond)
-	if res.DirectUnthrottledPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, -1, 0); err != nil {
+	if res.DirectUnthrottledPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, -1, 0, nil); err != nil {
 		return res, err
 	}
 	cfg.progress("direct create with concurrency %d and no client limit: %.0f works/s", cfg.concurrency, res.DirectUnthrottledPerSecond)
@@ -141,6 +148,13 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	}
 	ag.run(cctx)
 	go ag.reconcileLoop(cctx)
+
+	// The limit the controller is held to: direct creates while the agents answer each work, as
+	// they answer the controller's.
+	if res.DirectAnsweredPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, cfg.qps, cfg.burst, ag); err != nil {
+		return res, err
+	}
+	cfg.progress("direct create with the controller's concurrency and limits while the agents answer: %.0f works/s", res.DirectAnsweredPerSecond)
 
 	kubeconfig := filepath.Join(cfg.logDir, fmt.Sprintf("hub-%d.kubeconfig", clusters))
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
@@ -165,8 +179,9 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	res.PropagationSeconds = last.Sub(ctl.started).Seconds()
 	res.PropagationPerSecond = float64(f.apps()) / res.PropagationSeconds
 	res.PropagationRatio = res.PropagationPerSecond / res.DirectPerSecond
-	cfg.progress("propagation: %d works in %.1fs (first after %.1fs): %.0f works/s, %.2f of the direct rate",
-		f.apps(), res.PropagationSeconds, res.FirstWorkSeconds, res.PropagationPerSecond, res.PropagationRatio)
+	res.PropagationToAnswered = res.PropagationPerSecond / res.DirectAnsweredPerSecond
+	cfg.progress("propagation: %d works in %.1fs (first after %.1fs): %.0f works/s, %.2f of the direct rate, %.2f of the direct rate while the agents answer",
+		f.apps(), res.PropagationSeconds, res.FirstWorkSeconds, res.PropagationPerSecond, res.PropagationRatio, res.PropagationToAnswered)
 	if since, err := ctl.scrape(ctx); err == nil {
 		printBreakdown(cfg, metricsSnapshot{}, since)
 	}
@@ -179,7 +194,10 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 		return res, err
 	}
 	res.InitialReportSeconds = time.Since(ctl.started).Seconds()
-	cfg.progress("every report shows all %d clusters after %.1fs", clusters, res.InitialReportSeconds)
+	if propagated, err := ctl.scrape(ctx); err == nil {
+		res.RequestsPerApplication = total(propagated.Requests) / float64(f.apps())
+	}
+	cfg.progress("every report shows all %d clusters after %.1fs; %.2f controller requests per Application until then", clusters, res.InitialReportSeconds, res.RequestsPerApplication)
 
 	// Status latency.
 	before, err := ctl.scrape(ctx)
@@ -272,6 +290,13 @@ func measureSteady(ctx context.Context, cfg config, ag *agents, f fleet, ctl *co
 	}
 	if rest := cfg.steady - time.Since(began); rest > 0 {
 		time.Sleep(rest)
+	}
+	// The last changes are part of the phase (and must not be left to the restart that follows).
+	if err := waitFor(ctx, 5*time.Minute, "every steady-state change at the hub Applications and reports", "", func() (bool, string) {
+		apps, reports, total := ag.arrived()
+		return apps == total && reports == total, fmt.Sprintf("%d/%d at Applications, %d/%d at reports", apps, total, reports, total)
+	}); err != nil {
+		return nil, err
 	}
 	st.Seconds = time.Since(began).Seconds()
 	after, err := ctl.scrape(ctx)
