@@ -116,9 +116,8 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if found {
 		// Large reports are written at a bounded rate; what changes meanwhile waits for the next.
 		// Checked before the members are read: those are the cost of a rebuild.
-		entries := len(existing.Statuses.ClusterConditions)
-		interval := report.WriteInterval(entries, r.Options.ReportCoalesce, r.Options.ReportIntervalPerCluster)
-		if wait := r.pacing.wait(req.NamespacedName, entries, interval, now); wait > 0 {
+		interval := report.WriteInterval(len(existing.Statuses.ClusterConditions), r.Options.ReportCoalesce, r.Options.ReportIntervalPerCluster)
+		if wait := r.pacing.due(req.NamespacedName, interval, now); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
@@ -159,6 +158,10 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) {
 		r.changed.Done(req.NamespacedName, now) // the changes seen are already in the report
 		return result, nil
+	}
+	// Only a write that changes the report takes its share of the apiserver budget.
+	if wait := r.pacing.take(req.NamespacedName, len(desired.Statuses.ClusterConditions), now); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if err := r.Update(ctx, desired); err != nil {
 		if apierrors.IsConflict(err) {

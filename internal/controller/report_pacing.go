@@ -35,23 +35,34 @@ func newReportPacer(entriesPerSecond int) *reportPacer {
 	return p
 }
 
-// wait says how long the report key, of entries clusters, must wait at now before its next
-// write, given the interval between its writes. A zero answer takes the report's share of the
-// budget: the caller rebuilds the report and writes it if it changed.
-func (p *reportPacer) wait(key types.NamespacedName, entries int, interval time.Duration, now time.Time) time.Duration {
+// due says how long the report key must wait at now before it is rebuilt: the rest of the
+// interval since its last write, or of the turn it took in the budget (see take).
+func (p *reportPacer) due(key types.NamespacedName, interval time.Duration, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if d := report.NextWrite(p.written[key], now, interval); d > 0 {
 		return d
 	}
-	if p.budget == nil || entries == 0 {
-		return 0
+	if at, ok := p.turn[key]; ok {
+		return max(0, at.Sub(now))
 	}
+	return 0
+}
+
+// take asks the budget for a write of entries clusters of the report key at now, once a rebuild
+// found it changed; zero means write now. Otherwise the report has taken its turn, after the
+// turns taken before it, and waits for it.
+func (p *reportPacer) take(key types.NamespacedName, entries int, now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if at, ok := p.turn[key]; ok {
 		if d := at.Sub(now); d > 0 {
 			return d
 		}
 		delete(p.turn, key)
+		return 0
+	}
+	if p.budget == nil || entries == 0 {
 		return 0
 	}
 	if entries > p.budget.Burst() {
