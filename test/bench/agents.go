@@ -367,6 +367,20 @@ func (a *agents) arrived() (apps, reports, total int) {
 	return len(a.appLatency), len(a.repLatency), len(a.pending)
 }
 
+// unsettled counts the Applications whose last change has not yet arrived at the hub
+// Application or at the report.
+func (a *agents) unsettled() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, ch := range a.pending {
+		if !ch.app || !ch.report {
+			n++
+		}
+	}
+	return n
+}
+
 // resetLatencies forgets the changes measured so far, so that a phase measures its own.
 func (a *agents) resetLatencies() {
 	a.mu.Lock()

@@ -293,8 +293,8 @@ func measureSteady(ctx context.Context, cfg config, ag *agents, f fleet, ctl *co
 	}
 	// The last changes are part of the phase (and must not be left to the restart that follows).
 	if err := waitFor(ctx, 5*time.Minute, "every steady-state change at the hub Applications and reports", "", func() (bool, string) {
-		apps, reports, total := ag.arrived()
-		return apps == total && reports == total, fmt.Sprintf("%d/%d at Applications, %d/%d at reports", apps, total, reports, total)
+		n := ag.unsettled()
+		return n == 0, fmt.Sprintf("%d Applications whose last change has not arrived", n)
 	}); err != nil {
 		return nil, err
 	}
