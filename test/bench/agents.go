@@ -256,16 +256,26 @@ func (a *agents) writeStatus(ctx context.Context, key types.NamespacedName, valu
 		return client.IgnoreNotFound(err)
 	}
 	appNs, appName := w.Annotations[api.HubApplicationNamespaceAnnotation], w.Annotations[api.HubApplicationNameAnnotation]
-	if w.Labels[directLabel] == "true" {
-		testenv.SetAgentStatus(w, w.Generation, appNs, appName, values)
-		a.writes.Add(1)
-		if err := a.c.Status().Update(ctx, w); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		a.directAnswered.Add(1)
-		return nil
+	direct := w.Labels[directLabel] == "true"
+	if !direct {
+		a.remember(key, w.Generation, appNs, appName, values)
 	}
+	testenv.SetAgentStatus(w, w.Generation, appNs, appName, values)
+	a.writes.Add(1)
+	if err := a.c.Status().Update(ctx, w); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if direct {
+		a.directAnswered.Add(1)
+	}
+	return nil
+}
+
+// remember records what the agent of a work wrote, for its periodic reconciliations; values
+// without resources keep the last ones, and a reconciledAt already written is kept.
+func (a *agents) remember(key types.NamespacedName, generation int64, appNs, appName string, values map[string]string) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	st := a.state[key]
 	if st == nil {
 		st = &workState{}
@@ -277,17 +287,10 @@ func (a *agents) writeStatus(ctx context.Context, key types.NamespacedName, valu
 	if at := st.values[propagation.FeedbackReconciledAt]; at != "" {
 		values[propagation.FeedbackReconciledAt] = at
 	}
-	st.appNs, st.appName, st.generation, st.values = appNs, appName, w.Generation, values
+	st.appNs, st.appName, st.generation, st.values = appNs, appName, generation, values
 	if st.next.IsZero() && a.resync > 0 {
 		st.next = a.nextReconcile(time.Now())
 	}
-	a.mu.Unlock()
-	testenv.SetAgentStatus(w, w.Generation, appNs, appName, values)
-	a.writes.Add(1)
-	if err := a.c.Status().Update(ctx, w); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return nil
 }
 
 // change writes new feedback for the Application of appSet on cluster: Healthy, Synced, revision.
