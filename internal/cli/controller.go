@@ -29,6 +29,7 @@ type controllerFlags struct {
 	kubeAPIBurst            int
 	metricsAddr             string
 	probeAddr               string
+	pprofAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
 	managedNamespaceGrants  []string
@@ -57,6 +58,7 @@ leader election for high availability.`,
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", DefaultKubeAPIBurst, "Requests the controller may send the hub apiserver in a burst above --kube-api-qps")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; \"0\" disables it")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Address Go's profiling endpoints (/debug/pprof) bind to, such as 127.0.0.1:6060; empty (the default) disables them")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&f.opts.ArgoCDNamespace, "argocd-namespace", f.opts.ArgoCDNamespace, "Namespace of the hub's Argo CD")
@@ -111,6 +113,7 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	mopts := controller.ManagerOptions(s, f.opts)
 	mopts.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}
 	mopts.HealthProbeBindAddress = f.probeAddr
+	mopts.PprofBindAddress = f.pprofAddr
 	mopts.LeaderElection = f.leaderElect
 	mopts.LeaderElectionID = "argocd-pull.apps.open-cluster-management.io"
 	mopts.LeaderElectionNamespace = f.leaderElectionNamespace

@@ -58,6 +58,7 @@ func run() error {
 	flag.DurationVar(&cfg.jitter, "argocd-resync-jitter", 60*time.Second, "Up to this much is added to each reconciliation period (Argo CD's timeout.reconciliation.jitter)")
 	flag.DurationVar(&cfg.steady, "steady", 5*time.Minute, "Length of the steady-state phase: the fleet at rest with --steady-change-rate changes a second (0: skipped)")
 	flag.Float64Var(&cfg.steadyRate, "steady-change-rate", 30, "Feedback changes a second during the steady-state phase")
+	flag.DurationVar(&cfg.profile, "cpu-profile", 0, "Keep a CPU profile of the controller this long from the start of propagation and of the steady state, in --logs (0: none)")
 	extra := flag.String("controller-args", "", "More flags for the controller, space-separated (e.g. \"--report-interval-per-cluster=2ms\")")
 	flag.Parse()
 	cfg.qps = float32(*qps)

@@ -25,6 +25,7 @@ import (
 type controllerProcess struct {
 	*localproc.Process
 	metrics string // URL of its metrics endpoint
+	pprof   string // URL of its profiling endpoints
 	started time.Time
 }
 
@@ -39,10 +40,19 @@ func startController(ctx context.Context, binary, kubeconfig, logPath string, ar
 	if err != nil {
 		return nil, err
 	}
+	pprofPort, err := localproc.FreePort()
+	if err != nil {
+		return nil, err
+	}
 	all := append([]string{"controller", "--kubeconfig=" + kubeconfig,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort)}, args...)
-	p := &controllerProcess{metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), started: time.Now()}
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
+		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort)}, args...)
+	p := &controllerProcess{
+		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+		pprof:   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort),
+		started: time.Now(),
+	}
 	if p.Process, err = localproc.Start(logPath, binary, all); err != nil {
 		return nil, err
 	}
@@ -61,6 +71,46 @@ func startController(ctx context.Context, binary, kubeconfig, logPath string, ar
 	return nil, fmt.Errorf("the controller's metrics endpoint did not answer within a minute; read %s", logPath)
 }
 
+// profile keeps, in the background, a CPU profile of the controller for cfg.profile in
+// cfg.logDir/name; nothing when cfg.profile is 0. Read it with `go tool pprof`.
+func (p *controllerProcess) profile(ctx context.Context, cfg config, name string) {
+	if cfg.profile <= 0 {
+		return
+	}
+	go p.keepProfile(ctx, cfg, fmt.Sprintf("profile?seconds=%d", int(cfg.profile.Seconds())), name)
+}
+
+// heapProfile keeps the controller's heap profile now in cfg.logDir/name, when profiles are on.
+func (p *controllerProcess) heapProfile(ctx context.Context, cfg config, name string) {
+	if cfg.profile > 0 {
+		p.keepProfile(ctx, cfg, "heap", name)
+	}
+}
+
+// keepProfile writes what the controller's /debug/pprof/<path> answers into cfg.logDir/name.
+func (p *controllerProcess) keepProfile(ctx context.Context, cfg config, path, name string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.pprof+"/"+path, nil)
+	if err != nil {
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cfg.progress("profile %s: %v", name, err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = errors.New(resp.Status)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(cfg.logDir, name), data, 0o644)
+	}
+	if err != nil {
+		cfg.progress("profile %s: %v", name, err)
+	}
+}
+
 // usage is what the kernel counted for the process: peak resident memory and CPU time.
 type usage struct {
 	PeakRSSMiB float64 `json:"peakRSSMiB"`
@@ -68,9 +118,12 @@ type usage struct {
 }
 
 // usage reads /proc/<pid>: VmHWM (peak RSS) and utime+stime.
-func (p *controllerProcess) usage() (usage, error) {
+func (p *controllerProcess) usage() (usage, error) { return procUsage(p.PID()) }
+
+// procUsage reads /proc/<pid>: VmHWM (peak RSS) and utime+stime.
+func procUsage(pid int) (usage, error) {
 	var u usage
-	dir := filepath.Join("/proc", strconv.Itoa(p.PID()))
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
 	status, err := os.Open(filepath.Join(dir, "status"))
 	if err != nil {
 		return u, err
@@ -83,21 +136,103 @@ func (p *controllerProcess) usage() (usage, error) {
 			u.PeakRSSMiB = v / 1024
 		}
 	}
-	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	_, fields, err := procStat(pid)
 	if err != nil {
 		return u, err
-	}
-	// Fields after the command name in parentheses; utime and stime are fields 14 and 15.
-	rest := string(stat[strings.LastIndexByte(string(stat), ')')+2:])
-	fields := strings.Fields(rest)
-	if len(fields) < 13 {
-		return u, errors.New("short /proc stat")
 	}
 	ut, _ := strconv.ParseFloat(fields[11], 64)
 	st, _ := strconv.ParseFloat(fields[12], 64)
 	const clockTicks = 100 // USER_HZ on Linux
 	u.CPUSeconds = (ut + st) / clockTicks
 	return u, nil
+}
+
+// procStat reads /proc/<pid>/stat: the command name, and the fields after it (the state is
+// fields[0], the parent's pid fields[1], utime and stime fields[11] and fields[12]).
+func procStat(pid int) (string, []string, error) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", nil, err
+	}
+	s := string(stat)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open || end+2 > len(s) {
+		return "", nil, errors.New("malformed /proc stat")
+	}
+	fields := strings.Fields(s[end+2:])
+	if len(fields) < 13 {
+		return "", nil, errors.New("short /proc stat")
+	}
+	return s[open+1 : end], fields, nil
+}
+
+// cpuShare is the CPU seconds each process of the hub used during one phase, all on the same
+// cores: the apiserver, etcd, the controller, and the benchmark itself (its simulated agents,
+// observers and clients).
+type cpuShare struct {
+	Seconds    float64 `json:"seconds"` // the phase's wall-clock length
+	APIServer  float64 `json:"apiserverCPUSeconds"`
+	Etcd       float64 `json:"etcdCPUSeconds"`
+	Controller float64 `json:"controllerCPUSeconds"`
+	Benchmark  float64 `json:"benchmarkCPUSeconds"`
+}
+
+// cpuClock takes the CPU seconds used so far by the hub's processes: the apiserver and etcd (the
+// benchmark's children), the controller, and the benchmark process.
+type cpuClock struct {
+	at                                     time.Time
+	apiserver, etcd, controller, benchmark float64
+}
+
+func readCPUClock(ctl *controllerProcess) cpuClock {
+	c := cpuClock{at: time.Now()}
+	cpu := func(pid int) float64 {
+		u, _ := procUsage(pid)
+		return u.CPUSeconds
+	}
+	c.benchmark = cpu(os.Getpid())
+	if ctl != nil {
+		c.controller = cpu(ctl.PID())
+	}
+	entries, _ := os.ReadDir("/proc")
+	parent := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		name, fields, err := procStat(pid)
+		if err != nil || fields[1] != parent {
+			continue
+		}
+		switch name {
+		case "kube-apiserver":
+			c.apiserver += cpu(pid)
+		case "etcd":
+			c.etcd += cpu(pid)
+		}
+	}
+	return c
+}
+
+// since is the CPU each process used from start to c.
+func (c cpuClock) since(start cpuClock) cpuShare {
+	return cpuShare{
+		Seconds:    c.at.Sub(start.at).Seconds(),
+		APIServer:  c.apiserver - start.apiserver,
+		Etcd:       c.etcd - start.etcd,
+		Controller: c.controller - start.controller,
+		Benchmark:  c.benchmark - start.benchmark,
+	}
+}
+
+// String gives the shares as CPU seconds per wall-clock second (1.0 is one core busy).
+func (s cpuShare) String() string {
+	if s.Seconds <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("apiserver %.2f, etcd %.2f, controller %.2f, benchmark %.2f cores",
+		s.APIServer/s.Seconds, s.Etcd/s.Seconds, s.Controller/s.Seconds, s.Benchmark/s.Seconds)
 }
 
 // metricsSnapshot is the part of the controller's metrics the benchmark reads.

@@ -48,6 +48,10 @@ type result struct {
 	// RequestsPerApplication is the controller's API requests from its start until every report
 	// is complete, per Application.
 	RequestsPerApplication float64 `json:"requestsPerApplication"`
+	// CPU used by each process while the works were created directly as the agents answered them,
+	// and from the controller's start until every report was complete.
+	DirectAnsweredCPU cpuShare `json:"directAnsweredCPU"`
+	PropagationCPU    cpuShare `json:"propagationCPU"`
 
 	InitialReportSeconds float64     `json:"initialReportSeconds"`
 	AppStatusLatency     percentiles `json:"appStatusLatency"`
@@ -78,6 +82,7 @@ type steadyState struct {
 	ControllerCPU     float64     `json:"controllerCPUSecondsPerMinute"`
 	AppStatusLatency  percentiles `json:"appStatusLatency"`
 	ReportLatency     percentiles `json:"reportLatency"`
+	CPU               cpuShare    `json:"cpu"`
 }
 
 type config struct {
@@ -93,6 +98,7 @@ type config struct {
 	jitter      time.Duration
 	steady      time.Duration // length of the steady-state phase (0: none)
 	steadyRate  float64       // feedback changes per second during it
+	profile     time.Duration // length of the controller CPU profiles (0: none)
 	extraArgs   []string
 	progress    func(string, ...any)
 }
@@ -151,10 +157,12 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 
 	// The limit the controller is held to: direct creates while the agents answer each work, as
 	// they answer the controller's.
+	directStart := readCPUClock(nil)
 	if res.DirectAnsweredPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, cfg.qps, cfg.burst, ag); err != nil {
 		return res, err
 	}
-	cfg.progress("direct create with the controller's concurrency and limits while the agents answer: %.0f works/s", res.DirectAnsweredPerSecond)
+	res.DirectAnsweredCPU = readCPUClock(nil).since(directStart)
+	cfg.progress("direct create with the controller's concurrency and limits while the agents answer: %.0f works/s (CPU: %s)", res.DirectAnsweredPerSecond, res.DirectAnsweredCPU)
 
 	kubeconfig := filepath.Join(cfg.logDir, fmt.Sprintf("hub-%d.kubeconfig", clusters))
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
@@ -166,6 +174,8 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 		return res, err
 	}
 	defer func() { ctl.Stop() }() // the controller running when measure returns
+	propagationStart := readCPUClock(ctl)
+	ctl.profile(ctx, cfg, fmt.Sprintf("cpu-%d-propagation.pprof", clusters))
 
 	// Propagation.
 	if err := waitFor(ctx, 15*time.Minute, "every ManifestWork", logPath, func() (bool, string) {
@@ -194,10 +204,12 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 		return res, err
 	}
 	res.InitialReportSeconds = time.Since(ctl.started).Seconds()
+	res.PropagationCPU = readCPUClock(ctl).since(propagationStart)
+	ctl.heapProfile(ctx, cfg, fmt.Sprintf("heap-%d.pprof", clusters))
 	if propagated, err := ctl.scrape(ctx); err == nil {
 		res.RequestsPerApplication = total(propagated.Requests) / float64(f.apps())
 	}
-	cfg.progress("every report shows all %d clusters after %.1fs; %.2f controller requests per Application until then", clusters, res.InitialReportSeconds, res.RequestsPerApplication)
+	cfg.progress("every report shows all %d clusters after %.1fs; %.2f controller requests per Application until then (CPU: %s)", clusters, res.InitialReportSeconds, res.RequestsPerApplication, res.PropagationCPU)
 
 	// Status latency.
 	before, err := ctl.scrape(ctx)
@@ -283,6 +295,8 @@ func measureSteady(ctx context.Context, cfg config, ag *agents, f fleet, ctl *co
 		return nil, err
 	}
 	writesBefore := ag.writes.Load()
+	clock := readCPUClock(ctl)
+	ctl.profile(ctx, cfg, fmt.Sprintf("cpu-%d-steady.pprof", len(f.clusters)))
 	began := time.Now()
 	count := int(cfg.steadyRate * cfg.steady.Seconds())
 	if st.ChangesPerSecond, err = makeChanges(ctx, ag, f, "s", count, cfg.steadyRate, cfg.workers); err != nil {
@@ -307,13 +321,14 @@ func measureSteady(ctx context.Context, cfg config, ag *agents, f fleet, ctl *co
 	if err != nil {
 		return nil, err
 	}
+	st.CPU = readCPUClock(ctl).since(clock)
 	st.AgentWritesPerSec = float64(ag.writes.Load()-writesBefore) / st.Seconds
 	st.ControllerWrites = (after.writes() - before.writes()) / st.Seconds
 	st.ControllerCPU = (cpuAfter.CPUSeconds - cpuBefore.CPUSeconds) / st.Seconds * 60
 	appLat, repLat := ag.latencies()
 	st.AppStatusLatency, st.ReportLatency = summarize(appLat), summarize(repLat)
-	cfg.progress("steady state for %.0fs (Argo CD resync %s, %.0f changes/s): agents %.1f writes/s, controller %.1f writes/s and %.1f CPU s/min; -> hub Application %s; -> report %s",
-		st.Seconds, cfg.resync, st.ChangesPerSecond, st.AgentWritesPerSec, st.ControllerWrites, st.ControllerCPU, st.AppStatusLatency, st.ReportLatency)
+	cfg.progress("steady state for %.0fs (Argo CD resync %s, %.0f changes/s): agents %.1f writes/s, controller %.1f writes/s and %.1f CPU s/min; -> hub Application %s; -> report %s; CPU: %s",
+		st.Seconds, cfg.resync, st.ChangesPerSecond, st.AgentWritesPerSec, st.ControllerWrites, st.ControllerCPU, st.AppStatusLatency, st.ReportLatency, st.CPU)
 	return st, nil
 }
 
