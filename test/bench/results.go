@@ -25,6 +25,12 @@ func (r benchReport) markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	row("apiserver CPU per ManifestWork create / Application status patch", func(x result) string {
+		return fmt.Sprintf("%.1f / %.1f ms", x.Prices.WorkCreateMs, x.Prices.AppStatusPatchMs)
+	})
+	row("apiserver CPU per report entry written", func(x result) string {
+		return fmt.Sprintf("%.3f ms (%.0f ms per write of 1,000 clusters)", x.Prices.ReportEntryMs, x.Prices.ReportEntryMs*1000)
+	})
 	row("propagation: all works exist after", func(x result) string {
 		return fmt.Sprintf("%.1fs (first after %.1fs)", x.PropagationSeconds, x.FirstWorkSeconds)
 	})

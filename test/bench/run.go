@@ -68,6 +68,9 @@ type result struct {
 	ReportBytes int `json:"largestReportBytes"`
 
 	Steady *steadyState `json:"steadyState,omitempty"`
+
+	// Prices is what each kind of write costs the apiserver, measured on its own.
+	Prices prices `json:"prices"`
 }
 
 // steadyState is a fleet at rest with a background of real changes: the simulated Argo CDs
@@ -131,6 +134,10 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	if err != nil {
 		return res, err
 	}
+	if res.Prices, err = measurePrices(ctx, c, 100, 1000); err != nil {
+		return res, fmt.Errorf("measuring the price of each write: %w", err)
+	}
+	cfg.progress("prices, one request at a time: %s", res.Prices)
 	if err := f.create(ctx, c, cfg.workers, cfg.progress); err != nil {
 		return res, err
 	}

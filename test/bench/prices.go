@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+)
+
+// prices is what one write of each kind costs the apiserver (and etcd) in CPU, measured one
+// request at a time on the size's fresh apiserver: the price list that bounds every figure. A
+// report write costs in proportion to its cluster entries.
+type prices struct {
+	WorkCreateMs        float64 `json:"workCreateApiserverCPUMs"`
+	AppStatusPatchMs    float64 `json:"applicationStatusPatchApiserverCPUMs"`
+	ReportEntryMs       float64 `json:"reportEntryApiserverCPUMs"`
+	ReportEntryEtcdMs   float64 `json:"reportEntryEtcdCPUMs"`
+	ReportEntriesProbed int     `json:"reportEntriesProbed"`
+}
+
+func (p prices) String() string {
+	return fmt.Sprintf("apiserver CPU per ManifestWork create %.1f ms, per Application status patch %.1f ms, per report entry written %.3f ms (a report of 1,000 clusters: %.0f ms, and %.0f ms of etcd)",
+		p.WorkCreateMs, p.AppStatusPatchMs, p.ReportEntryMs, p.ReportEntryMs*1000, p.ReportEntryEtcdMs*1000)
+}
+
+// priceRevision is a revision as Git gives it (the fleet's revisions are shorter).
+const priceRevision = "3f5c2a9e0b7d41c8a6e2f9b0d3c7a1e4b8f2d6c0"
+
+// pricesNamespace holds what measurePrices writes; it is emptied afterwards.
+const pricesNamespace = "bench-prices"
+
+// measurePrices writes, one at a time, n Applications' works and status patches, and a report of
+// entries clusters several times, and divides the apiserver's CPU by the requests.
+func measurePrices(ctx context.Context, c client.Client, n, entries int) (prices, error) {
+	var p prices
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pricesNamespace}}); err != nil {
+		return p, err
+	}
+	apps := make([]*unstructured.Unstructured, n)
+	for i := range apps {
+		apps[i] = pullApplication("prices", fmt.Sprintf("price%04d", i), metav1.OwnerReference{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: "prices", UID: "prices"})
+		apps[i].SetNamespace(pricesNamespace)
+		apps[i].GetAnnotations()[argocd.SkipReconcileAnnotation] = "true"
+		if err := c.Create(ctx, apps[i]); err != nil {
+			return p, err
+		}
+	}
+	apiserverCPU := func(count int, do func(i int) error) (float64, float64, error) {
+		before := readCPUClock(nil)
+		for i := range count {
+			if err := do(i); err != nil {
+				return 0, 0, err
+			}
+		}
+		used := readCPUClock(nil).since(before)
+		return used.APIServer * 1000 / float64(count), used.Etcd * 1000 / float64(count), nil
+	}
+	var err error
+	if p.WorkCreateMs, _, err = apiserverCPU(n, func(i int) error {
+		target, _, err := propagation.Decide(apps[i])
+		if err != nil {
+			return err
+		}
+		w, err := propagation.DesiredWork(apps[i], nil, target, propagation.Deliveries{})
+		if err != nil {
+			return err
+		}
+		w.Namespace = pricesNamespace
+		return c.Create(ctx, w)
+	}); err != nil {
+		return p, fmt.Errorf("creating works: %w", err)
+	}
+	if p.AppStatusPatchMs, _, err = apiserverCPU(n, func(i int) error {
+		updated := apps[i].DeepCopy()
+		updated.Object["status"] = map[string]any{
+			"sync":   map[string]any{"status": "Synced", "revision": priceRevision},
+			"health": map[string]any{"status": "Healthy"},
+			"operationState": map[string]any{"phase": "Succeeded", "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:05Z",
+				"operation": map[string]any{"sync": map[string]any{"revision": priceRevision}}},
+		}
+		return c.Patch(ctx, updated, client.MergeFrom(apps[i]))
+	}); err != nil {
+		return p, fmt.Errorf("patching Application status: %w", err)
+	}
+	r := &v1alpha1.MulticlusterApplicationSetReport{ObjectMeta: metav1.ObjectMeta{Name: "prices", Namespace: pricesNamespace}}
+	for k := range entries {
+		cluster := fmt.Sprintf("cluster%04d", k)
+		r.Statuses.ClusterConditions = append(r.Statuses.ClusterConditions, v1alpha1.ClusterCondition{
+			Cluster: cluster, App: fmt.Sprintf("argocd/%s/%s/%s", appName("prices", cluster), cluster, propagation.WorkName(argoNamespace, appName("prices", cluster))),
+			SyncStatus: "Synced", HealthStatus: "Healthy", OperationStatePhase: "Succeeded",
+			OperationStateStartedAt: time.Now().UTC().Format(time.RFC3339), SyncRevision: priceRevision})
+	}
+	if err := c.Create(ctx, r); err != nil {
+		return p, err
+	}
+	writes := 20
+	perWrite, etcdPerWrite, err := apiserverCPU(writes, func(i int) error {
+		r.Statuses.ClusterConditions[i%entries].SyncRevision = fmt.Sprintf("price-%d", i)
+		return c.Update(ctx, r)
+	})
+	if err != nil {
+		return p, fmt.Errorf("writing the report: %w", err)
+	}
+	p.ReportEntryMs, p.ReportEntryEtcdMs, p.ReportEntriesProbed = perWrite/float64(entries), etcdPerWrite/float64(entries), entries
+
+	// Leave the apiserver as the size found it.
+	for _, obj := range []client.Object{&workv1.ManifestWork{}, argocd.NewApplication(), &v1alpha1.MulticlusterApplicationSetReport{}} {
+		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(pricesNamespace)); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
