@@ -13,9 +13,10 @@ import (
 // reportPacer bounds what report writes cost the apiserver. Each report is written at most once
 // per its interval (report.WriteInterval), and all reports together write at most a budget of
 // cluster entries a second: a report write costs the apiserver in proportion to its entries (about
-// 0.1 ms of CPU each, see docs/benchmarks.md), so ten reports of 1,000 clusters rewritten every
-// second took more than half of a 2-core hub's apiserver. What changes meanwhile waits for the
-// report's next write. Reports take their turns in the order they asked (a rate.Limiter's
+// 0.15 ms of CPU each, the benchmark's price list in docs/benchmarks.md), so ten reports of 1,000
+// clusters rewritten every second would need more than one core of the apiserver, and at 4,000
+// entries a second reports took most of a 2-core hub's apiserver from propagation and the
+// Applications' status. What changes meanwhile waits for the report's next write. Reports take their turns in the order they asked (a rate.Limiter's
 // reservations), so a large busy report does not starve the others.
 type reportPacer struct {
 	mu      sync.Mutex

@@ -91,7 +91,7 @@ func DefaultOptions() Options {
 		StaleAfter:               5 * time.Minute,
 		ReportCoalesce:           100 * time.Millisecond,
 		ReportIntervalPerCluster: time.Millisecond,
-		ReportEntriesPerSecond:   4000,
+		ReportEntriesPerSecond:   1000,
 		SearchInterval:           30 * time.Second,
 		SecretGracePeriod:        10 * time.Minute,
 
