@@ -363,13 +363,6 @@ func (a *agents) reportsAtInitial(clusters int) int {
 	return n
 }
 
-// arrived counts the pending changes seen at the hub Applications and at the reports.
-func (a *agents) arrived() (apps, reports, total int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.appLatency), len(a.repLatency), len(a.pending)
-}
-
 // unsettled counts the Applications whose last change has not yet arrived at the hub
 // Application or at the report.
 func (a *agents) unsettled() int {

@@ -221,14 +221,16 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	// Status latency.
 	before, err := ctl.scrape(ctx)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("reading the controller's metrics: %w", err)
 	}
 	if res.ChangesPerSecond, err = makeChanges(ctx, ag, f, "r", cfg.changes, cfg.changeRate, cfg.workers); err != nil {
-		return res, err
+		return res, fmt.Errorf("writing feedback changes: %w", err)
 	}
+	// Every Application's last change (at small sizes an Application changes more than once, and
+	// a change overwritten before it arrived is never timed).
 	if err := waitFor(ctx, 5*time.Minute, "every change at the hub Applications and reports", logPath, func() (bool, string) {
-		apps, reports, total := ag.arrived()
-		return apps == total && reports == total, fmt.Sprintf("%d/%d at Applications, %d/%d at reports", apps, total, reports, total)
+		n := ag.unsettled()
+		return n == 0, fmt.Sprintf("%d Applications whose last change has not arrived", n)
 	}); err != nil {
 		return res, err
 	}
@@ -401,7 +403,7 @@ func waitFor(ctx context.Context, timeout time.Duration, what, logPath string, c
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
