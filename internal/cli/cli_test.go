@@ -40,6 +40,9 @@ func TestControllerHelpListsEveryFlag(t *testing.T) {
 		"--leader-elect", "--leader-election-namespace", "--argocd-namespace", "--pull-namespaces", "--gitops-namespaces", "--grant-argocd-namespaces", "--concurrency", "--zap-log-level"} {
 		g.Expect(out.String()).To(ContainSubstring(flag))
 	}
+	controller, _, err := cmd.Find([]string{"controller"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(controller.Flags().Lookup("pprof-bind-address").DefValue).To(BeEmpty(), "profiling must be off unless asked for")
 }
 
 func TestControllerRejectsBadOptionsBeforeStarting(t *testing.T) {
@@ -73,13 +76,13 @@ func TestControllerRejectsBadOptionsBeforeStarting(t *testing.T) {
 func TestControllerServesProbesAndMetricsAndStops(t *testing.T) {
 	env := testenv.Get(t)
 	g := NewWithT(t)
-	probeAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	probeAddr, metricsAddr, pprofAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := NewRootCommand()
 	cmd.SetArgs([]string{"controller", "--kubeconfig", env.Kubeconfig(t),
-		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", metricsAddr, "--pprof-bind-address", pprofAddr,
 		"--leader-elect", "--leader-election-namespace", env.Namespace(t)})
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
@@ -90,6 +93,8 @@ func TestControllerServesProbesAndMetricsAndStops(t *testing.T) {
 	}
 	g.Eventually(func() (string, error) { return httpBody("http://" + metricsAddr + "/metrics") }, 20*time.Second, 100*time.Millisecond).
 		Should(ContainSubstring("leader_election_master_status"))
+	g.Eventually(func() (string, error) { return httpBody("http://" + pprofAddr + "/debug/pprof/") }, 20*time.Second, 100*time.Millisecond).
+		Should(ContainSubstring("goroutine"), "the profiles asked for with --pprof-bind-address")
 
 	cancel()
 	g.Eventually(done, 20*time.Second).Should(Receive(BeNil()))

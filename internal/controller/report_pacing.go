@@ -16,8 +16,9 @@ import (
 // 0.15 ms of CPU each, the benchmark's price list in docs/benchmarks.md), so ten reports of 1,000
 // clusters rewritten every second would need more than one core of the apiserver, and at 4,000
 // entries a second reports took most of a 2-core hub's apiserver from propagation and the
-// Applications' status. What changes meanwhile waits for the report's next write. Reports take their turns in the order they asked (a rate.Limiter's
-// reservations), so a large busy report does not starve the others.
+// Applications' status. What changes meanwhile waits for the report's next write. Reports take
+// their turns in the order they asked (a rate.Limiter's reservations), so a large busy report
+// does not starve the others.
 type reportPacer struct {
 	mu      sync.Mutex
 	written map[types.NamespacedName]time.Time
