@@ -49,7 +49,6 @@ func measurePrices(ctx context.Context, c client.Client, n, entries int) (prices
 	for i := range apps {
 		apps[i] = pullApplication("prices", fmt.Sprintf("price%04d", i), metav1.OwnerReference{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: "prices", UID: "prices"})
 		apps[i].SetNamespace(pricesNamespace)
-		apps[i].GetAnnotations()[argocd.SkipReconcileAnnotation] = "true"
 		if err := c.Create(ctx, apps[i]); err != nil {
 			return p, err
 		}

@@ -226,12 +226,12 @@ func (c cpuClock) since(start cpuClock) cpuShare {
 	}
 }
 
-// String gives the shares as CPU seconds per wall-clock second (1.0 is one core busy).
+// String gives the shares as cores busy on average: CPU seconds per wall-clock second.
 func (s cpuShare) String() string {
 	if s.Seconds <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("apiserver %.2f, etcd %.2f, controller %.2f, benchmark %.2f cores",
+	return fmt.Sprintf("apiserver %.2f / etcd %.2f / controller %.2f / benchmark %.2f cores",
 		s.APIServer/s.Seconds, s.Etcd/s.Seconds, s.Controller/s.Seconds, s.Benchmark/s.Seconds)
 }
 

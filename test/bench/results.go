@@ -40,10 +40,10 @@ func (r benchReport) markdown() string {
 	row("**propagation / direct**", func(x result) string { return fmt.Sprintf("**%.2f**", x.PropagationRatio) })
 	row("direct create while the agents answer", func(x result) string { return fmt.Sprintf("%.0f works/s", x.DirectAnsweredPerSecond) })
 	row("**propagation / direct while the agents answer**", func(x result) string { return fmt.Sprintf("**%.2f**", x.PropagationToAnswered) })
-	row("CPU while created directly as the agents answer", func(x result) string { return cpuCell(x.DirectAnsweredCPU) })
+	row("CPU while created directly as the agents answer", func(x result) string { return x.DirectAnsweredCPU.String() })
 	row("every report complete after", func(x result) string { return fmt.Sprintf("%.1fs", x.InitialReportSeconds) })
 	row("controller requests per Application until then", func(x result) string { return fmt.Sprintf("%.2f", x.RequestsPerApplication) })
-	row("CPU from the controller's start until then", func(x result) string { return cpuCell(x.PropagationCPU) })
+	row("CPU from the controller's start until then", func(x result) string { return x.PropagationCPU.String() })
 	row("feedback -> hub Application p50/p90/p99", func(x result) string { return latencyCell(x.AppStatusLatency) })
 	row("feedback -> report p50/p90/p99", func(x result) string { return latencyCell(x.ReportLatency) })
 	row("changes (rate achieved)", func(x result) string {
@@ -73,7 +73,7 @@ func (r benchReport) markdown() string {
 		return fmt.Sprintf("%.1f / %.1f per s", s.AgentWritesPerSec, s.ControllerWrites)
 	})
 	steady("steady state: controller CPU", func(s *steadyState) string { return fmt.Sprintf("%.1f s/min", s.ControllerCPU) })
-	steady("steady state: CPU", func(s *steadyState) string { return cpuCell(s.CPU) })
+	steady("steady state: CPU", func(s *steadyState) string { return s.CPU.String() })
 	steady("steady state: feedback -> hub Application", func(s *steadyState) string { return latencyCell(s.AppStatusLatency) })
 	steady("steady state: feedback -> report", func(s *steadyState) string { return latencyCell(s.ReportLatency) })
 	if len(r.Results) > 0 {
@@ -84,12 +84,4 @@ func (r benchReport) markdown() string {
 
 func latencyCell(p percentiles) string {
 	return fmt.Sprintf("%.0f / %.0f / %.0f ms", p.P50ms, p.P90ms, p.P99ms)
-}
-
-// cpuCell gives each process's CPU as cores busy on average (CPU seconds per second).
-func cpuCell(s cpuShare) string {
-	if s.Seconds <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("apiserver %.2f / etcd %.2f / controller %.2f / benchmark %.2f", s.APIServer/s.Seconds, s.Etcd/s.Seconds, s.Controller/s.Seconds, s.Benchmark/s.Seconds)
 }
