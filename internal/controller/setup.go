@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
+	toolscache "k8s.io/client-go/tools/cache"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/intern"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/search"
@@ -161,9 +163,7 @@ func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
 	return ctrl.Options{
 		Scheme: scheme,
 		Cache: cache.Options{
-			// managedFields are often the largest part of an object and nothing here reads them:
-			// at 10,000 Applications and their works they would be most of the cache.
-			DefaultTransform: cache.TransformStripManagedFields(),
+			DefaultTransform: slimForCache(intern.NewTable()),
 			ByObject: map[client.Object]cache.ByObject{
 				app:                    {Label: labels.NewSelector().Add(*pullLabelled)},
 				&workv1.ManifestWork{}: {Label: ours},
@@ -178,6 +178,22 @@ func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
 			// read by name, straight from the apiserver: the RBAC grants get on those names only.
 			DisableFor: []client.Object{&corev1.ConfigMap{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}},
 		}},
+	}
+}
+
+// slimForCache is the transform of every object the cache keeps. managedFields are often the
+// largest part of an object and nothing here reads them; the strings the fleet repeats (keys,
+// reasons, feedback names and values, sources) are shared through table. At 10,000 Applications
+// and their works this halves what the cache holds (docs/benchmarks.md).
+func slimForCache(table *intern.Table) toolscache.TransformFunc {
+	strip := cache.TransformStripManagedFields()
+	return func(in any) (any, error) {
+		out, err := strip(in)
+		if err != nil {
+			return out, err
+		}
+		table.Object(out)
+		return out, nil
 	}
 }
 

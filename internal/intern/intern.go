@@ -1,0 +1,176 @@
+// Package intern lets the objects of the controller's cache share the strings they repeat. At
+// 10,000 Applications the cache holds as many Applications and ManifestWorks, decoded from JSON
+// with their own copy of every key, condition reason, feedback name, JSONPath, source URL and
+// status value: most of the bytes are the same few hundred strings. The cache's transform (see
+// Table.Object) replaces each with one shared copy, so memory follows the fleet's variety, not its size.
+package intern
+
+import (
+	"reflect"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Table holds one copy of each string it was given, within bounds: strings longer than MaxLen
+// are not kept, and when the current generation holds MaxBytes of strings (or MaxEntries) it
+// becomes the previous one and the one before is dropped. A string still in use moves back into
+// the current generation when it is looked up again, so what the fleet repeats stays shared and
+// what it stopped repeating (old revisions, deleted objects) leaves within two generations. What a
+// managed cluster writes can therefore not grow the table beyond 2 x MaxBytes.
+type Table struct {
+	MaxLen     int
+	MaxBytes   int
+	MaxEntries int
+
+	mu        sync.Mutex
+	cur, prev map[string]string
+	curBytes  int
+}
+
+// NewTable returns a table with the bounds the controller's cache uses: strings of up to 1 KiB
+// (the OCM work agent drops raw feedback values above that), 8 MiB and 64Ki strings a generation.
+func NewTable() *Table {
+	return &Table{MaxLen: 1024, MaxBytes: 8 << 20, MaxEntries: 1 << 16}
+}
+
+// String returns the table's copy of s, keeping s as that copy when it has none.
+func (t *Table) String(s string) string {
+	if s == "" || len(s) > t.MaxLen {
+		return s
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.cur[s]; ok {
+		return v
+	}
+	v, ok := t.prev[s]
+	if !ok {
+		v = s
+	}
+	if t.cur == nil || t.curBytes+len(v) > t.MaxBytes || len(t.cur) >= t.MaxEntries {
+		t.prev, t.cur, t.curBytes = t.cur, make(map[string]string, len(t.cur)), 0
+	}
+	t.cur[v] = v
+	t.curBytes += len(v)
+	return v
+}
+
+// Len is the number of strings the table holds, in both generations.
+func (t *Table) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.cur) + len(t.prev)
+}
+
+// Object replaces, in place, every string of obj (a typed object or an unstructured one) by the
+// table's copy: metadata's labels, annotations, owner references and namespace, and everything
+// in the rest of the object reachable through struct fields, pointers, slices, maps and
+// interfaces. Byte slices (raw manifests) are left alone, and so are the values unique to one
+// object (name, UID, resource version, timestamps): they would only churn the table.
+func (t *Table) Object(obj any) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		t.walkMap(reflect.ValueOf(u.Object), nil)
+		return
+	}
+	rv := reflect.ValueOf(obj)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return
+	}
+	t.walk(rv.Elem())
+}
+
+// uniqueMetadata are the fields of metadata that differ from one object to the next, by their
+// Go field names and their JSON keys.
+var uniqueMetadata = map[string]bool{
+	"Name": true, "GenerateName": true, "UID": true, "ResourceVersion": true, "CreationTimestamp": true, "ManagedFields": true,
+	"name": true, "generateName": true, "uid": true, "resourceVersion": true, "creationTimestamp": true, "managedFields": true,
+}
+
+var (
+	stringType     = reflect.TypeFor[string]()
+	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+)
+
+func (t *Table) walk(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(t.String(v.String()))
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			t.walk(v.Elem())
+		}
+	case reflect.Struct:
+		typ := v.Type()
+		for i := range v.NumField() {
+			f := typ.Field(i)
+			if !f.IsExported() || typ == objectMetaType && uniqueMetadata[f.Name] {
+				continue
+			}
+			t.walk(v.Field(i))
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8 {
+			return // raw JSON: unique to each object
+		}
+		for i := range v.Len() {
+			t.walk(v.Index(i))
+		}
+	case reflect.Map:
+		t.walkMap(v, nil)
+	case reflect.Interface:
+		// The value an interface holds cannot be set in place: strings are set anew, maps and
+		// slices (of unstructured objects) are changed through their own references.
+		if v.IsNil() {
+			return
+		}
+		switch inner := v.Elem(); inner.Kind() {
+		case reflect.String:
+			if v.CanSet() {
+				v.Set(reflect.ValueOf(t.String(inner.String())))
+			}
+		case reflect.Map, reflect.Slice, reflect.Pointer:
+			t.walk(inner)
+		}
+	}
+}
+
+// walkMap shares a map's values and, for string keys, its keys: Go keeps an entry's first key
+// when a value is assigned under an equal one, so each entry is deleted and inserted again. The
+// values of keys in skip are left alone; the map under the key "metadata" skips uniqueMetadata.
+func (t *Table) walkMap(m reflect.Value, skip map[string]bool) {
+	if m.IsNil() || m.Len() == 0 {
+		return
+	}
+	keyType, elemType := m.Type().Key(), m.Type().Elem()
+	stringKeys := keyType.Kind() == reflect.String
+	type entry struct{ k, v reflect.Value }
+	entries := make([]entry, 0, m.Len())
+	for iter := m.MapRange(); iter.Next(); {
+		k := iter.Key()
+		v := reflect.New(elemType).Elem() // map values are not addressable: change a copy
+		v.Set(iter.Value())
+		switch {
+		case stringKeys && skip[k.String()]:
+		case stringKeys && k.String() == "metadata" && elemType.Kind() == reflect.Interface && v.Elem().Kind() == reflect.Map:
+			t.walkMap(v.Elem(), uniqueMetadata)
+		default:
+			t.walk(v)
+		}
+		if stringKeys {
+			k = reflect.ValueOf(t.String(k.String())).Convert(keyType)
+		}
+		entries = append(entries, entry{k, v})
+	}
+	if stringKeys {
+		for _, e := range entries {
+			m.SetMapIndex(e.k, reflect.Value{})
+		}
+	}
+	for _, e := range entries {
+		m.SetMapIndex(e.k, e.v)
+	}
+}
