@@ -88,10 +88,7 @@ var uniqueMetadata = map[string]bool{
 	"name": true, "generateName": true, "uid": true, "resourceVersion": true, "creationTimestamp": true, "managedFields": true,
 }
 
-var (
-	stringType     = reflect.TypeFor[string]()
-	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
-)
+var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
 
 func (t *Table) walk(v reflect.Value) {
 	switch v.Kind() {
