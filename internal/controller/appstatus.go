@@ -129,13 +129,14 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	return ctrl.Result{}, nil
 }
 
-// workOf is the ManifestWork of a pull-model hub Application, nil when it has none (yet).
+// workOf is the ManifestWork of a pull-model hub Application, nil when it has none (yet). It is
+// the cache's own object, not a copy: the status controller only reads it (appstatus.Observe).
 func (r *AppStatusReconciler) workOf(ctx context.Context, app *unstructured.Unstructured) (*workv1.ManifestWork, error) {
 	target, pull, err := propagation.Decide(app)
 	if err != nil || !pull || !app.GetDeletionTimestamp().IsZero() {
 		return nil, nil
 	}
-	return workOn(ctx, r.Client, target.Cluster, client.ObjectKeyFromObject(app))
+	return workOn(ctx, r.Client, target.Cluster, client.ObjectKeyFromObject(app), client.UnsafeDisableDeepCopy)
 }
 
 // siblings are the other pull-model Applications of a RollingSync ApplicationSet with the same

@@ -123,10 +123,11 @@ func requestForHubApplication(_ context.Context, work client.Object) []reconcile
 	return nil
 }
 
-// applicationRequests lists the pull-labelled Applications matching opts as requests.
+// applicationRequests lists the pull-labelled Applications matching opts as requests. The list
+// is read without copies: only names are taken from it.
 func applicationRequests(ctx context.Context, c client.Reader, opts ...client.ListOption) []reconcile.Request {
 	apps := argocd.NewApplicationList()
-	if err := c.List(ctx, apps, opts...); err != nil {
+	if err := c.List(ctx, apps, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Applications to requeue")
 		return nil
 	}

@@ -415,10 +415,11 @@ func (r *PropagationReconciler) worksOf(ctx context.Context, key types.Namespace
 
 // appsRefusedFor requeues the Applications refused because of a work on the same cluster
 // (ManagedApplicationTaken, ManifestWorkNameTaken): when it appears, goes, or is applied (a refused
-// Application's own work yields once the other is applied), they may be delivered or act.
+// Application's own work yields once the other is applied), they may be delivered or act. Called
+// for every work created: the cluster's Applications are read from the cache without copies.
 func (r *PropagationReconciler) appsRefusedFor(ctx context.Context, o client.Object) []reconcile.Request {
 	apps := argocd.NewApplicationList()
-	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: o.GetNamespace()}); err != nil {
+	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: o.GetNamespace()}, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Applications to requeue")
 		return nil
 	}

@@ -260,7 +260,7 @@ func (r *ReportReconciler) deleteReport(ctx context.Context, key types.Namespace
 // appSetsOnCluster maps a ManagedCluster to the ApplicationSets with an Application on it.
 func (r *ReportReconciler) appSetsOnCluster(ctx context.Context, o client.Object) []reconcile.Request {
 	apps := argocd.NewApplicationList()
-	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: o.GetName()}); err != nil {
+	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Applications to requeue their reports")
 		return nil
 	}
