@@ -46,7 +46,10 @@ func newControllerCommand() *cobra.Command {
 		Long: `Run the hub controllers against the cluster of the current kubeconfig (or in-cluster config).
 
 The manager serves Prometheus metrics and health probes (/healthz, /readyz) and can run with
-leader election for high availability.`,
+leader election for high availability.
+
+In a container with a memory limit, the Go runtime aims to stay under 90% of it (unless
+GOMEMLIMIT is set): it collects garbage harder near the limit instead of being killed by it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runController(cmd, f)
@@ -129,6 +132,9 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding ready check: %w", err)
+	}
+	if limit := setMemoryLimit(); limit != "" {
+		log.Info("Go memory limit set from the container's", "limit", limit)
 	}
 	log.Info("Starting manager", "version", Version(), "argocdNamespace", f.opts.ArgoCDNamespace, "argocdNamespaces", f.opts.ArgoCDNamespaces())
 	return mgr.Start(cmd.Context())
