@@ -68,10 +68,12 @@ func (t *Table) Len() int {
 // table's copy: metadata's labels, annotations, owner references and namespace, and everything
 // in the rest of the object reachable through struct fields, pointers, slices, maps and
 // interfaces. Byte slices (raw manifests) are left alone, and so are the values unique to one
-// object (name, UID, resource version, timestamps): they would only churn the table.
+// object (name, UID, resource version, timestamps): they would only churn the table. Maps are
+// rebuilt with shared keys (Go keeps an entry's first key when a value is assigned under an
+// equal one).
 func (t *Table) Object(obj any) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		t.walkMap(reflect.ValueOf(u.Object), nil)
+		u.Object = t.jsonMap(u.Object, nil)
 		return
 	}
 	rv := reflect.ValueOf(obj)
@@ -88,14 +90,47 @@ var uniqueMetadata = map[string]bool{
 	"name": true, "generateName": true, "uid": true, "resourceVersion": true, "creationTimestamp": true, "managedFields": true,
 }
 
+// jsonMap returns m, a map of an unstructured object, rebuilt with shared keys and values; the
+// values of keys in skip are kept as they are, and the map under "metadata" skips uniqueMetadata.
+func (t *Table) jsonMap(m map[string]any, skip map[string]bool) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		switch meta, isMap := v.(map[string]any); {
+		case skip[k]:
+		case k == "metadata" && isMap:
+			v = t.jsonMap(meta, uniqueMetadata)
+		default:
+			v = t.jsonValue(v)
+		}
+		out[t.String(k)] = v
+	}
+	return out
+}
+
+func (t *Table) jsonValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return t.String(x)
+	case map[string]any:
+		return t.jsonMap(x, nil)
+	case []any:
+		for i := range x {
+			x[i] = t.jsonValue(x[i])
+		}
+	}
+	return v
+}
+
 var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
 
+// walk shares the strings of a typed value, which must be settable.
 func (t *Table) walk(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.String:
-		if v.CanSet() {
-			v.SetString(t.String(v.String()))
-		}
+		v.SetString(t.String(v.String()))
 	case reflect.Pointer:
 		if !v.IsNil() {
 			t.walk(v.Elem())
@@ -117,57 +152,27 @@ func (t *Table) walk(v reflect.Value) {
 			t.walk(v.Index(i))
 		}
 	case reflect.Map:
-		t.walkMap(v, nil)
-	case reflect.Interface:
-		// The value an interface holds cannot be set in place: strings are set anew, maps and
-		// slices (of unstructured objects) are changed through their own references.
-		if v.IsNil() {
-			return
+		if !v.IsNil() && v.Len() > 0 {
+			v.Set(t.typedMap(v))
 		}
-		switch inner := v.Elem(); inner.Kind() {
-		case reflect.String:
-			if v.CanSet() {
-				v.Set(reflect.ValueOf(t.String(inner.String())))
-			}
-		case reflect.Map, reflect.Slice, reflect.Pointer:
-			t.walk(inner)
+	case reflect.Interface:
+		if !v.IsNil() {
+			v.Set(reflect.ValueOf(t.jsonValue(v.Elem().Interface())))
 		}
 	}
 }
 
-// walkMap shares a map's values and, for string keys, its keys: Go keeps an entry's first key
-// when a value is assigned under an equal one, so each entry is deleted and inserted again. The
-// values of keys in skip are left alone; the map under the key "metadata" skips uniqueMetadata.
-func (t *Table) walkMap(m reflect.Value, skip map[string]bool) {
-	if m.IsNil() || m.Len() == 0 {
-		return
-	}
-	keyType, elemType := m.Type().Key(), m.Type().Elem()
-	stringKeys := keyType.Kind() == reflect.String
-	type entry struct{ k, v reflect.Value }
-	entries := make([]entry, 0, m.Len())
+// typedMap returns a copy of the typed map m with shared keys and values.
+func (t *Table) typedMap(m reflect.Value) reflect.Value {
+	typ := m.Type()
+	out := reflect.MakeMapWithSize(typ, m.Len())
 	for iter := m.MapRange(); iter.Next(); {
-		k := iter.Key()
-		v := reflect.New(elemType).Elem() // map values are not addressable: change a copy
+		k, v := reflect.New(typ.Key()).Elem(), reflect.New(typ.Elem()).Elem() // settable copies
+		k.Set(iter.Key())
 		v.Set(iter.Value())
-		switch {
-		case stringKeys && skip[k.String()]:
-		case stringKeys && k.String() == "metadata" && elemType.Kind() == reflect.Interface && v.Elem().Kind() == reflect.Map:
-			t.walkMap(v.Elem(), uniqueMetadata)
-		default:
-			t.walk(v)
-		}
-		if stringKeys {
-			k = reflect.ValueOf(t.String(k.String())).Convert(keyType)
-		}
-		entries = append(entries, entry{k, v})
+		t.walk(k)
+		t.walk(v)
+		out.SetMapIndex(k, v)
 	}
-	if stringKeys {
-		for _, e := range entries {
-			m.SetMapIndex(e.k, reflect.Value{})
-		}
-	}
-	for _, e := range entries {
-		m.SetMapIndex(e.k, e.v)
-	}
+	return out
 }
