@@ -25,7 +25,7 @@ type Table struct {
 	MaxEntries int
 
 	mu        sync.Mutex
-	cur, prev map[string]string
+	cur, prev map[string]any // each string boxed once, so unstructured values share the box too
 	curBytes  int
 }
 
@@ -40,6 +40,12 @@ func (t *Table) String(s string) string {
 	if s == "" || len(s) > t.MaxLen {
 		return s
 	}
+	return t.boxed(s).(string)
+}
+
+// boxed returns the table's copy of s as an interface value: an unstructured object holds its
+// strings boxed, 16 bytes of header each, and the table shares the box with the string.
+func (t *Table) boxed(s string) any {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if v, ok := t.cur[s]; ok {
@@ -49,11 +55,11 @@ func (t *Table) String(s string) string {
 	if !ok {
 		v = s
 	}
-	if t.cur == nil || t.curBytes+len(v) > t.MaxBytes || len(t.cur) >= t.MaxEntries {
-		t.prev, t.cur, t.curBytes = t.cur, make(map[string]string, len(t.cur)), 0
+	if t.cur == nil || t.curBytes+len(s) > t.MaxBytes || len(t.cur) >= t.MaxEntries {
+		t.prev, t.cur, t.curBytes = t.cur, make(map[string]any, len(t.cur)), 0
 	}
-	t.cur[v] = v
-	t.curBytes += len(v)
+	t.cur[v.(string)] = v
+	t.curBytes += len(s)
 	return v
 }
 
@@ -113,13 +119,20 @@ func (t *Table) jsonMap(m map[string]any, skip map[string]bool) map[string]any {
 func (t *Table) jsonValue(v any) any {
 	switch x := v.(type) {
 	case string:
-		return t.String(x)
+		if x == "" || len(x) > t.MaxLen {
+			return v
+		}
+		return t.boxed(x)
 	case map[string]any:
 		return t.jsonMap(x, nil)
 	case []any:
+		if cap(x) > len(x) { // the decoder grows arrays by doubling
+			x = append(make([]any, 0, len(x)), x...)
+		}
 		for i := range x {
 			x[i] = t.jsonValue(x[i])
 		}
+		return x
 	}
 	return v
 }
@@ -147,6 +160,11 @@ func (t *Table) walk(v reflect.Value) {
 	case reflect.Slice, reflect.Array:
 		if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8 {
 			return // raw JSON: unique to each object
+		}
+		if v.Kind() == reflect.Slice && v.Cap() > v.Len() { // the decoder grows slices by doubling
+			exact := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+			reflect.Copy(exact, v)
+			v.Set(exact)
 		}
 		for i := range v.Len() {
 			t.walk(v.Index(i))
