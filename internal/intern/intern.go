@@ -1,13 +1,20 @@
 // Package intern lets the objects of the controller's cache share the strings they repeat. At
 // 10,000 Applications the cache holds as many Applications and ManifestWorks, decoded from JSON
 // with their own copy of every key, condition reason, feedback name, JSONPath, source URL and
-// status value: most of the bytes are the same few hundred strings. The cache's transform (see
-// Table.Object) replaces each with one shared copy, so memory follows the fleet's variety, not its size.
+// status value: most of the bytes are the same few hundred strings, and most of an Application's
+// maps (its source, sync policy, health, resources) are the same on every cluster its
+// ApplicationSet generates for. The cache's transform (see Table.Object) replaces each with one
+// shared copy, so memory follows the fleet's variety, not its size.
 package intern
 
 import (
+	"encoding/binary"
+	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"sync"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,14 +26,42 @@ import (
 // the current generation when it is looked up again, so what the fleet repeats stays shared and
 // what it stopped repeating (old revisions, deleted objects) leaves within two generations. What a
 // managed cluster writes can therefore not grow the table beyond 2 x MaxBytes.
+//
+// It also holds one copy of each JSON subtree of unstructured objects (a source, a sync policy, a
+// health, a resources list: the same on every cluster an ApplicationSet generates for), under the
+// same bounds, in generations of their own.
 type Table struct {
 	MaxLen     int
 	MaxBytes   int
 	MaxEntries int
 
-	mu        sync.Mutex
-	cur, prev map[string]any // each string boxed once, so unstructured values share the box too
+	mu      sync.Mutex
+	strings generations // each string boxed once, so unstructured values share the box too
+	trees   generations // JSON maps and arrays by their signature (see Table.tree)
+	sig     []byte      // scratch for signatures, under mu
+}
+
+// generations are the two generations of one kind of shared value, by key.
+type generations struct {
+	cur, prev map[string]any
 	curBytes  int
+}
+
+// get returns the value kept under key, moving it into the current generation, or keeps v under
+// key, which must not share memory with anything that changes.
+func (g *generations) get(t *Table, key string, v any) any {
+	if k, ok := g.cur[key]; ok {
+		return k
+	}
+	if k, ok := g.prev[key]; ok {
+		v = k
+	}
+	if g.cur == nil || g.curBytes+len(key) > t.MaxBytes || len(g.cur) >= t.MaxEntries {
+		g.prev, g.cur, g.curBytes = g.cur, make(map[string]any, len(g.cur)), 0
+	}
+	g.cur[key] = v
+	g.curBytes += len(key)
+	return v
 }
 
 // NewTable returns a table with the bounds the controller's cache uses: strings of up to 1 KiB
@@ -40,34 +75,26 @@ func (t *Table) String(s string) string {
 	if s == "" || len(s) > t.MaxLen {
 		return s
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return t.boxed(s).(string)
 }
 
 // boxed returns the table's copy of s as an interface value: an unstructured object holds its
-// strings boxed, 16 bytes of header each, and the table shares the box with the string.
+// strings boxed, 16 bytes of header each, and the table shares the box with the string. The
+// caller holds mu.
 func (t *Table) boxed(s string) any {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if v, ok := t.cur[s]; ok {
+	if v, ok := t.strings.cur[s]; ok { // the common case, without cloning the key
 		return v
 	}
-	v, ok := t.prev[s]
-	if !ok {
-		v = s
-	}
-	if t.cur == nil || t.curBytes+len(s) > t.MaxBytes || len(t.cur) >= t.MaxEntries {
-		t.prev, t.cur, t.curBytes = t.cur, make(map[string]any, len(t.cur)), 0
-	}
-	t.cur[v.(string)] = v
-	t.curBytes += len(s)
-	return v
+	return t.strings.get(t, s, s)
 }
 
 // Len is the number of strings the table holds, in both generations.
 func (t *Table) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.cur) + len(t.prev)
+	return len(t.strings.cur) + len(t.strings.prev)
 }
 
 // Object replaces, in place, every string of obj (a typed object or an unstructured one) by the
@@ -77,9 +104,15 @@ func (t *Table) Len() int {
 // object (name, UID, resource version, timestamps): they would only churn the table. Maps are
 // rebuilt with shared keys (Go keeps an entry's first key when a value is assigned under an
 // equal one).
+//
+// The maps and arrays of an unstructured object below its top level and metadata are replaced by
+// the table's copy of an equal one: objects in the cache are read, never written (the cache hands
+// out deep copies, and its unsafe readers only read), so equal subtrees can be one.
 func (t *Table) Object(obj any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.Object = t.jsonMap(u.Object, nil)
+		u.Object, _ = t.jsonMap(u.Object, nil, false)
 		return
 	}
 	rv := reflect.ValueOf(obj)
@@ -98,43 +131,127 @@ var uniqueMetadata = map[string]bool{
 
 // jsonMap returns m, a map of an unstructured object, rebuilt with shared keys and values; the
 // values of keys in skip are kept as they are, and the map under "metadata" skips uniqueMetadata.
-func (t *Table) jsonMap(m map[string]any, skip map[string]bool) map[string]any {
+// When share is set and every value is the table's, m is the table's copy of an equal map, and
+// shared says so.
+func (t *Table) jsonMap(m map[string]any, skip map[string]bool, share bool) (out map[string]any, shared bool) {
 	if m == nil {
-		return nil
+		return nil, false
 	}
-	out := make(map[string]any, len(m))
+	out = make(map[string]any, len(m))
+	shared = share && skip == nil
 	for k, v := range m {
+		isShared := false
 		switch meta, isMap := v.(map[string]any); {
 		case skip[k]:
 		case k == "metadata" && isMap:
-			v = t.jsonMap(meta, uniqueMetadata)
+			v, _ = t.jsonMap(meta, uniqueMetadata, false)
 		default:
-			v = t.jsonValue(v)
+			v, isShared = t.jsonValue(v)
 		}
-		out[t.String(k)] = v
+		if k != "" && len(k) <= t.MaxLen {
+			k = t.boxed(k).(string)
+		}
+		out[k] = v
+		shared = shared && isShared
 	}
-	return out
+	if !shared {
+		return out, false
+	}
+	c, shared := t.tree(out)
+	return c.(map[string]any), shared
 }
 
-func (t *Table) jsonValue(v any) any {
+// jsonValue returns v with shared strings, maps and arrays, and whether it is the table's.
+func (t *Table) jsonValue(v any) (any, bool) {
 	switch x := v.(type) {
 	case string:
 		if x == "" || len(x) > t.MaxLen {
-			return v
+			return v, x == ""
 		}
-		return t.boxed(x)
+		return t.boxed(x), true
 	case map[string]any:
-		return t.jsonMap(x, nil)
+		return t.jsonMap(x, nil, true)
 	case []any:
-		if cap(x) > len(x) { // the decoder grows arrays by doubling
-			x = append(make([]any, 0, len(x)), x...)
-		}
+		out, shared := make([]any, len(x)), true // exact capacity: the decoder grows arrays by doubling
 		for i := range x {
-			x[i] = t.jsonValue(x[i])
+			var isShared bool
+			out[i], isShared = t.jsonValue(x[i])
+			shared = shared && isShared
 		}
-		return x
+		if !shared {
+			return out, false
+		}
+		return t.tree(out)
+	case nil, bool, int64, float64:
+		return v, true
 	}
-	return v
+	return v, false
+}
+
+// tree returns the table's copy of v, a map or an array whose values are all the table's (or
+// scalars), keeping v when it has none. Its signature names each value by identity (the table's
+// strings, maps and arrays) or by bits (scalars): an address in the table's signatures stays
+// valid because the value kept under it keeps what it names alive. A signature longer than
+// MaxLen is not kept, so the table stays bounded as for strings.
+func (t *Table) tree(v any) (any, bool) {
+	sig := t.sig[:0]
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		sig = append(sig, 'm')
+		for _, k := range keys {
+			sig = appendString(sig, k)
+			sig = appendValue(sig, x[k])
+		}
+	case []any:
+		sig = append(sig, 'a')
+		for _, e := range x {
+			sig = appendValue(sig, e)
+		}
+	}
+	t.sig = sig
+	if len(sig) > t.MaxLen {
+		return v, false
+	}
+	if c, ok := t.trees.cur[string(sig)]; ok { // no allocation for the key of a lookup
+		return c, true
+	}
+	return t.trees.get(t, string(sig), v), true
+}
+
+// appendValue appends the signature of a value of a shared tree.
+func appendValue(sig []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(sig, 'n')
+	case bool:
+		if x {
+			return append(sig, 't')
+		}
+		return append(sig, 'f')
+	case int64:
+		return binary.LittleEndian.AppendUint64(append(sig, 'i'), uint64(x))
+	case float64:
+		return binary.LittleEndian.AppendUint64(append(sig, 'd'), math.Float64bits(x))
+	case string:
+		return appendString(append(sig, 's'), x)
+	case map[string]any:
+		return binary.LittleEndian.AppendUint64(append(sig, 'M'), uint64(uintptr(reflect.ValueOf(x).UnsafePointer())))
+	case []any:
+		sig = binary.LittleEndian.AppendUint64(append(sig, 'A'), uint64(uintptr(unsafe.Pointer(unsafe.SliceData(x)))))
+		return binary.LittleEndian.AppendUint64(sig, uint64(len(x)))
+	}
+	panic(fmt.Sprintf("intern: %T in a shared tree", v)) // jsonValue shares no other type
+}
+
+// appendString appends a table's string by its address and length.
+func appendString(sig []byte, s string) []byte {
+	sig = binary.LittleEndian.AppendUint64(sig, uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))))
+	return binary.LittleEndian.AppendUint64(sig, uint64(len(s)))
 }
 
 var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
@@ -143,7 +260,9 @@ var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
 func (t *Table) walk(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.String:
-		v.SetString(t.String(v.String()))
+		if s := v.String(); s != "" && len(s) <= t.MaxLen {
+			v.SetString(t.boxed(s).(string))
+		}
 	case reflect.Pointer:
 		if !v.IsNil() {
 			t.walk(v.Elem())
@@ -175,7 +294,8 @@ func (t *Table) walk(v reflect.Value) {
 		}
 	case reflect.Interface:
 		if !v.IsNil() {
-			v.Set(reflect.ValueOf(t.jsonValue(v.Elem().Interface())))
+			x, _ := t.jsonValue(v.Elem().Interface())
+			v.Set(reflect.ValueOf(x))
 		}
 	}
 }

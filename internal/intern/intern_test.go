@@ -93,7 +93,7 @@ func TestObjectKeepsContentAndSharesRepeatedStrings(t *testing.T) {
 		}
 	}
 	for _, unique := range []string{"uid-cluster1", "argocd-guestbook", "17"} {
-		if _, ok := tab.cur[unique]; ok {
+		if _, ok := tab.strings.cur[unique]; ok {
 			t.Errorf("the table keeps %q, a value unique to one work's metadata", unique)
 		}
 	}
@@ -165,6 +165,43 @@ func TestObjectLeavesNoSpareCapacityAndSharesBoxes(t *testing.T) {
 	}
 }
 
+// The Applications an ApplicationSet generates differ in their names and targets; their source,
+// sync policy and most of their status are the same, and the cache keeps one copy of them.
+func TestObjectSharesEqualSubtreesOfUnstructuredObjects(t *testing.T) {
+	tab := NewTable()
+	a1, a2 := application(t, "app1"), application(t, "app2")
+	want1, want2 := a1.DeepCopy(), a2.DeepCopy()
+	tab.Object(a1)
+	tab.Object(a2)
+	if !equality.Semantic.DeepEqual(a1, want1) || !equality.Semantic.DeepEqual(a2, want2) {
+		t.Fatalf("an Application changed:\n%v\nwant\n%v", a1.Object, want1.Object)
+	}
+	at := func(u *unstructured.Unstructured, path ...string) any {
+		v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+		return v
+	}
+	for _, path := range [][]string{{"spec"}, {"spec", "source"}, {"spec", "syncPolicy"}, {"status"}, {"metadata", "labels"}} {
+		if boxOf(at(a1, path...)) != boxOf(at(a2, path...)) {
+			t.Errorf("%v is kept twice", path)
+		}
+	}
+	if boxOf(a1.Object) == boxOf(a2.Object) || boxOf(a1.Object["metadata"]) == boxOf(a2.Object["metadata"]) {
+		t.Fatal("two Applications share their top level or metadata")
+	}
+	// What differs is not shared, and a copy from the cache is the reader's own.
+	a3 := application(t, "app3")
+	unstructured.SetNestedField(a3.Object, "other", "spec", "source", "path")
+	tab.Object(a3)
+	if boxOf(at(a3, "spec", "source")) == boxOf(at(a1, "spec", "source")) || boxOf(at(a3, "spec", "syncPolicy")) != boxOf(at(a1, "spec", "syncPolicy")) {
+		t.Error("a different source is shared, or the same sync policy beside it is not")
+	}
+	c := a1.DeepCopy()
+	unstructured.SetNestedField(c.Object, "changed", "spec", "project")
+	if p, _, _ := unstructured.NestedString(a2.Object, "spec", "project"); p != "default" {
+		t.Errorf("a change to a copy of one Application reached another: project %q", p)
+	}
+}
+
 func TestTableIsBounded(t *testing.T) {
 	tab := &Table{MaxLen: 16, MaxBytes: 1000, MaxEntries: 50}
 	if s := strings.Repeat("x", 17); !same(tab.String(s), s) || tab.Len() != 0 {
@@ -183,13 +220,27 @@ func TestTableIsBounded(t *testing.T) {
 		}
 	}
 	bytes := 0
-	for _, gen := range []map[string]any{tab.cur, tab.prev} {
+	for _, gen := range []map[string]any{tab.strings.cur, tab.strings.prev} {
 		for s := range gen {
 			bytes += len(s)
 		}
 	}
 	if bytes > 2*1000 {
 		t.Fatalf("the table holds %d bytes, more than two generations of 1000", bytes)
+	}
+	// The same for the subtrees of unstructured objects, and a subtree with a value too long to
+	// share is not kept at all.
+	for i := range 10_000 {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"n": int64(i), "m": map[string]any{"i": int64(i)}}}}
+		tab.Object(u)
+		if n := len(tab.trees.cur) + len(tab.trees.prev); n > 2*50 {
+			t.Fatalf("the table holds %d subtrees, more than two generations of 50", n)
+		}
+	}
+	tab = &Table{MaxLen: 10, MaxBytes: 1000, MaxEntries: 50}
+	tab.Object(&unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"message": strings.Repeat("x", 11)}}})
+	if n := len(tab.trees.cur); n != 0 {
+		t.Errorf("a subtree holding a value longer than MaxLen was kept (%d subtrees)", n)
 	}
 }
 
