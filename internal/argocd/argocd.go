@@ -87,3 +87,23 @@ func OwningApplicationSet(app *unstructured.Unstructured) (string, bool) {
 	}
 	return "", false
 }
+
+// Label returns the value of one label of an unstructured object. Unlike GetLabels, it does not
+// copy the object's labels into a new map: the report reads the markers of every Application of
+// an ApplicationSet on each rebuild.
+func Label(u *unstructured.Unstructured, key string) (string, bool) {
+	return metadataValue(u, "labels", key)
+}
+
+// Annotation returns the value of one annotation of an unstructured object, without copying the
+// object's annotations (see Label).
+func Annotation(u *unstructured.Unstructured, key string) (string, bool) {
+	return metadataValue(u, "annotations", key)
+}
+
+func metadataValue(u *unstructured.Unstructured, field, key string) (string, bool) {
+	m, _, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", field)
+	values, _ := m.(map[string]any)
+	v, ok := values[key].(string)
+	return v, ok
+}

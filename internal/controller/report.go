@@ -189,8 +189,9 @@ func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedN
 		if err == nil && !pull {
 			continue
 		}
+		cluster, _ := argocd.Annotation(app, api.ClusterAnnotation)
 		m := report.Member{
-			Cluster:          app.GetAnnotations()[api.ClusterAnnotation],
+			Cluster:          cluster,
 			AppNamespace:     app.GetNamespace(),
 			AppName:          app.GetName(),
 			WorkName:         propagation.WorkName(app.GetNamespace(), app.GetName()),

@@ -165,7 +165,9 @@ type Hub struct {
 
 // HubOf reads the requests of a hub Application.
 func HubOf(app *unstructured.Unstructured) Hub {
-	h := Hub{Refresh: app.GetAnnotations()[argocd.RefreshAnnotation], RefreshCleared: app.GetAnnotations()[api.RefreshDeliveredAnnotation]}
+	h := Hub{}
+	h.Refresh, _ = argocd.Annotation(app, argocd.RefreshAnnotation)
+	h.RefreshCleared, _ = argocd.Annotation(app, api.RefreshDeliveredAnnotation)
 	if op, ok := app.Object["operation"].(map[string]any); ok {
 		h.Operation = op
 	}

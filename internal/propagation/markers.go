@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
 // ErrInvalidMarkers wraps every error about the pull-model label and annotations: the user must
@@ -34,7 +35,7 @@ type Target struct {
 // are not pull-model ones (no label, or a false one): they must be left alone. A label that is
 // not a bool, or a missing or invalid cluster annotation, is an ErrInvalidMarkers.
 func Decide(app *unstructured.Unstructured) (target Target, pull bool, err error) {
-	value, ok := app.GetLabels()[api.PullLabel]
+	value, ok := argocd.Label(app, api.PullLabel)
 	if !ok {
 		return Target{}, false, nil
 	}
@@ -45,15 +46,16 @@ func Decide(app *unstructured.Unstructured) (target Target, pull bool, err error
 	if !pull {
 		return Target{}, false, nil
 	}
-	annotations := app.GetAnnotations()
-	cluster := strings.TrimSpace(annotations[api.ClusterAnnotation])
+	cluster, _ := argocd.Annotation(app, api.ClusterAnnotation)
+	cluster = strings.TrimSpace(cluster)
 	if cluster == "" {
 		return Target{}, true, fmt.Errorf("%w: annotation %s must name the managed cluster", ErrInvalidMarkers, api.ClusterAnnotation)
 	}
 	if errs := validation.IsDNS1123Label(cluster); len(errs) > 0 {
 		return Target{}, true, fmt.Errorf("%w: annotation %s is %q, not a cluster name: %s", ErrInvalidMarkers, api.ClusterAnnotation, cluster, strings.Join(errs, "; "))
 	}
-	appNamespace := strings.TrimSpace(annotations[api.AppNamespaceAnnotation])
+	appNamespace, _ := argocd.Annotation(app, api.AppNamespaceAnnotation)
+	appNamespace = strings.TrimSpace(appNamespace)
 	if appNamespace == "" {
 		appNamespace = app.GetNamespace()
 	}
