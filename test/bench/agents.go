@@ -37,15 +37,16 @@ type agents struct {
 	c       client.Client
 	workers int
 
-	mu         sync.Mutex
-	works      map[types.NamespacedName]bool // seen
-	firstWork  time.Time
-	lastWork   time.Time
-	pending    map[string]change // by "<appset>/<cluster>"
-	appLatency []time.Duration
-	repLatency []time.Duration
-	reported   map[string]int // report name -> clusters at initialRevision
-	reportSize map[string]int // report name -> bytes of its last version
+	mu          sync.Mutex
+	works       map[types.NamespacedName]bool // seen
+	firstWork   time.Time
+	lastWork    time.Time
+	pending     map[string]change // by "<appset>/<cluster>"
+	appLatency  []time.Duration
+	repLatency  []time.Duration
+	reported    map[string]int      // report name -> clusters at initialRevision
+	reportSize  map[string]int      // report name -> bytes of its last version
+	reportNotes map[string][]string // report name -> the notes of its last version
 
 	queue chan types.NamespacedName
 
@@ -78,7 +79,7 @@ type change struct {
 
 func newAgents(c client.Client, workers int, resync, jitter time.Duration) *agents {
 	return &agents{c: c, workers: workers, works: map[types.NamespacedName]bool{}, pending: map[string]change{},
-		reported: map[string]int{}, reportSize: map[string]int{}, queue: make(chan types.NamespacedName, 1<<16),
+		reported: map[string]int{}, reportSize: map[string]int{}, reportNotes: map[string][]string{}, queue: make(chan types.NamespacedName, 1<<16),
 		resync: resync, jitter: jitter, state: map[types.NamespacedName]*workState{}}
 }
 
@@ -335,6 +336,7 @@ func (a *agents) reportEvent(r *v1alpha1.MulticlusterApplicationSetReport, size 
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.reportSize[r.Name] = size
+	a.reportNotes[r.Name] = r.Statuses.Notes
 	initial := 0
 	for _, cc := range r.Statuses.ClusterConditions {
 		if cc.SyncRevision == initialRevision {
@@ -394,15 +396,16 @@ func (a *agents) latencies() (app, report []time.Duration) {
 	return app, report
 }
 
-func (a *agents) largestReport() (name string, size int) {
+func (a *agents) largestReport() (size int, notes []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	name := ""
 	for n, s := range a.reportSize {
 		if s > size {
 			name, size = n, s
 		}
 	}
-	return name, size
+	return size, a.reportNotes[name]
 }
 
 // percentiles summarises sorted latencies.

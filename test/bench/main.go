@@ -89,6 +89,8 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
 	}
 	report := benchReport{Machine: machine(), Started: started.UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"go run ./test/bench"}, withoutMachinePaths(os.Args[1:])...), " ")}
+	// The results are written after each size, so that a larger size that fails (or is stopped)
+	// keeps the smaller ones.
 	for _, n := range counts {
 		cfg.progress("N=%d clusters, A=%d ApplicationSets: %d Applications", n, *appSets, n**appSets)
 		res, err := measure(ctx, cfg, n, *appSets)
@@ -96,22 +98,26 @@ func run() error {
 			return fmt.Errorf("at N=%d: %w", n, err)
 		}
 		report.Results = append(report.Results, res)
+		report.Seconds = time.Since(started).Seconds()
+		if err := report.write(*out); err != nil {
+			return err
+		}
 	}
-	report.Seconds = time.Since(started).Seconds()
+	fmt.Print(report.markdown())
+	cfg.progress("done; results in %s", *out)
+	return nil
+}
+
+// write writes results.json and results.md into dir.
+func (report benchReport) write(dir string) error {
 	data, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*out, "results.json"), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	table := report.markdown()
-	if err := os.WriteFile(filepath.Join(*out, "results.md"), []byte(table), 0o644); err != nil {
-		return err
-	}
-	fmt.Print(table)
-	cfg.progress("done; results in %s", *out)
-	return nil
+	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(report.markdown()), 0o644)
 }
 
 type benchReport struct {

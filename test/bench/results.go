@@ -79,6 +79,14 @@ func (r benchReport) markdown() string {
 	if len(r.Results) > 0 {
 		fmt.Fprintf(&b, "\nController flags: `%s`.\n", strings.Join(r.Results[0].ControllerFlags, " "))
 	}
+	for _, x := range r.Results {
+		if len(x.ReportNotes) > 0 {
+			fmt.Fprintf(&b, "\nThe largest report's notes at N=%d:\n", x.Clusters)
+			for _, n := range x.ReportNotes {
+				fmt.Fprintf(&b, "- %s\n", n)
+			}
+		}
+	}
 	return b.String()
 }
 

@@ -66,6 +66,9 @@ type result struct {
 	RestartWrites  float64 `json:"restartWrites"`
 
 	ReportBytes int `json:"largestReportBytes"`
+	// ReportNotes are the largest report's notes: what it could not show, and the steps that
+	// bounded its size.
+	ReportNotes []string `json:"largestReportNotes,omitempty"`
 
 	Steady *steadyState `json:"steadyState,omitempty"`
 
@@ -184,8 +187,10 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	propagationStart := readCPUClock(ctl)
 	ctl.profile(ctx, cfg, fmt.Sprintf("cpu-%d-propagation.pprof", clusters))
 
-	// Propagation.
-	if err := waitFor(ctx, 15*time.Minute, "every ManifestWork", logPath, func() (bool, string) {
+	// Propagation. The limits allow for 10 works/s and 10 report entries/s at least: far below any
+	// run's rate, they only end a run that stalls.
+	patience := max(15*time.Minute, time.Duration(f.apps())*100*time.Millisecond)
+	if err := waitFor(ctx, patience, "every ManifestWork", logPath, func() (bool, string) {
 		n, _, _ := ag.workCount()
 		return n == f.apps(), fmt.Sprintf("%d of %d works", n, f.apps())
 	}); err != nil {
@@ -204,7 +209,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	}
 
 	// Every report lists every cluster at the initial revision.
-	if err := waitFor(ctx, 15*time.Minute, "every report at the initial status", logPath, func() (bool, string) {
+	if err := waitFor(ctx, patience, "every report at the initial status", logPath, func() (bool, string) {
 		n := ag.reportsAtInitial(clusters)
 		return n == appSets, fmt.Sprintf("%d of %d reports", n, appSets)
 	}); err != nil {
@@ -250,7 +255,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 		return res, err
 	}
 	res.Requests = after.Requests
-	_, res.ReportBytes = ag.largestReport()
+	res.ReportBytes, res.ReportNotes = ag.largestReport()
 	cfg.progress("controller: peak RSS %.0f MiB, %.1f CPU seconds, %.0f API requests (%s)",
 		res.Controller.PeakRSSMiB, res.Controller.CPUSeconds, total(after.Requests), formatRequests(after.Requests))
 
