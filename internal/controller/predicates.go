@@ -18,11 +18,14 @@ import (
 )
 
 // workChangedForPropagation passes ManifestWork events the propagation controller acts on:
-// creation and deletion, changes to what it wrote (drift), and the agent applying a new
-// generation, and feedback on works that carry a sync or refresh request (their delivery).
-// Other feedback-only changes, the bulk of the traffic, are left to the status controller.
-func workChangedForPropagation() predicate.Funcs {
+// creation (but not of a work createdAlone says this process just wrote, unchanged) and
+// deletion, changes to what it wrote (drift), and feedback on works that carry a sync or refresh
+// request (their delivery). Other feedback-only changes, the bulk of the traffic, are left to the
+// status controller; the agent applying a work concerns only other Applications (see
+// appsWaitingOn).
+func workChangedForPropagation(createdAlone func(client.Object) bool) predicate.Funcs {
 	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return !createdAlone(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldWork, okOld := e.ObjectOld.(*workv1.ManifestWork)
 			newWork, okNew := e.ObjectNew.(*workv1.ManifestWork)
@@ -33,8 +36,7 @@ func workChangedForPropagation() predicate.Funcs {
 			return delivering || oldWork.Generation != newWork.Generation ||
 				!newWork.DeletionTimestamp.IsZero() ||
 				!maps.Equal(oldWork.Labels, newWork.Labels) ||
-				!maps.Equal(oldWork.Annotations, newWork.Annotations) ||
-				appstatus.AppliedAtGeneration(oldWork) != appstatus.AppliedAtGeneration(newWork)
+				!maps.Equal(oldWork.Annotations, newWork.Annotations)
 		},
 	}
 }

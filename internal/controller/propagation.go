@@ -43,6 +43,8 @@ type PropagationReconciler struct {
 
 	// changed holds, per hub Application, when a change not yet written to its work was seen.
 	changed metrics.Since[types.NamespacedName]
+	// created are the works just created, whose creation event need not wake their Application.
+	created createdWorks
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch;patch
@@ -59,8 +61,8 @@ func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		Named("propagation").
 		WithOptions(opts).
 		For(argocd.NewApplication(), builder.WithPredicates(beyondStatus(), observeChanges(&r.changed))).
-		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(workChangedForPropagation())).
-		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(r.appsRefusedFor), builder.WithPredicates(workCameWentOrApplied())).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(workChangedForPropagation(r.createdAlone))).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(r.appsWaitingOn), builder.WithPredicates(workCameWentOrApplied())).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.appsOnCluster), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool { return !equalLabels(e.ObjectOld, e.ObjectNew) },
 		})).
@@ -304,6 +306,7 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 		if err := r.Create(ctx, desired); err != nil {
 			return fmt.Errorf("creating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
 		}
+		r.created.add(desired, time.Now())
 		// No event: one per created work was a quarter of the requests of a fleet's rollout. The
 		// work itself, the log line and argocd_pull_work_writes_total record it; events are for
 		// refusals, moves, freezes and deliveries.
@@ -413,10 +416,55 @@ func (r *PropagationReconciler) worksOf(ctx context.Context, key types.Namespace
 	return works.Items, nil
 }
 
-// appsRefusedFor requeues the Applications refused because of a work on the same cluster
-// (ManagedApplicationTaken, ManifestWorkNameTaken): when it appears, goes, or is applied (a refused
-// Application's own work yields once the other is applied), they may be delivered or act. Called
-// for every work created: the cluster's Applications are read from the cache without copies.
+// appsWaitingOn requeues the Applications a work's creation, deletion or application may concern
+// besides its own: those refused because of a work on the same cluster (ManagedApplicationTaken,
+// ManifestWorkNameTaken), which may now be delivered or act (a refused Application's own work
+// yields once the other is applied), and the owners of every other work that carries the same
+// managed-cluster Application (two created at once: the one that is not the oldest must learn of
+// the other, whichever event comes first). Called for every work created: what it reads comes
+// from the cache without copies.
+func (r *PropagationReconciler) appsWaitingOn(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs := r.appsRefusedFor(ctx, o)
+	for _, w := range r.worksCarryingTheSame(ctx, o) {
+		if key, ok := hubApplicationOf(&w); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		}
+	}
+	return reqs
+}
+
+// createdAlone reports whether o is a work this process just created (unchanged since) and the
+// only one that carries its managed-cluster Application: its creation then wakes nothing.
+func (r *PropagationReconciler) createdAlone(o client.Object) bool {
+	return r.created.take(o) && len(r.worksCarryingTheSame(context.Background(), o)) == 0
+}
+
+// worksCarryingTheSame lists, from the cache, the other works that carry the managed-cluster
+// Application o carries.
+func (r *PropagationReconciler) worksCarryingTheSame(ctx context.Context, o client.Object) []workv1.ManifestWork {
+	work, ok := o.(*workv1.ManifestWork)
+	if !ok {
+		return nil
+	}
+	managed, ok := propagation.ManagedApplication(work)
+	if !ok {
+		return nil
+	}
+	works := &workv1.ManifestWorkList{}
+	if err := r.List(ctx, works, client.InNamespace(work.Namespace), client.MatchingFields{workPayloadIndex: managed}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ManifestWorks carrying the same Application", "managedApplication", managed)
+		return nil
+	}
+	others := works.Items[:0]
+	for _, w := range works.Items {
+		if w.UID != work.UID {
+			others = append(others, w)
+		}
+	}
+	return others
+}
+
+// appsRefusedFor lists the Applications refused because of a work on o's cluster.
 func (r *PropagationReconciler) appsRefusedFor(ctx context.Context, o client.Object) []reconcile.Request {
 	apps := argocd.NewApplicationList()
 	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: o.GetNamespace()}, client.UnsafeDisableDeepCopy); err != nil {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -178,6 +179,58 @@ func TestTheYoungerWorkYieldsOnceTheOlderIsApplied(t *testing.T) {
 	h.report("web", cluster, first.Generation, nil)
 	h.g.Eventually(func() []workv1.ManifestWork { return team.worksOf("web") }, timeout, interval).Should(BeEmpty(), "yielded once the first is applied")
 	h.g.Expect(h.work("web", cluster).UID).To(Equal(first.UID), "the first's work is untouched")
+}
+
+// The same race the other way round: the work created second is the older one (created within
+// the same second, its name sorts first; say a former leader wrote it). The Application whose work
+// the controller wrote first must learn of it from the other work's creation, though nothing
+// wakes it otherwise (its own work's creation does not: the controller wrote it), and yield.
+func TestTheOlderWorkCreatedSecondStillWins(t *testing.T) {
+	h := start(t, allNamespaces)
+	cluster := h.cluster()
+	team := h.tenant(cluster)
+	h.project("team", team.ns)
+	for attempt := range 5 {
+		name := fmt.Sprintf("web%d", attempt)
+		// first is the Application the controller delivers; second's work is written by the
+		// test. second's work must sort first: swap the platform's and the tenant's roles as the
+		// names fall.
+		first, second := h, team
+		if propagation.WorkName(h.ns, name) < propagation.WorkName(team.ns, name) {
+			first, second = team, h
+		}
+		mutate := func(x *harness) func(*unstructured.Unstructured) {
+			if x == team {
+				return onProject("team")
+			}
+			return landingIn(team.ns)
+		}
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
+		first.app(name, cluster, mutate(first))
+		firstWork := first.work(name, cluster)
+		// second's Application first (refused: first's work carries its managed Application),
+		// so that its work, written next, is not swept as an orphan.
+		app := second.app(name, cluster, mutate(second))
+		secondWork, err := propagation.DesiredWork(app, nil, propagation.Target{Cluster: cluster, AppNamespace: team.ns}, propagation.Deliveries{})
+		h.g.Expect(err).NotTo(HaveOccurred())
+		if err := h.c.Create(context.Background(), secondWork); err != nil {
+			t.Logf("attempt %d: writing the second work: %v; again", attempt, err)
+			continue
+		}
+		if !secondWork.CreationTimestamp.Equal(&firstWork.CreationTimestamp) {
+			t.Logf("attempt %d: the two works were created in different seconds; again", attempt)
+			continue
+		}
+		h.g.Eventually(func() string { return first.condition(name) }, timeout, interval).Should(HavePrefix(propagation.ReasonAlreadyDelivered),
+			"the Application whose work was written first, but is the younger, is refused")
+		h.g.Eventually(func() string { return second.condition(name) }, timeout, interval).Should(BeEmpty())
+		h.g.Expect(first.worksOf(name)).To(HaveLen(1), "kept while the older is not applied")
+		second.report(name, cluster, second.work(name, cluster).Generation, nil)
+		h.g.Eventually(func() []workv1.ManifestWork { return first.worksOf(name) }, timeout, interval).Should(BeEmpty(), "yielded once the older is applied")
+		h.g.Expect(second.work(name, cluster).UID).To(Equal(secondWork.UID), "the older work is untouched")
+		return
+	}
+	t.Fatal("no attempt created the two works within one second")
 }
 
 // Row 6: a tenant names its Application so that its work name is another Application's (found by
