@@ -190,13 +190,17 @@ func TestObjectSharesEqualSubtreesOfUnstructuredObjects(t *testing.T) {
 	}
 	// What differs is not shared, and a copy from the cache is the reader's own.
 	a3 := application(t, "app3")
-	unstructured.SetNestedField(a3.Object, "other", "spec", "source", "path")
+	if err := unstructured.SetNestedField(a3.Object, "other", "spec", "source", "path"); err != nil {
+		t.Fatal(err)
+	}
 	tab.Object(a3)
 	if boxOf(at(a3, "spec", "source")) == boxOf(at(a1, "spec", "source")) || boxOf(at(a3, "spec", "syncPolicy")) != boxOf(at(a1, "spec", "syncPolicy")) {
 		t.Error("a different source is shared, or the same sync policy beside it is not")
 	}
 	c := a1.DeepCopy()
-	unstructured.SetNestedField(c.Object, "changed", "spec", "project")
+	if err := unstructured.SetNestedField(c.Object, "changed", "spec", "project"); err != nil {
+		t.Fatal(err)
+	}
 	if p, _, _ := unstructured.NestedString(a2.Object, "spec", "project"); p != "default" {
 		t.Errorf("a change to a copy of one Application reached another: project %q", p)
 	}
