@@ -18,14 +18,14 @@ import (
 )
 
 // workChangedForPropagation passes ManifestWork events the propagation controller acts on:
-// creation (but not of a work createdAlone says this process just wrote, unchanged) and
-// deletion, changes to what it wrote (drift), and feedback on works that carry a sync or refresh
-// request (their delivery). Other feedback-only changes, the bulk of the traffic, are left to the
+// creation (but not of a work this process just wrote, unchanged: a collision with another work is
+// appsWaitingOn's) and deletion, changes to what it wrote (drift), and feedback on works that
+// carry a sync or refresh request (their delivery). Other feedback-only changes, the bulk of the traffic, are left to the
 // status controller; the agent applying a work concerns only other Applications (see
 // appsWaitingOn).
-func workChangedForPropagation(createdAlone func(client.Object) bool) predicate.Funcs {
+func workChangedForPropagation(justCreated func(client.Object) bool) predicate.Funcs {
 	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return !createdAlone(e.Object) },
+		CreateFunc: func(e event.CreateEvent) bool { return !justCreated(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldWork, okOld := e.ObjectOld.(*workv1.ManifestWork)
 			newWork, okNew := e.ObjectNew.(*workv1.ManifestWork)

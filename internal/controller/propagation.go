@@ -61,7 +61,7 @@ func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		Named("propagation").
 		WithOptions(opts).
 		For(argocd.NewApplication(), builder.WithPredicates(beyondStatus(), observeChanges(&r.changed))).
-		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(workChangedForPropagation(r.createdAlone))).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(workChangedForPropagation(r.created.take))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(r.appsWaitingOn), builder.WithPredicates(workCameWentOrApplied())).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.appsOnCluster), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool { return !equalLabels(e.ObjectOld, e.ObjectNew) },
@@ -416,27 +416,26 @@ func (r *PropagationReconciler) worksOf(ctx context.Context, key types.Namespace
 	return works.Items, nil
 }
 
-// appsWaitingOn requeues the Applications a work's creation, deletion or application may concern
-// besides its own: those refused because of a work on the same cluster (ManagedApplicationTaken,
+// appsWaitingOn requeues the Applications a work's creation, deletion or application may concern:
+// those refused because of a work on the same cluster (ManagedApplicationTaken,
 // ManifestWorkNameTaken), which may now be delivered or act (a refused Application's own work
-// yields once the other is applied), and the owners of every other work that carries the same
-// managed-cluster Application (two created at once: the one that is not the oldest must learn of
-// the other, whichever event comes first). Called for every work created: what it reads comes
-// from the cache without copies.
+// yields once the other is applied), and, when other works carry the same managed-cluster
+// Application, the owners of all of them, this work's included (two created at once: the one that
+// is not the oldest must learn of the other, whichever event comes first). Called for every work
+// created: what it reads comes from the cache without copies.
 func (r *PropagationReconciler) appsWaitingOn(ctx context.Context, o client.Object) []reconcile.Request {
 	reqs := r.appsRefusedFor(ctx, o)
-	for _, w := range r.worksCarryingTheSame(ctx, o) {
+	others := r.worksCarryingTheSame(ctx, o)
+	if len(others) == 0 {
+		return reqs
+	}
+	reqs = append(reqs, requestForHubApplication(ctx, o)...)
+	for _, w := range others {
 		if key, ok := hubApplicationOf(&w); ok {
 			reqs = append(reqs, reconcile.Request{NamespacedName: key})
 		}
 	}
 	return reqs
-}
-
-// createdAlone reports whether o is a work this process just created (unchanged since) and the
-// only one that carries its managed-cluster Application: its creation then wakes nothing.
-func (r *PropagationReconciler) createdAlone(o client.Object) bool {
-	return r.created.take(o) && len(r.worksCarryingTheSame(context.Background(), o)) == 0
 }
 
 // worksCarryingTheSame lists, from the cache, the other works that carry the managed-cluster
