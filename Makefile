@@ -105,6 +105,12 @@ test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps ## Run all
 test-unit: ## Run the tests that need no apiserver
 	go test -short $(GO_TEST_FLAGS) ./...
 
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 30s; a count such as 100000x works too); make test runs their seed corpora
+	FUZZTIME=$(FUZZTIME) hack/fuzz/run.sh
+
 BENCH_FLAGS ?= --clusters 100,1000 --applicationsets 10
 
 .PHONY: bench

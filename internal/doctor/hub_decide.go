@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
@@ -131,10 +132,19 @@ func decideApplicationSet(appset *unstructured.Unstructured) Result {
 		fs = append(fs, finding{StatusFail,
 			fmt.Sprintf("annotation %s is missing: argocd-pull cannot tell which cluster an Application goes to", api.ClusterAnnotation),
 			fmt.Sprintf("add to spec.template.metadata.annotations: %s: '{{name}}' (the generator's cluster name)", api.ClusterAnnotation)})
+	case !isTemplated(cluster) && len(validation.IsDNS1123Label(cluster)) > 0:
+		fs = append(fs, finding{StatusFail,
+			fmt.Sprintf("annotation %s is %q, not a cluster name: argocd-pull refuses every Application of the template", api.ClusterAnnotation, cluster),
+			fmt.Sprintf("set %s: '{{name}}' (the generator's cluster name)", api.ClusterAnnotation)})
 	case !isTemplated(cluster):
 		fs = append(fs, finding{StatusWarn,
 			fmt.Sprintf("annotation %s is the fixed name %q: every Application the ApplicationSet generates goes to that one cluster", api.ClusterAnnotation, cluster),
 			fmt.Sprintf("set %s: '{{name}}' (the generator's cluster name)", api.ClusterAnnotation)})
+	}
+	if ns := strings.TrimSpace(annotations[api.AppNamespaceAnnotation]); ns != "" && !isTemplated(ns) && len(validation.IsDNS1123Label(ns)) > 0 {
+		fs = append(fs, finding{StatusFail,
+			fmt.Sprintf("annotation %s is %q, not a namespace name: argocd-pull refuses every Application of the template", api.AppNamespaceAnnotation, ns),
+			fmt.Sprintf("set %s to the managed cluster's namespace for the Application, or remove it (the hub Application's namespace is used)", api.AppNamespaceAnnotation)})
 	}
 	if !skip {
 		fs = append(fs, finding{StatusFail,
