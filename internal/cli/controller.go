@@ -48,6 +48,10 @@ func newControllerCommand() *cobra.Command {
 The manager serves Prometheus metrics and health probes (/healthz, /readyz) and can run with
 leader election for high availability.
 
+On a hub that does not serve the Argo CD, OCM or argocd-pull APIs yet (a controller rolled out
+before them), it waits: its log and /readyz say what is missing and how to install it, /healthz
+answers, and the controllers start, without a restart, once every API is served.
+
 In a container with a memory limit, the Go runtime aims to stay under 90% of it (unless
 GOMEMLIMIT is set): it collects garbage harder near the limit instead of being killed by it.`,
 		Args: cobra.NoArgs,
@@ -112,6 +116,12 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	}
 	if err := f.opts.Validate(); err != nil {
 		return err
+	}
+	if err := waitForHubAPIs(cmd.Context(), cfg, f.probeAddr, log); err != nil {
+		return err
+	}
+	if cmd.Context().Err() != nil {
+		return nil // stopped while waiting
 	}
 	mopts := controller.ManagerOptions(s, f.opts)
 	mopts.Metrics = metricsserver.Options{BindAddress: f.metricsAddr}

@@ -101,3 +101,41 @@ func TestACompromisedClusterCannotFreezeTheReport(t *testing.T) {
 	h.g.Expect(conditions).To(ContainElement(And(HaveKeyWithValue("type", appstatus.FeedbackWarningCondition),
 		HaveKeyWithValue("message", ContainSubstring(propagation.FeedbackMessage)))))
 }
+
+// Feedback that does not parse (an operation and a revision list that are not JSON) or holds
+// terminal control sequences: the hub Application gets what parses, a PullFeedbackWarning
+// condition says what was ignored, and the report's entry for the cluster says it too.
+func TestMalformedFeedbackIsIgnoredWithAWarning(t *testing.T) {
+	h := start(t)
+	set := h.appSet("web")
+	cluster := h.cluster()
+	name := "web-" + cluster
+	h.app(name, cluster, ownedBy(set))
+	h.work(name, cluster)
+	values := feedback("Degraded", "OutOfSync")
+	delete(values, propagation.FeedbackRevision)
+	values[propagation.FeedbackRevisions] = `["53e28ff2", 1`
+	values[propagation.FeedbackPhase] = "Failed"
+	values[propagation.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
+	values[propagation.FeedbackOperation] = `{"sync": `
+	values[propagation.FeedbackMessage] = "\x1b[2J\x1b]0;owned\x07one or more objects failed"
+	h.reportAsStrings(name, cluster, values)
+
+	h.g.Eventually(func() string { return statusField(h.getApp(name), "operationState", "phase") }, timeout, interval).Should(Equal("Failed"))
+	app := h.getApp(name)
+	h.g.Expect(statusField(app, "health", "status")).To(Equal("Degraded"), "what parses is written")
+	h.g.Expect(statusField(app, "sync", "revision")).To(BeEmpty(), "a revision list that does not parse is not guessed at")
+	op, _, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation")
+	h.g.Expect(op).To(Equal(map[string]any{"sync": map[string]any{}}), "an operation that does not parse is not copied")
+	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	h.g.Expect(conditions).To(ContainElement(And(HaveKeyWithValue("type", appstatus.FeedbackWarningCondition),
+		HaveKeyWithValue("message", And(
+			ContainSubstring(propagation.FeedbackOperation+" ignored: not a JSON object"),
+			ContainSubstring(propagation.FeedbackRevisions+" ignored: not a JSON list of strings"))))))
+
+	h.g.Eventually(func() []v1alpha1.ClusterCondition {
+		r, _ := h.getReport("web")
+		return r.Statuses.ClusterConditions
+	}, timeout, interval).Should(ContainElement(And(HaveField("Cluster", cluster), HaveField("HealthStatus", "Degraded"),
+		HaveField("Conditions", ContainElement(HaveField("Type", "FeedbackTrimmed"))))), "the report says it too")
+}

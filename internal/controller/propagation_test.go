@@ -282,6 +282,11 @@ func TestBadInputIsReportedAndNothingElseIsAffected(t *testing.T) {
 			reason:  propagation.ReasonInvalidMarkers,
 			message: "must name the managed cluster",
 		},
+		"invalid cluster annotation": {
+			mutate:  func(h *harness, app *unstructured.Unstructured) { setCluster(app, "Cluster_1") },
+			reason:  propagation.ReasonInvalidMarkers,
+			message: `annotation apps.open-cluster-management.io/ocm-managed-cluster is "Cluster_1", not a cluster name`,
+		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

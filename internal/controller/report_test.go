@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -236,4 +237,27 @@ func TestReportWritesArePaced(t *testing.T) {
 	healthy := func() string { return h.summary(set.GetName()).Healthy }
 	h.g.Consistently(healthy, 3*time.Second, interval).ShouldNot(Equal("1"), "held: the report was written moments ago")
 	h.g.Eventually(healthy, 45*time.Second, interval).Should(Equal("1"), "written once the interval has passed")
+}
+
+// An ApplicationSet and its Application with the longest names Kubernetes takes (253 characters;
+// it refuses longer ones): the work's name, the report's name and its label are all valid, and
+// the report counts the cluster.
+func TestTheLongestNamesAreDeliveredAndReported(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	setName := "guestbook-" + strings.Repeat("s", 243)
+	set := h.appSet(setName)
+	appName := "guestbook-" + strings.Repeat("a", 243)
+	h.app(appName, cluster, ownedBy(set))
+	w := h.work(appName, cluster)
+	h.g.Expect(validation.IsDNS1123Subdomain(w.Name)).To(BeEmpty())
+	h.report(appName, cluster, w.Generation, feedback("Healthy", "Synced"))
+
+	h.g.Eventually(func() v1alpha1.ReportSummary { return h.summary(setName) }, timeout, interval).Should(
+		HaveField("Healthy", "1"))
+	r, err := h.getReport(setName)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	label := r.Labels[api.HostingApplicationSetLabel]
+	h.g.Expect(validation.IsValidLabelValue(label)).To(BeEmpty(), "label %q", label)
+	h.g.Expect(r.Statuses.ClusterConditions).To(ConsistOf(HaveField("Cluster", cluster)))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/argocd-pull/argocd-pull/internal/hubapis"
 )
 
 // check is one entry of the table of checks: what it looks at (for --help, the docs and the
@@ -22,11 +24,11 @@ type check struct {
 
 // checks are run in this order: the hub's, then each managed cluster's.
 var checks = []check{
-	{id: ocmAPIs.id, title: ocmAPIs.title, hub: checkOCMAPIs,
+	{id: hubapis.OCM.ID, title: hubapis.OCM.Title, hub: checkOCMAPIs,
 		help: "OCM APIs served (ManagedCluster, ManagedClusterSet(Binding), Placement, PlacementDecision, ManifestWork)"},
-	{id: argoCDAPIs.id, title: argoCDAPIs.title, hub: checkArgoCDAPIs,
+	{id: hubapis.ArgoCD.ID, title: hubapis.ArgoCD.Title, hub: checkArgoCDAPIs,
 		help: "Argo CD APIs served (Application, ApplicationSet, AppProject)"},
-	{id: pullAPIs.id, title: pullAPIs.title, hub: checkPullAPIs,
+	{id: hubapis.Pull.ID, title: hubapis.Pull.Title, hub: checkPullAPIs,
 		help: "argocd-pull APIs served (MulticlusterApplicationSetReport, GitOpsCluster)"},
 	{id: idAppSet, title: titleAppSet, hub: checkApplicationSets,
 		needs: "applicationsets.argoproj.io", needsWhat: "ApplicationSets",

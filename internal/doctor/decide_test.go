@@ -19,6 +19,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/hubapis"
 )
 
 // docsApplicationSet is the documents' pull-model ApplicationSet.
@@ -229,7 +230,7 @@ func TestDecideAPIs(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			r := decideAPIs(argoCDAPIs, "", tt.served)
+			r := decideAPIs(hubapis.ArgoCD, "", tt.served)
 			g.Expect(r.Status).To(Equal(tt.status))
 			g.Expect(r.Message).To(ContainSubstring(tt.message))
 			if tt.status == StatusFail {

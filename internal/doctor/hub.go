@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/client-go/discovery"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,69 +19,9 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/hubapis"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
-
-// apis is a group of resources a component needs served.
-type apis struct {
-	id, title string
-	resources []string // "resource.group"
-	fix       string
-}
-
-var (
-	ocmAPIs = apis{
-		id: "hub-ocm-apis", title: "OCM APIs on the hub",
-		resources: []string{
-			"managedclusters.cluster.open-cluster-management.io",
-			"managedclustersets.cluster.open-cluster-management.io",
-			"managedclustersetbindings.cluster.open-cluster-management.io",
-			"placements.cluster.open-cluster-management.io",
-			"placementdecisions.cluster.open-cluster-management.io",
-			"manifestworks.work.open-cluster-management.io",
-		},
-		fix: "install the OCM hub (clusteradm init, or RHACM's MultiClusterHub): the pull model delivers through ManifestWorks to ManagedClusters a Placement selects",
-	}
-	argoCDAPIs = apis{
-		id: "hub-argocd-apis", title: "Argo CD APIs on the hub",
-		resources: []string{
-			"applications.argoproj.io",
-			"applicationsets.argoproj.io",
-			"appprojects.argoproj.io",
-		},
-		fix: "install Argo CD on the hub (kubectl create namespace argocd; kubectl apply -n argocd -f https://raw.githubusercontent.com/argoproj/argo-cd/stable/manifests/install.yaml), or the OpenShift GitOps operator",
-	}
-	pullAPIs = apis{
-		id: "hub-pull-apis", title: "argocd-pull APIs on the hub",
-		resources: []string{
-			"multiclusterapplicationsetreports.apps.open-cluster-management.io",
-			"gitopsclusters.apps.open-cluster-management.io",
-		},
-		fix: "install argocd-pull's CRDs: kubectl apply -f config/crd/bases",
-	}
-)
-
-// servedResources lists the resources an apiserver serves, as "resource.group". API groups
-// whose discovery failed (a broken aggregated apiserver) are left out; the rest still counts.
-func servedResources(dc discovery.DiscoveryInterface) (map[string]bool, error) {
-	_, lists, err := dc.ServerGroupsAndResources()
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return nil, fmt.Errorf("discovering the served APIs: %w", err)
-	}
-	served := map[string]bool{}
-	for _, l := range lists {
-		gv, perr := schema.ParseGroupVersion(l.GroupVersion)
-		if perr != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			if !strings.Contains(r.Name, "/") { // subresources
-				served[schema.GroupResource{Group: gv.Group, Resource: r.Name}.String()] = true
-			}
-		}
-	}
-	return served, nil
-}
 
 // memo is a value read at most once per run: the checks run one after another and share what
 // they read.
@@ -113,7 +50,7 @@ type hub struct {
 }
 
 func (h *hub) servedAPIs() (map[string]bool, error) {
-	return h.served.get(func() (map[string]bool, error) { return servedResources(h.o.Hub.Discovery) })
+	return h.served.get(func() (map[string]bool, error) { return hubapis.Served(h.o.Hub.Discovery) })
 }
 
 // serves reports whether the hub serves a resource; false when discovery failed.
@@ -122,11 +59,11 @@ func (h *hub) serves(resource string) bool {
 	return err == nil && served[resource]
 }
 
-func checkOCMAPIs(_ context.Context, h *hub) []Result    { return h.apiCheck(ocmAPIs) }
-func checkArgoCDAPIs(_ context.Context, h *hub) []Result { return h.apiCheck(argoCDAPIs) }
-func checkPullAPIs(_ context.Context, h *hub) []Result   { return h.apiCheck(pullAPIs) }
+func checkOCMAPIs(_ context.Context, h *hub) []Result    { return h.apiCheck(hubapis.OCM) }
+func checkArgoCDAPIs(_ context.Context, h *hub) []Result { return h.apiCheck(hubapis.ArgoCD) }
+func checkPullAPIs(_ context.Context, h *hub) []Result   { return h.apiCheck(hubapis.Pull) }
 
-func (h *hub) apiCheck(a apis) []Result {
+func (h *hub) apiCheck(a hubapis.Set) []Result {
 	served, _ := h.servedAPIs() // the runner answered a discovery error
 	return []Result{decideAPIs(a, "", served)}
 }

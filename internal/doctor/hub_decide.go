@@ -22,22 +22,17 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/hubapis"
 )
 
 // decideAPIs passes when every resource of a is served.
-func decideAPIs(a apis, subject string, served map[string]bool) Result {
-	var missing []string
-	for _, r := range a.resources {
-		if !served[r] {
-			missing = append(missing, r)
-		}
+func decideAPIs(a hubapis.Set, subject string, served map[string]bool) Result {
+	if missing := a.Missing(served); len(missing) > 0 {
+		return Result{ID: a.ID, Title: a.Title, Subject: subject, Status: StatusFail,
+			Message: fmt.Sprintf("not served: %s", strings.Join(missing, ", ")), Fix: a.Fix}
 	}
-	if len(missing) > 0 {
-		return Result{ID: a.id, Title: a.title, Subject: subject, Status: StatusFail,
-			Message: fmt.Sprintf("not served: %s", strings.Join(missing, ", ")), Fix: a.fix}
-	}
-	return Result{ID: a.id, Title: a.title, Subject: subject, Status: StatusPass,
-		Message: fmt.Sprintf("all %d served", len(a.resources))}
+	return Result{ID: a.ID, Title: a.Title, Subject: subject, Status: StatusPass,
+		Message: fmt.Sprintf("all %d served", len(a.Resources))}
 }
 
 // selectApplicationSets picks the ApplicationSet called name, or when name is empty those whose

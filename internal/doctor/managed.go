@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/hubapis"
 )
 
 // spoke holds what the checks of one managed cluster read.
@@ -23,7 +24,7 @@ type spoke struct {
 
 func (s *spoke) servedAPIs() (map[string]bool, error) {
 	return s.served.get(func() (map[string]bool, error) {
-		served, err := servedResources(s.cluster.Discovery)
+		served, err := hubapis.Served(s.cluster.Discovery)
 		if err != nil {
 			return nil, fmt.Errorf("managed cluster %s: %w", s.cluster.Name, err)
 		}
