@@ -140,7 +140,11 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	hubReady, err := hubReachable(cfg)
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("hub-apiserver", hubReady); err != nil {
 		return fmt.Errorf("adding ready check: %w", err)
 	}
 	if limit := setMemoryLimit(); limit != "" {

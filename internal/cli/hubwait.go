@@ -103,3 +103,27 @@ func serveWaitingProbes(addr, message string) (*waitingProbes, error) {
 	go func() { _ = p.Serve(ln) }()
 	return p, nil
 }
+
+// hubReachable is the controller's readiness check of the hub apiserver: the apiserver's own
+// /readyz answers ok within two seconds (any authenticated user may read it). While the hub
+// apiserver or its etcd is down, the controller cannot write anything, and its /readyz says so
+// rather than ok; it keeps running and resumes by itself when the hub is back.
+func hubReachable(cfg *rest.Config) (func(*http.Request) error, error) {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = 2 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("creating the hub readiness client: %w", err)
+	}
+	rc := dc.RESTClient()
+	return func(req *http.Request) error {
+		body, err := rc.Get().AbsPath("/readyz").Do(req.Context()).Raw()
+		if err != nil {
+			return fmt.Errorf("the hub apiserver %s is not ready: %w", cfg.Host, err)
+		}
+		if string(body) != "ok" {
+			return fmt.Errorf("the hub apiserver %s is not ready: %s", cfg.Host, body)
+		}
+		return nil
+	}, nil
+}

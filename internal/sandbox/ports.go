@@ -94,3 +94,31 @@ func (b *portBook) checkFree() error {
 }
 
 var errPortsTaken = errors.New("the lab's ports are taken by another program, and the lab keeps its addresses across restarts")
+
+// Addr is "127.0.0.1:<port>" of one of the lab's listeners ("hub-argocd-pull-probes", ...), as
+// ports.json records it.
+func (l *Lab) Addr(listener string) (string, error) {
+	b, err := loadPorts(l.Dir)
+	if err != nil {
+		return "", err
+	}
+	p, ok := b.ports[listener]
+	if !ok {
+		return "", fmt.Errorf("the lab has no listener %q", listener)
+	}
+	return "127.0.0.1:" + strconv.Itoa(p), nil
+}
+
+// Process is the lab's process of that name, as it runs now.
+func (l *Lab) Process(name string) (Process, error) {
+	procs, err := Processes(l.Dir)
+	if err != nil {
+		return Process{}, err
+	}
+	for _, p := range procs {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Process{}, fmt.Errorf("the lab has no process %q", name)
+}
