@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -328,4 +329,93 @@ func TestTheControllerKilledDuringChurn(t *testing.T) {
 	changes.Wait()
 	c.converged(t)
 	noPanic(t)
+}
+
+// Deleting a hub Application that has Argo CD's resources finalizer waits for the managed cluster:
+// while a resource its Application deployed there is held by a finalizer, the managed Application,
+// its ManifestWork and the hub Application stay; once the resource is gone, all go, and nothing was
+// force-removed on the way.
+func TestCascadeDeleteWaitsForTheManagedCluster(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	spoke := spokes["cluster1"]
+	if _, err := lab.CommitFiles("a ConfigMap to hold", map[string]string{"held/held.yaml": configMap("held", nil, map[string]string{"k": "v"})}); err != nil {
+		t.Fatal(err)
+	}
+	app := outageApp("cascade", "cluster1")
+	_ = unstructured.SetNestedField(app.Object, "held", "spec", "source", "path")
+	_ = unstructured.SetNestedField(app.Object, map[string]any{"automated": map[string]any{"prune": true}}, "spec", "syncPolicy")
+	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	held := types.NamespacedName{Namespace: "guestbook", Name: "held"}
+	eventually(t, "the ConfigMap deployed on cluster1", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		return configMapData(spoke, held.Namespace, held.Name, "k") == "v", nil
+	})
+	const hold = "argocd-pull.test/hold"
+	setHold := func(on bool) error {
+		cm := &corev1.ConfigMap{}
+		if err := spoke.Get(ctx, held, cm); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if on {
+			cm.Finalizers = append(cm.Finalizers, hold)
+		} else {
+			cm.Finalizers = slices.DeleteFunc(cm.Finalizers, func(f string) bool { return f == hold })
+		}
+		return spoke.Update(ctx, cm)
+	}
+	retry(t, "holding the ConfigMap", func() error { return setHold(true) })
+	t.Cleanup(func() { retry(t, "releasing the ConfigMap", func() error { return setHold(false) }) })
+
+	if err := hub.Delete(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	hubKey := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "cascade"}
+	workOf := func() (*workv1.ManifestWork, error) {
+		works := &workv1.ManifestWorkList{}
+		if err := hub.List(ctx, works, client.InNamespace("cluster1"), client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}); err != nil {
+			return nil, err
+		}
+		for i, w := range works.Items {
+			if w.Annotations[api.HubApplicationNameAnnotation] == "cascade" {
+				return &works.Items[i], nil
+			}
+		}
+		return nil, nil
+	}
+	eventually(t, "the ConfigMap being deleted on cluster1 by its Argo CD", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		cm := &corev1.ConfigMap{}
+		err := spoke.Get(ctx, held, cm)
+		return err == nil && cm.DeletionTimestamp != nil, err
+	})
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		hubApp, managedApp := argocd.NewApplication(), argocd.NewApplication()
+		if err := hub.Get(ctx, hubKey, hubApp); err != nil {
+			t.Fatalf("the hub Application went while the managed cluster still held a resource: %v", err)
+		}
+		w, err := workOf()
+		if err != nil || w == nil {
+			t.Fatalf("the ManifestWork went while the managed cluster still held a resource (%v)", err)
+		}
+		if err := spoke.Get(ctx, hubKey, managedApp); err != nil {
+			t.Fatalf("the managed Application went while one of its resources is held: %v", err)
+		}
+	}
+
+	retry(t, "releasing the ConfigMap", func() error { return setHold(false) })
+	eventually(t, "the ConfigMap, the managed Application, the work and the hub Application gone", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		if err := spoke.Get(ctx, held, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("ConfigMap: %v", err)
+		}
+		if err := spoke.Get(ctx, hubKey, argocd.NewApplication()); !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("managed Application: %v", err)
+		}
+		if w, err := workOf(); w != nil || err != nil {
+			return false, fmt.Errorf("work still there (%v)", err)
+		}
+		err := hub.Get(ctx, hubKey, argocd.NewApplication())
+		return apierrors.IsNotFound(err), fmt.Errorf("hub Application: %v", err)
+	})
 }
