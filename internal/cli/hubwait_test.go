@@ -41,7 +41,8 @@ func TestControllerWaitsForTheHubAPIs(t *testing.T) {
 	cmd := NewRootCommand()
 	cmd.SetArgs([]string{"controller", "--kubeconfig", hub.Kubeconfig(t),
 		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", "0"})
-	cmd.SetErr(io.Discard)
+	var stderr syncBuffer
+	cmd.SetErr(&stderr)
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 
@@ -65,8 +66,9 @@ func TestControllerWaitsForTheHubAPIs(t *testing.T) {
 
 	_, err = envtest.InstallCRDs(hub.Config, envtest.CRDInstallOptions{Paths: []string{argoCRDs}})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(func() (int, error) { return httpStatus("http://" + probeAddr + "/readyz") }, 60*time.Second, 200*time.Millisecond).
-		Should(Equal(http.StatusOK), "ready once Argo CD's CRDs are served")
+	g.Eventually(readyz, 60*time.Second, 200*time.Millisecond).Should(HavePrefix("200"), func() string {
+		return "ready once Argo CD's CRDs are served; the command said: " + stderr.String()
+	})
 
 	// The controllers work: a pull-model Application naming a cluster the hub does not have is
 	// refused with the reason on its status.
@@ -95,3 +97,4 @@ func TestControllerWaitsForTheHubAPIs(t *testing.T) {
 	cancel()
 	g.Eventually(done, 20*time.Second).Should(Receive(BeNil()))
 }
+

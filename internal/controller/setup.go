@@ -16,10 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -162,6 +164,9 @@ func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
 	}
 	return ctrl.Options{
 		Scheme: scheme,
+		// Each controller's name is unique by construction; a process may run the controllers more
+		// than once, one manager after another (the controller command's tests do).
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: cache.Options{
 			DefaultTransform: slimForCache(intern.NewTable()),
 			ByObject: map[client.Object]cache.ByObject{

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -74,7 +73,6 @@ func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 	}
 	mopts := ManagerOptions(s, opts)
 	mopts.Metrics = metricsserver.Options{BindAddress: "0"}
-	mopts.Controller.SkipNameValidation = ptr.To(true) // one manager per test, same controller names
 	mgr, err := ctrl.NewManager(env.Config, mopts)
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
