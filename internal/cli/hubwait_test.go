@@ -97,4 +97,3 @@ func TestControllerWaitsForTheHubAPIs(t *testing.T) {
 	cancel()
 	g.Eventually(done, 20*time.Second).Should(Receive(BeNil()))
 }
-
