@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/hubapis"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // decideAPIs passes when every resource of a is served.
@@ -70,6 +70,25 @@ func pulls(appset *unstructured.Unstructured) bool {
 }
 
 func isTemplated(s string) bool { return strings.Contains(s, "{{") }
+
+// stampedMarkersRefused is the controller's own verdict (propagation.Decide) on the markers of an
+// Application the template generates, each generator parameter ('{{...}}') standing for a valid
+// name: nil when it would take the Application.
+func stampedMarkersRefused(appset *unstructured.Unstructured, labels, annotations map[string]string) error {
+	app := argocd.NewApplication()
+	app.SetNamespace(appset.GetNamespace())
+	app.SetLabels(labels)
+	stamped := make(map[string]string, len(annotations))
+	for k, v := range annotations {
+		if isTemplated(v) {
+			v = "generated"
+		}
+		stamped[k] = v
+	}
+	app.SetAnnotations(stamped)
+	_, _, err := propagation.Decide(app)
+	return err
+}
 
 // combine folds findings into one result; no findings is a pass with passMsg.
 func combine(id, title, subject, passMsg string, fs []finding) Result {
@@ -121,25 +140,21 @@ func decideApplicationSet(appset *unstructured.Unstructured) Result {
 			addLabel + ", and the annotations " + api.ClusterAnnotation + ": '{{name}}' and " + argocd.SkipReconcileAnnotation + ": \"true\""}})
 	}
 
+	refused := stampedMarkersRefused(appset, labels, annotations)
 	var fs []finding
 	switch {
 	case cluster == "":
 		fs = append(fs, finding{StatusFail,
 			fmt.Sprintf("annotation %s is missing: argocd-pull cannot tell which cluster an Application goes to", api.ClusterAnnotation),
 			fmt.Sprintf("add to spec.template.metadata.annotations: %s: '{{name}}' (the generator's cluster name)", api.ClusterAnnotation)})
-	case !isTemplated(cluster) && len(validation.IsDNS1123Label(cluster)) > 0:
+	case refused != nil:
 		fs = append(fs, finding{StatusFail,
-			fmt.Sprintf("annotation %s is %q, not a cluster name: argocd-pull refuses every Application of the template", api.ClusterAnnotation, cluster),
-			fmt.Sprintf("set %s: '{{name}}' (the generator's cluster name)", api.ClusterAnnotation)})
+			fmt.Sprintf("argocd-pull refuses every Application of the template: %v", refused),
+			fmt.Sprintf("set %s: '{{name}}' (the generator's cluster name), and %s to a namespace name or leave it out", api.ClusterAnnotation, api.AppNamespaceAnnotation)})
 	case !isTemplated(cluster):
 		fs = append(fs, finding{StatusWarn,
 			fmt.Sprintf("annotation %s is the fixed name %q: every Application the ApplicationSet generates goes to that one cluster", api.ClusterAnnotation, cluster),
 			fmt.Sprintf("set %s: '{{name}}' (the generator's cluster name)", api.ClusterAnnotation)})
-	}
-	if ns := strings.TrimSpace(annotations[api.AppNamespaceAnnotation]); ns != "" && !isTemplated(ns) && len(validation.IsDNS1123Label(ns)) > 0 {
-		fs = append(fs, finding{StatusFail,
-			fmt.Sprintf("annotation %s is %q, not a namespace name: argocd-pull refuses every Application of the template", api.AppNamespaceAnnotation, ns),
-			fmt.Sprintf("set %s to the managed cluster's namespace for the Application, or remove it (the hub Application's namespace is used)", api.AppNamespaceAnnotation)})
 	}
 	if !skip {
 		fs = append(fs, finding{StatusFail,
