@@ -99,23 +99,6 @@ func TestBoundReachesTheBudget(t *testing.T) {
 	}
 }
 
-// The benchmark's largest fleet: an ApplicationSet of 5,000 clusters, all Synced and Healthy,
-// each reporting the benchmark's resources. Its report takes the bounding steps the notes name and
-// fits the default budget; every cluster is counted.
-func TestAReportOfFiveThousandClustersFitsTheDefaultBudget(t *testing.T) {
-	g := NewWithT(t)
-	resources := `[{"group":"apps","version":"v1","kind":"Deployment","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"}},` +
-		`{"version":"v1","kind":"Service","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"}}]`
-	out, _ := Build(fleet(5000, 0, map[string]string{propagation.FeedbackResources: resources}), Options{Now: now})
-	data, err := json.Marshal(out)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(len(data)).To(BeNumerically("<=", 768*1024))
-	g.Expect(out.Summary.Clusters).To(Equal("5000"))
-	g.Expect(out.Summary.Healthy).To(Equal("5000"))
-	g.Expect(out.Notes).NotTo(BeEmpty(), "5,000 full entries do not fit: a step is taken and said")
-	t.Logf("%d bytes, %d clusters listed, notes: %q", len(data), len(out.ClusterConditions), out.Notes)
-}
-
 // The lists a cluster reports are read within caps, and what was cut is said, for that cluster.
 func TestFeedbackListsAreReadWithinCaps(t *testing.T) {
 	resource := func(name string) map[string]any {

@@ -251,21 +251,29 @@ func TestStaleClusters(t *testing.T) {
 }
 
 func TestBoundedAtFiveThousandClusters(t *testing.T) {
+	// The benchmark's resources: each cluster reports a Deployment and a Service.
+	resources := `[{"group":"apps","version":"v1","kind":"Deployment","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"}},` +
+		`{"version":"v1","kind":"Service","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"}}]`
 	tests := map[string]struct {
 		unhealthyEvery int
+		extra          map[string]string
 	}{
-		"all healthy":           {0},
-		"one in ten failing":    {10},
-		"every cluster failing": {1},
+		"all healthy":                       {0, nil},
+		"all healthy, with their resources": {0, map[string]string{propagation.FeedbackResources: resources}},
+		"one in ten failing":                {10, nil},
+		"every cluster failing":             {1, nil},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			out, _ := Build(fleet(5000, tt.unhealthyEvery, nil), Options{Now: now})
+			out, _ := Build(fleet(5000, tt.unhealthyEvery, tt.extra), Options{Now: now})
 			data, err := json.Marshal(out)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(len(data)).To(BeNumerically("<=", 768*1024), "well under etcd's 1.5 MiB")
 			g.Expect(out.Summary.Clusters).To(Equal("5000"), "the summary counts every cluster")
+			if tt.unhealthyEvery == 0 {
+				g.Expect(out.Summary.Healthy).To(Equal("5000"))
+			}
 			if len(out.ClusterConditions) < 5000 || strings.Contains(string(data), "omitted") {
 				g.Expect(out.Notes).NotTo(BeEmpty(), "cuts are said")
 			}
