@@ -62,7 +62,7 @@ func directCreate(ctx context.Context, base *rest.Config, f fleet, concurrency i
 	}
 	rate := float64(len(works)) / time.Since(start).Seconds()
 	if ag != nil {
-		if err := waitFor(ctx, max(10*time.Minute, time.Duration(len(works))*100*time.Millisecond), "the agents answering every direct work", "", func() (bool, string) {
+		if err := waitFor(ctx, patience(len(works)), "the agents answering every direct work", "", func() (bool, string) {
 			n := ag.directAnswered.Load()
 			return n >= int64(len(works)), fmt.Sprintf("%d of %d answered", n, len(works))
 		}); err != nil {

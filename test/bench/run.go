@@ -189,8 +189,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 
 	// Propagation. The limits allow for 10 works/s and 10 report entries/s at least: far below any
 	// run's rate, they only end a run that stalls.
-	patience := max(15*time.Minute, time.Duration(f.apps())*100*time.Millisecond)
-	if err := waitFor(ctx, patience, "every ManifestWork", logPath, func() (bool, string) {
+	if err := waitFor(ctx, patience(f.apps()), "every ManifestWork", logPath, func() (bool, string) {
 		n, _, _ := ag.workCount()
 		return n == f.apps(), fmt.Sprintf("%d of %d works", n, f.apps())
 	}); err != nil {
@@ -209,7 +208,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	}
 
 	// Every report lists every cluster at the initial revision.
-	if err := waitFor(ctx, patience, "every report at the initial status", logPath, func() (bool, string) {
+	if err := waitFor(ctx, patience(f.apps()), "every report at the initial status", logPath, func() (bool, string) {
 		n := ag.reportsAtInitial(clusters)
 		return n == appSets, fmt.Sprintf("%d of %d reports", n, appSets)
 	}); err != nil {
@@ -391,6 +390,12 @@ func watch(ctx context.Context, rc *rest.Config, s *runtime.Scheme, ag *agents) 
 }
 
 // waitFor polls cond every 100ms, printing its state every 10s, until it holds or timeout ends.
+// patience is how long a phase that writes or answers one work per Application may take: at
+// least 15 minutes, and 10 works a second for a larger fleet.
+func patience(works int) time.Duration {
+	return max(15*time.Minute, time.Duration(works)*100*time.Millisecond)
+}
+
 func waitFor(ctx context.Context, timeout time.Duration, what, logPath string, cond func() (bool, string)) error {
 	deadline := time.Now().Add(timeout)
 	lastPrint := time.Now()
