@@ -60,10 +60,3 @@ func (c *createdWorks) take(o client.Object) bool {
 	delete(c.byUID, o.GetUID())
 	return w.resourceVersion == o.GetResourceVersion()
 }
-
-// len is the number of works remembered.
-func (c *createdWorks) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.byUID)
-}

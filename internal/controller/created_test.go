@@ -49,3 +49,10 @@ func TestCreatedWorksStayBounded(t *testing.T) {
 		t.Errorf("%d works remembered, want at most %d", n, 60_000+1024)
 	}
 }
+
+// len is the number of works remembered (tests only).
+func (c *createdWorks) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byUID)
+}

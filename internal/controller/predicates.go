@@ -17,12 +17,12 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 )
 
-// workChangedForPropagation passes ManifestWork events the propagation controller acts on:
-// creation (but not of a work this process just wrote, unchanged: a collision with another work is
-// appsWaitingOn's) and deletion, changes to what it wrote (drift), and feedback on works that
-// carry a sync or refresh request (their delivery). Other feedback-only changes, the bulk of the traffic, are left to the
-// status controller; the agent applying a work concerns only other Applications (see
-// appsWaitingOn).
+// workChangedForPropagation passes the ManifestWork events that concern the work's own
+// Application: its creation (unless justCreated: this process wrote it, unchanged since), its
+// deletion, changes to what it wrote (drift), and feedback on a work carrying a sync or refresh
+// request (their delivery). Other feedback-only changes, the bulk of the traffic, are the status
+// controller's; what a work's creation or application means for other Applications (a collision,
+// a refusal to lift) is appsWaitingOn's.
 func workChangedForPropagation(justCreated func(client.Object) bool) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return !justCreated(e.Object) },
