@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
@@ -49,30 +50,24 @@ func waitForHubAPIs(ctx context.Context, cfg *rest.Config, probeAddr string, log
 		_ = probes.Shutdown(shutdown)
 	}()
 
-	ticker := time.NewTicker(hubAPIPollInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil // stopped while waiting: a clean exit, like a stopped manager
-		case <-ticker.C:
-		}
+	err = wait.PollUntilContextCancel(ctx, hubAPIPollInterval, false, func(context.Context) (bool, error) {
 		served, err := hubapis.Served(dc)
 		if err != nil {
 			log.Info("The hub apiserver did not answer discovery; trying again", "error", err.Error())
-			continue
+			return false, nil
 		}
 		now := hubapis.Waiting(hubapis.All, served)
-		if now == "" {
-			log.Info("The hub serves every API the controllers use; starting them")
-			return nil
-		}
-		if now != waiting {
+		if now != "" && now != *probes.message.Load() {
 			log.Info("Still waiting for the hub's APIs", "missing", now)
+			probes.message.Store(&now)
 		}
-		waiting = now
-		probes.message.Store(&now)
+		return now == "", nil
+	})
+	if err != nil {
+		return nil // stopped while waiting: a clean exit, like a stopped manager
 	}
+	log.Info("The hub serves every API the controllers use; starting them")
+	return nil
 }
 
 // waitingProbes are the health probes while the controller waits for the hub's APIs.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -96,4 +98,25 @@ func TestControllerWaitsForTheHubAPIs(t *testing.T) {
 
 	cancel()
 	g.Eventually(done, 20*time.Second).Should(Receive(BeNil()))
+}
+
+// A hub that does not answer at all when the controller starts (a wrong kubeconfig, an
+// unreachable apiserver) is not waited for: the command exits with an error naming it.
+func TestControllerExitsWhenTheHubDoesNotAnswer(t *testing.T) {
+	g := NewWithT(t)
+	addr := freeAddr(t) // nothing listens there
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: hub, cluster: {server: "https://`+addr+`", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: hub, user: u}}]
+current-context: c
+`), 0o600)).To(Succeed())
+	cmd := NewRootCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"})
+	err := cmd.ExecuteContext(context.Background())
+	g.Expect(err).To(MatchError(ContainSubstring("the hub apiserver https://" + addr + " did not answer")))
 }
