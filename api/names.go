@@ -46,6 +46,11 @@ const (
 	// WrittenAtAnnotation is when the hub last wrote the work (RFC 3339). A cluster that has not
 	// applied it some time later is shown as stale. It is not part of the hash.
 	WrittenAtAnnotation = "apps.open-cluster-management.io/pull-written-at"
+	// HubApplicationAnnotation, on the payload Application, is "<namespace>/<name>" of the hub
+	// Application that delivers it. Until the managed cluster reports it back through feedback, a
+	// work only creates its Application and would orphan it: an Application of the same name that
+	// was there before is never overwritten nor deleted (see propagation.ClaimOf).
+	HubApplicationAnnotation = "apps.open-cluster-management.io/hub-application"
 	// FrozenAnnotation, on a ManifestWork and its payload Application, says why the hub froze it:
 	// a right the hub Application had was withdrawn (see propagation.Freeze). The managed cluster
 	// keeps what it runs, with automated sync off, until the right is back or the Application goes.

@@ -32,6 +32,9 @@ type Observed struct {
 	Seen bool
 	// Reported is true when any feedback value arrived.
 	Reported bool
+	// Foreign is true when the managed cluster's Application of that name is not the hub's
+	// (propagation.ClaimForeign): nothing else is read of it.
+	Foreign bool
 
 	Health, Sync, Revision                string
 	Phase, StartedAt, FinishedAt, Message string
@@ -62,6 +65,10 @@ func Observe(work *workv1.ManifestWork) Observed {
 		Applied: AppliedAtGeneration(work),
 		Seen:    meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied) != nil,
 		Carried: propagation.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]),
+	}
+	if propagation.ClaimOf(work) == propagation.ClaimForeign {
+		obs.Foreign = true
+		return obs
 	}
 	values := feedbackValues(work)
 	obs.Reported = len(values) > 0
@@ -158,6 +165,9 @@ type OperationState struct {
 func Derive(obs Observed, wanted *Source) Status {
 	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: obs.Trimmed}
 	switch {
+	case obs.Foreign:
+		// What it reports is about another Application (see propagation.ClaimOf).
+		st.Health, st.Sync = argocd.HealthUnknown, argocd.SyncUnknown
 	case !obs.Seen && !obs.Reported:
 		// The managed cluster has not reported anything yet.
 		st.Health, st.Sync = argocd.HealthUnknown, argocd.SyncUnknown

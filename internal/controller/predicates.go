@@ -15,14 +15,16 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // workChangedForPropagation passes the ManifestWork events that concern the work's own
 // Application: its creation (unless justCreated: this process wrote it, unchanged since), its
 // deletion, changes to what it wrote (drift), and feedback on a work carrying a sync or refresh
-// request (their delivery). Other feedback-only changes, the bulk of the traffic, are the status
-// controller's; what a work's creation or application means for other Applications (a collision,
-// a refusal to lift) is appsWaitingOn's.
+// request (their delivery) or whose claim is in flight (propagation.ClaimInFlight). Other
+// feedback-only changes, the bulk of the traffic, are the status controller's; what a work's
+// creation or application means for other Applications (a collision, a refusal to lift) is
+// appsWaitingOn's.
 func workChangedForPropagation(justCreated func(client.Object) bool) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return !justCreated(e.Object) },
@@ -33,7 +35,7 @@ func workChangedForPropagation(justCreated func(client.Object) bool) predicate.F
 				return true
 			}
 			_, delivering := newWork.Annotations[api.DeliveriesAnnotation]
-			return delivering || oldWork.Generation != newWork.Generation ||
+			return delivering || propagation.ClaimInFlight(oldWork) || propagation.ClaimInFlight(newWork) || oldWork.Generation != newWork.Generation ||
 				!newWork.DeletionTimestamp.IsZero() ||
 				!maps.Equal(oldWork.Labels, newWork.Labels) ||
 				!maps.Equal(oldWork.Annotations, newWork.Annotations)

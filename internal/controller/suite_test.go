@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -56,6 +57,9 @@ type harness struct {
 	ns string
 	// stop stops the manager (once): a test that restarts it with other options stops it first.
 	stop func()
+	// agentClaims maps each work the harness's agent claimed (see work) to the generations before
+	// and after the controller held it.
+	agentClaims map[types.NamespacedName][2]int64
 }
 
 func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
@@ -245,7 +249,46 @@ func workKey(ns, app, cluster string) types.NamespacedName {
 }
 
 // work waits for the work of the test's Application name on cluster and returns it.
+// work returns the Application's work on cluster as the work agent leaves it once it has created
+// the Application: the agent reports that the Application carries its hub Application's name, and
+// the controller holds the work (propagation.Hold), which the agent applies at once. Nothing else
+// is reported. (On a work whose Application was another's, that one is gone and the agent created
+// the hub's.) writtenWork returns it as the controller wrote it.
 func (h *harness) work(name, cluster string) *workv1.ManifestWork {
+	h.t.Helper()
+	w := h.writtenWork(name, cluster)
+	if propagation.Held(w) {
+		return w
+	}
+	key := client.ObjectKeyFromObject(w)
+	pending := w.Generation
+	h.g.Eventually(func() error {
+		got := &workv1.ManifestWork{}
+		if err := h.c.Get(context.Background(), key, got); err != nil {
+			return err
+		}
+		testenv.SetAgentStatus(got, got.Generation, h.ns, name, nil)
+		return h.c.Status().Update(context.Background(), got)
+	}, timeout, interval).Should(Succeed())
+	h.g.Eventually(func() error {
+		if err := h.c.Get(context.Background(), key, w); err != nil {
+			return err
+		}
+		if !propagation.Held(w) {
+			return fmt.Errorf("ManifestWork %s not held yet", key)
+		}
+		testenv.SetAgentStatus(w, w.Generation, h.ns, name, nil)
+		return h.c.Status().Update(context.Background(), w)
+	}, timeout, interval).Should(Succeed(), "the controller holds the ManifestWork of %s on %s once its Application is the hub's", name, cluster)
+	if h.agentClaims == nil {
+		h.agentClaims = map[types.NamespacedName][2]int64{}
+	}
+	h.agentClaims[key] = [2]int64{pending, w.Generation}
+	return w
+}
+
+// writtenWork returns the Application's work on cluster as the controller wrote it.
+func (h *harness) writtenWork(name, cluster string) *workv1.ManifestWork {
 	h.t.Helper()
 	w := &workv1.ManifestWork{}
 	h.g.Eventually(func() error {
@@ -299,7 +342,19 @@ func (h *harness) eventsFor(name string) []string {
 }
 
 // report writes work status as the work agent would: Applied at generation applied, and feedback.
+// The agent first creates the Application (see work): a generation from before the controller
+// held the work means the held one.
 func (h *harness) report(name, cluster string, appliedGeneration int64, values map[string]string) {
+	h.t.Helper()
+	w := h.work(name, cluster)
+	if g := h.agentClaims[client.ObjectKeyFromObject(w)]; appliedGeneration == g[0] {
+		appliedGeneration = g[1]
+	}
+	h.agentWrites(name, cluster, appliedGeneration, values)
+}
+
+// agentWrites writes work status as the work agent would, and nothing more (see report).
+func (h *harness) agentWrites(name, cluster string, appliedGeneration int64, values map[string]string) {
 	h.t.Helper()
 	h.g.Eventually(func() error {
 		w := &workv1.ManifestWork{}

@@ -163,7 +163,7 @@ func TestTheYoungerWorkYieldsOnceTheOlderIsApplied(t *testing.T) {
 	team := h.tenant(cluster)
 	h.project("team", team.ns)
 	h.app("web", cluster, landingIn(team.ns))
-	first := h.work("web", cluster)
+	first := h.writtenWork("web", cluster) // not applied yet
 	web := team.app("web", cluster, onProject("team"))
 	h.g.Eventually(func() string { return team.condition("web") }, timeout, interval).Should(HavePrefix(propagation.ReasonAlreadyDelivered))
 	// The tenant's work, as a reconcile that had not yet seen the first's would have written it, a

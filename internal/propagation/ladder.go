@@ -27,6 +27,7 @@ const (
 	ReasonProjectNotPermitted = "AppProjectNotPermitted"
 	ReasonWorkNameTaken       = "ManifestWorkNameTaken"
 	ReasonAlreadyDelivered    = "ManagedApplicationTaken"
+	ReasonManagedAppExists    = "ManagedApplicationExists"
 	ReasonPayloadTooLarge     = "PayloadTooLarge"
 	ReasonWorkWriteFailed     = "ManifestWorkWriteFailed"
 )
@@ -135,6 +136,10 @@ func Ladder(f Facts) (Verdict, error) {
 	case f.DeliveredBy != "":
 		return refuse(ReasonAlreadyDelivered, "Application %s already delivers the Application %s/%s to cluster %s; one hub Application per managed-cluster Application",
 			f.DeliveredBy, target.AppNamespace, app.GetName(), target.Cluster), nil
+	case ClaimOf(f.Existing) == ClaimForeign:
+		return refuse(ReasonManagedAppExists,
+			"cluster %s already has an Application %s/%s that this hub did not deliver (it lacks the annotation %s=%s/%s); nothing of it is changed or deleted: delete it there and the hub delivers this one at the work agent's next resync (within minutes), or rename this Application",
+			target.Cluster, target.AppNamespace, app.GetName(), api.HubApplicationAnnotation, ns, app.GetName()), nil
 	}
 	newID := f.NewDeliveryID
 	if newID == nil {
@@ -147,7 +152,15 @@ func Ladder(f Facts) (Verdict, error) {
 		carried = nil // every Argo CD has its own
 	}
 	target.ArgoCDNamespace = f.Policy.ArgoCDNamespace
-	work, err := DesiredWork(app, carried, target, deliveries)
+	held := ClaimOf(f.Existing) == ClaimOurs
+	desired := func(d Deliveries) (*workv1.ManifestWork, error) {
+		w, err := DesiredWork(app, carried, target, d)
+		if err != nil || !held {
+			return w, err
+		}
+		return Hold(w)
+	}
+	work, err := desired(deliveries)
 	if errors.Is(err, ErrPayloadTooLarge) {
 		return refuse(ReasonPayloadTooLarge, "%s", err.Error()), nil
 	}
@@ -156,7 +169,7 @@ func Ladder(f Facts) (Verdict, error) {
 	}
 	if kept, ok := KeepCleared(hub, f.Carried, deliveries); ok && f.Existing != nil {
 		// A request the hub cleared stays while the other is carried, unless the work changes anyway.
-		if w, err := DesiredWork(app, carried, target, kept); err == nil && UpToDate(f.Existing, w) {
+		if w, err := desired(kept); err == nil && UpToDate(f.Existing, w) {
 			work = w
 		}
 	}

@@ -152,14 +152,15 @@ func TestDesiredWorkPayload(t *testing.T) {
 	g.Expect(work.Annotations).To(HaveKeyWithValue(api.HubApplicationNamespaceAnnotation, "argocd"))
 	g.Expect(work.Annotations).To(HaveKeyWithValue(api.HubApplicationNameAnnotation, "guestbook-cluster1"))
 	g.Expect(work.Spec.Workload.Manifests).To(HaveLen(1))
-	g.Expect(work.Spec.DeleteOption).To(BeNil(), "the Application itself is deleted with the work")
+	g.Expect(work.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules).To(ConsistOf(workv1.OrphaningRule{Group: "argoproj.io", Resource: "applications", Name: "guestbook-cluster1", Namespace: "openshift-gitops"}),
+		"a new work orphans its Application until the managed cluster reports it the hub's")
 
 	p := payloadOf(t, work, 0)
 	g.Expect(p.GetKind()).To(Equal("Application"))
 	g.Expect(p.GetNamespace()).To(Equal("openshift-gitops"))
 	g.Expect(p.GetLabels()).To(Equal(map[string]string{"team": "web"}))
 	g.Expect(p.GetAnnotations()).To(Equal(map[string]string{"note": "kept", argocd.RefreshAnnotation: "hard",
-		api.SyncDeliveryAnnotation: "s1", api.RefreshDeliveryAnnotation: "r1"}))
+		api.SyncDeliveryAnnotation: "s1", api.RefreshDeliveryAnnotation: "r1", api.HubApplicationAnnotation: "argocd/guestbook-cluster1"}))
 	g.Expect(p.GetFinalizers()).To(Equal([]string{argocd.ResourcesFinalizer}))
 	g.Expect(p.GetResourceVersion()).To(BeEmpty())
 	g.Expect(string(p.GetUID())).To(BeEmpty())
@@ -172,7 +173,7 @@ func TestDesiredWorkPayload(t *testing.T) {
 	bare, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"}, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(payloadOf(t, bare, 0).Object).NotTo(HaveKey("operation"))
-	g.Expect(payloadOf(t, bare, 0).GetAnnotations()).To(Equal(map[string]string{"note": "kept"}))
+	g.Expect(payloadOf(t, bare, 0).GetAnnotations()).To(Equal(map[string]string{"note": "kept", api.HubApplicationAnnotation: "argocd/guestbook-cluster1"}))
 	g.Expect(bare.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation))
 	spec := p.Object["spec"].(map[string]any)
 	g.Expect(spec["destination"]).To(Equal(map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}))
@@ -200,11 +201,28 @@ func TestDesiredWorkPayload(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(feedbackNames(refreshOnly)).NotTo(ContainElement(FeedbackReconciledAt), "a refresh is confirmed by the annotation's removal")
 	g.Expect(feedbackNames(refreshOnly)).To(ContainElement(FeedbackRefreshPending))
+	g.Expect(paths).To(HaveKeyWithValue(FeedbackHubApplication, `.metadata.annotations.apps\.open-cluster-management\.io/hub-application`))
+	g.Expect(paths).To(HaveKeyWithValue(FeedbackManagedUID, ".metadata.uid"))
+	g.Expect(cfg.UpdateStrategy.Type).To(Equal(workv1.UpdateStrategyTypeCreateOnly), "a new work overwrites nothing that was there before")
+	g.Expect(Held(work)).To(BeFalse())
+
+	// Held: server-side apply, the Application deleted with the work, no more claim feedback.
+	held, err := Hold(work)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Held(held)).To(BeTrue())
+	g.Expect(held.Spec.DeleteOption).To(BeNil(), "the Application itself is deleted with the work")
+	cfg = held.Spec.ManifestConfigs[0]
 	g.Expect(cfg.UpdateStrategy.Type).To(Equal(workv1.UpdateStrategyTypeServerSideApply))
 	g.Expect(cfg.UpdateStrategy.ServerSideApply.IgnoreFields).To(ConsistOf(workv1.IgnoreField{
 		Condition: workv1.IgnoreFieldsConditionOnSpokeChange,
 		JSONPaths: []string{operationJSONPath, refreshAnnotationJSONPath},
 	}))
+	g.Expect(feedbackNames(held)).NotTo(ContainElements(FeedbackHubApplication, FeedbackManagedUID))
+	g.Expect(feedbackNames(work)).To(ContainElements(FeedbackHubApplication, FeedbackManagedUID), "Hold leaves its argument alone")
+	g.Expect(UpToDate(work, held)).To(BeFalse(), "holding is a write")
+	again, err := Hold(held)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(UpToDate(held, again)).To(BeTrue(), "holding a held work changes nothing")
 }
 
 // feedbackNames are the names of the feedback values the work's Application asks for.
@@ -274,10 +292,13 @@ func TestDesiredWorkCarriesAndOrphansTheAppProject(t *testing.T) {
 	g.Expect(p.GetResourceVersion()).To(BeEmpty())
 	g.Expect(p.Object).NotTo(HaveKey("status"))
 	g.Expect(p.Object["spec"]).To(Equal(project.Object["spec"]))
-	g.Expect(work.Spec.DeleteOption).To(Equal(&workv1.DeleteOption{
+	held, err := Hold(work)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(held.Spec.DeleteOption).To(Equal(&workv1.DeleteOption{
 		PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
 		SelectivelyOrphan: &workv1.SelectivelyOrphan{OrphaningRules: []workv1.OrphaningRule{{Group: "argoproj.io", Resource: "appprojects", Name: "team-web", Namespace: "argocd"}}},
 	}))
+	g.Expect(work.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules).To(HaveLen(2), "pending: the Application is orphaned too")
 }
 
 func TestDesiredWorkRefusesOversizedPayload(t *testing.T) {

@@ -124,23 +124,18 @@ var hubOnlyAnnotations = []string{
 // DesiredWork returns the ManifestWork that carries the hub Application app to target, with the
 // sync and refresh requests of deliveries (see PlanDeliveries). project is the hub's AppProject of
 // the app, or nil for the default project; it travels in the same work and is orphaned, not
-// deleted, with the work (other Applications on the cluster may use it).
+// deleted, with the work (other Applications on the cluster may use it). The work is pending
+// (see claim.go): Hold it once the managed cluster reported its Application the hub's.
 func DesiredWork(app, project *unstructured.Unstructured, target Target, deliveries Deliveries) (*workv1.ManifestWork, error) {
 	payload := applicationPayload(app, target, deliveries)
 	manifests := []*unstructured.Unstructured{payload}
-	configs := []workv1.ManifestConfigOption{{
+	// A new work is pending: it creates the Application only, and orphans it (see claim.go).
+	configs := []workv1.ManifestConfigOption{pendingConfig(workv1.ManifestConfigOption{
 		ResourceIdentifier: identifierOf(payload, "applications"),
 		FeedbackRules:      feedbackRules(deliveries),
 		FeedbackScrapeType: workv1.FeedbackWatchType,
-		UpdateStrategy: serverSideApply(workv1.IgnoreField{
-			// The managed Argo CD clears these when it has acted on them. The OCM agent implements
-			// OnSpokeChange by hashing the whole manifest: spoke changes survive until the manifest
-			// changes, and every new request changes it (its delivery ID). See delivery.go.
-			Condition: workv1.IgnoreFieldsConditionOnSpokeChange,
-			JSONPaths: []string{operationJSONPath, refreshAnnotationJSONPath},
-		}),
-	}}
-	var deleteOption *workv1.DeleteOption
+	})}
+	orphans := []workv1.OrphaningRule{workv1.OrphaningRule(identifierOf(payload, "applications"))}
 	if project != nil {
 		p := projectPayload(project, target)
 		manifests = append(manifests, p)
@@ -148,10 +143,11 @@ func DesiredWork(app, project *unstructured.Unstructured, target Target, deliver
 			ResourceIdentifier: identifierOf(p, "appprojects"),
 			UpdateStrategy:     serverSideApply(),
 		})
-		deleteOption = &workv1.DeleteOption{
-			PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
-			SelectivelyOrphan: &workv1.SelectivelyOrphan{OrphaningRules: []workv1.OrphaningRule{workv1.OrphaningRule(identifierOf(p, "appprojects"))}},
-		}
+		orphans = append(orphans, workv1.OrphaningRule(identifierOf(p, "appprojects")))
+	}
+	deleteOption := &workv1.DeleteOption{
+		PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
+		SelectivelyOrphan: &workv1.SelectivelyOrphan{OrphaningRules: orphans},
 	}
 
 	work := &workv1.ManifestWork{
@@ -237,6 +233,8 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 		annotations = withAnnotation(annotations, argocd.RefreshAnnotation, value)
 		annotations = withAnnotation(annotations, api.RefreshDeliveryAnnotation, d.ID)
 	}
+	// Whatever the hub Application says, the claim names it (see claim.go).
+	annotations = withAnnotation(annotations, api.HubApplicationAnnotation, app.GetNamespace()+"/"+app.GetName())
 	out.SetLabels(labels)
 	out.SetAnnotations(annotations)
 	out.SetFinalizers(app.GetFinalizers())
@@ -313,6 +311,17 @@ func projectPayload(project *unstructured.Unstructured, target Target) *unstruct
 
 func identifierOf(obj *unstructured.Unstructured, resource string) workv1.ResourceIdentifier {
 	return workv1.ResourceIdentifier{Group: argocd.Group, Resource: resource, Name: obj.GetName(), Namespace: obj.GetNamespace()}
+}
+
+// applicationStrategy is how a held work applies its Application (see Hold).
+func applicationStrategy() *workv1.UpdateStrategy {
+	return serverSideApply(workv1.IgnoreField{
+		// The managed Argo CD clears these when it has acted on them. The OCM agent implements
+		// OnSpokeChange by hashing the whole manifest: spoke changes survive until the manifest
+		// changes, and every new request changes it (its delivery ID). See delivery.go.
+		Condition: workv1.IgnoreFieldsConditionOnSpokeChange,
+		JSONPaths: []string{operationJSONPath, refreshAnnotationJSONPath},
+	})
 }
 
 func serverSideApply(ignore ...workv1.IgnoreField) *workv1.UpdateStrategy {
