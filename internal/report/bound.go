@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
@@ -140,7 +141,26 @@ func dropHealthyEntries(out *v1alpha1.AppConditions) string {
 	if dropped == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d Synced and Healthy clusters not listed to bound the report's size (the summary counts them)", dropped)
+	return fmt.Sprintf("%d "+noteHealthyNotListed, dropped)
+}
+
+// The notes of the steps that leave clusters out of a report's list.
+const (
+	noteHealthyNotListed = "Synced and Healthy clusters not listed to bound the report's size (the summary counts them)"
+	noteClustersCut      = "clusters listed to bound the report's size (the summary counts all)"
+)
+
+// UnlistedAreHealthy reports whether every cluster of a report with these notes that the report
+// does not list is Synced and Healthy: bound left out those entries, and only those.
+func UnlistedAreHealthy(notes []string) bool {
+	healthyOut := false
+	for _, n := range notes {
+		if strings.HasSuffix(n, noteClustersCut) {
+			return false
+		}
+		healthyOut = healthyOut || strings.HasSuffix(n, noteHealthyNotListed)
+	}
+	return healthyOut
 }
 
 func trimAllEntries(out *v1alpha1.AppConditions) string {
@@ -153,7 +173,7 @@ func trimAllEntries(out *v1alpha1.AppConditions) string {
 
 func capEntries(budget int) func(*v1alpha1.AppConditions) string {
 	return func(out *v1alpha1.AppConditions) string {
-		return fitList(out, budget, &out.ClusterConditions, "%d of %d clusters listed to bound the report's size (the summary counts all)")
+		return fitList(out, budget, &out.ClusterConditions, "%d of %d "+noteClustersCut)
 	}
 }
 

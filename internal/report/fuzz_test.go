@@ -13,7 +13,8 @@ import (
 
 // FuzzBuild: whatever the clusters report (huge or odd messages, resource and condition lists that
 // are not JSON or are huge, names of any length), the report encodes within its budget and its
-// summary counts every cluster, each exactly once as healthy or not and as synced or not.
+// summary counts every cluster, each exactly once as healthy or not and as synced or not; when its
+// notes say only Synced and Healthy clusters are left out of the list, they are.
 func FuzzBuild(f *testing.F) {
 	f.Add(uint16(3), uint32(0), "Healthy", "Synced", syncErrorMessage, `[{"kind":"Service","name":"guestbook-ui","version":"v1","namespace":"guestbook"}]`, `[{"type":"SyncError","message":"x"}]`, "cluster")
 	f.Add(uint16(400), uint32(0), "Degraded", "OutOfSync", strings.Repeat("boom ", 400), `not json`, `{"type":"x"}`, strings.Repeat("c", 60))
@@ -65,6 +66,18 @@ func FuzzBuild(f *testing.F) {
 		}
 		if len(out.ClusterConditions) < n && len(out.Notes) == 0 {
 			t.Fatalf("%d of %d clusters listed and no note says why", len(out.ClusterConditions), n)
+		}
+		if UnlistedAreHealthy(out.Notes) {
+			// Readers (the benchmark, people) take a cluster left out then as Synced and Healthy.
+			listed := map[string]bool{}
+			for _, c := range out.ClusterConditions {
+				listed[c.Cluster] = true
+			}
+			for _, m := range members {
+				if cc, _, _, _, _ := member(m, Options{Now: now}); !listed[m.Cluster] && !healthyAndSynced(cc) {
+					t.Fatalf("cluster %s is %s and %s, not listed, and the notes say only Synced and Healthy clusters are left out: %q", m.Cluster, cc.HealthStatus, cc.SyncStatus, out.Notes)
+				}
+			}
 		}
 		for _, c := range out.ClusterConditions {
 			for _, cond := range c.Conditions {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/report"
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
 
@@ -47,6 +49,13 @@ type agents struct {
 	reported    map[string]int      // report name -> clusters at initialRevision
 	reportSize  map[string]int      // report name -> bytes of its last version
 	reportNotes map[string][]string // report name -> the notes of its last version
+	// reportListed is, per report name, the clusters its last version lists, and its notes say
+	// whether the others are Synced and Healthy (report.UnlistedAreHealthy).
+	reportListed map[string]map[string]bool
+	// unobservable counts the changes made to a cluster its report did not list at the time
+	// (already Synced and Healthy in a report too large to list them): their arrival at the report
+	// cannot be seen, and is not timed.
+	unobservable int
 
 	queue chan types.NamespacedName
 
@@ -79,7 +88,7 @@ type change struct {
 
 func newAgents(c client.Client, workers int, resync, jitter time.Duration) *agents {
 	return &agents{c: c, workers: workers, works: map[types.NamespacedName]bool{}, pending: map[string]change{},
-		reported: map[string]int{}, reportSize: map[string]int{}, reportNotes: map[string][]string{}, queue: make(chan types.NamespacedName, 1<<16),
+		reported: map[string]int{}, reportSize: map[string]int{}, reportNotes: map[string][]string{}, reportListed: map[string]map[string]bool{}, queue: make(chan types.NamespacedName, 1<<16),
 		resync: resync, jitter: jitter, state: map[types.NamespacedName]*workState{}}
 }
 
@@ -298,7 +307,12 @@ func (a *agents) remember(key types.NamespacedName, generation int64, appNs, app
 func (a *agents) change(ctx context.Context, appSet, cluster, revision string) error {
 	key := types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(argoNamespace, appName(appSet, cluster))}
 	a.mu.Lock()
-	a.pending[appSet+"/"+cluster] = change{revision: revision, written: time.Now()}
+	ch := change{revision: revision, written: time.Now()}
+	if listed, ok := a.reportListed[appSet]; ok && report.UnlistedAreHealthy(a.reportNotes[appSet]) && !listed[cluster] {
+		ch.report = true
+		a.unobservable++
+	}
+	a.pending[appSet+"/"+cluster] = ch
 	a.mu.Unlock()
 	values := map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced", propagation.FeedbackRevision: revision,
 		propagation.FeedbackPhase: "Succeeded", propagation.FeedbackStartedAt: "2026-01-01T00:00:00Z"}
@@ -338,15 +352,32 @@ func (a *agents) reportEvent(r *v1alpha1.MulticlusterApplicationSetReport, size 
 	a.reportSize[r.Name] = size
 	a.reportNotes[r.Name] = r.Statuses.Notes
 	initial := 0
+	listed := make(map[string]bool, len(r.Statuses.ClusterConditions))
+	a.reportListed[r.Name] = listed
+	arrived := func(key string) {
+		if ch, ok := a.pending[key]; ok && !ch.report {
+			ch.report = true
+			a.repLatency = append(a.repLatency, now.Sub(ch.written))
+			a.pending[key] = ch
+		}
+	}
 	for _, cc := range r.Statuses.ClusterConditions {
 		if cc.SyncRevision == initialRevision {
 			initial++
 		}
 		key := r.Name + "/" + cc.Cluster
-		if ch, ok := a.pending[key]; ok && !ch.report && ch.revision == cc.SyncRevision {
-			ch.report = true
-			a.repLatency = append(a.repLatency, now.Sub(ch.written))
-			a.pending[key] = ch
+		listed[cc.Cluster] = true
+		if ch, ok := a.pending[key]; ok && ch.revision == cc.SyncRevision {
+			arrived(key)
+		}
+	}
+	if report.UnlistedAreHealthy(r.Statuses.Notes) {
+		// A large report leaves Synced and Healthy clusters out of its list (5,000 clusters do not
+		// fit its budget): a changed cluster (Healthy, Synced) it no longer lists has arrived.
+		for key := range a.pending {
+			if cluster, ok := strings.CutPrefix(key, r.Name+"/"); ok && !listed[cluster] {
+				arrived(key)
+			}
 		}
 	}
 	a.reported[r.Name] = initial
@@ -384,6 +415,13 @@ func (a *agents) resetLatencies() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.appLatency, a.repLatency, a.pending = nil, nil, map[string]change{}
+}
+
+// untimed is how many changes could not be timed at the report (see unobservable).
+func (a *agents) untimed() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.unobservable
 }
 
 // latencies returns copies of the measured latencies, sorted.

@@ -248,6 +248,9 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	res.WritesPerChange = (after.writes() - before.writes()) / float64(cfg.changes)
 	cfg.progress("%d feedback changes at %.0f/s: -> hub Application %s; -> report %s; %.2f controller writes per change",
 		cfg.changes, res.ChangesPerSecond, res.AppStatusLatency, res.ReportLatency, res.WritesPerChange)
+	if n := ag.untimed(); n > 0 {
+		cfg.progress("%d changes not timed at the report: their cluster was already left out of it as Synced and Healthy", n)
+	}
 	printBreakdown(cfg, before, after)
 
 	if res.Controller, err = ctl.usage(); err != nil {
