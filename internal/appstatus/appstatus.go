@@ -66,8 +66,9 @@ func Observe(work *workv1.ManifestWork) Observed {
 		Seen:    meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied) != nil,
 		Carried: propagation.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]),
 	}
-	if propagation.ClaimOf(work) == propagation.ClaimForeign {
-		obs.Foreign = true
+	if claim := propagation.ClaimOf(work); claim != propagation.ClaimOurs {
+		// Pending: nothing of the hub's there yet; what feedback there is, is another's.
+		obs.Foreign = claim == propagation.ClaimForeign
 		return obs
 	}
 	values := feedbackValues(work)

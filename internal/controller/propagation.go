@@ -283,8 +283,11 @@ func (r *PropagationReconciler) yieldTo(ctx context.Context, w, rival *workv1.Ma
 		return nil // its status update requeues this Application (see appsRefusedFor)
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleting ManifestWork: another Application delivers the same managed-cluster Application", "manifestWork", klog.KObj(w), "other", klog.KObj(rival))
-	_, err := r.release(ctx, w)
-	return err
+	if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	metrics.WorkWrites.WithLabelValues(metrics.OpDelete).Inc()
+	return nil
 }
 
 // appliedOnCluster reports whether the work agent applied the work's current generation.
@@ -388,13 +391,11 @@ func (r *PropagationReconciler) deleteListed(ctx context.Context, key types.Name
 		if !w.DeletionTimestamp.IsZero() {
 			continue
 		}
-		deleted, err := r.release(ctx, w)
-		if err != nil {
-			return err
+		ctrl.LoggerFrom(ctx).Info("Deleting ManifestWork", "manifestWork", klog.KObj(w))
+		if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
 		}
-		if !deleted {
-			continue
-		}
+		metrics.WorkWrites.WithLabelValues(metrics.OpDelete).Inc()
 		if keep != nil {
 			app := argocd.NewApplication()
 			app.SetNamespace(key.Namespace)
@@ -405,36 +406,6 @@ func (r *PropagationReconciler) deleteListed(ctx context.Context, key types.Name
 		}
 	}
 	return nil
-}
-
-// release deletes w once it may be (propagation.ReleaseOf): an Application the hub created goes
-// with it, one that was there before stays. Until then it holds w or leaves it for its next status,
-// which requeues its Application (workChangedForPropagation). deleted says whether it deleted w.
-func (r *PropagationReconciler) release(ctx context.Context, w *workv1.ManifestWork) (deleted bool, err error) {
-	log := ctrl.LoggerFrom(ctx).WithValues("manifestWork", klog.KObj(w))
-	switch propagation.ReleaseOf(w) {
-	case propagation.ReleaseWait:
-		log.Info("Deleting ManifestWork once the managed cluster reports whose its Application is")
-		return false, nil
-	case propagation.ReleaseHoldFirst:
-		held, err := propagation.Hold(w)
-		if err != nil {
-			return false, err
-		}
-		held.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-		log.Info("Holding ManifestWork before deleting it: its Application on the managed cluster is the hub's")
-		if err := r.Update(ctx, held); err != nil {
-			return false, client.IgnoreNotFound(fmt.Errorf("holding ManifestWork %s/%s: %w", w.Namespace, w.Name, err))
-		}
-		metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
-		return false, nil
-	}
-	log.Info("Deleting ManifestWork")
-	if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("deleting ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
-	}
-	metrics.WorkWrites.WithLabelValues(metrics.OpDelete).Inc()
-	return true, nil
 }
 
 func (r *PropagationReconciler) worksOf(ctx context.Context, key types.NamespacedName) ([]workv1.ManifestWork, error) {

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -382,17 +381,16 @@ func clusterOf(app *unstructured.Unstructured) string {
 }
 
 // An Application of the same namespace and name on the managed cluster before the hub delivers
-// one (made there by hand, or by the cluster's own Argo CD): the work only creates and orphans,
-// so nothing of it is changed or deleted; the hub Application is refused with the reason and
-// shows none of the other's status; once the other is gone the hub delivers its own, changes
-// included. test/e2e's TestAnApplicationAlreadyOnTheManagedClusterIsLeftAlone runs the same with
+// one (made there by hand, or by the cluster's own Argo CD): the work only reads and orphans, so
+// nothing of it is changed or deleted; the hub Application is refused with the reason and shows
+// none of the other's status; once the other is gone the hub delivers its own, changes included. test/e2e's TestAnApplicationAlreadyOnTheManagedClusterIsLeftAlone runs the same with
 // the real work agent.
 func TestAnApplicationAlreadyOnTheClusterIsLeftAlone(t *testing.T) {
 	h := start(t)
 	cluster := h.cluster()
 	h.app("web", cluster, func(u *unstructured.Unstructured) { u.SetFinalizers([]string{argocd.ResourcesFinalizer}) })
 	w := h.writtenWork("web", cluster)
-	h.g.Expect(propagation.Held(w)).To(BeFalse(), "a new work only creates its Application")
+	h.g.Expect(propagation.Held(w)).To(BeFalse(), "a new work only reads its Application")
 
 	// The agent found one there: its feedback names no hub Application.
 	h.agentWrites("web", cluster, w.Generation, map[string]string{propagation.FeedbackManagedUID: "theirs",
@@ -413,7 +411,7 @@ func TestAnApplicationAlreadyOnTheClusterIsLeftAlone(t *testing.T) {
 	h.g.Consistently(func() string { return h.writtenWork("web", cluster).ResourceVersion }, 2*time.Second, 100*time.Millisecond).
 		Should(Equal(before.ResourceVersion), "the work is not written while another Application holds the name")
 
-	// The other one is deleted there; the agent creates this one at its next resync.
+	// The other one is deleted there: the agent reports the name free, and the hub delivers.
 	h.report("web", cluster, w.Generation, map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced"})
 	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(BeEmpty())
 	held := h.work("web", cluster)
@@ -421,35 +419,4 @@ func TestAnApplicationAlreadyOnTheClusterIsLeftAlone(t *testing.T) {
 	rev, _, _ := unstructured.NestedString(payload(t, held, 0).Object, "spec", "source", "targetRevision")
 	h.g.Expect(rev).To(Equal("v2"), "what changed meanwhile is delivered with the hold")
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Healthy"))
-}
-
-// A hub Application deleted before its managed cluster said whose the Application there is: the
-// work stays until it says. Then the work is held first when it is the hub's, so that the agent
-// deletes it with the work; a foreign one's work goes at once, orphaning it.
-func TestAWorkGoesOnlyOnceItsApplicationIsKnown(t *testing.T) {
-	h := start(t)
-	cluster := h.cluster()
-	for _, ours := range []bool{true, false} {
-		name := fmt.Sprintf("web-%t", ours)
-		h.app(name, cluster)
-		w := h.writtenWork(name, cluster)
-		h.agentWrites(name, cluster, w.Generation, map[string]string{propagation.FeedbackManagedUID: ""}) // applied, no feedback yet
-		h.g.Expect(h.c.Delete(context.Background(), h.getApp(name))).To(Succeed())
-		h.g.Consistently(func() error {
-			return h.c.Get(context.Background(), client.ObjectKeyFromObject(w), &workv1.ManifestWork{})
-		}, 2*time.Second, 100*time.Millisecond).Should(Succeed(), "kept until the managed cluster says whose the Application is")
-
-		if !ours {
-			h.agentWrites(name, cluster, w.Generation, map[string]string{propagation.FeedbackManagedUID: "theirs"})
-			h.workGone(name, cluster)
-			continue
-		}
-		h.agentWrites(name, cluster, w.Generation, nil) // created from the payload: the claim's values
-		h.g.Eventually(func() bool { return propagation.Held(h.writtenWork(name, cluster)) }, timeout, interval).Should(BeTrue(), "held first")
-		h.g.Consistently(func() error {
-			return h.c.Get(context.Background(), client.ObjectKeyFromObject(w), &workv1.ManifestWork{})
-		}, time.Second, 100*time.Millisecond).Should(Succeed(), "kept until the agent applied the hold")
-		h.agentWrites(name, cluster, h.writtenWork(name, cluster).Generation, nil)
-		h.workGone(name, cluster)
-	}
 }

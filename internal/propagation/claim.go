@@ -3,6 +3,8 @@ package propagation
 import (
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -15,19 +17,21 @@ import (
 // a work that simply carried the Application would take over one of the same namespace and name
 // that was there before (created by hand, or by the cluster's own Argo CD), replace its spec, and
 // delete it with the hub Application. The hub cannot look at the managed cluster before it
-// delivers. So a new work is delivered *pending*: it only creates the Application (OCM's
-// CreateOnly) and orphans it on deletion, and asks through feedback for the Application's
+// delivers. So a new work is *pending*: OCM's ReadOnly for the Application (the agent changes
+// nothing, only reports), which is also orphaned, and feedback asks for the Application's
 // api.HubApplicationAnnotation and its UID. Then:
-//   - the annotation names the work's hub Application: the agent created it from this payload (or
-//     an earlier hub Application of the same namespace and name did). The work is *held*
-//     (Hold): server-side apply, deleted with the work, as every later write delivers;
-//   - the Application exists without it: it is *foreign*. The work stays pending and changes
-//     nothing there; the hub Application is refused (ReasonManagedApplicationExists) until it is
-//     gone, and its status shows nothing of the other one;
-//   - no answer yet: pending. A pending work is deleted only once it is known whose the
-//     Application is (ReleaseOf), so that one created for the hub is not left behind.
-//
-// A work written by an earlier release (server-side apply from the start) is held.
+//   - the agent reports it absent (its Available condition: ResourceNotAvailable), or present with
+//     the annotation naming the work's hub Application (an earlier hub Application of the same
+//     namespace and name delivered it: a hub restored from a backup finds its fleet again): the
+//     controller *holds* the work (Hold) in one more write: server-side apply, deleted with the
+//     work, as every later write delivers. The Application is created by server-side apply, so
+//     every field the hub later drops is removed there (a create would leave an owner of every
+//     field it set, and a field removed from the hub would stay on the cluster);
+//   - present without it: it is *foreign*. The work stays pending and changes nothing there; the
+//     hub Application is refused (ReasonManagedAppExists) until the agent reports it gone, and
+//     its status shows nothing of the other one.
+// Deleting a pending work touches nothing on the cluster. A work written by an earlier release
+// (server-side apply from the start) is held.
 
 // Feedback names of the claim, asked only by pending works.
 const (
@@ -46,14 +50,16 @@ type Claim int
 const (
 	// ClaimPending: the managed cluster has not said yet.
 	ClaimPending Claim = iota
-	// ClaimOurs: the work's hub Application delivered it.
+	// ClaimFree: there is no Application of that name there.
+	ClaimFree
+	// ClaimOurs: the work's hub Application (or one of the same namespace and name) delivered it.
 	ClaimOurs
 	// ClaimForeign: it was there before, and the hub leaves it alone.
 	ClaimForeign
 )
 
 // ClaimOf reads whose the Application of work is: from its update strategy once held, else from
-// its feedback. A nil work is pending.
+// what the agent reported. A nil work is pending.
 func ClaimOf(work *workv1.ManifestWork) Claim {
 	if work == nil {
 		return ClaimPending
@@ -61,67 +67,38 @@ func ClaimOf(work *workv1.ManifestWork) Claim {
 	if Held(work) {
 		return ClaimOurs
 	}
-	owner, uid := claimFeedback(work)
+	m := applicationStatus(work)
+	if m == nil {
+		return ClaimPending
+	}
+	available := meta.FindStatusCondition(m.Conditions, workv1.ManifestAvailable)
+	switch {
+	case available == nil:
+		return ClaimPending
+	case available.Status == metav1.ConditionFalse && available.Reason == reasonNotFound:
+		return ClaimFree // (its feedback, if any, is from before it went: the agent leaves it)
+	case available.Status != metav1.ConditionTrue:
+		return ClaimPending
+	}
+	owner, uid := claimFeedback(m)
 	switch {
 	case owner != "" && owner == work.Annotations[api.HubApplicationNamespaceAnnotation]+"/"+work.Annotations[api.HubApplicationNameAnnotation]:
 		return ClaimOurs
 	case uid != "":
 		return ClaimForeign
 	}
-	return ClaimPending
+	return ClaimPending // available, its feedback not read yet
 }
+
+// reasonNotFound is the reason of the agent's Available condition for a manifest whose object
+// does not exist (OCM's objectreader).
+const reasonNotFound = "ResourceNotAvailable"
 
 // Held reports whether work delivers its Application by server-side apply (see Hold). A work
 // without a configuration for it is an early release's, applied by OCM's default: held too.
 func Held(work *workv1.ManifestWork) bool {
 	cfg := applicationConfig(&work.Spec)
-	return cfg == nil || cfg.UpdateStrategy == nil || cfg.UpdateStrategy.Type != workv1.UpdateStrategyTypeCreateOnly
-}
-
-// ClaimInFlight is true while the hub still acts on what the managed cluster says about the claim:
-// the work is pending, or was held so recently that the agent has not applied it since (its
-// feedback still holds the claim's values). Its feedback then matters to the propagation.
-func ClaimInFlight(work *workv1.ManifestWork) bool {
-	if !Held(work) {
-		return true
-	}
-	owner, uid := claimFeedback(work)
-	return owner != "" || uid != ""
-}
-
-// Release is how a work of the hub may be deleted.
-type Release int
-
-const (
-	// ReleaseNow: delete it; the agent deletes the Application it owns and leaves the rest.
-	ReleaseNow Release = iota
-	// ReleaseHoldFirst: the Application is the hub's but the work still orphans it; hold the work
-	// (Hold) and delete it once the agent applied that (and made the Application its own).
-	ReleaseHoldFirst
-	// ReleaseWait: the agent applied the work but has not said whose the Application is, or has
-	// not applied the hold yet; its next status says.
-	ReleaseWait
-)
-
-// ReleaseOf decides how the hub deletes work, so that an Application the hub created is deleted
-// with it and one that was there before is left alone.
-func ReleaseOf(work *workv1.ManifestWork) Release {
-	applied := appliedApplication(work)
-	if Held(work) {
-		if ClaimInFlight(work) && !appliedAtGeneration(work) {
-			return ReleaseWait // held a moment ago: the Application is not the agent's yet
-		}
-		return ReleaseNow
-	}
-	switch ClaimOf(work) {
-	case ClaimOurs:
-		return ReleaseHoldFirst
-	case ClaimPending:
-		if applied {
-			return ReleaseWait // created by the agent, or found there: its feedback says which
-		}
-	}
-	return ReleaseNow // another's, or never applied: deleting the work touches nothing there
+	return cfg == nil || cfg.UpdateStrategy == nil || cfg.UpdateStrategy.Type != workv1.UpdateStrategyTypeReadOnly
 }
 
 // Hold returns work delivering its Application by forced server-side apply, deleted with the
@@ -139,10 +116,10 @@ func Hold(work *workv1.ManifestWork) (*workv1.ManifestWork, error) {
 	return out, nil
 }
 
-// pendingConfig is the configuration of a new work's Application: created only, with the claim's
+// pendingConfig is the configuration of a new work's Application: read only, with the claim's
 // feedback; holdSpec turns it into the held one.
 func pendingConfig(cfg workv1.ManifestConfigOption) workv1.ManifestConfigOption {
-	cfg.UpdateStrategy = &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeCreateOnly}
+	cfg.UpdateStrategy = &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeReadOnly}
 	for i, rule := range cfg.FeedbackRules {
 		if rule.Type == workv1.JSONPathsType {
 			cfg.FeedbackRules[i].JsonPaths = append(slices.Clip(rule.JsonPaths), claimPaths...)
@@ -184,48 +161,29 @@ func applicationConfig(spec *workv1.ManifestWorkSpec) *workv1.ManifestConfigOpti
 	return nil
 }
 
+// applicationStatus is what the agent reported of the work's Application, nil when nothing.
+func applicationStatus(work *workv1.ManifestWork) *workv1.ManifestCondition {
+	for i, m := range work.Status.ResourceStatus.Manifests {
+		if m.ResourceMeta.Group == argocd.Group && m.ResourceMeta.Kind == argocd.ApplicationGVK.Kind {
+			return &work.Status.ResourceStatus.Manifests[i]
+		}
+	}
+	return nil
+}
+
 // claimFeedback is what the managed cluster reported of the claim: the Application's
 // api.HubApplicationAnnotation and its UID.
-func claimFeedback(work *workv1.ManifestWork) (owner, uid string) {
-	for _, m := range work.Status.ResourceStatus.Manifests {
-		if m.ResourceMeta.Group != argocd.Group || m.ResourceMeta.Kind != argocd.ApplicationGVK.Kind {
+func claimFeedback(m *workv1.ManifestCondition) (owner, uid string) {
+	for _, v := range m.StatusFeedbacks.Values {
+		if v.Value.String == nil {
 			continue
 		}
-		for _, v := range m.StatusFeedbacks.Values {
-			if v.Value.String == nil {
-				continue
-			}
-			switch v.Name {
-			case FeedbackHubApplication:
-				owner = *v.Value.String
-			case FeedbackManagedUID:
-				uid = *v.Value.String
-			}
+		switch v.Name {
+		case FeedbackHubApplication:
+			owner = *v.Value.String
+		case FeedbackManagedUID:
+			uid = *v.Value.String
 		}
 	}
 	return owner, uid
-}
-
-// appliedApplication is true once the agent applied the work's Application at any generation.
-func appliedApplication(work *workv1.ManifestWork) bool {
-	for _, m := range work.Status.ResourceStatus.Manifests {
-		if m.ResourceMeta.Group != argocd.Group || m.ResourceMeta.Kind != argocd.ApplicationGVK.Kind {
-			continue
-		}
-		for _, c := range m.Conditions {
-			if c.Type == workv1.ManifestApplied && c.Status == "True" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func appliedAtGeneration(work *workv1.ManifestWork) bool {
-	for _, c := range work.Status.Conditions {
-		if c.Type == workv1.WorkApplied {
-			return c.Status == "True" && c.ObservedGeneration == work.Generation
-		}
-	}
-	return false
 }

@@ -5,7 +5,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -16,11 +15,10 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
-// reported returns work as the agent left it: the Application applied (at generation applied of
-// the work, 0 for not applied), with the claim's feedback owner and uid ("" for none).
-func reported(work *workv1.ManifestWork, applied int64, owner, uid string) *workv1.ManifestWork {
+// reported returns work as the agent left it: its Application there (with the claim's feedback
+// owner and uid, "" for none), absent, or not read yet.
+func reported(work *workv1.ManifestWork, there string, owner, uid string) *workv1.ManifestWork {
 	w := work.DeepCopy()
-	w.Generation = 2
 	var values []workv1.FeedbackValue
 	if owner != "" {
 		values = append(values, workv1.FeedbackValue{Name: FeedbackHubApplication, Value: workv1.FieldValue{Type: workv1.String, String: ptr.To(owner)}})
@@ -31,16 +29,21 @@ func reported(work *workv1.ManifestWork, applied int64, owner, uid string) *work
 	m := workv1.ManifestCondition{
 		ResourceMeta:    workv1.ManifestResourceMeta{Group: argocd.Group, Kind: argocd.ApplicationGVK.Kind, Resource: "applications"},
 		StatusFeedbacks: workv1.StatusFeedbackResult{Values: values},
+		Conditions:      []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue}},
 	}
-	if applied > 0 {
-		m.Conditions = []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue}}
-		w.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, ObservedGeneration: applied}}
+	switch there {
+	case "there":
+		m.Conditions = append(m.Conditions, metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionTrue, Reason: "ResourceAvailable"})
+	case "absent":
+		m.Conditions = append(m.Conditions, metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionFalse, Reason: "ResourceNotAvailable"})
+	case "unreadable":
+		m.Conditions = append(m.Conditions, metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionUnknown, Reason: "FetchingResourceFailed"})
 	}
 	w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{m}
 	return w
 }
 
-func TestClaimAndRelease(t *testing.T) {
+func TestClaim(t *testing.T) {
 	g := NewWithT(t)
 	pending, err := DesiredWork(pullApp(), nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -49,55 +52,31 @@ func TestClaimAndRelease(t *testing.T) {
 	const ours = "argocd/guestbook-cluster1"
 
 	tests := map[string]struct {
-		work        *workv1.ManifestWork
-		wantClaim   Claim
-		wantRelease Release
-		inFlight    bool
+		work *workv1.ManifestWork
+		want Claim
 	}{
-		"new, not applied yet: deleting it touches nothing there": {
-			work: pending, wantClaim: ClaimPending, wantRelease: ReleaseNow, inFlight: true,
-		},
-		"applied, not reported yet: wait for the feedback": {
-			work: reported(pending, 2, "", ""), wantClaim: ClaimPending, wantRelease: ReleaseWait, inFlight: true,
-		},
-		"created from this payload: hold it before deleting": {
-			work: reported(pending, 2, ours, "u1"), wantClaim: ClaimOurs, wantRelease: ReleaseHoldFirst, inFlight: true,
-		},
-		"there before, without the annotation: foreign, left alone": {
-			work: reported(pending, 2, "", "u1"), wantClaim: ClaimForeign, wantRelease: ReleaseNow, inFlight: true,
-		},
-		"there before, naming another hub Application: foreign": {
-			work: reported(pending, 2, "argocd/other", "u1"), wantClaim: ClaimForeign, wantRelease: ReleaseNow, inFlight: true,
-		},
-		"not applied by the agent (its apply failed): nothing there to keep": {
-			work: reported(pending, 0, "", ""), wantClaim: ClaimPending, wantRelease: ReleaseNow, inFlight: true,
-		},
-		"held a moment ago, not applied since: the Application is not the agent's yet": {
-			work: reported(held, 1, ours, "u1"), wantClaim: ClaimOurs, wantRelease: ReleaseWait, inFlight: true,
-		},
-		"held and applied": {
-			work: reported(held, 2, "", ""), wantClaim: ClaimOurs, wantRelease: ReleaseNow,
-		},
-		"held by an earlier release, not applied yet": {
-			work: reported(held, 1, "", ""), wantClaim: ClaimOurs, wantRelease: ReleaseNow,
-		},
-		"a work without configurations (the earliest releases)": {
-			work: &workv1.ManifestWork{}, wantClaim: ClaimOurs, wantRelease: ReleaseNow,
-		},
+		"new, not read yet":                                           {work: pending, want: ClaimPending},
+		"read, not reported yet":                                      {work: reported(pending, "", "", ""), want: ClaimPending},
+		"absent: the hub may create it":                               {work: reported(pending, "absent", "", ""), want: ClaimFree},
+		"absent, with the feedback of the one that was there before":  {work: reported(pending, "absent", "", "u1"), want: ClaimFree},
+		"there, made for this hub Application (a hub restored)":       {work: reported(pending, "there", ours, "u1"), want: ClaimOurs},
+		"there before, without the annotation: foreign, left alone":   {work: reported(pending, "there", "", "u1"), want: ClaimForeign},
+		"there before, naming another hub Application: foreign":       {work: reported(pending, "there", "argocd/other", "u1"), want: ClaimForeign},
+		"there, its feedback not read yet":                            {work: reported(pending, "there", "", ""), want: ClaimPending},
+		"the agent could not read it":                                 {work: reported(pending, "unreadable", "", "u1"), want: ClaimPending},
+		"held":                                                        {work: reported(held, "there", "", ""), want: ClaimOurs},
+		"a work without configurations (the earliest releases): held": {work: &workv1.ManifestWork{}, want: ClaimOurs},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			g.Expect(ClaimOf(tt.work)).To(Equal(tt.wantClaim))
-			g.Expect(ReleaseOf(tt.work)).To(Equal(tt.wantRelease))
-			g.Expect(ClaimInFlight(tt.work)).To(Equal(tt.inFlight))
+			NewWithT(t).Expect(ClaimOf(tt.work)).To(Equal(tt.want))
 		})
 	}
 	g.Expect(ClaimOf(nil)).To(Equal(ClaimPending))
 }
 
 // An Application of the same name that was on the managed cluster before: the hub refuses with a
-// reason, writes nothing, and once it is the hub's, holds the work.
+// reason and writes nothing; once the name is free there, it holds the work.
 func TestLadderClaims(t *testing.T) {
 	g := NewWithT(t)
 	facts := Facts{
@@ -112,9 +91,9 @@ func TestLadderClaims(t *testing.T) {
 	first, err := Ladder(facts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(first.Work).NotTo(BeNil())
-	g.Expect(Held(first.Work)).To(BeFalse(), "the first delivery only creates")
+	g.Expect(Held(first.Work)).To(BeFalse(), "the first delivery only reads")
 
-	facts.Existing = reported(first.Work, 2, "", "u1")
+	facts.Existing = reported(first.Work, "there", "", "u1")
 	foreign, err := Ladder(facts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(foreign.Work).To(BeNil())
@@ -123,33 +102,14 @@ func TestLadderClaims(t *testing.T) {
 	g.Expect(foreign.Refusal.Message).To(ContainSubstring(api.HubApplicationAnnotation + "=argocd/guestbook-cluster1"))
 	g.Expect(Revokes(foreign.Refusal.Reason)).To(BeFalse(), "nothing to freeze: the work changes nothing there")
 
-	facts.Existing = reported(first.Work, 2, "argocd/guestbook-cluster1", "u1")
+	facts.Existing = reported(first.Work, "absent", "", "")
 	ours, err := Ladder(facts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(Held(ours.Work)).To(BeTrue())
 	g.Expect(UpToDate(facts.Existing, ours.Work)).To(BeFalse(), "holding is one write")
 
-	facts.Existing = reported(ours.Work, 2, "", "")
+	facts.Existing = reported(ours.Work, "there", "", "")
 	again, err := Ladder(facts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(UpToDate(facts.Existing, again.Work)).To(BeTrue(), "a held work stays held: nothing to write")
-}
-
-// A pending work the hub froze still reaches the cluster once its Application is the hub's: a
-// create-only work would never apply the frozen payload.
-func TestFreezeHoldsAWorkWhoseApplicationIsTheHubs(t *testing.T) {
-	g := NewWithT(t)
-	app := pullApp(func(u *unstructured.Unstructured) {
-		u.Object["spec"].(map[string]any)["syncPolicy"] = map[string]any{"automated": map[string]any{}}
-	})
-	pending, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
-	g.Expect(err).NotTo(HaveOccurred())
-
-	frozen, err := Freeze(reported(pending, 2, "argocd/guestbook-cluster1", "u1"), ReasonClusterNotBound)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(Held(frozen)).To(BeTrue())
-
-	foreign, err := Freeze(reported(pending, 2, "", "u1"), ReasonClusterNotBound)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(Held(foreign)).To(BeFalse(), "another's Application is never overwritten, frozen or not")
 }

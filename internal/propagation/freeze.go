@@ -47,9 +47,6 @@ func Freeze(work *workv1.ManifestWork, reason string) (*workv1.ManifestWork, err
 		}
 		out.Spec.Workload.Manifests[i].Raw = raw
 	}
-	if !Held(work) && ClaimOf(work) == ClaimOurs {
-		holdSpec(&out.Spec) // a pending work applies nothing: the frozen payload must reach the cluster
-	}
 	out.Annotations = withAnnotation(out.Annotations, api.FrozenAnnotation, reason)
 	for _, k := range []string{api.DeliveriesAnnotation, api.SpecHashAnnotation, api.WrittenAtAnnotation} {
 		delete(out.Annotations, k) // not part of the hash, as in DesiredWork

@@ -138,7 +138,7 @@ func Ladder(f Facts) (Verdict, error) {
 			f.DeliveredBy, target.AppNamespace, app.GetName(), target.Cluster), nil
 	case ClaimOf(f.Existing) == ClaimForeign:
 		return refuse(ReasonManagedAppExists,
-			"cluster %s already has an Application %s/%s that this hub did not deliver (it lacks the annotation %s=%s/%s); nothing of it is changed or deleted: delete it there and the hub delivers this one at the work agent's next resync (within minutes), or rename this Application",
+			"cluster %s already has an Application %s/%s that this hub did not deliver (it lacks the annotation %s=%s/%s); nothing of it is changed or deleted: delete it there and the hub delivers this one, or rename this Application",
 			target.Cluster, target.AppNamespace, app.GetName(), api.HubApplicationAnnotation, ns, app.GetName()), nil
 	}
 	newID := f.NewDeliveryID
@@ -152,7 +152,8 @@ func Ladder(f Facts) (Verdict, error) {
 		carried = nil // every Argo CD has its own
 	}
 	target.ArgoCDNamespace = f.Policy.ArgoCDNamespace
-	held := ClaimOf(f.Existing) == ClaimOurs
+	claim := ClaimOf(f.Existing)
+	held := claim == ClaimOurs || claim == ClaimFree
 	desired := func(d Deliveries) (*workv1.ManifestWork, error) {
 		w, err := DesiredWork(app, carried, target, d)
 		if err != nil || !held {

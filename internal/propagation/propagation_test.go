@@ -153,7 +153,7 @@ func TestDesiredWorkPayload(t *testing.T) {
 	g.Expect(work.Annotations).To(HaveKeyWithValue(api.HubApplicationNameAnnotation, "guestbook-cluster1"))
 	g.Expect(work.Spec.Workload.Manifests).To(HaveLen(1))
 	g.Expect(work.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules).To(ConsistOf(workv1.OrphaningRule{Group: "argoproj.io", Resource: "applications", Name: "guestbook-cluster1", Namespace: "openshift-gitops"}),
-		"a new work orphans its Application until the managed cluster reports it the hub's")
+		"a new work orphans its Application until the managed cluster reported whose it is")
 
 	p := payloadOf(t, work, 0)
 	g.Expect(p.GetKind()).To(Equal("Application"))
@@ -203,7 +203,7 @@ func TestDesiredWorkPayload(t *testing.T) {
 	g.Expect(feedbackNames(refreshOnly)).To(ContainElement(FeedbackRefreshPending))
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackHubApplication, `.metadata.annotations.apps\.open-cluster-management\.io/hub-application`))
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackManagedUID, ".metadata.uid"))
-	g.Expect(cfg.UpdateStrategy.Type).To(Equal(workv1.UpdateStrategyTypeCreateOnly), "a new work overwrites nothing that was there before")
+	g.Expect(cfg.UpdateStrategy.Type).To(Equal(workv1.UpdateStrategyTypeReadOnly), "a new work changes nothing that was there before")
 	g.Expect(Held(work)).To(BeFalse())
 
 	// Held: server-side apply, the Application deleted with the work, no more claim feedback.

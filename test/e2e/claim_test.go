@@ -20,8 +20,10 @@ import (
 // An Application made on the managed cluster before the hub delivers one of the same namespace
 // and name (by hand, or by the cluster's own Argo CD), with the real work agent: the hub changes
 // nothing of it, adds no owner, does not delete it with the hub Application, and says why on the
-// hub Application. Once it is gone, the hub's is created, made the agent's (held), and deleted
-// with the hub Application.
+// hub Application. Once it is gone, the hub's is created by server-side apply, made the agent's
+// (held): a field the hub then drops is dropped there (the lab found that an Application first
+// created with a plain create keeps every field it was created with), and it is deleted with the
+// hub Application.
 func TestAnApplicationAlreadyOnTheManagedClusterIsLeftAlone(t *testing.T) {
 	requireLab(t)
 	ctx := context.Background()
@@ -52,6 +54,7 @@ func TestAnApplicationAlreadyOnTheManagedClusterIsLeftAlone(t *testing.T) {
 			"project":     "default",
 			"source":      map[string]any{"repoURL": "https://git.example/apps", "path": "guestbook", "targetRevision": revision},
 			"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"},
+			"syncPolicy":  map[string]any{"automated": map[string]any{"prune": true}},
 		}
 		if err := hub.Create(ctx, app); err != nil {
 			t.Fatalf("creating the hub Application: %v", err)
@@ -109,7 +112,24 @@ func TestAnApplicationAlreadyOnTheManagedClusterIsLeftAlone(t *testing.T) {
 	eventually(t, "the work held", step, func(ctx context.Context) (bool, error) {
 		work := &workv1.ManifestWork{}
 		err := hub.Get(ctx, types.NamespacedName{Namespace: clusterName, Name: propagation.WorkName(key.Namespace, key.Name)}, work)
-		return err == nil && propagation.Held(work) && !propagation.ClaimInFlight(work), client.IgnoreNotFound(err)
+		return err == nil && propagation.Held(work), client.IgnoreNotFound(err)
+	})
+	eventually(t, "automated sync dropped on the hub", step, func(ctx context.Context) (bool, error) {
+		app := application(key.Name)
+		if err := hub.Get(ctx, key, app); err != nil {
+			return false, err
+		}
+		unstructured.RemoveNestedField(app.Object, "spec", "syncPolicy")
+		err := hub.Update(ctx, app)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	eventually(t, "automated sync dropped on the managed cluster", step, func(ctx context.Context) (bool, error) {
+		got := application(key.Name)
+		if err := spoke.Get(ctx, key, got); err != nil {
+			return false, err
+		}
+		_, automated, _ := unstructured.NestedMap(got.Object, "spec", "syncPolicy", "automated")
+		return !automated, nil
 	})
 	if err := hub.Delete(ctx, application(key.Name)); err != nil {
 		t.Fatalf("deleting the hub Application: %v", err)
