@@ -57,6 +57,20 @@ const (
 	FrozenAnnotation = "apps.open-cluster-management.io/pull-frozen"
 )
 
+// Pausing delivery (internal/propagation/pause.go).
+const (
+	// PausedAnnotation, on a hub Application or ApplicationSet, pauses the delivery of that
+	// Application, or of every Application of that ApplicationSet. Any value but "false" pauses;
+	// the value is shown as the reason ("true" says none). On a ManifestWork, it says the work is
+	// paused and why.
+	PausedAnnotation = "apps.open-cluster-management.io/pull-paused"
+	// PauseConfigMap, in the Argo CD namespace, pauses the whole controller when its data key
+	// PauseKey is set to anything but "false" (the value is the reason). The controller watches
+	// it: no restart needed.
+	PauseConfigMap = "argocd-pull-pause"
+	PauseKey       = "paused"
+)
+
 // The delivery of sync and refresh requests (internal/propagation/delivery.go).
 const (
 	// DeliveriesAnnotation, on the ManifestWork, records the requests the payload carries.

@@ -61,6 +61,13 @@ func NewApplicationList() *unstructured.UnstructuredList {
 	return u
 }
 
+// NewApplicationSet returns an empty ApplicationSet for reads.
+func NewApplicationSet() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ApplicationSetGVK)
+	return u
+}
+
 // NewAppProject returns an empty AppProject for reads.
 func NewAppProject() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}

@@ -15,10 +15,15 @@ import (
 // not deliver. Argo CD shows conditions whose type ends in "Error" as errors.
 const PropagationErrorCondition = "PullPropagationError"
 
+// PausedCondition is the condition type argocd-pull sets on a hub Application whose delivery is
+// paused (propagation.PauseOf). Argo CD shows conditions whose type ends in "Warning" as warnings.
+const PausedCondition = "PullPausedWarning"
+
 // Reasons of Normal events.
 const (
 	ReasonRetargeted = "Retargeted"
 	ReasonDelivered  = "OperationDelivered"
+	ReasonPaused     = "Paused"
 )
 
 // ReasonFrozen is the reason of the Warning event recorded when a work is frozen (see
@@ -48,7 +53,20 @@ func (h hubAppConditions) refuse(ctx context.Context, app *unstructured.Unstruct
 	}))
 }
 
-// clear removes argocd-pull's condition once the Application was delivered.
+// paused records that app's delivery is paused, and why.
+func (h hubAppConditions) paused(ctx context.Context, app *unstructured.Unstructured, message string) error {
+	if conditionMessage(app, PausedCondition) == message {
+		return nil
+	}
+	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	return h.setConditions(ctx, app, append(withoutOurCondition(conditions), map[string]any{
+		"type":               PausedCondition,
+		"message":            message,
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+	}))
+}
+
+// clear removes argocd-pull's conditions once the Application was delivered.
 func (h hubAppConditions) clear(ctx context.Context, app *unstructured.Unstructured) error {
 	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
 	kept := withoutOurCondition(conditions)
@@ -74,7 +92,7 @@ func (h hubAppConditions) setConditions(ctx context.Context, app *unstructured.U
 func withoutOurCondition(conditions []any) []any {
 	kept := make([]any, 0, len(conditions))
 	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == PropagationErrorCondition {
+		if m, ok := c.(map[string]any); ok && (m["type"] == PropagationErrorCondition || m["type"] == PausedCondition) {
 			continue
 		}
 		kept = append(kept, c)
@@ -84,9 +102,19 @@ func withoutOurCondition(conditions []any) []any {
 
 // propagationError is the message of argocd-pull's condition on the hub Application, if any.
 func propagationError(app *unstructured.Unstructured) string {
+	return conditionMessage(app, PropagationErrorCondition)
+}
+
+// pausedMessage is the message of the paused condition on the hub Application, if any.
+func pausedMessage(app *unstructured.Unstructured) string {
+	return conditionMessage(app, PausedCondition)
+}
+
+// conditionMessage is the message of the hub Application's condition of type kind, if any.
+func conditionMessage(app *unstructured.Unstructured, kind string) string {
 	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
 	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == PropagationErrorCondition {
+		if m, ok := c.(map[string]any); ok && m["type"] == kind {
 			msg, _ := m["message"].(string)
 			return msg
 		}

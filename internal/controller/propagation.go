@@ -45,6 +45,9 @@ type PropagationReconciler struct {
 	changed metrics.Since[types.NamespacedName]
 	// created are the works just created, whose creation event need not wake their Application.
 	created createdWorks
+	// Cache reads the pause ConfigMap, which the client reads from the apiserver (see
+	// ManagerOptions).
+	Cache client.Reader
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch;patch
@@ -72,6 +75,15 @@ func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.appsInNamespace)).
 		Watches(&clusterv1beta2.ManagedClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.appsOfSet)).
 		Watches(argocd.NewAppProject(), handler.EnqueueRequestsFromMapFunc(r.appsOfProject)).
+		Watches(argocd.NewApplicationSet(), handler.EnqueueRequestsFromMapFunc(r.appsOfApplicationSet), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.GetAnnotations()[api.PausedAnnotation] != e.ObjectNew.GetAnnotations()[api.PausedAnnotation]
+			},
+			CreateFunc: func(event.CreateEvent) bool { return false },
+		})).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allApps), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetNamespace() == r.Options.ArgoCDNamespace && o.GetName() == api.PauseConfigMap
+		}))).
 		Complete(r)
 }
 
@@ -105,6 +117,13 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	target, pull, err := propagation.Decide(app)
 	if !app.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, app, pull && err == nil)
+	}
+	pausing, paused, perr := r.pauseOf(ctx, app)
+	if perr != nil {
+		return ctrl.Result{}, perr
+	}
+	if paused {
+		return ctrl.Result{}, r.pause(ctx, app, pausing, conditions)
 	}
 	if err == nil && !pull {
 		return ctrl.Result{}, r.deleteWorks(ctx, req.NamespacedName, nil)
@@ -319,7 +338,7 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	updated.Labels = merged(updated.Labels, desired.Labels)
 	updated.Annotations = merged(updated.Annotations, desired.Annotations)
 	updated.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-	for _, k := range []string{api.DeliveriesAnnotation, api.FrozenAnnotation} {
+	for _, k := range []string{api.DeliveriesAnnotation, api.FrozenAnnotation, api.PausedAnnotation} {
 		if _, ok := desired.Annotations[k]; !ok {
 			delete(updated.Annotations, k)
 		}
@@ -391,6 +410,12 @@ func (r *PropagationReconciler) deleteListed(ctx context.Context, key types.Name
 		if !w.DeletionTimestamp.IsZero() {
 			continue
 		}
+		if !propagation.DeleteNow(w) {
+			if err := r.release(ctx, w); err != nil {
+				return err
+			}
+			continue
+		}
 		ctrl.LoggerFrom(ctx).Info("Deleting ManifestWork", "manifestWork", klog.KObj(w))
 		if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
@@ -406,6 +431,97 @@ func (r *PropagationReconciler) deleteListed(ctx context.Context, key types.Name
 		}
 	}
 	return nil
+}
+
+// pauseOf says whether and why app is paused (see propagation.PauseOf), from the cache: its
+// ApplicationSet and the pause ConfigMap.
+func (r *PropagationReconciler) pauseOf(ctx context.Context, app *unstructured.Unstructured) (propagation.Pausing, bool, error) {
+	var appSet *unstructured.Unstructured
+	if name, ok := argocd.OwningApplicationSet(app); ok {
+		appSet = argocd.NewApplicationSet()
+		switch err := r.Get(ctx, types.NamespacedName{Namespace: app.GetNamespace(), Name: name}, appSet); {
+		case apierrors.IsNotFound(err):
+			appSet = nil
+		case err != nil:
+			return propagation.Pausing{}, false, fmt.Errorf("reading ApplicationSet %s/%s: %w", app.GetNamespace(), name, err)
+		}
+	}
+	global, err := globalPause(ctx, r.Cache, r.Options.ArgoCDNamespace)
+	if err != nil {
+		return propagation.Pausing{}, false, err
+	}
+	p, paused := propagation.PauseOf(app, appSet, global)
+	return p, paused, nil
+}
+
+// globalPause is the reason the pause ConfigMap gives, "" when it does not pause or is missing.
+func globalPause(ctx context.Context, c client.Reader, namespace string) (string, error) {
+	cm := &corev1.ConfigMap{}
+	switch err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: api.PauseConfigMap}, cm); {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("reading ConfigMap %s/%s: %w", namespace, api.PauseConfigMap, err)
+	}
+	return propagation.PauseValue(cm.Data[api.PauseKey]), nil
+}
+
+// pause switches the Application's held works to read only, once (propagation.Pause), writes
+// nothing else for it, and says so on it.
+func (r *PropagationReconciler) pause(ctx context.Context, app *unstructured.Unstructured, p propagation.Pausing, conditions hubAppConditions) error {
+	works, err := r.worksOf(ctx, client.ObjectKeyFromObject(app))
+	if err != nil {
+		return err
+	}
+	for i := range works {
+		w := &works[i]
+		if !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		paused, err := propagation.Pause(w, p.Reason)
+		if err != nil || paused == nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		paused.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+		ctrl.LoggerFrom(ctx).Info("Pausing ManifestWork", "manifestWork", klog.KObj(w), "scope", p.Scope, "reason", p.Reason)
+		if err := r.Update(ctx, paused); err != nil {
+			return fmt.Errorf("pausing ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+		}
+		metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
+		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonPaused, "Pause",
+			"Paused ManifestWork %s/%s: the managed cluster keeps what it runs, its work agent only reports (%s)", w.Namespace, w.Name, p)
+	}
+	return conditions.paused(ctx, app, p.String()+": nothing is delivered to the managed cluster, which keeps what it runs; status keeps flowing; what changes meanwhile is delivered on resume")
+}
+
+// release turns a paused work into its released form (propagation.Release) before it is deleted,
+// so that the managed cluster keeps its Application; a released work waits for the agent.
+func (r *PropagationReconciler) release(ctx context.Context, w *workv1.ManifestWork) error {
+	if propagation.Released(w) {
+		return nil // its next status requeues the Application (workChangedForPropagation)
+	}
+	released, err := propagation.Release(w)
+	if err != nil || released == nil {
+		return err
+	}
+	released.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+	ctrl.LoggerFrom(ctx).Info("Releasing paused ManifestWork before deleting it: the managed cluster keeps its Application", "manifestWork", klog.KObj(w))
+	if err := r.Update(ctx, released); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("releasing ManifestWork %s/%s: %w", w.Namespace, w.Name, err))
+	}
+	metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
+	return nil
+}
+
+func (r *PropagationReconciler) appsOfApplicationSet(ctx context.Context, o client.Object) []reconcile.Request {
+	return applicationRequests(ctx, r.Client, client.MatchingFields{appOwnerIndex: o.GetNamespace() + "/" + o.GetName()})
+}
+
+func (r *PropagationReconciler) allApps(ctx context.Context, _ client.Object) []reconcile.Request {
+	return applicationRequests(ctx, r.Client)
 }
 
 func (r *PropagationReconciler) worksOf(ctx context.Context, key types.NamespacedName) ([]workv1.ManifestWork, error) {

@@ -198,6 +198,7 @@ func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedN
 			WorkName:         propagation.WorkName(app.GetNamespace(), app.GetName()),
 			Wanted:           appstatus.WantedSource(app),
 			PropagationError: propagationError(app),
+			Paused:           pausedMessage(app),
 		}
 		if err != nil {
 			m.PropagationError = err.Error()

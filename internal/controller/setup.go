@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -151,7 +152,8 @@ func (o Options) policy() propagation.Policy {
 
 // ManagerOptions returns the manager options the controllers need: the scheme, and a cache that
 // holds only pull-labelled Applications, argocd-pull's ManifestWorks, the Argo CD namespace's
-// AppProjects and the cluster secrets argocd-pull wrote in the install's Argo CD namespaces, so
+// AppProjects and pause ConfigMap, and the cluster secrets argocd-pull wrote in the install's Argo
+// CD namespaces, so
 // that memory follows the pull-model fleet and not everything on the hub, and so that the
 // controller lists Secrets only where its RBAC lets it.
 func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
@@ -175,6 +177,10 @@ func ManagerOptions(scheme *runtime.Scheme, opts Options) ctrl.Options {
 				project:                {Namespaces: map[string]cache.Config{opts.ArgoCDNamespace: {}}},
 				// Only the cluster secrets GitOpsClusters created, only in the Argo CD namespaces.
 				&corev1.Secret{}: {Namespaces: secretNamespaces, Label: ours},
+				// Only the pause ConfigMap, watched by name (the RBAC grants nothing else).
+				&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{opts.ArgoCDNamespace: {
+					FieldSelector: fields.OneTermEqualSelector("metadata.name", api.PauseConfigMap),
+				}}},
 			}},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Argo CD objects are unstructured; read them from the cache like everything else.
@@ -216,6 +222,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	copts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
 	if err := (&PropagationReconciler{
 		Client:   mgr.GetClient(),
+		Cache:    mgr.GetCache(),
 		Recorder: mgr.GetEventRecorder("argocd-pull-propagation"),
 		Options:  opts,
 	}).SetupWithManager(mgr, copts); err != nil {

@@ -94,11 +94,12 @@ func ClaimOf(work *workv1.ManifestWork) Claim {
 // does not exist (OCM's objectreader).
 const reasonNotFound = "ResourceNotAvailable"
 
-// Held reports whether work delivers its Application by server-side apply (see Hold). A work
-// without a configuration for it is an early release's, applied by OCM's default: held too.
+// Held reports whether work delivers its Application by server-side apply (see Hold), or did
+// until it was paused (see Pause). A work without a configuration for it is an early release's,
+// applied by OCM's default: held too.
 func Held(work *workv1.ManifestWork) bool {
 	cfg := applicationConfig(&work.Spec)
-	return cfg == nil || cfg.UpdateStrategy == nil || cfg.UpdateStrategy.Type != workv1.UpdateStrategyTypeReadOnly
+	return cfg == nil || cfg.UpdateStrategy == nil || cfg.UpdateStrategy.Type != workv1.UpdateStrategyTypeReadOnly || Paused(work)
 }
 
 // Hold returns work delivering its Application by forced server-side apply, deleted with the
@@ -106,14 +107,7 @@ func Held(work *workv1.ManifestWork) bool {
 func Hold(work *workv1.ManifestWork) (*workv1.ManifestWork, error) {
 	out := work.DeepCopy()
 	holdSpec(&out.Spec)
-	delete(out.Annotations, api.SpecHashAnnotation)
-	delete(out.Annotations, api.WrittenAtAnnotation)
-	hash, err := specHash(out)
-	if err != nil {
-		return nil, err
-	}
-	out.Annotations[api.SpecHashAnnotation] = hash
-	return out, nil
+	return rehash(out)
 }
 
 // pendingConfig is the configuration of a new work's Application: read only, with the claim's

@@ -29,6 +29,8 @@ const (
 	ConditionStale = "StaleStatus"
 	// ConditionNotPropagated carries the reason the hub could not deliver the Application.
 	ConditionNotPropagated = "PropagationError"
+	// ConditionPaused says the cluster's delivery is paused, by what and why.
+	ConditionPaused = "Paused"
 	// ConditionSyncError carries the message of a failed sync operation.
 	ConditionSyncError = "SyncError"
 	// ConditionFeedbackTrimmed says what of the cluster's feedback was cut to argocd-pull's caps
@@ -67,6 +69,8 @@ type Member struct {
 	Wanted *appstatus.Source
 	// PropagationError is the hub Application's propagation error, if any.
 	PropagationError string
+	// Paused says why the hub Application's delivery is paused, "" when it is not.
+	Paused string
 	// Searched is true when OCM Search answered about this Application; SearchResources and
 	// SearchConditions are its answer. They fill in what ManifestWork feedback lacks.
 	Searched         bool
@@ -230,6 +234,10 @@ func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.
 	}
 	if cc.SyncStatus != argocd.SyncSynced || cc.HealthStatus != argocd.HealthHealthy {
 		cc.Conditions = capConditions(conditions, opts)
+	}
+	if m.Paused != "" {
+		// Said whatever the cluster's state: what the hub changes does not reach it.
+		cc.Conditions = capConditions(append([]v1alpha1.Condition{{Type: ConditionPaused, Message: m.Paused}}, cc.Conditions...), opts)
 	}
 	return cc, recheck, resources, fed, trimmed
 }
