@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/report"
 )
 
 // DefaultWidth is the terminal width the output fits when Options.Width is not set.
@@ -78,7 +79,7 @@ func Report(r *v1alpha1.MulticlusterApplicationSetReport, o Options) string {
 				{text: orDash(c.HealthStatus), color: healthColor(c.HealthStatus)},
 				{text: orDash(shortRevision(c.SyncRevision))},
 				{text: orDash(c.OperationStatePhase), color: phaseColor(c.OperationStatePhase)},
-				{text: firstError(c.Conditions), color: red},
+				{text: firstError(c.Conditions), color: conditionColor(c.Conditions)},
 			})
 		}
 		t.write(&b, o)
@@ -159,6 +160,14 @@ func firstError(conds []v1alpha1.Condition) string {
 		return c.Type
 	}
 	return c.Type + ": " + c.Message
+}
+
+// conditionColor is yellow for a paused cluster (nothing is wrong there), red for the rest.
+func conditionColor(conds []v1alpha1.Condition) string {
+	if len(conds) > 0 && conds[0].Type == report.ConditionPaused {
+		return yellow
+	}
+	return red
 }
 
 // shortRevision shows a git SHA as its first 7 characters and caps anything else.
