@@ -141,7 +141,7 @@ func pauseController(ctx context.Context, out io.Writer, dc dynamic.Interface, n
 	if err != nil {
 		return fmt.Errorf("setting ConfigMap %s/%s: %w", ns, api.PauseConfigMap, err)
 	}
-	fmt.Fprintf(out, "configmap/%s %s: every Application argocd-pull delivers from namespace %s's controller%s\n", api.PauseConfigMap, done, ns, reasonSuffix(value))
+	fmt.Fprintf(out, "configmap/%s %s%s: every Application of the controller whose Argo CD namespace is %s\n", api.PauseConfigMap, done, reasonSuffix(value), ns)
 	return nil
 }
 
