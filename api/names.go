@@ -57,6 +57,15 @@ const (
 	FrozenAnnotation = "apps.open-cluster-management.io/pull-frozen"
 )
 
+// Conditions argocd-pull sets on hub Applications. Argo CD shows conditions whose type ends in
+// "Error" as errors and in "Warning" as warnings.
+const (
+	// PropagationErrorCondition says why the hub does not deliver an Application.
+	PropagationErrorCondition = "PullPropagationError"
+	// PausedCondition says that, and by what, an Application's delivery is paused.
+	PausedCondition = "PullPausedWarning"
+)
+
 // Pausing delivery (internal/propagation/pause.go).
 const (
 	// PausedAnnotation, on a hub Application or ApplicationSet, pauses the delivery of that

@@ -28,7 +28,8 @@ type Source struct {
 type Observed struct {
 	// Applied is true when the work agent applied the work's current generation.
 	Applied bool
-	// Seen is true when the work agent ever acted on the work (any Applied condition).
+	// Seen is true when the work agent ever acted on the work (any Applied condition) and its
+	// Application is there.
 	Seen bool
 	// Reported is true when any feedback value arrived.
 	Reported bool
@@ -67,8 +68,16 @@ func Observe(work *workv1.ManifestWork) Observed {
 		Carried: propagation.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]),
 	}
 	if claim := propagation.ClaimOf(work); claim != propagation.ClaimOurs {
-		// Pending: nothing of the hub's there yet; what feedback there is, is another's.
+		// Pending: nothing of the hub's there yet (not seen: no Unknown status is written for
+		// it); what feedback there is, is another's.
 		obs.Foreign = claim == propagation.ClaimForeign
+		obs.Seen = obs.Foreign
+		return obs
+	}
+	if propagation.Absent(work) {
+		// Held a moment ago, its Application not created yet, or deleted there since: what
+		// feedback there is describes an Application that is not there.
+		obs.Seen = false
 		return obs
 	}
 	values := feedbackValues(work)

@@ -9,15 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api"
 )
 
-// PropagationErrorCondition is the condition type argocd-pull sets on a hub Application it could
-// not deliver. Argo CD shows conditions whose type ends in "Error" as errors.
-const PropagationErrorCondition = "PullPropagationError"
-
-// PausedCondition is the condition type argocd-pull sets on a hub Application whose delivery is
-// paused (propagation.PauseOf). Argo CD shows conditions whose type ends in "Warning" as warnings.
-const PausedCondition = "PullPausedWarning"
+// The condition types argocd-pull sets on hub Applications (see api).
+const (
+	PropagationErrorCondition = api.PropagationErrorCondition
+	PausedCondition           = api.PausedCondition
+)
 
 // Reasons of Normal events.
 const (

@@ -149,6 +149,7 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if !found {
 		log.Info("Creating MulticlusterApplicationSetReport", "report", klog.KObj(desired), "clusters", statuses.Summary.Clusters)
 		if err := r.Create(ctx, desired); err != nil {
+			metrics.ReportWriteErrors.Inc()
 			return ctrl.Result{}, fmt.Errorf("creating report %s: %w", req, err)
 		}
 		r.wrote(req.NamespacedName, now, metrics.OpCreate)
@@ -168,6 +169,7 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: r.Options.ReportCoalesce}, nil
 		}
+		metrics.ReportWriteErrors.Inc()
 		return ctrl.Result{}, fmt.Errorf("updating report %s: %w", req, err)
 	}
 	r.wrote(req.NamespacedName, now, metrics.OpUpdate)

@@ -218,7 +218,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(mgr); err != nil {
 		return err
 	}
-	metrics.Register(mgr.GetCache())
+	metrics.Register(mgr.GetCache(), opts.StaleAfter)
 	copts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
 	if err := (&PropagationReconciler{
 		Client:   mgr.GetClient(),

@@ -12,17 +12,23 @@ package metrics
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
 // Write operations, the values of the operation label.
@@ -66,7 +72,21 @@ var (
 	})
 )
 
+// ReportWriteErrors counts report writes the apiserver refused (conflicts, which are retried
+// at once, excepted): a report that cannot be written freezes what a fleet shows.
+var ReportWriteErrors = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "argocd_pull_report_write_errors_total",
+	Help: "MulticlusterApplicationSetReport writes that failed (conflicts excepted).",
+})
+
 var (
+	refusedDesc = prometheus.NewDesc("argocd_pull_refused_applications",
+		"Pull-model Applications the hub does not deliver, by the reason of their PullPropagationError condition, read from the cache at scrape time.",
+		[]string{"reason"}, nil)
+	pausedDesc = prometheus.NewDesc("argocd_pull_paused_applications",
+		"Pull-model Applications whose delivery is paused (PullPausedWarning condition), read from the cache at scrape time.", nil, nil)
+	staleDesc = prometheus.NewDesc("argocd_pull_stale_clusters",
+		"Managed clusters with a ManifestWork of argocd-pull whose status is stale: the cluster is not Available, or has not applied a work written longer ago than --stale-after. Read from the cache at scrape time.", nil, nil)
 	propagatedDesc = prometheus.NewDesc("argocd_pull_propagated_applications",
 		"Pull-model Applications that have a ManifestWork on the hub, read from the cache at scrape time.", nil, nil)
 	clustersDesc = prometheus.NewDesc("argocd_pull_applicationset_clusters",
@@ -80,23 +100,32 @@ var (
 )
 
 // Register adds argocd-pull's metrics to controller-runtime's registry (once per process) and
-// points the scrape-time gauges at reader, normally the manager's cache. A later call (a new
-// manager in the same process, as in tests) moves the gauges to its reader.
-func Register(reader client.Reader) {
+// points the scrape-time gauges at reader, normally the manager's cache; staleAfter is the
+// controller's --stale-after. A later call (a new manager in the same process, as in tests) moves
+// the gauges to its reader.
+func Register(reader client.Reader, staleAfter time.Duration) {
 	register.Do(func() {
-		ctrlmetrics.Registry.MustRegister(WorkWrites, ReportWrites, PropagationLatency, ReportLatency, collector)
+		ctrlmetrics.Registry.MustRegister(WorkWrites, ReportWrites, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
 	})
-	collector.reader.Store(&reader)
+	collector.reader.Store(&scrapeSource{reader: reader, staleAfter: staleAfter})
+}
+
+type scrapeSource struct {
+	reader     client.Reader
+	staleAfter time.Duration
 }
 
 // cacheCollector reads the gauges that describe objects from the cache when scraped.
 type cacheCollector struct {
-	reader atomic.Pointer[client.Reader]
+	reader atomic.Pointer[scrapeSource]
 }
 
 func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- propagatedDesc
 	ch <- clustersDesc
+	ch <- refusedDesc
+	ch <- pausedDesc
+	ch <- staleDesc
 }
 
 // scrapeTimeout bounds a scrape's cache reads (a cache that is not synced yet answers at once with
@@ -104,11 +133,11 @@ func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 const scrapeTimeout = 5 * time.Second
 
 func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
-	p := c.reader.Load()
-	if p == nil {
+	src := c.reader.Load()
+	if src == nil {
 		return
 	}
-	reader := *p
+	reader := src.reader
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 
@@ -116,8 +145,21 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	// yields no samples rather than failing the whole scrape with an invalid metric.
 	works := &workv1.ManifestWorkList{}
 	// The cache holds only argocd-pull's ManifestWorks; one per propagated Application.
-	if err := reader.List(ctx, works); err == nil {
+	if err := reader.List(ctx, works, client.UnsafeDisableDeepCopy); err == nil {
 		ch <- prometheus.MustNewConstMetric(propagatedDesc, prometheus.GaugeValue, float64(len(works.Items)))
+		clusters := &clusterv1.ManagedClusterList{}
+		if err := reader.List(ctx, clusters, client.UnsafeDisableDeepCopy); err == nil {
+			ch <- prometheus.MustNewConstMetric(staleDesc, prometheus.GaugeValue, float64(StaleClusters(works.Items, clusters.Items, src.staleAfter, time.Now())))
+		}
+	}
+	apps := &unstructured.UnstructuredList{}
+	apps.SetGroupVersionKind(argocd.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
+	if err := reader.List(ctx, apps, client.UnsafeDisableDeepCopy); err == nil {
+		refused, paused := ApplicationConditions(apps.Items)
+		for reason, n := range refused {
+			ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.GaugeValue, float64(n), reason)
+		}
+		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, float64(paused))
 	}
 	reports := &v1alpha1.MulticlusterApplicationSetReportList{}
 	if err := reader.List(ctx, reports); err != nil {
@@ -157,6 +199,57 @@ func ApplicationSetSamples(reports []v1alpha1.MulticlusterApplicationSetReport) 
 		}
 	}
 	return out
+}
+
+// ApplicationConditions counts the Applications refused, by reason (the message's prefix up to
+// ":"), and those paused.
+func ApplicationConditions(apps []unstructured.Unstructured) (refused map[string]int, paused int) {
+	refused = map[string]int{}
+	for i := range apps {
+		conditions, _, _ := unstructured.NestedSlice(apps[i].Object, "status", "conditions")
+		for _, c := range conditions {
+			m, _ := c.(map[string]any)
+			msg, _ := m["message"].(string)
+			switch m["type"] {
+			case api.PropagationErrorCondition:
+				reason, _, _ := strings.Cut(msg, ":")
+				refused[reason]++
+			case api.PausedCondition:
+				paused++
+			}
+		}
+	}
+	return refused, paused
+}
+
+// StaleClusters counts the clusters with a work whose status is stale at now: the ManagedCluster
+// is missing or not Available, or the work is not applied at its generation though written more
+// than staleAfter ago (the report's rule, per cluster).
+func StaleClusters(works []workv1.ManifestWork, clusters []clusterv1.ManagedCluster, staleAfter time.Duration, now time.Time) int {
+	available := make(map[string]bool, len(clusters))
+	for _, c := range clusters {
+		available[c.Name] = meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
+	}
+	stale := map[string]bool{}
+	for i := range works {
+		w := &works[i]
+		if stale[w.Namespace] {
+			continue
+		}
+		if !available[w.Namespace] {
+			stale[w.Namespace] = true
+			continue
+		}
+		applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
+		if applied != nil && applied.Status == metav1.ConditionTrue && applied.ObservedGeneration == w.Generation {
+			continue
+		}
+		written, err := time.Parse(time.RFC3339, w.Annotations[api.WrittenAtAnnotation])
+		if err == nil && now.Sub(written) > staleAfter {
+			stale[w.Namespace] = true
+		}
+	}
+	return len(stale)
 }
 
 // Since tracks, per key, when the first change not yet written was observed, so that a write can

@@ -9,6 +9,9 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -85,11 +88,59 @@ func (notStarted) List(context.Context, client.ObjectList, ...client.ListOption)
 func TestScrapeBeforeTheCacheAnswers(t *testing.T) {
 	g := NewWithT(t)
 	c := &cacheCollector{}
-	var reader client.Reader = notStarted{}
-	c.reader.Store(&reader)
+	c.reader.Store(&scrapeSource{reader: notStarted{}, staleAfter: time.Minute})
 	reg := prometheus.NewPedanticRegistry()
 	g.Expect(reg.Register(c)).To(Succeed())
 	families, err := reg.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(families).To(BeEmpty())
+}
+
+func TestStaleClusters(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	cluster := func(name string, available metav1.ConditionStatus) clusterv1.ManagedCluster {
+		return clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: clusterv1.ManagedClusterStatus{
+			Conditions: []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: available}}}}
+	}
+	work := func(cluster string, generation, applied int64, written time.Time) workv1.ManifestWork {
+		w := workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: "w", Generation: generation,
+			Annotations: map[string]string{api.WrittenAtAnnotation: written.Format(time.RFC3339)}}}
+		if applied > 0 {
+			w.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, ObservedGeneration: applied}}
+		}
+		return w
+	}
+	clusters := []clusterv1.ManagedCluster{cluster("fine", "True"), cluster("lost", "Unknown"), cluster("slow", "True"), cluster("busy", "True")}
+	works := []workv1.ManifestWork{
+		work("fine", 2, 2, now.Add(-time.Hour)),
+		work("lost", 2, 2, now.Add(-time.Hour)),      // its cluster is not Available
+		work("slow", 3, 2, now.Add(-10*time.Minute)), // not applied, written long ago
+		work("slow", 1, 1, now.Add(-time.Hour)),      // counted once
+		work("busy", 3, 2, now.Add(-10*time.Second)), // not applied yet, written a moment ago
+		work("gone", 1, 1, now.Add(-time.Hour)),      // no ManagedCluster at all
+	}
+	g.Expect(StaleClusters(works, clusters, 5*time.Minute, now)).To(Equal(3))
+}
+
+func TestApplicationConditions(t *testing.T) {
+	g := NewWithT(t)
+	app := func(conditions ...map[string]any) unstructured.Unstructured {
+		u := unstructured.Unstructured{Object: map[string]any{}}
+		list := make([]any, len(conditions))
+		for i, c := range conditions {
+			list[i] = c
+		}
+		_ = unstructured.SetNestedSlice(u.Object, list, "status", "conditions")
+		return u
+	}
+	refused, paused := ApplicationConditions([]unstructured.Unstructured{
+		app(map[string]any{"type": api.PropagationErrorCondition, "message": "ManagedClusterNotFound: ManagedCluster x does not exist"}),
+		app(map[string]any{"type": api.PropagationErrorCondition, "message": "ManagedClusterNotFound: y"}, map[string]any{"type": "SyncError", "message": "x"}),
+		app(map[string]any{"type": api.PropagationErrorCondition, "message": "PayloadTooLarge: ..."}),
+		app(map[string]any{"type": api.PausedCondition, "message": "delivery paused by the controller (x)"}),
+		app(),
+	})
+	g.Expect(refused).To(Equal(map[string]int{"ManagedClusterNotFound": 2, "PayloadTooLarge": 1}))
+	g.Expect(paused).To(Equal(1))
 }

@@ -90,6 +90,17 @@ func ClaimOf(work *workv1.ManifestWork) Claim {
 	return ClaimPending // available, its feedback not read yet
 }
 
+// Absent reports whether the agent last reported the work's Application missing on the managed
+// cluster: not created yet (a pending work, or one held a moment ago), or deleted there.
+func Absent(work *workv1.ManifestWork) bool {
+	m := applicationStatus(work)
+	if m == nil {
+		return false
+	}
+	c := meta.FindStatusCondition(m.Conditions, workv1.ManifestAvailable)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reasonNotFound
+}
+
 // reasonNotFound is the reason of the agent's Available condition for a manifest whose object
 // does not exist (OCM's objectreader).
 const reasonNotFound = "ResourceNotAvailable"
