@@ -106,6 +106,12 @@ var (
 func Register(reader client.Reader, staleAfter time.Duration) {
 	register.Do(func() {
 		ctrlmetrics.Registry.MustRegister(WorkWrites, ReportWrites, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
+		// Every operation is exported from the start, at 0: rate() and alerts see a series
+		// before the first write.
+		for _, op := range []string{OpCreate, OpUpdate, OpDelete} {
+			WorkWrites.WithLabelValues(op)
+			ReportWrites.WithLabelValues(op)
+		}
 	})
 	collector.reader.Store(&scrapeSource{reader: reader, staleAfter: staleAfter})
 }

@@ -450,13 +450,38 @@ status:
 	k.run("get", "role,rolebinding", "-n", argoCDNamespace, "argocd-pull-placement-reader")
 
 	// A pull-model Application, as the documents' ApplicationSet template makes it, becomes a
-	// ManifestWork in the cluster's namespace.
+	// ManifestWork in the cluster's namespace, and its ApplicationSet gets a report.
+	k.run("apply", "--server-side", "-f", writeFile(t, "applicationset.yaml", []byte(`
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: `+app+`
+  namespace: `+argoCDNamespace+`
+spec:
+  generators: []
+  template:
+    metadata: {}
+    spec:
+      project: default
+      destination: {}
+      source:
+        repoURL: https://github.com/argoproj/argocd-example-apps.git
+`)))
+	t.Cleanup(func() {
+		_, _ = k.runErr("delete", "applicationset", "-n", argoCDNamespace, app, "--ignore-not-found", "--wait=false")
+	})
+	appSetUID := k.run("get", "applicationset", "-n", argoCDNamespace, app, "-o", "jsonpath={.metadata.uid}")
 	k.run("apply", "--server-side", "-f", writeFile(t, "application.yaml", []byte(`
 apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata:
   name: `+app+`
   namespace: `+argoCDNamespace+`
+  ownerReferences:
+  - apiVersion: argoproj.io/v1alpha1
+    kind: ApplicationSet
+    name: `+app+`
+    uid: `+appSetUID+`
   labels:
     apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true"
   annotations:
@@ -484,6 +509,46 @@ spec:
 		}
 		return nil
 	})
+
+	// One the hub refuses (no such cluster), so that every metric the monitoring reads has a
+	// sample; then the alerts' and the dashboard's metrics are checked against this controller.
+	k.run("apply", "--server-side", "-f", writeFile(t, "refused.yaml", []byte(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: `+app+`-refused
+  namespace: `+argoCDNamespace+`
+  labels:
+    apps.open-cluster-management.io/pull-to-ocm-managed-cluster: "true"
+  annotations:
+    apps.open-cluster-management.io/ocm-managed-cluster: no-such-cluster
+spec:
+  project: default
+  source:
+    repoURL: https://github.com/argoproj/argocd-example-apps.git
+    path: guestbook
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: guestbook
+`)))
+	t.Cleanup(func() {
+		_, _ = k.runErr("delete", "application", "-n", argoCDNamespace, app+"-refused", "--ignore-not-found", "--wait=false")
+	})
+	check("the refused Application counted", func() error {
+		body, err := scrape("http://" + metrics + "/metrics")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(body, `argocd_pull_refused_applications{reason="ManagedClusterNotFound"} 1`) {
+			return fmt.Errorf("not in the scrape yet")
+		}
+		return nil
+	})
+	check("the ApplicationSet's report", func() error {
+		_, err := k.runErr("get", "multiclusterapplicationsetreport", "-n", argoCDNamespace, app)
+		return err
+	})
+	checkMonitoringNamesExportedMetrics(t, "http://"+metrics+"/metrics")
 }
 
 // controllerLogs returns the controllers named by the JSON log lines with the message msg.
