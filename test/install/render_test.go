@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -301,4 +302,37 @@ func TestHelmValues(t *testing.T) {
 func TestHelmLint(t *testing.T) {
 	out := run(t, helmEnv(t), helm(t), "lint", "--strict", chartDir)
 	t.Logf("%s", out)
+}
+
+// values.schema.json: a wrong value fails at 'helm install' (here 'helm template', which checks
+// the same), with helm's message naming it, instead of being ignored or failing in the cluster.
+func TestHelmRefusesWrongValues(t *testing.T) {
+	for name, tt := range map[string]struct {
+		set, want string
+	}{
+		"a typo in a key":                {"imag.tag=dev", "additional properties 'imag' not allowed"},
+		"no replicas":                    {"replicas=0", "replicas"},
+		"a port out of range":            {"metrics.port=70000", "metrics.port"},
+		"the health port":                {"metrics.port=8081", "metrics.port"},
+		"a namespace that is not a name": {"pullNamespaces={Team_A}", "pullNamespaces"},
+		"an unknown pull policy":         {"image.pullPolicy=Sometimes", "pullPolicy"},
+		"a controller flag without --":   {"extraArgs={concurrency=8}", "extraArgs"},
+		"a grant of a bad namespace":     {"managedNamespaceGrants.team-a={Prod}", "managedNamespaceGrants"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := runErr(helmEnv(t), helm(t), "template", release, chartDir, "--set", tt.set)
+			NewWithT(t).Expect(err).To(MatchError(And(ContainSubstring("values don't meet the specifications of the schema"), ContainSubstring(tt.want))))
+		})
+	}
+}
+
+// With more than one replica (warm standbys), a PodDisruptionBudget keeps one to take the lease.
+func TestHelmPodDisruptionBudget(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(byKey(decode(t, renderHelm(t)))).NotTo(HaveKey("PodDisruptionBudget/"+installNamespace+"/"+deploymentName), "one replica: no budget to keep")
+	var pdb policyv1.PodDisruptionBudget
+	find(t, decode(t, renderHelm(t, "--set", "replicas=3")), "PodDisruptionBudget", deploymentName, &pdb)
+	g.Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
+	g.Expect(pdb.Spec.Selector.MatchLabels).To(Equal(map[string]string{"app.kubernetes.io/name": "argocd-pull", "app.kubernetes.io/component": "controller"}),
+		"the Deployment's pods")
 }
