@@ -10,7 +10,7 @@ import (
 )
 
 func main() {
-	if err := cli.NewRootCommand().ExecuteContext(ctrl.SetupSignalHandler()); err != nil {
+	if err := cli.NewCommandFor(os.Args[0]).ExecuteContext(ctrl.SetupSignalHandler()); err != nil {
 		os.Exit(1)
 	}
 }

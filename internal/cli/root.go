@@ -2,8 +2,26 @@
 package cli
 
 import (
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/cobra"
 )
+
+// PluginBinary is the name under which kubectl finds argocd-pull as its plugin: 'kubectl
+// argocd-pull status' runs kubectl-argocd_pull (kubectl maps a dash in the command to an
+// underscore in the file name).
+const PluginBinary = "kubectl-argocd_pull"
+
+// NewCommandFor returns the root command as invoked by the binary path binary: as a kubectl plugin
+// when its name is PluginBinary, so that help and usage say 'kubectl argocd-pull'.
+func NewCommandFor(binary string) *cobra.Command {
+	root := NewRootCommand()
+	if strings.TrimSuffix(filepath.Base(binary), ".exe") == PluginBinary {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl argocd-pull"}
+	}
+	return root
+}
 
 // NewRootCommand returns the argocd-pull command with all its subcommands.
 func NewRootCommand() *cobra.Command {

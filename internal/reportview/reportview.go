@@ -95,7 +95,8 @@ func Report(r *v1alpha1.MulticlusterApplicationSetReport, o Options) string {
 	return b.String()
 }
 
-// List renders one line per report: NAMESPACE (with AllNamespaces), NAME and the summary counts.
+// List renders one line per report: NAMESPACE (with AllNamespaces), NAME and the summary counts,
+// in columns sized as kubectl sizes them (a long name widens its column, never splits a row).
 // Reports are sorted by namespace and name.
 func List(reports []v1alpha1.MulticlusterApplicationSetReport, o Options) string {
 	sorted := make([]v1alpha1.MulticlusterApplicationSetReport, len(reports))
@@ -106,7 +107,7 @@ func List(reports []v1alpha1.MulticlusterApplicationSetReport, o Options) string
 		}
 		return sorted[i].Name < sorted[j].Name
 	})
-	var t table
+	t := table{wide: true}
 	if o.AllNamespaces {
 		t.cols = append(t.cols, column{header: "NAMESPACE", key: true})
 	}
@@ -277,6 +278,9 @@ func notHealthyColor(notHealthy, inProgress int) string {
 type table struct {
 	cols []column
 	rows [][]cell
+	// wide lays the table out as kubectl does: columns as wide as their widest cell, rows never
+	// split nor narrowed; a row wider than the terminal wraps there.
+	wide bool
 }
 
 type column struct {
@@ -331,6 +335,9 @@ func (t *table) write(b *strings.Builder, o Options) {
 			}
 		}
 		return n
+	}
+	if t.wide {
+		width = max(width, total())
 	}
 	if total() > width {
 		for i, c := range t.cols {

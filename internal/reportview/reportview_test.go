@@ -213,19 +213,20 @@ func TestList(t *testing.T) {
 		want string
 	}{
 		"one namespace": {
-			want: `NAME                           CLUSTERS SYNCED HEALTHY IN-PROGRESS NOT-HEALTHY
-empty                          0        0      0       0           0
-podinfo                        1200     1200   1200    0           0
-guestbook-allclusters-app-set  3        2      0       2           3
+			want: `NAME                           CLUSTERS  SYNCED  HEALTHY  IN-PROGRESS  NOT-HEALTHY
+empty                          0         0       0        0            0
+podinfo                        1200      1200    1200     0            0
+guestbook-allclusters-app-set  3         2       0        2            3
 `,
 		},
+		// As kubectl: a row wider than the terminal (80 columns by default) is neither split nor
+		// narrowed; the terminal wraps it.
 		"all namespaces": {
 			opts: Options{AllNamespaces: true},
-			want: `NAMESPACE         NAME           CLUSTERS SYNCED HEALTHY IN-PROGRESS NOT-HEALTHY
-argocd            empty          0        0      0       0           0
-argocd            podinfo        1200     1200   1200    0           0
-openshift-gitops  guestbook-allclusters-app-set
-                                 3        2      0       2           3
+			want: `NAMESPACE         NAME                           CLUSTERS  SYNCED  HEALTHY  IN-PROGRESS  NOT-HEALTHY
+argocd            empty                          0         0       0        0            0
+argocd            podinfo                        1200      1200    1200     0            0
+openshift-gitops  guestbook-allclusters-app-set  3         2       0        2            3
 `,
 		},
 		"wide terminal": {
