@@ -21,8 +21,8 @@ import (
 // workChangedForPropagation passes the ManifestWork events that concern the work's own
 // Application: its creation (unless justCreated: this process wrote it, unchanged since), its
 // deletion, changes to what it wrote (drift), and feedback on a work carrying a sync or refresh
-// request (their delivery), pending (propagation.ClaimOf: what its cluster says decides) or
-// released (propagation.Release: deleted once applied). Other
+// request (their delivery), telling whose its Application is (propagation.ClaimOf: pending, free,
+// foreign), or released (propagation.Release: deleted once applied). Other
 // feedback-only changes, the bulk of the traffic, are the status controller's; what a work's
 // creation or application means for other Applications (a collision, a refusal to lift) is
 // appsWaitingOn's.
@@ -36,7 +36,7 @@ func workChangedForPropagation(justCreated func(client.Object) bool) predicate.F
 				return true
 			}
 			_, delivering := newWork.Annotations[api.DeliveriesAnnotation]
-			return delivering || !propagation.Held(newWork) || propagation.Released(newWork) || oldWork.Generation != newWork.Generation ||
+			return delivering || propagation.ClaimOf(oldWork) != propagation.ClaimOf(newWork) || propagation.Released(newWork) || oldWork.Generation != newWork.Generation ||
 				!newWork.DeletionTimestamp.IsZero() ||
 				!maps.Equal(oldWork.Labels, newWork.Labels) ||
 				!maps.Equal(oldWork.Annotations, newWork.Annotations)
