@@ -72,7 +72,8 @@ func TestPauseAtEachScope(t *testing.T) {
 			h.g.Expect(paused.Spec.Workload).To(Equal(held.Spec.Workload), "the payload is what the cluster runs")
 			h.g.Eventually(func() string { return pausedMessage(h.getApp("web")) }, timeout, interval).Should(HavePrefix("delivery paused by the " + map[string]string{
 				"Application": "Application", "ApplicationSet": "ApplicationSet fleet", "controller": "controller"}[scope] + " (incident-42)"))
-			h.g.Expect(h.eventsFor("web")).To(ContainElement(HavePrefix(ReasonPaused + ": Paused ManifestWork " + cluster)))
+			h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(ReasonPaused+": Paused ManifestWork "+cluster)),
+				"events are sent asynchronously")
 
 			// Nothing the hub does reaches the work: a new revision, a sync request.
 			h.updateApp("web", func(u *unstructured.Unstructured) {

@@ -397,7 +397,8 @@ func TestAnApplicationAlreadyOnTheClusterIsLeftAlone(t *testing.T) {
 		propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced", propagation.FeedbackRevision: "their-commit"})
 	want := propagation.ReasonManagedAppExists + ": cluster " + cluster + " already has an Application " + h.ns + "/web that this hub did not deliver"
 	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(want))
-	h.g.Expect(h.eventsFor("web")).To(ContainElement(HavePrefix(propagation.ReasonManagedAppExists + ": cluster " + cluster)))
+	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(propagation.ReasonManagedAppExists+": cluster "+cluster)),
+		"events are sent asynchronously")
 	h.g.Eventually(func() []string {
 		app := h.getApp("web")
 		return []string{statusField(app, "health", "status"), statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
