@@ -63,7 +63,7 @@ type Observed struct {
 // delivery of requests) are read as reported: cutting them could only make a comparison wrong.
 func Observe(work *workv1.ManifestWork) Observed {
 	obs := Observed{
-		Applied: AppliedAtGeneration(work),
+		Applied: propagation.AppliedAtGeneration(work),
 		Seen:    meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied) != nil,
 		Carried: propagation.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]),
 	}
@@ -116,12 +116,6 @@ func Observe(work *workv1.ManifestWork) Observed {
 	}
 	obs.Trimmed = r.trimmed
 	return obs
-}
-
-// AppliedAtGeneration is true when the work's Applied condition is True for its current spec.
-func AppliedAtGeneration(work *workv1.ManifestWork) bool {
-	c := meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied)
-	return c != nil && c.Status == "True" && c.ObservedGeneration == work.Generation
 }
 
 // feedbackValues returns the feedback values of the Application manifest in the work, whether

@@ -154,8 +154,7 @@ func (r *AppStatusReconciler) rollingSiblings(ctx context.Context, app *unstruct
 	if wanted == nil || !owned {
 		return out, nil
 	}
-	appSet := &unstructured.Unstructured{}
-	appSet.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	appSet := argocd.NewApplicationSet()
 	if err := r.Get(ctx, types.NamespacedName{Namespace: app.GetNamespace(), Name: name}, appSet); err != nil {
 		return out, client.IgnoreNotFound(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/argocd-pull/argocd-pull/api"
-	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
@@ -52,7 +51,7 @@ func workCameWentOrApplied() predicate.Funcs {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldWork, okOld := e.ObjectOld.(*workv1.ManifestWork)
 			newWork, okNew := e.ObjectNew.(*workv1.ManifestWork)
-			return !okOld || !okNew || appstatus.AppliedAtGeneration(oldWork) != appstatus.AppliedAtGeneration(newWork)
+			return !okOld || !okNew || propagation.AppliedAtGeneration(oldWork) != propagation.AppliedAtGeneration(newWork)
 		},
 	}
 }

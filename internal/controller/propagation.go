@@ -9,8 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -298,7 +296,7 @@ func (r *PropagationReconciler) yieldTo(ctx context.Context, w, rival *workv1.Ma
 	if carried, _ := propagation.ManagedApplication(w); carried != managed {
 		return nil // w carries another managed-cluster Application: deleting it would delete that one
 	}
-	if rival == nil || !appliedOnCluster(rival) {
+	if rival == nil || !propagation.AppliedAtGeneration(rival) {
 		return nil // its status update requeues this Application (see appsRefusedFor)
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleting ManifestWork: another Application delivers the same managed-cluster Application", "manifestWork", klog.KObj(w), "other", klog.KObj(rival))
@@ -307,12 +305,6 @@ func (r *PropagationReconciler) yieldTo(ctx context.Context, w, rival *workv1.Ma
 	}
 	metrics.WorkWrites.WithLabelValues(metrics.OpDelete).Inc()
 	return nil
-}
-
-// appliedOnCluster reports whether the work agent applied the work's current generation.
-func appliedOnCluster(w *workv1.ManifestWork) bool {
-	c := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation
 }
 
 // apply creates or updates the work, writing only when it differs from what the hub wants.

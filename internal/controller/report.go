@@ -70,8 +70,7 @@ func (r *ReportReconciler) wrote(key types.NamespacedName, at time.Time, op stri
 // SetupWithManager registers the reconciler and its watches. Events are coalesced per
 // ApplicationSet for Options.ReportCoalesce: a burst of feedback from many clusters is one write.
 func (r *ReportReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	appSet := &unstructured.Unstructured{}
-	appSet.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	appSet := argocd.NewApplicationSet()
 	delay := r.Options.ReportCoalesce
 	r.pacing = newReportPacer(r.Options.ReportEntriesPerSecond)
 	b := ctrl.NewControllerManagedBy(mgr)
@@ -93,8 +92,7 @@ func (r *ReportReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Op
 
 // Reconcile rebuilds the report of one ApplicationSet and writes it when it changed.
 func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	appSet := &unstructured.Unstructured{}
-	appSet.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	appSet := argocd.NewApplicationSet()
 	if err := r.Get(ctx, req.NamespacedName, appSet); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Garbage collection removes it through its owner reference; this covers hubs without.

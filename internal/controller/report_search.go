@@ -6,7 +6,6 @@ import (
 
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,8 +74,7 @@ func searchKeyOf(w *workv1.ManifestWork) (search.AppKey, bool) {
 // changed requeues the reports whose Search answers changed.
 func (s *reportSearch) changed(appSets []types.NamespacedName) {
 	for _, key := range appSets {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(argocd.ApplicationSetGVK)
+		u := argocd.NewApplicationSet()
 		u.SetNamespace(key.Namespace)
 		u.SetName(key.Name)
 		s.events <- event.GenericEvent{Object: u}

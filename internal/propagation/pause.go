@@ -119,7 +119,7 @@ func Release(work *workv1.ManifestWork) (*workv1.ManifestWork, error) {
 func DeleteNow(work *workv1.ManifestWork) bool {
 	switch {
 	case Released(work):
-		return appliedAtGeneration(work) || !appliedApplication(work)
+		return AppliedAtGeneration(work) || !appliedApplication(work)
 	case Paused(work):
 		return false
 	}
@@ -165,7 +165,8 @@ func appliedApplication(work *workv1.ManifestWork) bool {
 	return false
 }
 
-func appliedAtGeneration(work *workv1.ManifestWork) bool {
+// AppliedAtGeneration is true when the work's Applied condition is True for its current spec.
+func AppliedAtGeneration(work *workv1.ManifestWork) bool {
 	for _, c := range work.Status.Conditions {
 		if c.Type == workv1.WorkApplied {
 			return c.Status == "True" && c.ObservedGeneration == work.Generation
