@@ -116,7 +116,18 @@ func startChurn(t *testing.T, prefix string) *churn {
 		}
 		return true, nil
 	})
-	_, c.before = report(hub)
+	// The report to come back to is one at rest: an operation another test started (a sync with
+	// waves lasts a while) would end during the churn and read as a difference.
+	eventually(t, "the ApplicationSet's report at rest (no operation running)", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		r, byCluster := report(hub)
+		for cluster, cc := range byCluster {
+			if cc.OperationStatePhase == "Running" {
+				return false, fmt.Errorf("%s: operation %s since %s", cluster, cc.OperationStatePhase, cc.OperationStateStartedAt)
+			}
+		}
+		c.before = byCluster
+		return len(byCluster) > 0, fmt.Errorf("summary %+v", r.Statuses.Summary)
+	})
 	return c
 }
 
