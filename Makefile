@@ -101,7 +101,7 @@ helm-lint: $(HELM) ## Lint the Helm chart
 ##@ Test
 
 .PHONY: test
-test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps ## Run all tests: unit, real-apiserver, install manifests, end-to-end and the sandbox
+test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium ## Run all tests: unit, real-apiserver, install manifests, end-to-end and the sandbox
 	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) go test -timeout 40m $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-unit
@@ -139,6 +139,12 @@ sandbox-deps: ## Install what the sandbox runs from Debian: redis-server (Argo C
 	@command -v redis-server >/dev/null && command -v git >/dev/null || { \
 		echo "Installing redis-server and git from Debian" >&2; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server git >/dev/null; }
+
+.PHONY: chromium
+chromium: ## Install Debian's headless Chromium, which the fleet view's browser tests drive
+	@command -v chromium >/dev/null || { \
+		echo "Installing chromium from Debian (the fleet view's browser tests)" >&2; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 .PHONY: ocm-assets
 ocm-assets: $(OCM_ASSETS)/work-agent $(OCM_ASSETS)/placement $(OCM_ASSETS)/registration-controller $(OCM_ASSETS)/registration-agent ## Build the OCM agents and hub controllers the lab runs, once, and print their directory

@@ -114,3 +114,17 @@ func metadataValue(u *unstructured.Unstructured, field, key string) (string, boo
 	v, ok := values[key].(string)
 	return v, ok
 }
+
+// ConditionMessage is the message of the Application's .status.conditions entry of type kind, ""
+// when there is none. It reads without copying.
+func ConditionMessage(app *unstructured.Unstructured, kind string) string {
+	conditions, _, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "conditions")
+	list, _ := conditions.([]any)
+	for _, c := range list {
+		if m, ok := c.(map[string]any); ok && m["type"] == kind {
+			msg, _ := m["message"].(string)
+			return msg
+		}
+	}
+	return ""
+}

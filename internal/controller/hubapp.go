@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
 // The condition types argocd-pull sets on hub Applications (see api).
@@ -55,7 +56,7 @@ func (h hubAppConditions) refuse(ctx context.Context, app *unstructured.Unstruct
 
 // paused records that app's delivery is paused, and why.
 func (h hubAppConditions) paused(ctx context.Context, app *unstructured.Unstructured, message string) error {
-	if conditionMessage(app, PausedCondition) == message {
+	if argocd.ConditionMessage(app, PausedCondition) == message {
 		return nil
 	}
 	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
@@ -102,22 +103,11 @@ func withoutOurCondition(conditions []any) []any {
 
 // propagationError is the message of argocd-pull's condition on the hub Application, if any.
 func propagationError(app *unstructured.Unstructured) string {
-	return conditionMessage(app, PropagationErrorCondition)
+	return argocd.ConditionMessage(app, PropagationErrorCondition)
 }
 
 // pausedMessage is the message of the paused condition on the hub Application, if any.
 func pausedMessage(app *unstructured.Unstructured) string {
-	return conditionMessage(app, PausedCondition)
+	return argocd.ConditionMessage(app, PausedCondition)
 }
 
-// conditionMessage is the message of the hub Application's condition of type kind, if any.
-func conditionMessage(app *unstructured.Unstructured, kind string) string {
-	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == kind {
-			msg, _ := m["message"].(string)
-			return msg
-		}
-	}
-	return ""
-}

@@ -28,10 +28,8 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
-	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/report"
 )
 
@@ -186,26 +184,14 @@ func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedN
 	members := make([]report.Member, 0, len(apps.Items))
 	for i := range apps.Items {
 		app := &apps.Items[i]
-		target, pull, err := propagation.Decide(app)
-		if err == nil && !pull {
+		m, pull, err := report.NewMember(app)
+		if !pull {
 			continue
 		}
-		cluster, _ := argocd.Annotation(app, api.ClusterAnnotation)
-		m := report.Member{
-			Cluster:          cluster,
-			AppNamespace:     app.GetNamespace(),
-			AppName:          app.GetName(),
-			WorkName:         propagation.WorkName(app.GetNamespace(), app.GetName()),
-			Wanted:           appstatus.WantedSource(app),
-			PropagationError: propagationError(app),
-			Paused:           pausedMessage(app),
-		}
 		if err != nil {
-			m.PropagationError = err.Error()
 			members = append(members, m)
 			continue
 		}
-		m.Cluster = target.Cluster
 		if err := r.fill(ctx, &m); err != nil {
 			return nil, err
 		}
@@ -228,19 +214,15 @@ func (r *ReportReconciler) fill(ctx context.Context, m *report.Member) error {
 	if err != nil {
 		return err
 	}
-	if work != nil {
-		m.Work, m.WorkName = work, work.Name
-		if t, err := time.Parse(time.RFC3339, work.Annotations[api.WrittenAtAnnotation]); err == nil {
-			m.WorkWrittenAt = t
-		}
-	}
 	cluster := &clusterv1.ManagedCluster{}
 	switch err := r.Get(ctx, types.NamespacedName{Name: m.Cluster}, cluster, client.UnsafeDisableDeepCopy); {
 	case err == nil:
-		m.ManagedCluster = cluster
-	case !apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err):
+		cluster = nil
+	default:
 		return fmt.Errorf("reading ManagedCluster %s: %w", m.Cluster, err)
 	}
+	m.Attach(work, cluster)
 	return nil
 }
 

@@ -17,7 +17,7 @@ import (
 // value as it was.
 func TestSlimForCache(t *testing.T) {
 	g := NewWithT(t)
-	transform := slimForCache(intern.NewTable())
+	transform := intern.NewTable().CacheTransform()
 	decoded := func(name string) *unstructured.Unstructured {
 		app := argocd.NewApplication()
 		app.SetName(name)

@@ -18,6 +18,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 // Table holds one copy of each string it was given, within bounds: strings longer than MaxLen
@@ -313,4 +315,20 @@ func (t *Table) typedMap(m reflect.Value) reflect.Value {
 		out.SetMapIndex(k, v)
 	}
 	return out
+}
+
+// CacheTransform is the transform of every object a cache of the fleet keeps (the controller's,
+// the dashboard's). managedFields are often the largest part of an object and nothing here reads
+// them; the strings and subtrees the fleet repeats are shared through the table: about 35% less
+// per Application and work, and 246 -> 147 MB live at 10,000 Applications (docs/benchmarks.md).
+func (t *Table) CacheTransform() toolscache.TransformFunc {
+	strip := cache.TransformStripManagedFields()
+	return func(in any) (any, error) {
+		out, err := strip(in)
+		if err != nil {
+			return out, err
+		}
+		t.Object(out)
+		return out, nil
+	}
 }
