@@ -102,7 +102,7 @@ helm-lint: $(HELM) ## Lint the Helm chart
 
 .PHONY: test
 test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium ## Run all tests: unit, real-apiserver, install manifests, end-to-end and the sandbox
-	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) go test -timeout 40m $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 go test -timeout 40m $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no apiserver

@@ -152,6 +152,7 @@ func TestFleetBoundsWhatClustersWrite(t *testing.T) {
 	f.SetApplication(app)
 	values := feedback("OutOfSync", "Degraded", strings.Repeat("r", 10_000))
 	values[propagation.FeedbackPhase] = "Failed"
+	values[propagation.FeedbackStartedAt] = "2026-11-25T10:00:00Z"
 	values[propagation.FeedbackMessage] = strings.Repeat("<script>alert(1)</script>", 40_000)
 	f.SetWork(genWork(t, app, values))
 	e := only(t, f.Snapshot().Entries)
@@ -159,6 +160,9 @@ func TestFleetBoundsWhatClustersWrite(t *testing.T) {
 		t.Errorf("entry: state %s, revision %d bytes, error %d bytes", e.State, len(e.Revision), len(e.Error))
 	}
 	d, _ := f.Detail(e.Key)
+	if len(d.Conditions) == 0 || d.Conditions[0].Type != report.ConditionSyncError {
+		t.Errorf("conditions: %+v", d.Conditions)
+	}
 	for _, c := range d.Conditions {
 		if len(c.Message) > 600 {
 			t.Errorf("condition %s of %d bytes", c.Type, len(c.Message))

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -41,10 +40,9 @@ func Browser(t testing.TB, ctx context.Context) context.Context {
 		cancelTab()
 		cancelAlloc()
 	})
-	// Start the browser now, so that a test's first action does not pay for it.
-	start, cancel := context.WithTimeout(tab, time.Minute)
-	defer cancel()
-	if err := chromedp.Do(start); err != nil {
+	// Start the browser now, so that a test's first action does not pay for it. (The browser
+	// lives as long as the context of this first call: no timeout on it.)
+	if err := chromedp.Do(tab); err != nil {
 		t.Fatalf("starting chromium %s: %v", bin, err)
 	}
 	return tab

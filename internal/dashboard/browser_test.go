@@ -1,0 +1,154 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/testenv"
+)
+
+// page serves f and opens the page in headless Chromium; it returns the browser's context once
+// the first snapshot is drawn.
+func page(t testing.TB, f *Fleet) context.Context {
+	t.Helper()
+	srv := httptest.NewServer(Handler(f, ServerOptions{Coalesce: 50 * time.Millisecond, ArgoCDURL: "https://argocd.hub.example"}))
+	t.Cleanup(srv.Close)
+	ctx := testenv.Browser(t, context.Background())
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the first snapshot drawn", `window.fleetView && window.fleetView.ready`)
+	return ctx
+}
+
+// waitFor polls a JavaScript expression in the page until it is truthy.
+func waitFor(t testing.TB, ctx context.Context, what, expr string) {
+	t.Helper()
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(wait, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
+		last, _ := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
+		t.Fatalf("%s: %v (last: %v)", what, err, last)
+	}
+}
+
+func eval[T any](t testing.TB, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+// setFilter sets a filter's value as the page sees an edit.
+func setFilter(t testing.TB, ctx context.Context, id, value string) {
+	t.Helper()
+	eval[any](t, ctx, fmt.Sprintf(`(() => { const e = document.getElementById(%q); e.value = %q; e.dispatchEvent(new Event('input')); })()`, id, value))
+}
+
+func cellSelector(cluster, appSet string) string {
+	return fmt.Sprintf(`.cell[data-cluster=%q][data-appset=%q]`, cluster, argoNS+"/"+appSet)
+}
+
+func screenshot(t testing.TB, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(testenv.Artifacts(t), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// In a real browser: the fleet renders as clusters x ApplicationSets with the states and counts,
+// a change pushed by the hub appears without a reload, the filters narrow the rows, the keyboard
+// moves and opens cells, and what a managed cluster writes is shown as text, never run.
+func TestThePageInChromium(t *testing.T) {
+	f := NewFleet(0)
+	generate(t, f, 40, 3)
+	ctx := page(t, f)
+
+	if got := eval[string](t, ctx, `document.querySelector('`+cellSelector(clusterName(0), appSetName(0))+`').dataset.state`); got != StateHealthy {
+		t.Errorf("cell state %q", got)
+	}
+	if got := eval[string](t, ctx, `document.getElementById('shown').textContent`); got != "40 of 40 clusters · 120 Applications" {
+		t.Errorf("counts line %q", got)
+	}
+	if got := eval[string](t, ctx, `document.querySelector('#head [data-appset="`+argoNS+"/"+appSetName(1)+`"] .count').textContent`); got != "40 apps · 40 healthy" {
+		t.Errorf("column head %q", got)
+	}
+	// Only the rows in view are drawn.
+	if n := eval[int](t, ctx, `document.querySelectorAll('#rows .row').length`); n >= 40 {
+		t.Logf("%d rows drawn of 40 (the window is tall enough for all)", n)
+	}
+
+	// A change on a cluster: the hub's watch delivers it, the page shows it, no reload.
+	app := genApp(appSetName(0), clusterName(3))
+	values := feedback("OutOfSync", "Degraded", "fedcba9876543210fedcba9876543210fedcba98")
+	values[propagation.FeedbackPhase] = "Failed"
+	values[propagation.FeedbackStartedAt] = "2026-11-25T10:00:00Z"
+	values[propagation.FeedbackMessage] = `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>one or more objects failed to apply`
+	f.SetWork(genWork(t, app, values))
+	waitFor(t, ctx, "the failing cell", `document.querySelector('`+cellSelector(clusterName(3), appSetName(0))+`')?.dataset.state === 'failing'`)
+	if reloads := eval[int](t, ctx, `performance.getEntriesByType('navigation').length`); reloads != 1 {
+		t.Errorf("%d navigations: the page reloaded", reloads)
+	}
+
+	// The state filter keeps the failing cluster only; the label filter the dev clusters.
+	setFilter(t, ctx, "f-state", "failing")
+	waitFor(t, ctx, "one row with the state filter", `document.querySelectorAll('#rows .row').length === 1`)
+	if got := eval[string](t, ctx, `document.querySelector('#rows .row .key').textContent`); got != clusterName(3) {
+		t.Errorf("filtered row %q", got)
+	}
+	setFilter(t, ctx, "f-state", "")
+	if err := chromedp.Do(ctx, chromedp.SendKeys(`#f-labels`, "env=dev")); err != nil { // typed, as a person does
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the dev clusters", `document.getElementById('shown').textContent.startsWith('20 of 40')`)
+	setFilter(t, ctx, "f-labels", "")
+	waitFor(t, ctx, "all clusters again", `document.getElementById('shown').textContent.startsWith('40 of 40')`)
+
+	// Keyboard: focus the first cell, move down three rows, open it.
+	if err := chromedp.Do(ctx, chromedp.Focus(cellSelector(clusterName(0), appSetName(0))),
+		chromedp.KeyEvent(kb.ArrowDown), chromedp.KeyEvent(kb.ArrowDown), chromedp.KeyEvent(kb.ArrowDown),
+		chromedp.KeyEvent(kb.Enter)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the detail of the failing cluster", `!document.getElementById('detail').hidden && document.getElementById('detail-body').textContent.includes('one or more objects failed')`)
+	text := eval[string](t, ctx, `document.getElementById('detail-body').textContent`)
+	for _, want := range []string{clusterName(3), "OutOfSync", "Degraded", "fedcba98", "SyncError", "<img src=x", "open in Argo CD"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("detail lacks %q: %s", want, text)
+		}
+	}
+	if pwned := eval[any](t, ctx, `window.pwned`); pwned != nil {
+		t.Errorf("a message from a managed cluster ran as script in the page (window.pwned = %v)", pwned)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('#detail img, #detail script').length`); n != 0 {
+		t.Errorf("a message from a managed cluster became %d elements", n)
+	}
+	screenshot(t, ctx, "fleet-view-generated.png")
+	if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Escape)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the detail closed", `document.getElementById('detail').hidden`)
+
+	// A cluster that goes unavailable turns its row stale.
+	f.SetCluster(genCluster(clusterName(5), nil, metav1.ConditionFalse))
+	waitFor(t, ctx, "the stale row", `[...document.querySelectorAll('.cell[data-cluster="`+clusterName(5)+`"]')].every(c => c.dataset.state === 'stale')`)
+}
