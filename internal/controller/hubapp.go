@@ -110,4 +110,3 @@ func propagationError(app *unstructured.Unstructured) string {
 func pausedMessage(app *unstructured.Unstructured) string {
 	return argocd.ConditionMessage(app, PausedCondition)
 }
-

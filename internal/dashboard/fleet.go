@@ -26,7 +26,7 @@ type Fleet struct {
 	staleAfter time.Duration
 	now        func() time.Time
 
-	apps     map[string]*unstructured.Unstructured // pull-model hub Applications by "<ns>/<name>"
+	apps     map[string]*unstructured.Unstructured      // pull-model hub Applications by "<ns>/<name>"
 	works    map[string]map[string]*workv1.ManifestWork // by hub Application, then cluster namespace
 	clusters map[string]*clusterv1.ManagedCluster
 	appSets  map[string]appSetState

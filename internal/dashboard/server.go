@@ -3,8 +3,8 @@ package dashboard
 import (
 	"context"
 	"embed"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
