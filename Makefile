@@ -117,9 +117,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s; a count such as 1
 BENCH_FLAGS ?= --clusters 100,1000 --applicationsets 10
 
 .PHONY: bench
-bench: kube-assets build ## Run the scale benchmark (BENCH_FLAGS, default N=100,1000 clusters, A=10) and the latency benchmark; not part of make test
+bench: kube-assets build chromium ## Run the scale benchmark (BENCH_FLAGS, default N=100,1000 clusters, A=10) the latency benchmark and the fleet view at 5,000 clusters in Chromium; not part of make test
 	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull $(BENCH_FLAGS)
 	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go test -run '^$$' -bench . -benchtime=1x ./internal/controller
+	REQUIRE_CHROMIUM=1 go test -short -run '^$$' -bench . -benchtime=1x ./internal/dashboard
 
 .PHONY: kube-assets
 kube-assets: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd $(KUBE_ASSETS)/kube-controller-manager ## Build kube-apiserver, etcd and kube-controller-manager once and print their directory
