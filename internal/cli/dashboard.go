@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/dashboard"
@@ -54,7 +57,7 @@ answers only requests addressed to the loopback; everything it serves is embedde
   argocd-pull dashboard --address 127.0.0.1:9000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDashboard(cmd.Context(), cmd.OutOrStdout(), f)
+			return runDashboard(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
 	fs := cmd.Flags()
@@ -67,7 +70,9 @@ answers only requests addressed to the loopback; everything it serves is embedde
 	return cmd
 }
 
-func runDashboard(ctx context.Context, out io.Writer, f dashboardFlags) error {
+func runDashboard(ctx context.Context, out, errOut io.Writer, f dashboardFlags) error {
+	// The watches log only what goes wrong (a lost connection, a refused watch).
+	ctrl.SetLogger(zap.New(zap.WriteTo(errOut), zap.Level(zapcore.ErrorLevel)))
 	cfg, ns, err := hubConfig(f.kubeconfig, f.namespace)
 	if err != nil {
 		return err
@@ -100,7 +105,8 @@ func runDashboard(ctx context.Context, out io.Writer, f dashboardFlags) error {
 		return fmt.Errorf("creating the watches: %w", err)
 	}
 	fleet := dashboard.NewFleet(f.staleAfter)
-	if err := dashboard.Feed(ctx, c, fleet); err != nil {
+	synced, err := dashboard.Feed(ctx, c, fleet)
+	if err != nil {
 		return err
 	}
 	started := time.Now()
@@ -117,6 +123,13 @@ func runDashboard(ctx context.Context, out io.Writer, f dashboardFlags) error {
 			return fmt.Errorf("watching the hub: %w", err)
 		default:
 			return ctx.Err()
+		}
+	}
+	for !synced() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	apps, works, clusters, appSets := fleet.Counts()

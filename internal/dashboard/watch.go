@@ -92,8 +92,9 @@ func CheckAccess(ctx context.Context, c client.Reader, namespaces []string) erro
 
 // Feed sends every event of the informers' Applications, ApplicationSets, ManifestWorks and
 // ManagedClusters to the fleet. The informers may be the fleet view's own cache (NewCache) or the
-// controller's.
-func Feed(ctx context.Context, informers cache.Informers, fleet *Fleet) error {
+// controller's. synced reports whether the fleet has received everything the informers first
+// listed (a synced cache may not have handed every object to its handlers yet).
+func Feed(ctx context.Context, informers cache.Informers, fleet *Fleet) (synced func() bool, err error) {
 	handlers := []struct {
 		obj         client.Object
 		set, delete func(obj any)
@@ -135,13 +136,14 @@ func Feed(ctx context.Context, informers cache.Informers, fleet *Fleet) error {
 			}
 		}},
 	}
+	var registrations []toolscache.ResourceEventHandlerRegistration
 	for _, h := range handlers {
 		inf, err := informers.GetInformer(ctx, h.obj)
 		if err != nil {
-			return fmt.Errorf("watching %T: %w", h.obj, err)
+			return nil, fmt.Errorf("watching %T: %w", h.obj, err)
 		}
 		set, del := h.set, h.delete
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    set,
 			UpdateFunc: func(_, o any) { set(o) },
 			DeleteFunc: func(o any) {
@@ -150,9 +152,18 @@ func Feed(ctx context.Context, informers cache.Informers, fleet *Fleet) error {
 				}
 				del(o)
 			},
-		}); err != nil {
-			return fmt.Errorf("watching %T: %w", h.obj, err)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("watching %T: %w", h.obj, err)
 		}
+		registrations = append(registrations, reg)
 	}
-	return nil
+	return func() bool {
+		for _, r := range registrations {
+			if !r.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}, nil
 }

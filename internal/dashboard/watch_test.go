@@ -73,13 +73,15 @@ func TestTheFleetFollowsTheHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	fleet := NewFleet(0)
-	if err := Feed(ctx, watches, fleet); err != nil {
+	synced, err := Feed(ctx, watches, fleet)
+	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = watches.Start(ctx) }()
 	if !watches.WaitForCacheSync(ctx) {
 		t.Fatal("the watches did not sync")
 	}
+	eventually(t, "every object listed handed to the fleet", func() (bool, any) { return synced(), "not yet" })
 	_, stream := fleet.Subscribe()
 	defer stream.Close()
 	eventually(t, "the hub's Application in the fleet, Synced and Healthy", func() (bool, any) {

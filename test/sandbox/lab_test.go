@@ -372,10 +372,14 @@ func argocdApp(key types.NamespacedName) *unstructured.Unstructured {
 	return app
 }
 
-// 5. A sync error on one cluster shows in the report's conditions for that cluster only.
+// 5. A sync error on one cluster shows in the report's conditions for that cluster only, and in
+// the fleet view (`argocd-pull dashboard` in headless Chromium): that cell turns failing without a
+// reload, the state filter keeps that cluster only, the cell opens the error, and the recovery
+// shows too. A screenshot is kept in tmp/artifacts ($ARTIFACTS).
 func TestSyncErrorOnOneClusterOnly(t *testing.T) {
 	requireLab(t)
 	hub, spokes := clients(t)
+	page := openFleetView(t)
 	// cluster2 already holds an immutable ConfigMap of the name the next commit adds, with other
 	// data: its Argo CD cannot apply it there. cluster1 has none.
 	blocker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "guestbook-extra", Namespace: "guestbook"},
@@ -396,7 +400,48 @@ func TestSyncErrorOnOneClusterOnly(t *testing.T) {
 	if _, err := lab.AddManifest("extra.yaml", extra); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a sync error for cluster2 in the report", 2*time.Minute, "cluster2-argocd-application-controller.log", func() (bool, error) {
+	// The fleet view shows it too: the hub's first knowledge of the error is the ManifestWork's
+	// feedback; the page follows it (the time between the two is logged, bounded by the 100 ms
+	// polls here, not asserted).
+	var workSaw, pageSaw time.Time
+	eventually(t, "a sync error for cluster2 on the hub's ManifestWork and in the fleet view", 2*time.Minute, "cluster2-argocd-application-controller.log", func() (bool, error) {
+		now := time.Now()
+		if workSaw.IsZero() && strings.Contains(feedbackValue(hub, "cluster2", appKey("cluster2"), propagation.FeedbackMessage), "immutable") {
+			workSaw = now
+		}
+		if pageSaw.IsZero() && page.state("cluster2") == "failing" {
+			pageSaw = now
+		}
+		return !workSaw.IsZero() && !pageSaw.IsZero(), fmt.Errorf("work saw it at %v, the page at %v; the page shows cluster2 %q", workSaw, pageSaw, page.state("cluster2"))
+	})
+	t.Logf("fleet view: cluster2's sync error drawn %v after the hub's ManifestWork carried it", pageSaw.Sub(workSaw).Round(100*time.Millisecond))
+	if got := page.state("cluster1"); got != "healthy" {
+		t.Errorf("the fleet view shows cluster1 %q", got)
+	}
+	if _, err := page.eval(`(() => { const e = document.getElementById('f-state'); e.value = 'failing'; e.dispatchEvent(new Event('input')); })()`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the fleet view filtered to failing clusters: cluster2 only", 10*time.Second, "", func() (bool, error) {
+		rows, err := page.eval(`[...document.querySelectorAll('#rows .row .key')].map(k => k.textContent).join(',')`)
+		return rows == "cluster2", fmt.Errorf("rows %v: %v", rows, err)
+	})
+	if _, err := page.eval(`document.querySelector('.cell[data-cluster="cluster2"]').click()`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "cluster2's detail with the sync error", 10*time.Second, "", func() (bool, error) {
+		text, err := page.eval(`document.getElementById('detail').hidden ? '' : document.getElementById('detail-body').textContent`)
+		s, _ := text.(string)
+		return strings.Contains(s, "SyncError") && strings.Contains(s, "immutable"), fmt.Errorf("detail %q: %v", s, err)
+	})
+	page.screenshot(t, "fleet-view-lab-sync-error.png")
+	if _, err := page.eval(`(() => { const e = document.getElementById('f-state'); e.value = ''; e.dispatchEvent(new Event('input')); })()`); err != nil {
+		t.Fatal(err)
+	}
+	_, byCluster := report(hub)
+	if c1 := byCluster["cluster1"]; len(c1.Conditions) != 0 {
+		t.Errorf("cluster1 carries conditions: %+v", c1.Conditions)
+	}
+	eventually(t, "a sync error for cluster2 in the report", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
 		_, byCluster := report(hub)
 		for _, c := range byCluster["cluster2"].Conditions {
 			if c.Type == "SyncError" && strings.Contains(c.Message, "immutable") {
@@ -405,10 +450,6 @@ func TestSyncErrorOnOneClusterOnly(t *testing.T) {
 		}
 		return false, fmt.Errorf("cluster2 in the report: %+v", byCluster["cluster2"])
 	})
-	_, byCluster := report(hub)
-	if c1 := byCluster["cluster1"]; len(c1.Conditions) != 0 {
-		t.Errorf("cluster1 carries conditions: %+v", c1.Conditions)
-	}
 	// Remove the blocker and ask for a sync from the hub: cluster2 recovers.
 	if err := spokes["cluster2"].Delete(ctx, blocker); err != nil {
 		t.Fatal(err)
@@ -422,6 +463,30 @@ func TestSyncErrorOnOneClusterOnly(t *testing.T) {
 		cc := byCluster["cluster2"]
 		return cc.SyncStatus == "Synced" && cc.HealthStatus == "Healthy", nil
 	})
+	eventually(t, "the fleet view showing cluster2 recovered", 30*time.Second, "", func() (bool, error) {
+		return page.state("cluster2") == "healthy", fmt.Errorf("cluster2 %q", page.state("cluster2"))
+	})
+}
+
+// feedbackValue is a status feedback value of the hub's ManifestWork for app on cluster.
+func feedbackValue(hub client.Client, cluster string, app types.NamespacedName, name string) string {
+	works := &workv1.ManifestWorkList{}
+	if hub.List(ctx, works, client.InNamespace(cluster), client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}) != nil {
+		return ""
+	}
+	for _, w := range works.Items {
+		if w.Annotations[api.HubApplicationNameAnnotation] != app.Name {
+			continue
+		}
+		for _, m := range w.Status.ResourceStatus.Manifests {
+			for _, v := range m.StatusFeedbacks.Values {
+				if v.Name == name && v.Value.String != nil {
+					return *v.Value.String
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // headOf is the lab repository's HEAD.
