@@ -76,14 +76,14 @@ func TestControllerRejectsBadOptionsBeforeStarting(t *testing.T) {
 func TestControllerServesProbesAndMetricsAndStops(t *testing.T) {
 	env := testenv.Get(t)
 	g := NewWithT(t)
-	probeAddr, metricsAddr, pprofAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	probeAddr, metricsAddr, pprofAddr, dashboardAddr := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := NewRootCommand()
 	cmd.SetArgs([]string{"controller", "--kubeconfig", env.Kubeconfig(t),
 		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", metricsAddr, "--pprof-bind-address", pprofAddr,
-		"--leader-elect", "--leader-election-namespace", env.Namespace(t)})
+		"--dashboard-bind-address", dashboardAddr, "--leader-elect", "--leader-election-namespace", env.Namespace(t)})
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 
@@ -95,6 +95,10 @@ func TestControllerServesProbesAndMetricsAndStops(t *testing.T) {
 		Should(ContainSubstring("leader_election_master_status"))
 	g.Eventually(func() (string, error) { return httpBody("http://" + pprofAddr + "/debug/pprof/") }, 20*time.Second, 100*time.Millisecond).
 		Should(ContainSubstring("goroutine"), "the profiles asked for with --pprof-bind-address")
+	g.Eventually(func() (string, error) { return httpBody("http://" + dashboardAddr + "/api/snapshot") }, 20*time.Second, 100*time.Millisecond).
+		Should(ContainSubstring(`"clusters":`), "the fleet view asked for with --dashboard-bind-address")
+	g.Eventually(func() (string, error) { return httpBody("http://" + dashboardAddr + "/") }, 20*time.Second, 100*time.Millisecond).
+		Should(ContainSubstring("argocd-pull fleet"))
 
 	cancel()
 	g.Eventually(done, 20*time.Second).Should(Receive(BeNil()))

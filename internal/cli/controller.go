@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"net"
+	"time"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -11,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/argocd-pull/argocd-pull/internal/controller"
+	"github.com/argocd-pull/argocd-pull/internal/dashboard"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
@@ -30,6 +34,7 @@ type controllerFlags struct {
 	metricsAddr             string
 	probeAddr               string
 	pprofAddr               string
+	dashboardAddr           string
 	leaderElect             bool
 	leaderElectionNamespace string
 	managedNamespaceGrants  []string
@@ -66,6 +71,7 @@ GOMEMLIMIT is set): it collects garbage harder near the limit instead of being k
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; \"0\" disables it")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to")
 	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Address Go's profiling endpoints (/debug/pprof) bind to, such as 127.0.0.1:6060; empty (the default) disables them")
+	fs.StringVar(&f.dashboardAddr, "dashboard-bind-address", "", "Address the fleet view (the page of argocd-pull dashboard, read from the controller's cache with its rights) binds to, such as 127.0.0.1:8090; it answers loopback requests only (reach it with kubectl port-forward); empty (the default) disables it")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&f.opts.ArgoCDNamespace, "argocd-namespace", f.opts.ArgoCDNamespace, "Namespace of the hub's Argo CD")
@@ -137,6 +143,11 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	if err := controller.Setup(mgr, f.opts); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
+	if f.dashboardAddr != "" {
+		if err := addDashboard(cmd.Context(), mgr, f.dashboardAddr, f.opts.StaleAfter); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
 	}
@@ -153,3 +164,25 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	log.Info("Starting manager", "version", Version(), "argocdNamespace", f.opts.ArgoCDNamespace, "argocdNamespaces", f.opts.ArgoCDNamespaces())
 	return mgr.Start(cmd.Context())
 }
+
+// addDashboard serves the fleet view from the manager's cache on every replica (it only reads).
+func addDashboard(ctx context.Context, mgr ctrl.Manager, addr string, staleAfter time.Duration) error {
+	fleet := dashboard.NewFleet(staleAfter)
+	if _, err := dashboard.Feed(ctx, mgr.GetCache(), fleet); err != nil {
+		return fmt.Errorf("setting up the fleet view: %w", err)
+	}
+	listener, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--dashboard-bind-address: %w", err)
+	}
+	return mgr.Add(everyReplica(func(ctx context.Context) error {
+		ctrl.Log.WithName("dashboard").Info("Serving the fleet view", "address", listener.Addr().String())
+		return dashboard.Serve(ctx, listener, fleet, dashboard.ServerOptions{})
+	}))
+}
+
+// everyReplica is a runnable that runs whether or not this replica leads.
+type everyReplica func(context.Context) error
+
+func (r everyReplica) Start(ctx context.Context) error { return r(ctx) }
+func (everyReplica) NeedLeaderElection() bool         { return false }

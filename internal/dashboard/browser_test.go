@@ -150,6 +150,22 @@ func TestThePageInChromium(t *testing.T) {
 	}
 	waitFor(t, ctx, "the detail closed", `document.getElementById('detail').hidden`)
 
+	// A RollingSync rollout, step by step: the column head names the current step, each cell its own.
+	f.SetApplicationSet(genAppSet(appSetName(2), 3,
+		map[string]any{"application": appSetName(2) + "-" + clusterName(0), "step": "1", "status": "Healthy"},
+		map[string]any{"application": appSetName(2) + "-" + clusterName(1), "step": "2", "status": "Progressing"},
+		map[string]any{"application": appSetName(2) + "-" + clusterName(2), "step": "3", "status": "Waiting"}))
+	head := `document.querySelector('#head [data-appset="` + argoNS + "/" + appSetName(2) + `"]').textContent`
+	waitFor(t, ctx, "the rollout's step in the column head", head+`.includes('RollingSync step 2 of 3')`)
+	if got := eval[string](t, ctx, `document.querySelector('`+cellSelector(clusterName(2), appSetName(2))+`').textContent`); !strings.HasPrefix(got, "step 3 Waiting") {
+		t.Errorf("cell of a waiting step: %q", got)
+	}
+	f.SetApplicationSet(genAppSet(appSetName(2), 3,
+		map[string]any{"application": appSetName(2) + "-" + clusterName(0), "step": "1", "status": "Healthy"},
+		map[string]any{"application": appSetName(2) + "-" + clusterName(1), "step": "2", "status": "Healthy"},
+		map[string]any{"application": appSetName(2) + "-" + clusterName(2), "step": "3", "status": "Progressing"}))
+	waitFor(t, ctx, "the rollout's next step", head+`.includes('RollingSync step 3 of 3')`)
+
 	// A cluster that goes unavailable turns its row stale.
 	f.SetCluster(genCluster(clusterName(5), nil, metav1.ConditionFalse))
 	waitFor(t, ctx, "the stale row", `[...document.querySelectorAll('.cell[data-cluster="`+clusterName(5)+`"]')].every(c => c.dataset.state === 'stale')`)
