@@ -102,13 +102,9 @@ func runPause(ctx context.Context, out io.Writer, f pauseFlags, args []string, v
 	if value == "" {
 		return fmt.Errorf("--reason must not be empty")
 	}
-	cfg, ns, err := hubConfig(f.kubeconfig, f.namespace)
+	dc, ns, err := hubDynamicClient(f.kubeconfig, f.namespace)
 	if err != nil {
 		return err
-	}
-	dc, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
 	}
 	if f.all {
 		return pauseController(ctx, out, dc, ns, value, done)

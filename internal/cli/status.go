@@ -96,13 +96,9 @@ func runStatus(ctx context.Context, out io.Writer, f statusFlags, name string) e
 	if f.allNamespaces && name != "" {
 		return fmt.Errorf("--all-namespaces lists reports and takes no ApplicationSet name (got %q)", name)
 	}
-	cfg, ns, err := hubConfig(f.kubeconfig, f.namespace)
+	dc, ns, err := hubDynamicClient(f.kubeconfig, f.namespace)
 	if err != nil {
 		return err
-	}
-	dc, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
 	}
 	var reports dynamic.ResourceInterface = dc.Resource(reportResource)
 	if !f.allNamespaces {
@@ -165,6 +161,19 @@ func hubConfig(kubeconfig, namespace string) (*rest.Config, string, error) {
 		return cfg, contextNamespace, nil
 	}
 	return cfg, api.DefaultArgoCDNamespace, nil
+}
+
+// hubDynamicClient is a dynamic client of the hub and the namespace (see hubConfig).
+func hubDynamicClient(kubeconfig, namespace string) (dynamic.Interface, string, error) {
+	cfg, ns, err := hubConfig(kubeconfig, namespace)
+	if err != nil {
+		return nil, "", err
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("creating client: %w", err)
+	}
+	return dc, ns, nil
 }
 
 func reportError(err error, ns, name string) error {
