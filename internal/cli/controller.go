@@ -185,4 +185,4 @@ func addDashboard(ctx context.Context, mgr ctrl.Manager, addr string, staleAfter
 type everyReplica func(context.Context) error
 
 func (r everyReplica) Start(ctx context.Context) error { return r(ctx) }
-func (everyReplica) NeedLeaderElection() bool         { return false }
+func (everyReplica) NeedLeaderElection() bool          { return false }
