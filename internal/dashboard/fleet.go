@@ -36,6 +36,10 @@ type Fleet struct {
 	byAppSet  map[string]map[string]bool
 
 	entries map[string]Entry
+	// changed is the fleet's version when an entry last changed: an event on an ApplicationSet
+	// (a RollingSync rollout rewrites its status for every step) touches all its Applications, and
+	// a page is sent only those whose entry changed since its last delta.
+	changed map[string]uint64
 	recheck map[string]time.Time // when an entry turns stale if nothing changes
 	invalid map[string]bool      // entries to compute again
 	version uint64
@@ -59,15 +63,18 @@ func NewFleet(staleAfter time.Duration) *Fleet {
 		byCluster:  map[string]map[string]bool{},
 		byAppSet:   map[string]map[string]bool{},
 		entries:    map[string]Entry{},
+		changed:    map[string]uint64{},
 		recheck:    map[string]time.Time{},
 		invalid:    map[string]bool{},
 		subs:       map[*subscriber]bool{},
 	}
 }
 
-// subscriber is one page's stream: what changed since its last delta.
+// subscriber is one page's stream: what was touched since its last delta, and the fleet's version
+// then.
 type subscriber struct {
 	entries, clusters, appSets map[string]bool
+	sent                       uint64
 	notify                     chan struct{}
 }
 
@@ -307,8 +314,12 @@ func (f *Fleet) entry(key string) (Entry, bool) {
 	d, ok := f.detail(key)
 	if !ok {
 		delete(f.entries, key)
+		delete(f.changed, key)
 		delete(f.recheck, key)
 		return Entry{}, false
+	}
+	if old, had := f.entries[key]; !had || old != d.Entry {
+		f.changed[key] = f.version
 	}
 	f.entries[key] = d.Entry
 	return d.Entry, true
@@ -391,7 +402,9 @@ func (f *Fleet) Subscribe() (Snapshot, *Stream) {
 	defer f.mu.Unlock()
 	s := newSubscriber()
 	f.subs[s] = true
-	return f.snapshot(), &Stream{fleet: f, sub: s}
+	snapshot := f.snapshot()
+	s.sent = f.version
+	return snapshot, &Stream{fleet: f, sub: s}
 }
 
 // Stream is one page's changes.
@@ -410,6 +423,8 @@ func (s *Stream) Next() Delta {
 	defer f.mu.Unlock()
 	sub := s.sub
 	d := Delta{Version: f.version}
+	since := sub.sent
+	sub.sent = f.version
 	for _, name := range slices.Sorted(maps.Keys(sub.clusters)) {
 		if c, ok := f.clusters[name]; ok {
 			d.Clusters = append(d.Clusters, clusterOf(c))
@@ -425,10 +440,11 @@ func (s *Stream) Next() Delta {
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(sub.entries)) {
-		if e, ok := f.entry(key); ok {
-			d.Entries = append(d.Entries, e)
-		} else {
+		switch e, ok := f.entry(key); {
+		case !ok:
 			d.Removed = append(d.Removed, key)
+		case f.changed[key] > since:
+			d.Entries = append(d.Entries, e)
 		}
 	}
 	clear(sub.clusters)

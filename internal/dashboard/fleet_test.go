@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -186,4 +187,43 @@ func only(t *testing.T, entries []Entry) Entry {
 		t.Fatalf("want one entry, got %+v", entries)
 	}
 	return entries[0]
+}
+
+// An event on an ApplicationSet touches all its Applications; a page gets only the entries that
+// changed (a RollingSync rollout rewrites the ApplicationSet's status at every step).
+func TestFleetSendsOnlyChangedEntries(t *testing.T) {
+	f := NewFleet(0)
+	generate(t, f, 3, 1)
+	_, stream := f.Subscribe()
+	defer stream.Close()
+	status := func(step0 string) *unstructured.Unstructured {
+		return genAppSet(appSetName(0), 2,
+			map[string]any{"application": appSetName(0) + "-" + clusterName(0), "step": step0, "status": "Progressing"},
+			map[string]any{"application": appSetName(0) + "-" + clusterName(1), "step": "2", "status": "Waiting"})
+	}
+	f.SetApplicationSet(status("1"))
+	d := next(t, stream)
+	if len(d.AppSets) != 1 || len(d.Entries) != 2 {
+		t.Fatalf("first rollout status: %d ApplicationSets, entries %+v", len(d.AppSets), d.Entries)
+	}
+	f.SetApplicationSet(status("1")) // rewritten, nothing of the entries changed
+	if d = next(t, stream); len(d.AppSets) != 1 || len(d.Entries) != 0 {
+		t.Errorf("a rewrite without change sent entries: %+v", d.Entries)
+	}
+	f.SetApplicationSet(status("2"))
+	if d = next(t, stream); len(d.Entries) != 1 || d.Entries[0].Cluster != clusterName(0) || d.Entries[0].Step != "2" {
+		t.Errorf("one entry's step changed: %+v", d.Entries)
+	}
+	// A second page subscribed meanwhile gets the same from then on.
+	snapshot, late := f.Subscribe()
+	defer late.Close()
+	if len(snapshot.Entries) != 3 {
+		t.Fatalf("snapshot: %+v", snapshot.Entries)
+	}
+	f.SetApplicationSet(status("1"))
+	for _, s := range []*Stream{stream, late} {
+		if d = next(t, s); len(d.Entries) != 1 || d.Entries[0].Step != "1" {
+			t.Errorf("after the step went back: %+v", d.Entries)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -378,6 +379,12 @@ func (a *agents) reportEvent(r *v1alpha1.MulticlusterApplicationSetReport, size 
 			if cluster, ok := strings.CutPrefix(key, r.Name+"/"); ok && !listed[cluster] {
 				arrived(key)
 			}
+		}
+		// The count is read before the first change, when the initial revision is the only one
+		// a cluster can be Synced and Healthy at: the clusters left out are there too. (Without
+		// this, a 5,000-cluster report never counted as complete.)
+		if total, err := strconv.Atoi(r.Statuses.Summary.Clusters); err == nil && total > len(listed) {
+			initial += total - len(listed)
 		}
 	}
 	a.reported[r.Name] = initial
