@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -62,19 +60,6 @@ func setFilter(t testing.TB, ctx context.Context, id, value string) {
 
 func cellSelector(cluster, appSet string) string {
 	return fmt.Sprintf(`.cell[data-cluster=%q][data-appset=%q]`, cluster, argoNS+"/"+appSet)
-}
-
-func screenshot(t testing.TB, ctx context.Context, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(testenv.Artifacts(t), name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
 }
 
 // In a real browser: the fleet renders as clusters x ApplicationSets with the states and counts,
@@ -144,7 +129,7 @@ func TestThePageInChromium(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll('#detail img, #detail script').length`); n != 0 {
 		t.Errorf("a message from a managed cluster became %d elements", n)
 	}
-	screenshot(t, ctx, "fleet-view-generated.png")
+	testenv.Screenshot(t, ctx, "fleet-view-generated.png")
 	if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Escape)); err != nil {
 		t.Fatal(err)
 	}

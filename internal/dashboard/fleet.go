@@ -267,31 +267,29 @@ func remove(index map[string]map[string]bool, k, key string) {
 // touch marks an entry to compute again and to send to every page.
 func (f *Fleet) touch(key string) {
 	f.invalid[key] = true
-	f.version++
-	for s := range f.subs {
-		s.entries[key] = true
-		s.wake()
-	}
+	f.notify(func(s *subscriber) map[string]bool { return s.entries }, key)
 }
 
+// touchCluster and touchAppSet mark a cluster or an ApplicationSet, and every entry in it.
 func (f *Fleet) touchCluster(name string) {
 	for key := range f.byCluster[name] {
 		f.touch(key)
 	}
-	f.version++
-	for s := range f.subs {
-		s.clusters[name] = true
-		s.wake()
-	}
+	f.notify(func(s *subscriber) map[string]bool { return s.clusters }, name)
 }
 
 func (f *Fleet) touchAppSet(key string) {
 	for app := range f.byAppSet[key] {
 		f.touch(app)
 	}
+	f.notify(func(s *subscriber) map[string]bool { return s.appSets }, key)
+}
+
+// notify moves the fleet's version on and adds key to each page's set that pick names.
+func (f *Fleet) notify(pick func(*subscriber) map[string]bool, key string) {
 	f.version++
 	for s := range f.subs {
-		s.appSets[key] = true
+		pick(s)[key] = true
 		s.wake()
 	}
 }
@@ -334,11 +332,7 @@ func (f *Fleet) detail(key string) (Detail, bool) {
 	}
 	m, _, err := report.NewMember(app)
 	if err == nil {
-		var cluster *clusterv1.ManagedCluster
-		if c, ok := f.clusters[m.Cluster]; ok {
-			cluster = c
-		}
-		m.Attach(f.works[key][m.Cluster], cluster)
+		m.Attach(f.works[key][m.Cluster], f.clusters[m.Cluster]) // nil when absent
 	}
 	now := f.now()
 	cc, resources, recheck := report.Entry(m, report.Options{Now: now, StaleAfter: f.staleAfter, MaxConditions: maxConditions})

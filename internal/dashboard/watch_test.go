@@ -29,7 +29,15 @@ func TestTheFleetFollowsTheHub(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Every run on this package's apiserver starts from none of them (go test -count).
+	app, appSet := genApp("web", "c1"), genAppSet("web", 0)
 	cluster := genCluster("c1", map[string]string{"env": "prod"}, metav1.ConditionTrue)
+	work := genWork(t, app, nil)
+	t.Cleanup(func() {
+		for _, o := range []client.Object{app.DeepCopy(), appSet.DeepCopy(), work.DeepCopy(), cluster.DeepCopy()} {
+			_ = c.Delete(context.Background(), o)
+		}
+	})
 	status := cluster.Status
 	if err := c.Create(ctx, cluster); err != nil {
 		t.Fatal(err)
@@ -38,20 +46,18 @@ func TestTheFleetFollowsTheHub(t *testing.T) {
 	if err := c.Status().Update(ctx, cluster); err != nil {
 		t.Fatal(err)
 	}
-	appSet := genAppSet("web", 0)
 	appSet.SetUID("")
 	appSet.Object["spec"] = map[string]any{"generators": []any{}, "template": map[string]any{"metadata": map[string]any{}, "spec": map[string]any{"project": "default", "destination": map[string]any{}}}}
 	if err := c.Create(ctx, appSet); err != nil {
 		t.Fatal(err)
 	}
-	app := genApp("web", "c1")
 	owner := app.GetOwnerReferences()
 	owner[0].UID = appSet.GetUID()
 	app.SetOwnerReferences(owner)
 	if err := c.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
-	work := genWork(t, app, feedback("Synced", "Healthy", "abc"))
+	work = genWork(t, app, feedback("Synced", "Healthy", "abc"))
 	workStatus := work.Status
 	if err := c.Create(ctx, work); err != nil {
 		t.Fatal(err)

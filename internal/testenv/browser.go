@@ -65,3 +65,17 @@ func Artifacts(t testing.TB) string {
 	}
 	return dir
 }
+
+// Screenshot keeps a PNG of the whole page in Artifacts under name.
+func Screenshot(t testing.TB, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(Artifacts(t), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -75,18 +73,7 @@ func (p *fleetPage) state(cluster string) string {
 	return s
 }
 
-func (p *fleetPage) screenshot(t *testing.T, name string) {
-	t.Helper()
-	png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(testenv.Artifacts(t), name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-}
+func (p *fleetPage) screenshot(t *testing.T, name string) { testenv.Screenshot(t, p.ctx, name) }
 
 type testWriter struct{ t *testing.T }
 
