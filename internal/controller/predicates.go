@@ -75,10 +75,13 @@ func observeChanges(changed *metrics.Since[types.NamespacedName]) predicate.Func
 	}
 }
 
-// beyondStatus passes Application updates that change something other than the status. The
-// Application CRD has no status subresource, so every status write (the status controller's, once
-// per feedback change) is an update of the whole object; nothing in the status changes what the
-// propagation controller writes.
+// beyondStatus passes Application updates that change something other than the status, or
+// argocd-pull's own conditions in it. The Application CRD has no status subresource, so every
+// status write (the status controller's, once per feedback change) is an update of the whole
+// object; nothing else in the status changes what the propagation controller writes. Its own
+// conditions do count: a reconcile that read the Application from the cache before its previous
+// refusal arrived there sees no condition to clear, and only that refusal's arrival wakes it to
+// clear it.
 func beyondStatus() predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -87,7 +90,8 @@ func beyondStatus() predicate.Funcs {
 			if !okOld || !okNew {
 				return true
 			}
-			return !equality.Semantic.DeepEqual(withoutStatus(oldApp), withoutStatus(newApp))
+			return propagationError(oldApp) != propagationError(newApp) || pausedMessage(oldApp) != pausedMessage(newApp) ||
+				!equality.Semantic.DeepEqual(withoutStatus(oldApp), withoutStatus(newApp))
 		},
 	}
 }

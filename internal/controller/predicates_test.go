@@ -43,6 +43,23 @@ func TestBeyondStatus(t *testing.T) {
 		"deletion":           {func(u *unstructured.Unstructured) { now := metav1.Now(); u.SetDeletionTimestamp(&now) }, true},
 		"an owner reference": {func(u *unstructured.Unstructured) { u.SetOwnerReferences([]metav1.OwnerReference{{Name: "set"}}) }, true},
 		"nothing (a resync)": {func(*unstructured.Unstructured) {}, false},
+		// A reconcile that read the Application before its own refusal reached the cache clears
+		// nothing (it sees no condition); the refusal's arrival must wake it again.
+		"argocd-pull's refusal condition": {func(u *unstructured.Unstructured) {
+			u.Object["status"] = map[string]any{"health": map[string]any{"status": "Unknown"}, "conditions": []any{
+				map[string]any{"type": PropagationErrorCondition, "message": "ManagedApplicationTaken: x"},
+			}}
+		}, true},
+		"argocd-pull's paused condition": {func(u *unstructured.Unstructured) {
+			u.Object["status"] = map[string]any{"health": map[string]any{"status": "Unknown"}, "conditions": []any{
+				map[string]any{"type": PausedCondition, "message": "paused"},
+			}}
+		}, true},
+		"another condition": {func(u *unstructured.Unstructured) {
+			u.Object["status"] = map[string]any{"health": map[string]any{"status": "Unknown"}, "conditions": []any{
+				map[string]any{"type": "SyncError", "message": "x"},
+			}}
+		}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
