@@ -415,9 +415,11 @@ func TestSyncErrorOnOneClusterOnly(t *testing.T) {
 		return !workSaw.IsZero() && !pageSaw.IsZero(), fmt.Errorf("work saw it at %v, the page at %v; the page shows cluster2 %q", workSaw, pageSaw, page.state("cluster2"))
 	})
 	t.Logf("fleet view: cluster2's sync error drawn %v after the hub's ManifestWork carried it", pageSaw.Sub(workSaw).Round(100*time.Millisecond))
-	if got := page.state("cluster1"); got != "healthy" {
-		t.Errorf("the fleet view shows cluster1 %q", got)
-	}
+	// cluster1 syncs the same commit meanwhile (Progressing for a moment): it ends healthy.
+	eventually(t, "the fleet view showing cluster1 healthy", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		got := page.state("cluster1")
+		return got == "healthy", fmt.Errorf("the fleet view shows cluster1 %q", got)
+	})
 	if _, err := page.eval(`(() => { const e = document.getElementById('f-state'); e.value = 'failing'; e.dispatchEvent(new Event('input')); })()`); err != nil {
 		t.Fatal(err)
 	}
