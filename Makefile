@@ -30,8 +30,19 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT_VERSION := v2.6.2
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/argocd-pull/argocd-pull/internal/cli.version=$(VERSION)
+# The release this tree builds: the chart's appVersion, which the chart and kustomize also take as
+# the image tag. Every build stamps it and the commit into the binary (argocd-pull version).
+VERSION ?= $(shell sed -n 's/^appVersion: //p' $(CHART)/Chart.yaml)
+REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+LDFLAGS := -X github.com/argocd-pull/argocd-pull/internal/cli.version=$(VERSION) -X github.com/argocd-pull/argocd-pull/internal/cli.revision=$(REVISION)
+# The controller image make image builds, and its platforms (cross-compiled: no emulation).
+IMAGE ?= ghcr.io/argocd-pull/argocd-pull:$(VERSION)
+PLATFORMS ?= linux/amd64 linux/arm64
+# podman or docker (default: podman when installed); PUSH=1 pushes the image. DEMO_IMAGE=1 makes
+# make demo run the lab's controller from the image.
+DEMO_IMAGE ?=
+CONTAINER_TOOL ?=
+PUSH ?=
 GO_TEST_FLAGS ?=
 
 ##@ General
@@ -43,13 +54,22 @@ help: ## Show this help
 ##@ Development
 
 .PHONY: demo
-demo: build kube-assets ocm-assets argocd-assets sandbox-deps ## Start the local lab (hub + 2 managed clusters, real components); 'bin/argocd-pull sandbox down' stops it
-	$(BIN)/argocd-pull sandbox up --clusters 2 --dir .sandbox
+demo: build kube-assets ocm-assets argocd-assets sandbox-deps $(if $(DEMO_IMAGE),demo-image) ## Start the local lab (hub + 2 managed clusters, real components); DEMO_IMAGE=1 runs its controller from the image; 'bin/argocd-pull sandbox down' stops it
+	$(BIN)/argocd-pull sandbox up --clusters 2 --dir .sandbox $(if $(DEMO_IMAGE),--controller-image $(IMAGE))
+
+.PHONY: demo-image
+demo-image: container-deps ## Build the image for this machine's platform only, for make demo DEMO_IMAGE=1
+	$(MAKE) image PLATFORMS=linux/$$(go env GOARCH)
 
 .PHONY: build
 build: ## Build bin/argocd-pull, and bin/kubectl-argocd_pull: the same binary as a kubectl plugin ('kubectl argocd-pull status' with bin/ on PATH)
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/argocd-pull ./cmd/argocd-pull
 	ln -sf argocd-pull $(BIN)/kubectl-argocd_pull
+
+.PHONY: image
+image: ## Build the controller image IMAGE (default ghcr.io/argocd-pull/argocd-pull:<VERSION>) for PLATFORMS with podman, or docker buildx; PUSH=1 pushes it
+	IMAGE=$(IMAGE) PLATFORMS="$(PLATFORMS)" VERSION=$(VERSION) REVISION=$(REVISION) LDFLAGS="$(LDFLAGS)" \
+		CONTAINER_TOOL=$(CONTAINER_TOOL) PUSH=$(PUSH) hack/image/build.sh
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from the API types and markers
@@ -101,8 +121,9 @@ helm-lint: $(HELM) ## Lint the Helm chart
 ##@ Test
 
 .PHONY: test
-test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium ## Run all tests: unit, real-apiserver, install manifests, end-to-end and the sandbox
-	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 go test -timeout 40m $(GO_TEST_FLAGS) ./...
+test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium container-deps image ## Run all tests: unit, real-apiserver, install manifests, the image, end-to-end and the sandbox
+	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
+		ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1 go test -timeout 40m $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no apiserver
@@ -146,6 +167,12 @@ chromium: ## Install Debian's headless Chromium, which the fleet view's browser 
 	@command -v chromium >/dev/null || { \
 		echo "Installing chromium from Debian (the fleet view's browser tests)" >&2; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+.PHONY: container-deps
+container-deps: ## Install podman and runc from Debian: make image builds with podman, and the image's tests run it with runc
+	@command -v podman >/dev/null && command -v runc >/dev/null || { \
+		echo "Installing podman and runc from Debian (the controller image and its tests)" >&2; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc >/dev/null; }
 
 .PHONY: ocm-assets
 ocm-assets: $(OCM_ASSETS)/work-agent $(OCM_ASSETS)/placement $(OCM_ASSETS)/registration-controller $(OCM_ASSETS)/registration-agent ## Build the OCM agents and hub controllers the lab runs, once, and print their directory

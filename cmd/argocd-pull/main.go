@@ -4,6 +4,9 @@ package main
 import (
 	"os"
 
+	// Mozilla's CA roots, used only where the system has none: the image is FROM scratch, and the
+	// optional OCM Search client verifies its server against the system roots unless given a CA.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/argocd-pull/argocd-pull/internal/cli"

@@ -26,7 +26,7 @@ func TestVersionPrintsVersionAndPlatform(t *testing.T) {
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"version"})
 	g.Expect(cmd.Execute()).To(Succeed())
-	g.Expect(out.String()).To(MatchRegexp(`^argocd-pull \S+ \(go1\.\d+.*, \w+/\w+\)\n$`))
+	g.Expect(out.String()).To(MatchRegexp(`^argocd-pull \S+ \((revision \S+, )?go1\.\d+.*, \w+/\w+\)\n$`))
 }
 
 func TestControllerHelpListsEveryFlag(t *testing.T) {
@@ -56,6 +56,8 @@ func TestControllerRejectsBadOptionsBeforeStarting(t *testing.T) {
 		"a grant of a namespace the install does not name": {[]string{"--argocd-namespace", "openshift-gitops",
 			"--grant-argocd-namespaces", "team-a=openshift-gitops", "--grant-argocd-namespaces", "team-b=kube-system"},
 			"the grant team-b=kube-system names kube-system, which is not an Argo CD namespace of this install"},
+		"a renew deadline past the lease": {[]string{"--leader-election-renew-deadline", "20s"},
+			"leader election needs 0 < --leader-election-retry-period (500ms) < --leader-election-renew-deadline (20s) < --leader-election-lease-duration (15s)"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -69,6 +71,26 @@ func TestControllerRejectsBadOptionsBeforeStarting(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(tt.want)))
 		})
 	}
+}
+
+// A pod without its service-account token (automountServiceAccountToken: false, or a missing
+// volume) and no kubeconfig: the loading chain alone says "no configuration has been provided,
+// try setting KUBERNETES_MASTER"; the controller names what is missing.
+func TestControllerWithoutAnyConfigurationSaysWhatIsMissing(t *testing.T) {
+	g := NewWithT(t)
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "6443")
+	cmd := NewRootCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"controller", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"})
+	err := cmd.ExecuteContext(context.Background())
+	g.Expect(err).To(MatchError(And(
+		ContainSubstring("no Kubernetes configuration: no --kubeconfig, $KUBECONFIG or ~/.kube/config"),
+		ContainSubstring("/var/run/secrets/kubernetes.io/serviceaccount/token"),
+		ContainSubstring("check that the service-account token is mounted"))))
 }
 
 // The controller command serves probes and metrics against a real apiserver and stops cleanly

@@ -27,6 +27,17 @@ const (
 	DefaultKubeAPIBurst = 1000
 )
 
+// Leader election, chosen for docs/operating.md's trade-off: a crashed leader's replacement starts
+// after the lease duration (Kubernetes' own controllers use the same 15 s and 10 s); a stopping
+// leader releases its lease and a standby, trying every retry period with client-go's jitter (up
+// to 2.2 times it), takes over in about a second; the leader renews, one Lease write, every retry
+// period: two small writes a second.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 500 * time.Millisecond
+)
+
 type controllerFlags struct {
 	kubeconfig              string
 	kubeAPIQPS              float32
@@ -37,6 +48,9 @@ type controllerFlags struct {
 	dashboardAddr           string
 	leaderElect             bool
 	leaderElectionNamespace string
+	leaseDuration           time.Duration
+	renewDeadline           time.Duration
+	retryPeriod             time.Duration
 	managedNamespaceGrants  []string
 	opts                    controller.Options
 	argoCDNamespaceGrants   []string
@@ -74,6 +88,9 @@ GOMEMLIMIT is set): it collects garbage harder near the limit instead of being k
 	fs.StringVar(&f.dashboardAddr, "dashboard-bind-address", "", "Address the fleet view (the page of argocd-pull dashboard, read from the controller's cache with its rights) binds to, such as 127.0.0.1:8090; it answers loopback requests only (reach it with kubectl port-forward); empty (the default) disables it")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace)")
+	fs.DurationVar(&f.leaseDuration, "leader-election-lease-duration", DefaultLeaseDuration, "How long standbys wait after the leader's last renewal before one takes over: the gap after a leader crashes (a leader that stops releases its lease at once)")
+	fs.DurationVar(&f.renewDeadline, "leader-election-renew-deadline", DefaultRenewDeadline, "How long the leader tries to renew its lease before it gives up leading and exits; shorter than the lease duration, so that two replicas never lead at once")
+	fs.DurationVar(&f.retryPeriod, "leader-election-retry-period", DefaultRetryPeriod, "How often the leader renews its lease (one Lease write each time) and standbys try to take it: a stopping leader hands over within about twice this")
 	fs.StringVar(&f.opts.ArgoCDNamespace, "argocd-namespace", f.opts.ArgoCDNamespace, "Namespace of the hub's Argo CD")
 	fs.StringSliceVar(&f.opts.PullNamespaces, "pull-namespaces", nil, "Namespaces pull-model Applications are taken from (default: the Argo CD namespace)")
 	fs.StringArrayVar(&f.managedNamespaceGrants, "grant-managed-namespaces", nil, "NS=NS1[,NS2...]: Applications of hub namespace NS may also land in these managed-cluster namespaces (by default an Application of a namespace other than the Argo CD namespace lands only in its own); repeatable")
@@ -123,6 +140,10 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	if err := f.opts.Validate(); err != nil {
 		return err
 	}
+	if !(f.retryPeriod > 0 && f.retryPeriod < f.renewDeadline && f.renewDeadline < f.leaseDuration) {
+		return fmt.Errorf("leader election needs 0 < --leader-election-retry-period (%s) < --leader-election-renew-deadline (%s) < --leader-election-lease-duration (%s)",
+			f.retryPeriod, f.renewDeadline, f.leaseDuration)
+	}
 	if err := waitForHubAPIs(cmd.Context(), cfg, f.probeAddr, log); err != nil {
 		return err
 	}
@@ -136,6 +157,10 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	mopts.LeaderElection = f.leaderElect
 	mopts.LeaderElectionID = "argocd-pull.apps.open-cluster-management.io"
 	mopts.LeaderElectionNamespace = f.leaderElectionNamespace
+	// The binary exits as soon as the manager returns, so releasing the lease then is safe: a
+	// rolling restart hands over in about a retry period instead of a lease duration.
+	mopts.LeaderElectionReleaseOnCancel = true
+	mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &f.leaseDuration, &f.renewDeadline, &f.retryPeriod
 	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

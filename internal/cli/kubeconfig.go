@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/client-go/rest"
@@ -19,6 +20,9 @@ func loadKubeconfig(path string) (*rest.Config, string, error) {
 		if path != "" {
 			return nil, "", fmt.Errorf("loading kubeconfig %s: %w", path, err)
 		}
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, "", noConfiguration()
+		}
 		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	// Namespace() says "default" when the context has none; only an explicit one is returned.
@@ -36,4 +40,15 @@ func loadKubeconfig(path string) (*rest.Config, string, error) {
 func restConfig(path string) (*rest.Config, error) {
 	cfg, _, err := loadKubeconfig(path)
 	return cfg, err
+}
+
+// noConfiguration says why neither a kubeconfig nor the in-cluster configuration was found. The
+// loading chain only says "no configuration has been provided" when a pod lacks its token.
+func noConfiguration() error {
+	_, err := rest.InClusterConfig()
+	if err == nil {
+		err = errors.New("it loads now: try again")
+	}
+	return fmt.Errorf("no Kubernetes configuration: no --kubeconfig, $KUBECONFIG or ~/.kube/config, "+
+		"and no in-cluster configuration (%w); in a pod, check that the service-account token is mounted (automountServiceAccountToken)", err)
 }

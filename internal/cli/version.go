@@ -8,8 +8,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X github.com/argocd-pull/argocd-pull/internal/cli.version=...".
-var version = ""
+// version and revision are set at build time (make build, make image) with -ldflags
+// "-X github.com/argocd-pull/argocd-pull/internal/cli.version=... -X ...cli.revision=...": the
+// release (the chart's appVersion, the image tag) and the commit.
+var version, revision = "", ""
 
 // Version returns the build's version: the one set at link time, else the module version, else
 // the VCS revision Go recorded, else "dev".
@@ -38,7 +40,11 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print the version of argocd-pull",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "argocd-pull %s (%s, %s/%s)\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			rev := ""
+			if revision != "" {
+				rev = "revision " + revision + ", "
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "argocd-pull %s (%s%s, %s/%s)\n", Version(), rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return err
 		},
 	}

@@ -68,6 +68,9 @@ func (p *Process) Stop() {
 	_ = p.logFile.Close()
 }
 
+// Signal sends sig to the process (a test's SIGTERM, to time a graceful stop).
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
 // PID is the process's ID.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -106,5 +107,25 @@ func TestPurgeDeletesOnlyALab(t *testing.T) {
 	}
 	if _, err := os.Stat(lab); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the lab's directory is still there: %v", err)
+	}
+}
+
+// The lab's controller from the image runs as the chart's Deployment runs it, with the
+// kubeconfig flag pointing at the mounted copy and every other flag unchanged.
+func TestControllerInImage(t *testing.T) {
+	args := controllerInImage("ghcr.io/argocd-pull/argocd-pull:v0.1.0", "/lab/hub-controller-image.kubeconfig",
+		[]string{"controller", "--kubeconfig=/lab/hub.kubeconfig", "--argocd-namespace=argocd"})
+	joined := strings.Join(args, " ")
+	for _, want := range []string{
+		"--read-only --read-only-tmpfs=false", "--cap-drop ALL", "--security-opt no-new-privileges",
+		"--volume /lab/hub-controller-image.kubeconfig:/var/run/argocd-pull/kubeconfig:ro,U",
+		"ghcr.io/argocd-pull/argocd-pull:v0.1.0 controller --kubeconfig=/var/run/argocd-pull/kubeconfig --argocd-namespace=argocd",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("podman %s\nlacks %q", joined, want)
+		}
+	}
+	if strings.Contains(joined, "--user") {
+		t.Errorf("the image's own non-root USER runs it, as in the chart (no runAsUser): %s", joined)
 	}
 }

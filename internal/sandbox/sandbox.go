@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
@@ -60,6 +61,9 @@ type Options struct {
 	Out io.Writer
 	// ControllerArgs are extra flags for argocd-pull's controller (e.g. --stale-after).
 	ControllerArgs []string
+	// ControllerImage, when set, runs the controller from this image with podman, as the chart's
+	// Deployment runs it (see controllerInImage), instead of the Controller binary.
+	ControllerImage string
 }
 
 // Lab is a running sandbox.
@@ -240,11 +244,24 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return lab, err
 	}
-	if _, err := start(o.Dir, "hub-argocd-pull", o.Controller, append([]string{
+	bin, args := o.Controller, append([]string{
 		"controller", "--kubeconfig=" + lab.Hub.Kubeconfig, "--argocd-namespace=" + ArgoNamespace,
 		"--pull-namespaces=" + ArgoNamespace + "," + TenantNamespace,
 		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes,
-	}, o.ControllerArgs...)); err != nil {
+	}, o.ControllerArgs...)
+	if o.ControllerImage != "" {
+		// A copy for the container's uid to own: the lab's own kubeconfig stays the user's.
+		kubeconfig := filepath.Join(o.Dir, "hub-controller-image.kubeconfig")
+		data, err := os.ReadFile(lab.Hub.Kubeconfig)
+		if err == nil {
+			err = os.WriteFile(kubeconfig, data, 0o600)
+		}
+		if err != nil {
+			return lab, fmt.Errorf("the kubeconfig of the controller's container: %w", err)
+		}
+		bin, args = "podman", controllerInImage(o.ControllerImage, kubeconfig, args)
+	}
+	if _, err := start(o.Dir, "hub-argocd-pull", bin, args); err != nil {
 		return lab, err
 	}
 	done()
@@ -403,4 +420,29 @@ func anyRunning(procs []Process) bool {
 		}
 	}
 	return false
+}
+
+// controllerContainer is the name of the lab's controller container (--controller-image).
+const controllerContainer = "argocd-pull-sandbox"
+
+// controllerInImage is the podman command line that runs the controller's args from image, with
+// the security settings of the chart's Deployment: read-only root file system (and, as in a pod,
+// no tmpfs on /tmp), the image's non-root uid, no capability, no privilege escalation. The hub's
+// kubeconfig (a copy) is mounted, owned by the container's uid (:U); the lab's apiservers and ports are on
+// the loopback, so the container shares the host's network. runc and the ulimits are what podman
+// needs on these machines (docs/development.md). SIGTERM to podman reaches the controller; a
+// restart replaces a container left behind.
+func controllerInImage(image, kubeconfig string, args []string) []string {
+	const mounted = "/var/run/argocd-pull/kubeconfig"
+	run := []string{"run", "--rm", "--replace", "--name", controllerContainer, "--pull", "never",
+		"--runtime", "runc", "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "--network", "host",
+		"--read-only", "--read-only-tmpfs=false", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"--volume", kubeconfig + ":" + mounted + ":ro,U", image}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--kubeconfig=") {
+			a = "--kubeconfig=" + mounted
+		}
+		run = append(run, a)
+	}
+	return run
 }

@@ -103,7 +103,7 @@ func TestKustomizeInstall(t *testing.T) {
 
 	var dep appsv1.Deployment
 	find(t, decode(t, renderKustomize(t)), "Deployment", deploymentName, &dep)
-	runControllerAsServiceAccount(t, k, dep.Spec.Template.Spec.Containers[0].Args, "guestbook-kustomize")
+	runControllerAsServiceAccount(t, k, dep.Spec.Template.Spec.Containers[0].Args, "guestbook-kustomize", asProcess).Stop()
 }
 
 // uninstall runs docs/install.md's uninstall commands and checks that they remove every object of the
@@ -284,14 +284,24 @@ func argocdPull(t *testing.T) string {
 	return binary
 }
 
+// launcher starts the controller with args as the installed service account, whose token is
+// given, its output in logPath: as a process (asProcess) or in the image (inContainer).
+type launcher func(t *testing.T, k kube, args []string, token, logPath string) (*localproc.Process, error)
+
+// asProcess runs the binary with a kubeconfig that carries the service account's token.
+func asProcess(t *testing.T, k kube, args []string, token, logPath string) (*localproc.Process, error) {
+	kubeconfig := serviceAccountKubeconfig(t, k.kubeconfig, token)
+	return localproc.Start(logPath, argocdPull(t), append(args, "--kubeconfig="+kubeconfig))
+}
+
 // runControllerAsServiceAccount runs argocd-pull with the Deployment's arguments and a token of
 // the installed service account, as the pod would: it must win the leader election in its
 // namespace, start every controller without a forbidden request (its caches list Secrets only in
 // the Argo CD namespace), serve its probes, reconcile the blog's GitOpsCluster (cluster secret,
 // placement generator ConfigMap, ApplicationSet RBAC) and propagate a pull-model Application.
-func runControllerAsServiceAccount(t *testing.T, k kube, deploymentArgs []string, app string) {
+// The controller runs on for the caller until the test ends.
+func runControllerAsServiceAccount(t *testing.T, k kube, deploymentArgs []string, app string, launch launcher) *localproc.Process {
 	g := NewWithT(t)
-	bin := argocdPull(t)
 
 	// The hub side of the samples: a cluster the placement selects, in the global
 	// ManagedClusterSet (bound to the Argo CD namespace by the samples), with its namespace.
@@ -349,27 +359,25 @@ status:
 		"role/argocd-pull-placement-reader", "rolebinding/argocd-pull-placement-reader", "--ignore-not-found")
 
 	token := strings.TrimSpace(k.run("create", "token", serviceAccount, "-n", installNamespace, "--duration=1h"))
-	kubeconfig := serviceAccountKubeconfig(t, k.kubeconfig, token)
 
 	probes, metrics := freeAddr(t), freeAddr(t)
-	args := make([]string, 0, len(deploymentArgs)+3)
+	args := make([]string, 0, len(deploymentArgs)+2)
 	for _, a := range deploymentArgs {
 		args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", installNamespace))
 	}
 	// Flags given later win: the ports move to free loopback ports, nothing else changes.
-	args = append(args, "--kubeconfig="+kubeconfig,
-		"--health-probe-bind-address="+probes, "--metrics-bind-address="+metrics)
+	args = append(args, "--health-probe-bind-address="+probes, "--metrics-bind-address="+metrics)
 
 	logPath := filepath.Join(t.TempDir(), "controller.log")
-	ctl, err := localproc.Start(logPath, bin, args)
+	ctl, err := launch(t, k, args, token, logPath)
 	g.Expect(err).NotTo(HaveOccurred())
-	defer func() {
+	t.Cleanup(func() {
 		ctl.Stop()
 		if t.Failed() {
 			data, _ := os.ReadFile(logPath)
 			t.Logf("controller log:\n%s", data)
 		}
-	}()
+	})
 
 	log := func() string {
 		data, _ := os.ReadFile(logPath)
@@ -549,6 +557,7 @@ spec:
 		return err
 	})
 	checkMonitoringNamesExportedMetrics(t, "http://"+metrics+"/metrics")
+	return ctl
 }
 
 // controllerLogs returns the controllers named by the JSON log lines with the message msg.
@@ -640,7 +649,7 @@ func TestHelmInstall(t *testing.T) {
 	checkServiceAccountPermissions(t, k)
 	var installed appsv1.Deployment
 	find(t, decode(t, []byte(k.run("get", "deployment", "-n", installNamespace, deploymentName, "-o", "yaml"))), "Deployment", deploymentName, &installed)
-	runControllerAsServiceAccount(t, k, installed.Spec.Template.Spec.Containers[0].Args, "guestbook-helm")
+	runControllerAsServiceAccount(t, k, installed.Spec.Template.Spec.Containers[0].Args, "guestbook-helm", asProcess).Stop()
 
 	// The Argo CD namespace value moves the Role with the flag.
 	k.createNamespace("argocd")
