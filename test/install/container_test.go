@@ -293,7 +293,7 @@ func TestTheImageSaysWhyItCannotStart(t *testing.T) {
 		token     string
 		says      []string
 	}{
-		"no service-account token": {apiserver, "", []string{serviceAccountDir + "/token", "--kubeconfig"}},
+		"no service-account token":          {apiserver, "", []string{serviceAccountDir + "/token", "--kubeconfig"}},
 		"an apiserver that does not answer": {closed, "token", []string{"the hub apiserver https://" + closed.Host + " did not answer", "connection refused"}},
 	} {
 		t.Run(name, func(t *testing.T) {
