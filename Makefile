@@ -29,6 +29,8 @@ CONTROLLER_GEN_VERSION := v0.21.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT_VERSION := v2.6.2
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT := $(BIN)/actionlint-$(ACTIONLINT_VERSION)
 
 # The release this tree builds: the chart's appVersion, which the chart and kustomize also take as
 # the image tag. Every build stamps it and the commit into the binary (argocd-pull version).
@@ -103,10 +105,11 @@ verify: generate docs ## Check that generated files, docs/cli.md and go.mod are 
 	@git diff --exit-code -- api config charts docs go.mod go.sum || { echo "Generated files or go.mod are out of date: run 'make generate docs' and 'go mod tidy', then commit."; exit 1; }
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run gofmt, go vet and golangci-lint
+lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run gofmt, go vet, golangci-lint, and actionlint on the release workflow
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
+	$(ACTIONLINT) .github/workflows/*.yaml
 
 ##@ Deployment
 
@@ -219,3 +222,7 @@ $(CONTROLLER_GEN):
 $(GOLANGCI_LINT):
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN)/golangci-lint $@
+
+$(ACTIONLINT):
+	GOBIN=$(BIN) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	mv $(BIN)/actionlint $@
