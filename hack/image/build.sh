@@ -40,9 +40,16 @@ args=(--file "$root/Containerfile" --platform "$joined"
 
 case $CONTAINER_TOOL in
 podman)
-	# A manifest list of the same name would gain a second entry per platform: start afresh.
+	# A manifest list of the same name would gain a second entry per platform: start afresh, and
+	# remove the previous build's platform images with it (podman manifest rm leaves them behind).
+	repository=${IMAGE%@*}
+	[[ ${repository##*/} == *:* ]] && repository=${repository%:*}
+	for digest in $(podman manifest inspect "$IMAGE" 2>/dev/null | grep -o 'sha256:[0-9a-f]\{64\}' || true); do
+		id=$(podman image inspect --format "{{.Id}}" "$repository@$digest" 2>/dev/null) && podman rmi "$id" >/dev/null 2>&1 || true
+	done
 	podman manifest rm "$IMAGE" >/dev/null 2>&1 || podman rmi "$IMAGE" >/dev/null 2>&1 || true
-	podman build --quiet "${args[@]}" --manifest "$IMAGE" "$context" >/dev/null
+	# --layers=false: no intermediate image per instruction (podman 4.3 then fails to list images).
+	podman build --quiet --layers=false "${args[@]}" --manifest "$IMAGE" "$context" >/dev/null
 	if [[ -n ${PUSH:-} ]]; then
 		podman manifest push --all "$IMAGE" "docker://$IMAGE"
 	fi
