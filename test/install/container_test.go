@@ -199,7 +199,7 @@ func chartAppVersion(t *testing.T) string {
 	var chart struct {
 		AppVersion string `json:"appVersion"`
 	}
-	if err := yaml.Unmarshal(readFile(t, filepath.Join(repoRoot(t), chartDir, "Chart.yaml")), &chart); err != nil {
+	if err := yaml.Unmarshal(readFile(t, filepath.Join(chartDir, "Chart.yaml")), &chart); err != nil {
 		t.Fatal(err)
 	}
 	return chart.AppVersion

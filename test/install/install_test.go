@@ -17,9 +17,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/argocd-pull/argocd-pull/internal/assets"
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
@@ -43,7 +45,11 @@ const (
 	partOfLabel = "app.kubernetes.io/name=argocd-pull"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	// The test's own clients: the apiserver's warnings (Argo CD's finalizer name) are noise here.
+	ctrl.SetLogger(logr.Discard())
+	testenv.Main(m)
+}
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
