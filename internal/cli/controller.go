@@ -140,7 +140,7 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	if err := f.opts.Validate(); err != nil {
 		return err
 	}
-	if !(f.retryPeriod > 0 && f.retryPeriod < f.renewDeadline && f.renewDeadline < f.leaseDuration) {
+	if f.retryPeriod <= 0 || f.retryPeriod >= f.renewDeadline || f.renewDeadline >= f.leaseDuration {
 		return fmt.Errorf("leader election needs 0 < --leader-election-retry-period (%s) < --leader-election-renew-deadline (%s) < --leader-election-lease-duration (%s)",
 			f.retryPeriod, f.renewDeadline, f.leaseDuration)
 	}
