@@ -115,3 +115,13 @@ const (
 // DefaultArgoCDNamespace is the hub's (and managed clusters') Argo CD namespace when no flag says
 // otherwise: upstream Argo CD's. RHACM and the documents use openshift-gitops.
 const DefaultArgoCDNamespace = "argocd"
+
+// Taking over from the upstream pull controllers (internal/propagation/takeover.go).
+const (
+	// UpstreamAppSetHashLabel is on the ApplicationSet works of RHACM's propagation controller.
+	UpstreamAppSetHashLabel = "apps.open-cluster-management.io/application-set-hash"
+	// AdoptingAnnotation, on argocd-pull's work, records the upstream work it adopts, as
+	// "<name> <uid> <generation>" when argocd-pull first wrote it: a later change or re-creation of
+	// that work by anything else means its controller still runs.
+	AdoptingAnnotation = "apps.open-cluster-management.io/pull-adopting"
+)

@@ -30,6 +30,8 @@ const (
 	ReasonManagedAppExists    = "ManagedApplicationExists"
 	ReasonPayloadTooLarge     = "PayloadTooLarge"
 	ReasonWorkWriteFailed     = "ManifestWorkWriteFailed"
+	ReasonUpstreamWork        = "UpstreamManifestWork"
+	ReasonUpstreamRunning     = "UpstreamControllerRunning"
 )
 
 // Revokes reports whether a refusal withdraws a right the Application had: the works it already
@@ -59,6 +61,9 @@ type Facts struct {
 	Project *unstructured.Unstructured
 	// Existing is the App's current work on the target cluster, nil when none.
 	Existing *workv1.ManifestWork
+	// Upstream is the oldest work an upstream pull controller wrote for the App on the target
+	// cluster (see takeover.go), nil when none.
+	Upstream *workv1.ManifestWork
 	// NameTakenBy is "namespace/name" of the hub Application whose work holds the name the App's
 	// new work would take (only when Existing is nil); empty when the name is free.
 	NameTakenBy string
@@ -130,13 +135,26 @@ func Ladder(f Facts) (Verdict, error) {
 		return refuse(ReasonProjectNotPermitted,
 			"AppProject %s does not permit Applications of namespace %s: its spec.sourceNamespaces must match %s (Argo CD's rule for Applications outside its namespace)",
 			project, ns, ns), nil
+	case f.Upstream != nil && !f.Policy.AdoptUpstream:
+		return refuse(ReasonUpstreamWork,
+			"ManifestWork %s/%s of %s delivers this Application; argocd-pull leaves it as it is: stop that controller (%s), then run argocd-pull with --adopt-upstream-works to take the Application over without redeploying it (docs/migration.md)",
+			f.Upstream.Namespace, f.Upstream.Name, UpstreamWriter(f.Upstream), stopUpstream(f.Upstream)), nil
+	case f.Upstream != nil && !upstreamCarries(f.Upstream, target.Cluster+"/"+target.AppNamespace+"/"+app.GetName()):
+		carried, _ := ManagedApplication(f.Upstream)
+		return refuse(ReasonUpstreamWork,
+			"ManifestWork %s/%s of %s delivers this Application as %q, argocd-pull would deliver %s/%s/%s: it is not adopted and left as it is; delete it to deliver this Application (that deletes what it delivered)",
+			f.Upstream.Namespace, f.Upstream.Name, UpstreamWriter(f.Upstream), carried, target.Cluster, target.AppNamespace, app.GetName()), nil
+	case UpstreamRunning(f.Existing, f.Upstream):
+		return refuse(ReasonUpstreamRunning,
+			"%s still writes ManifestWork %s/%s (changed or written again since argocd-pull began to adopt it): argocd-pull paused its own work and leaves the Application to it; stop that controller (%s), then delete ManifestWork %s/%s and argocd-pull adopts the Application anew",
+			UpstreamWriter(f.Upstream), f.Upstream.Namespace, f.Upstream.Name, stopUpstream(f.Upstream), f.Existing.Namespace, f.Existing.Name), nil
 	case f.Existing == nil && f.NameTakenBy != "":
 		return refuse(ReasonWorkNameTaken, "the ManifestWork name %s/%s belongs to Application %s; rename this Application",
 			target.Cluster, WorkName(ns, app.GetName()), f.NameTakenBy), nil
 	case f.DeliveredBy != "":
 		return refuse(ReasonAlreadyDelivered, "Application %s already delivers the Application %s/%s to cluster %s; one hub Application per managed-cluster Application",
 			f.DeliveredBy, target.AppNamespace, app.GetName(), target.Cluster), nil
-	case ClaimOf(f.Existing) == ClaimForeign:
+	case ClaimOf(f.Existing) == ClaimForeign && f.Upstream == nil:
 		return refuse(ReasonManagedAppExists,
 			"cluster %s already has an Application %s/%s that this hub did not deliver (it lacks the annotation %s=%s/%s); nothing of it is changed or deleted: delete it there and the hub delivers this one, or rename this Application",
 			target.Cluster, target.AppNamespace, app.GetName(), api.HubApplicationAnnotation, ns, app.GetName()), nil
@@ -153,7 +171,8 @@ func Ladder(f Facts) (Verdict, error) {
 	}
 	target.ArgoCDNamespace = f.Policy.ArgoCDNamespace
 	claim := ClaimOf(f.Existing)
-	held := claim == ClaimOurs || claim == ClaimFree
+	// An Application an upstream work delivers for this very hub Application is adopted: held at once.
+	held := claim == ClaimOurs || claim == ClaimFree || f.Upstream != nil
 	desired := func(d Deliveries) (*workv1.ManifestWork, error) {
 		w, err := DesiredWork(app, carried, target, d)
 		if err != nil || !held {
@@ -177,6 +196,20 @@ func Ladder(f Facts) (Verdict, error) {
 	if f.Existing != nil {
 		// A work named by an earlier release keeps its name: renaming would redeploy.
 		work.Name = f.Existing.Name
+	}
+	// The upstream work as it was when adoption began stays recorded (see UpstreamRunning).
+	mark := ""
+	if f.Existing != nil {
+		mark = f.Existing.Annotations[api.AdoptingAnnotation]
+	}
+	if mark == "" && f.Upstream != nil {
+		mark = adoptionMark(f.Upstream)
+	}
+	if mark != "" {
+		work.Annotations[api.AdoptingAnnotation] = mark
+		if work, err = rehash(work); err != nil {
+			return Verdict{}, err
+		}
 	}
 	return Verdict{Work: work}, nil
 }

@@ -27,6 +27,9 @@ type Policy struct {
 	// ManagedNamespaces are the grants: an Application of hub namespace N, other than the Argo CD
 	// namespace, lands in N or in a namespace granted to N.
 	ManagedNamespaces tenancy.Grants
+	// AdoptUpstream takes over the Applications the upstream pull controllers deliver (flag
+	// --adopt-upstream-works; see takeover.go); off, they are refused and left as they are.
+	AdoptUpstream bool
 }
 
 // Namespaces are the namespaces Applications are taken from ("*" for every one).
