@@ -34,12 +34,7 @@ const (
 func setupIndexes(mgr ctrl.Manager) error {
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workHubAppIndex, func(o client.Object) []string {
-		if key, ok := hubApplicationOf(o); ok {
-			return []string{key.String()}
-		}
-		return nil
-	}); err != nil {
+	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workHubAppIndex, indexWorkByHubApp); err != nil {
 		return fmt.Errorf("indexing ManifestWorks by hub Application: %w", err)
 	}
 	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workPayloadIndex, func(o client.Object) []string {
@@ -70,6 +65,14 @@ func setupIndexes(mgr ctrl.Manager) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing Applications by ApplicationSet: %w", err)
+	}
+	return nil
+}
+
+// indexWorkByHubApp is the workHubAppIndex of a ManifestWork.
+func indexWorkByHubApp(o client.Object) []string {
+	if key, ok := hubApplicationOf(o); ok {
+		return []string{key.String()}
 	}
 	return nil
 }

@@ -35,7 +35,9 @@ func workChangedForPropagation(justCreated func(client.Object) bool) predicate.F
 				return true
 			}
 			_, delivering := newWork.Annotations[api.DeliveriesAnnotation]
-			return delivering || propagation.ClaimOf(oldWork) != propagation.ClaimOf(newWork) || propagation.Released(newWork) || oldWork.Generation != newWork.Generation ||
+			// An adopting work applied: the upstream work's next step (see upstream.go).
+			_, adopting := newWork.Annotations[api.AdoptingAnnotation]
+			return delivering || adopting && propagation.AppliedAtGeneration(oldWork) != propagation.AppliedAtGeneration(newWork) || propagation.ClaimOf(oldWork) != propagation.ClaimOf(newWork) || propagation.Released(newWork) || oldWork.Generation != newWork.Generation ||
 				!newWork.DeletionTimestamp.IsZero() ||
 				!maps.Equal(oldWork.Labels, newWork.Labels) ||
 				!maps.Equal(oldWork.Annotations, newWork.Annotations)

@@ -46,6 +46,8 @@ type PropagationReconciler struct {
 	// Cache reads the pause ConfigMap, which the client reads from the apiserver (see
 	// ManagerOptions).
 	Cache client.Reader
+	// upstream reads the works of the upstream pull controllers (see upstream.go).
+	upstream *upstreamWorks
 }
 
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch;patch
@@ -58,7 +60,16 @@ type PropagationReconciler struct {
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	upstream, err := newUpstreamWorks(mgr)
+	if err != nil {
+		return err
+	}
+	r.upstream = upstream
+	b := ctrl.NewControllerManagedBy(mgr)
+	for _, s := range upstream.sources() {
+		b = b.WatchesRawSource(s)
+	}
+	return b.
 		Named("propagation").
 		WithOptions(opts).
 		For(argocd.NewApplication(), builder.WithPredicates(beyondStatus(), observeChanges(&r.changed))).
@@ -106,7 +117,8 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		if apierrors.IsNotFound(err) {
 			r.changed.Done(req.NamespacedName, time.Now())
 			// Gone, or no longer pull-labelled: its works are orphans.
-			return ctrl.Result{}, r.deleteWorks(ctx, req.NamespacedName, nil)
+			_, uerr := r.deleteUpstream(ctx, req.NamespacedName)
+			return ctrl.Result{}, errors.Join(r.deleteWorks(ctx, req.NamespacedName, nil), uerr)
 		}
 		return ctrl.Result{}, fmt.Errorf("reading Application %s: %w", req, err)
 	}
@@ -124,7 +136,8 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, r.pause(ctx, app, pausing, conditions)
 	}
 	if err == nil && !pull {
-		return ctrl.Result{}, r.deleteWorks(ctx, req.NamespacedName, nil)
+		_, uerr := r.deleteUpstream(ctx, req.NamespacedName)
+		return ctrl.Result{}, errors.Join(r.deleteWorks(ctx, req.NamespacedName, nil), uerr)
 	}
 	facts, g, err := r.gather(ctx, app, target)
 	if err != nil {
@@ -156,6 +169,11 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, errors.Join(conditions.refuse(ctx, app, propagation.ReasonWorkWriteFailed, err.Error()), err)
 	}
 	r.changed.Done(req.NamespacedName, time.Now()) // nothing more of this change to write
+	if facts.Upstream != nil {
+		if err := r.takeOver(ctx, app, facts.Existing, facts.Upstream); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	return ctrl.Result{}, conditions.clear(ctx, app)
 }
 
@@ -188,6 +206,15 @@ func (r *PropagationReconciler) gather(ctx context.Context, app *unstructured.Un
 	}
 	if g.rival, err = r.rival(ctx, target, key, f.Existing); err != nil {
 		return f, g, err
+	}
+	if r.upstream != nil {
+		upstream, err := r.upstream.of(ctx, target.Cluster, key)
+		if err != nil {
+			return f, g, err
+		}
+		if len(upstream) > 0 {
+			f.Upstream = &upstream[0]
+		}
 	}
 	if g.rival != nil {
 		owner, _ := hubApplicationOf(g.rival)
@@ -257,6 +284,11 @@ func (r *PropagationReconciler) holdBack(ctx context.Context, app *unstructured.
 		onTarget := w.Namespace == target.Cluster
 		switch {
 		case !w.DeletionTimestamp.IsZero():
+			continue
+		case onTarget && refusal.Reason == propagation.ReasonUpstreamRunning:
+			if _, err := r.pauseWork(ctx, w, "the upstream pull controller still writes its ManifestWork"); err != nil {
+				return "", err
+			}
 			continue
 		case onTarget && refusal.Reason == propagation.ReasonAlreadyDelivered:
 			if err := r.yieldTo(ctx, w, g.rival, managedKey(target, app.GetName())); err != nil {
@@ -360,6 +392,10 @@ func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.
 	if err := r.deleteWorks(ctx, key, nil); err != nil {
 		return err
 	}
+	upstreamLeft, err := r.deleteUpstream(ctx, key)
+	if err != nil {
+		return err
+	}
 	finalizers := app.GetFinalizers()
 	kept := finalizers[:0:0]
 	for _, f := range finalizers {
@@ -371,7 +407,7 @@ func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.
 		return nil
 	}
 	works, err := r.worksOf(ctx, key)
-	if err != nil || len(works) > 0 {
+	if err != nil || len(works) > 0 || upstreamLeft {
 		return err // the work deletions requeue this Application
 	}
 	updated := app.DeepCopy()
@@ -470,23 +506,31 @@ func (r *PropagationReconciler) pause(ctx context.Context, app *unstructured.Uns
 		if !w.DeletionTimestamp.IsZero() {
 			continue
 		}
-		paused, err := propagation.Pause(w, p.Reason)
-		if err != nil || paused == nil {
+		if done, err := r.pauseWork(ctx, w, p.Reason); err != nil || !done {
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		paused.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-		ctrl.LoggerFrom(ctx).Info("Pausing ManifestWork", "manifestWork", klog.KObj(w), "scope", p.Scope, "reason", p.Reason)
-		if err := r.Update(ctx, paused); err != nil {
-			return fmt.Errorf("pausing ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
-		}
-		metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonPaused, "Pause",
 			"Paused ManifestWork %s/%s: the managed cluster keeps what it runs, its work agent only reports (%s)", w.Namespace, w.Name, p)
 	}
 	return conditions.paused(ctx, app, p.String()+": nothing is delivered to the managed cluster, which keeps what it runs; status keeps flowing; what changes meanwhile is delivered on resume")
+}
+
+// pauseWork pauses w for reason (propagation.Pause) and reports whether it wrote it.
+func (r *PropagationReconciler) pauseWork(ctx context.Context, w *workv1.ManifestWork, reason string) (bool, error) {
+	paused, err := propagation.Pause(w, reason)
+	if err != nil || paused == nil {
+		return false, err
+	}
+	paused.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+	ctrl.LoggerFrom(ctx).Info("Pausing ManifestWork", "manifestWork", klog.KObj(w), "reason", reason)
+	if err := r.Update(ctx, paused); err != nil {
+		return false, fmt.Errorf("pausing ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
+	return true, nil
 }
 
 // release turns a paused work into its released form (propagation.Release) before it is deleted,

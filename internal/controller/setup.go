@@ -72,6 +72,10 @@ type Options struct {
 	// ApplicationSetServiceAccount is the service account of the ApplicationSet controller in the
 	// Argo CD namespace, granted read access to Placements and PlacementDecisions there.
 	ApplicationSetServiceAccount string
+	// AdoptUpstreamWorks takes over the Applications the upstream pull controllers (RHACM, OCM
+	// basic mode) deliver, without redeploying them (propagation/takeover.go). Off, those
+	// Applications are refused and their works left as they are.
+	AdoptUpstreamWorks bool
 }
 
 // ArgoCDNamespaces are the Argo CD namespaces the install names: ArgoCDNamespace and
@@ -146,7 +150,8 @@ func (o Options) Validate() error {
 
 // policy is what the propagation ladder applies of the options.
 func (o Options) policy() propagation.Policy {
-	return propagation.Policy{ArgoCDNamespace: o.ArgoCDNamespace, PullNamespaces: o.PullNamespaces, ManagedNamespaces: o.ManagedNamespaceGrants}
+	return propagation.Policy{ArgoCDNamespace: o.ArgoCDNamespace, PullNamespaces: o.PullNamespaces, ManagedNamespaces: o.ManagedNamespaceGrants,
+		AdoptUpstream: o.AdoptUpstreamWorks}
 }
 
 // ManagerOptions returns the manager options the controllers need: the scheme, and a cache that

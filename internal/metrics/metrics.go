@@ -36,6 +36,10 @@ const (
 	OpCreate = "create"
 	OpUpdate = "update"
 	OpDelete = "delete"
+
+	// The steps of a takeover (Takeovers).
+	TakeoverReleased = "released"
+	TakeoverAdopted  = "adopted"
 )
 
 // latencyBuckets span an event-driven path (tens of milliseconds) to a throttled or paced one
@@ -48,6 +52,13 @@ var (
 		Name: "argocd_pull_manifestwork_writes_total",
 		Help: "ManifestWorks written by the propagation controller, by operation (create, update, delete).",
 	}, []string{"operation"})
+
+	// Takeovers counts the steps of taking Applications over from the upstream pull controllers:
+	// their works released, and deleted once the Application is argocd-pull's.
+	Takeovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "argocd_pull_takeover_steps_total",
+		Help: "Upstream pull-model ManifestWorks taken over, by step (released: the managed-cluster Application orphaned by it; adopted: it is deleted and argocd-pull's work alone delivers the Application).",
+	}, []string{"step"})
 
 	// ReportWrites counts MulticlusterApplicationSetReport writes by operation.
 	ReportWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -105,13 +116,15 @@ var (
 // the gauges to its reader.
 func Register(reader client.Reader, staleAfter time.Duration) {
 	register.Do(func() {
-		ctrlmetrics.Registry.MustRegister(WorkWrites, ReportWrites, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
+		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
 		// Every operation is exported from the start, at 0: rate() and alerts see a series
 		// before the first write.
 		for _, op := range []string{OpCreate, OpUpdate, OpDelete} {
 			WorkWrites.WithLabelValues(op)
 			ReportWrites.WithLabelValues(op)
 		}
+		Takeovers.WithLabelValues(TakeoverReleased)
+		Takeovers.WithLabelValues(TakeoverAdopted)
 	})
 	collector.reader.Store(&scrapeSource{reader: reader, staleAfter: staleAfter})
 }
