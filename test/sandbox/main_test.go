@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 			return m.Run()
 		}
 		labOptions = sandbox.Options{Dir: dir, Clusters: 2, Controller: bin, Out: &progress,
-			ControllerArgs: []string{"--stale-after=" + staleAfter.String()}}
+			ControllerArgs: []string{"--stale-after=" + staleAfter.String(), "--adopt-upstream-works"}}
 		lab, upErr = sandbox.Up(context.Background(), labOptions)
 		return m.Run()
 	}()

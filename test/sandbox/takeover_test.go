@@ -1,0 +1,295 @@
+package sandbox_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/sandbox"
+	"github.com/argocd-pull/argocd-pull/internal/upstreamwork"
+)
+
+// takeoverApp is a hub Application delivered by an upstream controller before argocd-pull: the
+// repository's takeover path into the namespace takeover, automated sync with prune, and Argo CD's
+// resources finalizer (deleting it would take the ConfigMaps along).
+func takeoverApp(name, cluster string) *unstructured.Unstructured {
+	app := argocd.NewApplication()
+	app.SetNamespace(sandbox.ArgoNamespace)
+	app.SetName(name)
+	app.SetLabels(map[string]string{api.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{api.ClusterAnnotation: cluster, argocd.SkipReconcileAnnotation: "true"})
+	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
+	app.Object["spec"] = map[string]any{
+		"project":     "default",
+		"source":      map[string]any{"repoURL": lab.RepoURL, "path": "takeover", "targetRevision": "main"},
+		"destination": map[string]any{"server": argocd.LocalServer, "namespace": "takeover"},
+		"syncPolicy":  map[string]any{"automated": map[string]any{"prune": true}, "syncOptions": []any{"CreateNamespace=true"}},
+	}
+	return app
+}
+
+// uids are the UIDs of what one upstream-delivered Application is on its managed cluster.
+type uids struct{ application, first, second string }
+
+func managedUIDs(c client.Client, key types.NamespacedName) (uids, error) {
+	var out uids
+	app := argocd.NewApplication()
+	if err := c.Get(ctx, key, app); err != nil {
+		return out, err
+	}
+	if !app.GetDeletionTimestamp().IsZero() {
+		return out, fmt.Errorf("the Application %s is being deleted", key)
+	}
+	out.application = string(app.GetUID())
+	for name, into := range map[string]*string{"takeover-first": &out.first, "takeover-second": &out.second} {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "takeover", Name: name}, cm); err != nil {
+			return out, err
+		}
+		if !cm.DeletionTimestamp.IsZero() {
+			return out, fmt.Errorf("ConfigMap %s is being deleted", name)
+		}
+		*into = string(cm.UID)
+	}
+	return out, nil
+}
+
+// The switch from the upstream pull controllers, against the real work agent and Argo CD: works
+// shaped as RHACM's (cluster1) and OCM's basic mode (cluster2) write them deliver an Application
+// with two ConfigMaps; argocd-pull starts with --adopt-upstream-works and is killed once in the
+// middle of the takeover. Afterwards only argocd-pull's works remain, every managed-cluster
+// Application and ConfigMap has the UID it had before (and none was ever seen deleted or
+// recreated), the hub Applications are Synced and Healthy, and a new revision set on the hub
+// reaches the clusters through argocd-pull's works. The upstream work of an Application argocd-pull
+// refuses (a tenant landing in the Argo CD namespace) is left as it is, and the refusal says so.
+func TestTakeoverFromTheUpstreamControllers(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	first, err := lab.CommitFiles("takeover", map[string]string{
+		"takeover/first.yaml":  configMap("takeover-first", nil, map[string]string{"version": "1"}),
+		"takeover/second.yaml": configMap("takeover-second", nil, map[string]string{"version": "1"}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The hub as the upstream controllers left it: argocd-pull is not running.
+	if err := lab.Stop("argocd-pull"); err != nil {
+		t.Fatal(err)
+	}
+	started := false
+	t.Cleanup(func() {
+		if !started {
+			_ = lab.Start(ctx, "argocd-pull")
+		}
+	})
+	writers := map[string]upstreamwork.Writer{"cluster1": upstreamwork.RHACM, "cluster2": upstreamwork.OCMBasic}
+	apps := map[string]types.NamespacedName{}
+	upstream := map[string]types.NamespacedName{}
+	for cluster, writer := range writers {
+		app := takeoverApp("takeover-"+cluster, cluster)
+		if err := hub.Create(ctx, app); err != nil {
+			t.Fatal(err)
+		}
+		key := client.ObjectKeyFromObject(app)
+		apps[cluster] = key
+		t.Cleanup(func() { _ = hub.Delete(ctx, argocdApp(key)) })
+		w, err := upstreamwork.Work(writer, app, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hub.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		upstream[cluster] = client.ObjectKeyFromObject(w)
+	}
+	// A tenant's Application argocd-pull refuses (it lands in the managed Argo CD's namespace),
+	// which an upstream controller delivered.
+	refused := tenantApp("takeover-escape", "takeover-escape", func(u *unstructured.Unstructured) { // an empty path: it deploys nothing
+		a := u.GetAnnotations()
+		a[api.AppNamespaceAnnotation] = sandbox.ArgoNamespace
+		u.SetAnnotations(a)
+	})
+	if err := hub.Create(ctx, refused); err != nil {
+		t.Fatal(err)
+	}
+	refusedKey := client.ObjectKeyFromObject(refused)
+	t.Cleanup(func() { _ = hub.Delete(ctx, argocdApp(refusedKey)) })
+	refusedWork, err := upstreamwork.Work(upstreamwork.OCMBasic, refused, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Create(ctx, refusedWork); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, refusedWork) })
+
+	before := map[string]uids{}
+	for cluster, key := range apps {
+		spoke := spokes[cluster]
+		eventually(t, "the upstream work's Application synced on "+cluster, 3*time.Minute, cluster+"-argocd-application-controller.log", func() (bool, error) {
+			onSpoke := argocd.NewApplication()
+			if err := spoke.Get(ctx, key, onSpoke); err != nil {
+				return false, err
+			}
+			sync, _, _ := unstructured.NestedString(onSpoke.Object, "status", "sync", "status")
+			health, _, _ := unstructured.NestedString(onSpoke.Object, "status", "health", "status")
+			u, err := managedUIDs(spoke, key)
+			if err != nil || sync != "Synced" || health != "Healthy" {
+				return false, fmt.Errorf("%s/%s: %v", sync, health, err)
+			}
+			before[cluster] = u
+			return true, nil
+		})
+	}
+	refusedBefore := &workv1.ManifestWork{}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(refusedWork), refusedBefore); err != nil {
+		t.Fatal(err)
+	}
+
+	// Watch the managed clusters through the whole takeover: any deletion or re-creation shows.
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var seen []string
+	var watching sync.WaitGroup
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			for cluster, key := range apps {
+				u, err := managedUIDs(spokes[cluster], key)
+				if err == nil && u == before[cluster] {
+					continue
+				}
+				mu.Lock()
+				seen = append(seen, fmt.Sprintf("%s at %s: %+v (%v)", cluster, time.Now().Format(time.TimeOnly), u, err))
+				mu.Unlock()
+			}
+		}
+	}()
+	stopWatching := func() { close(stop); watching.Wait() }
+
+	started = true
+	if err := lab.Start(ctx, "argocd-pull"); err != nil {
+		t.Fatal(err)
+	}
+	// Killed in the middle: once the first upstream work is released.
+	eventually(t, "an upstream work released", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		for _, key := range upstream {
+			w := &workv1.ManifestWork{}
+			if err := hub.Get(ctx, key, w); err == nil && propagation.Released(w) || apierrors.IsNotFound(err) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	p, err := lab.Process("hub-argocd-pull")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for p.Running() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := lab.Start(ctx, "argocd-pull"); err != nil {
+		t.Fatal(err)
+	}
+
+	for cluster, key := range upstream {
+		eventually(t, "the upstream work on "+cluster+" deleted", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+			err := hub.Get(ctx, key, &workv1.ManifestWork{})
+			return apierrors.IsNotFound(err), err
+		})
+	}
+	for cluster, key := range apps {
+		eventually(t, "the hub Application of "+cluster+" Synced and Healthy from argocd-pull's work", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+			sync, health, revision := hubState(hub, key)
+			return sync == "Synced" && health == "Healthy" && revision == first, fmt.Errorf("%s/%s at %s; condition %q", sync, health, revision, propagationError(hub, key))
+		})
+	}
+	stopWatching()
+	if len(seen) > 0 {
+		t.Fatalf("the managed clusters changed during the takeover:\n%s", strings.Join(seen, "\n"))
+	}
+	for cluster, key := range apps {
+		works, err := worksOfHubApp(hub, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(works) != 1 || works[0].Labels[api.ManagedByLabel] != api.ManagedByValue || works[0].Namespace != cluster {
+			t.Errorf("the works of %s after the takeover: %v, want argocd-pull's alone", key, works)
+		}
+		t.Logf("%s: Application %s and ConfigMaps %s, %s kept their UIDs; now delivered by ManifestWork %s/%s",
+			cluster, before[cluster].application, before[cluster].first, before[cluster].second, works[0].Namespace, works[0].Name)
+	}
+
+	// The refused Application's upstream work is as it was, and the refusal says so.
+	eventually(t, "the tenant's Application refused", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		msg := propagationError(hub, refusedKey)
+		return strings.HasPrefix(msg, "ManagedNamespaceNotAllowed:"), fmt.Errorf("condition %q", msg)
+	})
+	refusedAfter := &workv1.ManifestWork{}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(refusedWork), refusedAfter); err != nil {
+		t.Fatalf("the refused Application's upstream work: %v", err)
+	}
+	if refusedAfter.Generation != refusedBefore.Generation || propagation.Released(refusedAfter) {
+		t.Errorf("the refused Application's upstream work was changed (generation %d, was %d)", refusedAfter.Generation, refusedBefore.Generation)
+	}
+
+	// A new revision set on the hub reaches the clusters through argocd-pull's works.
+	second, err := lab.CommitFiles("takeover v2", map[string]string{
+		"takeover/first.yaml":  configMap("takeover-first", nil, map[string]string{"version": "2"}),
+		"takeover/second.yaml": configMap("takeover-second", nil, map[string]string{"version": "2"}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cluster, key := range apps {
+		if err := hub.Patch(ctx, argocdApp(key), client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"source":{"targetRevision":"`+second+`"}}}`))); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the new revision on "+cluster, 3*time.Minute, cluster+"-argocd-application-controller.log", func() (bool, error) {
+			_, _, revision := hubState(hub, key)
+			return revision == second && configMapData(spokes[cluster], "takeover", "takeover-second", "version") == "2", fmt.Errorf("hub at %s", revision)
+		})
+		if u, err := managedUIDs(spokes[cluster], key); err != nil || u != before[cluster] {
+			t.Errorf("after the new revision on %s: %+v (%v), want the UIDs of before %+v", cluster, u, err, before[cluster])
+		}
+	}
+}
+
+// worksOfHubApp lists the ManifestWorks on the hub that point back to the hub Application key.
+func worksOfHubApp(hub client.Client, key types.NamespacedName) ([]workv1.ManifestWork, error) {
+	all := &workv1.ManifestWorkList{}
+	if err := hub.List(ctx, all); err != nil {
+		return nil, err
+	}
+	var out []workv1.ManifestWork
+	for _, w := range all.Items {
+		if w.Annotations[api.HubApplicationNamespaceAnnotation] == key.Namespace && w.Annotations[api.HubApplicationNameAnnotation] == key.Name {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
