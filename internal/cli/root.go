@@ -34,6 +34,6 @@ cluster's work agent creates it there, its own Argo CD syncs it, and status flow
 Application and to one MulticlusterApplicationSetReport per ApplicationSet.`,
 		SilenceUsage: true,
 	}
-	root.AddCommand(newControllerCommand(), newDashboardCommand(), newDoctorCommand(), newPauseCommand(), newResumeCommand(), newSandboxCommand(), newStatusCommand(), newVersionCommand())
+	root.AddCommand(newControllerCommand(), newDashboardCommand(), newDoctorCommand(), newPauseCommand(), newResumeCommand(), newSandboxCommand(), newStatusCommand(), newTakeoverCommand(), newVersionCommand())
 	return root
 }

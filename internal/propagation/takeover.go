@@ -67,13 +67,14 @@ func IsUpstream(work *workv1.ManifestWork) bool {
 }
 
 // UpstreamWriter names the controller that wrote an upstream work, for conditions and the
-// takeover listing: RHACM's sets a delete option (it orphans the Namespace it carries) or labels
+// takeover listing: RHACM (multicloud-integrations) or OCM basic mode (argocd-pull-integration
+// --mode=basic). RHACM's sets a delete option (it orphans the Namespace it carries) or labels
 // ApplicationSet works with a hash; OCM's basic mode does neither.
 func UpstreamWriter(work *workv1.ManifestWork) string {
 	if work.Spec.DeleteOption != nil || work.Labels[api.UpstreamAppSetHashLabel] != "" {
-		return "RHACM (multicloud-integrations)"
+		return "RHACM"
 	}
-	return "OCM (argocd-pull-integration, basic mode)"
+	return "OCM basic mode"
 }
 
 // stopUpstream says how to stop the controller that wrote work.

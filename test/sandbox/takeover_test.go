@@ -2,6 +2,9 @@ package sandbox_test
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -160,6 +163,23 @@ func TestTakeoverFromTheUpstreamControllers(t *testing.T) {
 	refusedBefore := &workv1.ManifestWork{}
 	if err := hub.Get(ctx, client.ObjectKeyFromObject(refusedWork), refusedBefore); err != nil {
 		t.Fatal(err)
+	}
+
+	// What the controller will do, as the operator sees it before starting it.
+	plan, err := exec.Command(filepath.Join(labDir, "argocd-pull"), "takeover", "--dry-run", "--kubeconfig", lab.Hub.Kubeconfig,
+		"-n", sandbox.ArgoNamespace, "--pull-namespaces", sandbox.ArgoNamespace+","+sandbox.TenantNamespace).CombinedOutput()
+	if err != nil {
+		t.Fatalf("takeover --dry-run: %v\n%s", err, plan)
+	}
+	t.Logf("argocd-pull takeover --dry-run:\n%s", plan)
+	for _, want := range []string{
+		`(?m)^cluster1\s+` + sandbox.ArgoNamespace + `/takeover-cluster1\s+\S+\s+RHACM\s+adopt\s`,
+		`(?m)^cluster2\s+` + sandbox.ArgoNamespace + `/takeover-cluster2\s+\S+\s+OCM basic mode\s+adopt\s`,
+		`(?m)^cluster1\s+` + sandbox.TenantNamespace + `/takeover-escape\s+\S+\s+OCM basic mode\s+blocked\s+ManagedNamespaceNotAllowed:`,
+	} {
+		if !regexp.MustCompile(want).Match(plan) {
+			t.Errorf("takeover --dry-run lacks a line matching %s", want)
+		}
 	}
 
 	// Watch the managed clusters through the whole takeover: any deletion or re-creation shows.

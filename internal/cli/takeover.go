@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/scheme"
+	"github.com/argocd-pull/argocd-pull/internal/takeover"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
+)
+
+type takeoverFlags struct {
+	kubeconfig, output string
+	dryRun             bool
+	policy             propagation.Policy
+	grants             []string
+}
+
+func newTakeoverCommand() *cobra.Command {
+	f := takeoverFlags{}
+	cmd := &cobra.Command{
+		Use:   "takeover --dry-run",
+		Short: "List what the controller does with the ManifestWorks of RHACM's or OCM's pull controller, and what blocks it",
+		Long: `List every ManifestWork that RHACM's (multicloud-integrations) or OCM's (argocd-pull-integration,
+basic mode) pull controller wrote on the hub, per cluster and Application, and what the controller
+does with it when it runs with --adopt-upstream-works: adopt (it writes its own work, then
+releases and deletes this one; nothing on the managed cluster is deleted or recreated), adopting
+(under way, with the next step), blocked (the Application is refused, with the reason and what to
+do; the work is left as it is) or left (no pull-model hub Application is behind it).
+
+The controller does the takeover; this command only reads, with the rules the controller applies:
+give it the controller's --argocd-namespace, --pull-namespaces and --grant-managed-namespaces. It
+does not check whether the other controller still runs: stop it first (docs/migration.md).`,
+		Example: `  # RHACM's hub, Applications in openshift-gitops
+  argocd-pull takeover --dry-run -n openshift-gitops
+
+  # As JSON, with a tenant namespace the controller takes Applications from too
+  argocd-pull takeover --dry-run -n argocd --pull-namespaces argocd,team-web -o json`,
+		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if !f.dryRun {
+				return fmt.Errorf("takeover only lists what the controller does (run it with --adopt-upstream-works to take over): give --dry-run")
+			}
+			if f.output != "text" && f.output != "json" {
+				return fmt.Errorf("--output must be text or json, got %q", f.output)
+			}
+			grants, err := tenancy.ParseGrants(f.grants)
+			if err != nil {
+				return fmt.Errorf("--grant-managed-namespaces: %w", err)
+			}
+			f.policy.ManagedNamespaces = grants
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := scheme.New()
+			if err != nil {
+				return err
+			}
+			cfg, err := restConfig(f.kubeconfig)
+			if err != nil {
+				return err
+			}
+			cfg.Timeout = requestTimeout
+			c, err := client.New(cfg, client.Options{Scheme: s})
+			if err != nil {
+				return err
+			}
+			entries, err := takeover.List(cmd.Context(), c, f.policy)
+			if err != nil {
+				return err
+			}
+			return printTakeover(cmd.OutOrStdout(), entries, f.output)
+		},
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&f.dryRun, "dry-run", false, "List only (required: the controller takes over, with --adopt-upstream-works)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster config)")
+	fs.StringVarP(&f.policy.ArgoCDNamespace, "argocd-namespace", "n", api.DefaultArgoCDNamespace, "As the controller's flag: namespace of the hub's Argo CD")
+	fs.StringSliceVar(&f.policy.PullNamespaces, "pull-namespaces", nil, "As the controller's flag: namespaces pull-model Applications are taken from (default: the Argo CD namespace)")
+	fs.StringArrayVar(&f.grants, "grant-managed-namespaces", nil, "As the controller's flag: NS=NS1[,NS2...], managed-cluster namespaces granted to hub namespace NS; repeatable")
+	fs.StringVarP(&f.output, "output", "o", "text", "Output format: text or json")
+	return cmd
+}
+
+// printTakeover writes the entries as a table (a summary line last) or as JSON.
+func printTakeover(out io.Writer, entries []takeover.Entry, output string) error {
+	if output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(entries)
+	}
+	if len(entries) == 0 {
+		_, err := fmt.Fprintln(out, "No ManifestWork of RHACM's or OCM's pull controller on this hub: nothing to take over.")
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "CLUSTER\tAPPLICATION\tMANIFESTWORK\tWRITER\tPLAN\tDETAIL")
+	counts := map[string]int{}
+	for _, e := range entries {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Cluster, e.Application, e.Work, e.Writer, e.Plan, e.Detail)
+		counts[e.Plan]++
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(out, "\n%d upstream ManifestWorks: %d to adopt, %d adopting, %d blocked, %d left\n", len(entries),
+		counts[takeover.PlanAdopt], counts[takeover.PlanAdopting], counts[takeover.PlanBlocked], counts[takeover.PlanLeft])
+	return err
+}

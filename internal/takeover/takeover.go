@@ -1,0 +1,155 @@
+// Package takeover lists what the controller does, with --adopt-upstream-works, with each work of
+// the upstream pull controllers on the hub (argocd-pull takeover --dry-run): it reads what the
+// propagation controller reads and decides with the same ladder (propagation/takeover.go). It only
+// reads.
+package takeover
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+)
+
+// What the controller does with an upstream work.
+const (
+	// PlanAdopt: argocd-pull writes its work, then releases and deletes this one.
+	PlanAdopt = "adopt"
+	// PlanAdopting: the takeover is under way; Detail says the next step.
+	PlanAdopting = "adopting"
+	// PlanBlocked: the Application is refused (Detail: the reason and what to do); the work is
+	// left as it is.
+	PlanBlocked = "blocked"
+	// PlanLeft: not argocd-pull's to take (its hub Application is gone, or not a pull-model one).
+	PlanLeft = "left"
+)
+
+// Entry is what the controller does with one upstream work.
+type Entry struct {
+	Cluster     string `json:"cluster"`
+	Application string `json:"application"`
+	Work        string `json:"manifestWork"`
+	Writer      string `json:"writer"`
+	Plan        string `json:"plan"`
+	Detail      string `json:"detail"`
+}
+
+// List reads every upstream work on the hub and says what the controller, run with policy and
+// adoption on, does with it; sorted by cluster, then Application.
+func List(ctx context.Context, c client.Reader, policy propagation.Policy) ([]Entry, error) {
+	policy.AdoptUpstream = true
+	var upstream []workv1.ManifestWork
+	for _, selector := range propagation.UpstreamSelectors() {
+		works := &workv1.ManifestWorkList{}
+		if err := c.List(ctx, works, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil, fmt.Errorf("listing the upstream pull controllers' ManifestWorks: %w", err)
+		}
+		for _, w := range works.Items {
+			if propagation.IsUpstream(&w) && !slices.ContainsFunc(upstream, func(o workv1.ManifestWork) bool { return o.UID == w.UID }) {
+				upstream = append(upstream, w)
+			}
+		}
+	}
+	out := make([]Entry, 0, len(upstream))
+	for i := range upstream {
+		e, err := entry(ctx, c, policy, &upstream[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		if a.Cluster != b.Cluster {
+			return cmp.Compare(a.Cluster, b.Cluster)
+		}
+		return cmp.Compare(a.Application+"/"+a.Work, b.Application+"/"+b.Work)
+	})
+	return out, nil
+}
+
+// entry reads what the propagation controller would about the hub Application upstream names,
+// and decides.
+func entry(ctx context.Context, c client.Reader, policy propagation.Policy, upstream *workv1.ManifestWork) (Entry, error) {
+	key := types.NamespacedName{Namespace: upstream.Annotations[api.HubApplicationNamespaceAnnotation], Name: upstream.Annotations[api.HubApplicationNameAnnotation]}
+	e := Entry{Cluster: upstream.Namespace, Application: key.String(), Work: upstream.Name, Writer: propagation.UpstreamWriter(upstream)}
+	app := argocd.NewApplication()
+	switch err := c.Get(ctx, key, app); {
+	case apierrors.IsNotFound(err):
+		return Decide(e, nil, propagation.Facts{}, nil), nil
+	case err != nil:
+		return e, fmt.Errorf("reading Application %s: %w", key, err)
+	}
+	target, pull, err := propagation.Decide(app)
+	if err != nil || !pull {
+		return Decide(e, app, propagation.Facts{}, err), nil
+	}
+	facts, err := propagation.ReadFacts(ctx, c, policy, app, target)
+	if err != nil {
+		return e, err
+	}
+	ours := &workv1.ManifestWorkList{}
+	if err := c.List(ctx, ours, client.InNamespace(target.Cluster), client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}); err != nil {
+		return e, fmt.Errorf("listing argocd-pull's ManifestWorks on %s: %w", target.Cluster, err)
+	}
+	for i := range ours.Items {
+		if w := &ours.Items[i]; w.Annotations[api.HubApplicationNamespaceAnnotation] == key.Namespace && w.Annotations[api.HubApplicationNameAnnotation] == key.Name {
+			facts.Existing = w
+			break
+		}
+	}
+	if upstream.Namespace == target.Cluster {
+		facts.Upstream = upstream
+	}
+	facts.NewDeliveryID = func() string { return "takeover" }
+	return Decide(e, app, facts, nil), nil
+}
+
+// Decide fills the plan of e, the upstream work facts.Upstream (nil when it is not on the
+// Application's cluster) of app (nil when it does not exist), from the ladder's verdict on facts;
+// markersErr is the Application's invalid markers, if any.
+func Decide(e Entry, app *unstructured.Unstructured, facts propagation.Facts, markersErr error) Entry {
+	switch {
+	case app == nil:
+		e.Plan, e.Detail = PlanLeft, "its hub Application does not exist: argocd-pull leaves the work (the upstream controller would delete it)"
+		return e
+	case markersErr != nil:
+		e.Plan, e.Detail = PlanBlocked, propagation.ReasonInvalidMarkers+": "+markersErr.Error()
+		return e
+	case facts.App == nil:
+		e.Plan, e.Detail = PlanLeft, "its hub Application is not a pull-model one: argocd-pull leaves the work"
+		return e
+	case facts.Upstream == nil:
+		e.Plan, e.Detail = PlanLeft, "its hub Application now names another cluster: argocd-pull leaves the work"
+		return e
+	}
+	v, err := propagation.Ladder(facts)
+	switch {
+	case err != nil:
+		e.Plan, e.Detail = PlanBlocked, err.Error()
+	case v.Refusal != nil:
+		e.Plan, e.Detail = PlanBlocked, v.Refusal.Reason+": "+v.Refusal.Message
+	case facts.Existing == nil:
+		e.Plan, e.Detail = PlanAdopt, "argocd-pull writes its ManifestWork, then releases and deletes this one once the agent applied each"
+	default:
+		e.Plan = PlanAdopting
+		switch propagation.NextTakeoverStep(facts.Existing, facts.Upstream) {
+		case propagation.TakeoverRelease:
+			e.Detail = "next: release this work (ManifestWork " + facts.Existing.Name + " holds the Application)"
+		case propagation.TakeoverDelete:
+			e.Detail = "next: delete this released work"
+		default:
+			e.Detail = "waiting for the work agent to apply ManifestWork " + facts.Existing.Name + " or this work's release"
+		}
+	}
+	return e
+}
