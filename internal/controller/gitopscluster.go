@@ -15,17 +15,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
@@ -42,6 +45,9 @@ type GitOpsClusterReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	Options  Options
+	// rhacmSecrets holds the metadata of RHACM's cluster secrets in the Argo CD namespaces (the
+	// manager's cache holds argocd-pull's secrets only).
+	rhacmSecrets cache.Cache
 }
 
 // +kubebuilder:rbac:groups=apps.open-cluster-management.io,resources=gitopsclusters,verbs=get;list;watch;update;patch
@@ -57,7 +63,20 @@ type GitOpsClusterReconciler struct {
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *GitOpsClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	namespaces := map[string]cache.Config{}
+	for _, ns := range r.Options.ArgoCDNamespaces() {
+		namespaces[ns] = cache.Config{LabelSelector: labels.SelectorFromSet(gitops.UpstreamSecretSelector())}
+	}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultNamespaces: namespaces})
+	if err != nil {
+		return fmt.Errorf("creating the cache of RHACM's cluster secrets: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return fmt.Errorf("adding the cache of RHACM's cluster secrets: %w", err)
+	}
+	r.rhacmSecrets = c
 	return ctrl.NewControllerManagedBy(mgr).
+		WatchesRawSource(source.Kind[client.Object](c, secretMetadata(), handler.EnqueueRequestsFromMapFunc(r.byClaims))).
 		Named("gitopscluster").
 		WithOptions(opts).
 		For(&gitopsv1beta1.GitOpsCluster{}).
@@ -104,7 +123,7 @@ func (r *GitOpsClusterReconciler) reconcile(ctx context.Context, gc *gitopsv1bet
 	if observed.Err = r.ensurePlacementGenerator(ctx, argoNS); observed.Err != nil {
 		return result, observed
 	}
-	if observed.Registered, observed.Conflicts, observed.Missing, observed.Err = r.ensureSecrets(ctx, gc, clusters); observed.Err != nil {
+	if observed.Registered, observed.Conflicts, observed.Missing, observed.Upstream, observed.Err = r.ensureSecrets(ctx, gc, clusters); observed.Err != nil {
 		return result, observed
 	}
 	result, observed.Err = r.removeUnselected(ctx, gc, clusters)
@@ -146,11 +165,34 @@ func (r *GitOpsClusterReconciler) selectedClusters(ctx context.Context, gc *gito
 	return clusters, "", "", nil
 }
 
-// ensureSecrets creates the secret of each selected cluster, or claims and updates an existing one.
-func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, clusters []string) (registered int, conflicts, missing []string, err error) {
+// secretMetadata is the metadata of a Secret: its data, which may hold credentials, is never read.
+func secretMetadata() *metav1.PartialObjectMetadata {
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return o
+}
+
+// upstreamSecrets maps each cluster registered by a cluster secret of RHACM's GitOpsCluster
+// controller in argoNS to that secret's name (see gitops.UpstreamSecrets).
+func (r *GitOpsClusterReconciler) upstreamSecrets(ctx context.Context, argoNS string) (map[string]string, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := r.rhacmSecrets.List(ctx, list, client.InNamespace(argoNS)); err != nil {
+		return nil, fmt.Errorf("listing RHACM's cluster secrets in %s: %w", argoNS, err)
+	}
+	return gitops.UpstreamSecrets(list.Items), nil
+}
+
+// ensureSecrets creates the secret of each selected cluster, or claims and updates an existing
+// one; a cluster that RHACM's cluster secret registers gets none (upstream lists them).
+func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, clusters []string) (registered int, conflicts, missing, upstream []string, err error) {
 	argoNS := gc.Spec.ArgoServer.ArgoNamespace
 	claim := gitops.ClaimKey(gc.Namespace, gc.Name)
 	log := ctrl.LoggerFrom(ctx)
+	theirs, err := r.upstreamSecrets(ctx, argoNS)
+	if err != nil {
+		return 0, nil, nil, nil, err
+	}
 	for _, name := range clusters {
 		mc := &clusterv1.ManagedCluster{}
 		if err := r.Get(ctx, types.NamespacedName{Name: name}, mc); err != nil {
@@ -158,12 +200,27 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 				missing = append(missing, name)
 				continue
 			}
-			return 0, nil, nil, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
+			return 0, nil, nil, nil, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
 		}
 		desired := gitops.ClusterSecret(mc, argoNS, claim)
 		existing := &corev1.Secret{}
 		// The cache holds only secrets argocd-pull created: any other secret reads as not found.
-		switch err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing); {
+		err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+		if secret, ok := theirs[name]; ok {
+			// One Argo CD cluster per name: RHACM's secret registers it; ours would be a second.
+			upstream = append(upstream, name)
+			registered++
+			if err == nil {
+				log.Info("Deleting cluster secret: RHACM's registers the same cluster", "secret", klog.KObj(existing), "rhacmSecret", secret)
+				if err := r.Delete(ctx, existing); err != nil && !apierrors.IsNotFound(err) {
+					return 0, nil, nil, nil, fmt.Errorf("deleting secret %s/%s: %w", argoNS, existing.Name, err)
+				}
+				r.Recorder.Eventf(gc, nil, corev1.EventTypeNormal, "ClusterRegisteredByRHACM", "Register",
+					"Deleted cluster secret %s/%s: RHACM's secret %s registers cluster %s, and Argo CD must see it once", argoNS, existing.Name, secret, name)
+			}
+			continue
+		}
+		switch {
 		case apierrors.IsNotFound(err):
 			log.Info("Creating cluster secret", "secret", klog.KObj(desired))
 			if err := r.Create(ctx, desired); err != nil {
@@ -171,11 +228,11 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 					conflicts = append(conflicts, desired.Name)
 					continue
 				}
-				return 0, nil, nil, fmt.Errorf("creating secret %s/%s: %w", argoNS, desired.Name, err)
+				return 0, nil, nil, nil, fmt.Errorf("creating secret %s/%s: %w", argoNS, desired.Name, err)
 			}
 			r.Recorder.Eventf(gc, nil, corev1.EventTypeNormal, "ClusterRegistered", "Register", "Created cluster secret %s/%s", argoNS, desired.Name)
 		case err != nil:
-			return 0, nil, nil, fmt.Errorf("reading secret %s/%s: %w", argoNS, desired.Name, err)
+			return 0, nil, nil, nil, fmt.Errorf("reading secret %s/%s: %w", argoNS, desired.Name, err)
 		default:
 			// Another GitOpsCluster may have registered the cluster first: the secret becomes
 			// theirs and ours, so that neither one leaving deletes it under the other.
@@ -185,12 +242,12 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			}
 			log.Info("Updating cluster secret", "secret", klog.KObj(updated), "claims", updated.Annotations[api.ClaimsAnnotation])
 			if err := r.Update(ctx, updated); err != nil {
-				return 0, nil, nil, fmt.Errorf("updating secret %s/%s: %w", argoNS, desired.Name, err)
+				return 0, nil, nil, nil, fmt.Errorf("updating secret %s/%s: %w", argoNS, desired.Name, err)
 			}
 		}
 		registered++
 	}
-	return registered, conflicts, missing, nil
+	return registered, conflicts, missing, upstream, nil
 }
 
 // claimedSecrets lists the cluster secrets in the GitOpsCluster's Argo CD namespace that carry its claim.

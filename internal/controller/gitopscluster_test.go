@@ -396,3 +396,50 @@ func TestTwoGitOpsClustersRegisterTheSameClustersAtOnce(t *testing.T) {
 		h.g.Eventually(func() []string { return h.claims(h.ns, c) }, timeout, interval).Should(ConsistOf(h.ns+"/one", h.ns+"/two"))
 	}
 }
+
+// A cluster that a cluster secret of RHACM's GitOpsCluster controller registers gets no second one
+// (Argo CD would see two clusters of one name): the GitOpsCluster is Ready and says so, RHACM's
+// secret is untouched, and once it is gone argocd-pull registers the cluster itself. A secret
+// argocd-pull had for such a cluster is removed.
+func TestRHACMClusterSecretsRegisterTheirClusters(t *testing.T) {
+	h := start(t)
+	c1, c2 := h.cluster(), h.cluster()
+	rhacm := func(cluster string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cluster + "-application-manager-cluster-secret", Namespace: h.ns, Labels: map[string]string{
+			gitops.SecretTypeLabel: "cluster", gitops.UpstreamSecretLabel: "true", api.ClusterLabel: cluster,
+			"apps.open-cluster-management.io/data-source": "blank",
+		}}, StringData: map[string]string{"name": cluster, "server": "https://" + cluster + "-control-plane"}}
+	}
+	h.create(rhacm(c1))
+	h.placement(h.ns, "p", c1, c2)
+	h.gitOpsCluster(h.ns, "gc", "p")
+
+	h.g.Eventually(h.ready(h.ns, "gc"), timeout, interval).Should(Equal("True/Succeeded/successful"))
+	_, err := h.secret(h.ns, c2)
+	h.g.Expect(err).NotTo(HaveOccurred(), "the other cluster is registered by argocd-pull")
+	h.g.Consistently(func() bool { _, err := h.secret(h.ns, c1); return apierrors.IsNotFound(err) }, 2*time.Second, 200*time.Millisecond).
+		Should(BeTrue(), "no second secret for the cluster RHACM's registers")
+	gc := &gitopsv1beta1.GitOpsCluster{}
+	h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: "gc"}, gc)).To(Succeed())
+	h.g.Expect(gc.Status.Message).To(ContainSubstring("RHACM's secrets register " + c1))
+	clusterNames := func() []string {
+		list := &corev1.SecretList{}
+		h.g.Expect(h.c.List(context.Background(), list, client.InNamespace(h.ns), client.MatchingLabels{gitops.SecretTypeLabel: "cluster"})).To(Succeed())
+		var names []string
+		for _, s := range list.Items {
+			names = append(names, string(s.Data["name"]))
+		}
+		return names
+	}
+	h.g.Expect(clusterNames()).To(ConsistOf(c1, c2), "Argo CD sees each cluster once")
+
+	// RHACM's secret goes (its controller uninstalled): argocd-pull registers the cluster.
+	h.g.Expect(h.c.Delete(context.Background(), rhacm(c1))).To(Succeed())
+	h.g.Eventually(func() error { _, err := h.secret(h.ns, c1); return err }, timeout, interval).Should(Succeed())
+	h.g.Eventually(h.ready(h.ns, "gc"), timeout, interval).Should(Equal("True/Succeeded/successful"))
+
+	// RHACM's controller writes its secret again: argocd-pull's goes, once.
+	h.create(rhacm(c1))
+	h.g.Eventually(func() bool { _, err := h.secret(h.ns, c1); return apierrors.IsNotFound(err) }, timeout, interval).Should(BeTrue())
+	h.g.Expect(clusterNames()).To(ConsistOf(c1, c2))
+}

@@ -121,3 +121,36 @@ func PlacementGenerator(argoNamespace string) *corev1.ConfigMap {
 		},
 	}
 }
+
+// Cluster secrets RHACM's GitOpsCluster controller wrote (docs/migration.md): named
+// "<cluster>-application-manager-cluster-secret" (or after another managed service account), with
+// these labels. Argo CD must not see a cluster twice under one name (an ApplicationSet's cluster
+// generator would make two Applications of one name), so while RHACM's secret registers a cluster
+// argocd-pull writes none for it, and removes its own if it had one.
+const (
+	UpstreamSecretLabel      = "apps.open-cluster-management.io/acm-cluster"
+	UpstreamSecretCluster    = api.ClusterLabel
+	upstreamSecretLabelValue = "true"
+)
+
+// UpstreamSecretSelector selects RHACM's cluster secrets (by labels only: their data, which may
+// hold credentials, is never read).
+func UpstreamSecretSelector() map[string]string {
+	return map[string]string{SecretTypeLabel: "cluster", UpstreamSecretLabel: upstreamSecretLabelValue}
+}
+
+// UpstreamSecrets maps each cluster to the name of the RHACM cluster secret that registers it,
+// among the metadata of secrets; argocd-pull's own never count.
+func UpstreamSecrets(secrets []metav1.PartialObjectMetadata) map[string]string {
+	out := map[string]string{}
+	for _, s := range secrets {
+		l := s.Labels
+		if l[SecretTypeLabel] != "cluster" || l[UpstreamSecretLabel] != upstreamSecretLabelValue || l[api.ManagedByLabel] == api.ManagedByValue || l[UpstreamSecretCluster] == "" {
+			continue
+		}
+		if name, ok := out[l[UpstreamSecretCluster]]; !ok || s.Name < name {
+			out[l[UpstreamSecretCluster]] = s.Name
+		}
+	}
+	return out
+}

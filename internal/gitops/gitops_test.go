@@ -67,3 +67,23 @@ func TestDecideRemoval(t *testing.T) {
 		})
 	}
 }
+
+func TestUpstreamSecretsAreRHACMsClusterSecretsOnly(t *testing.T) {
+	g := NewWithT(t)
+	secret := func(name string, labels map[string]string) metav1.PartialObjectMetadata {
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	rhacm := func(cluster string) map[string]string {
+		return map[string]string{SecretTypeLabel: "cluster", UpstreamSecretLabel: "true", api.ClusterLabel: cluster}
+	}
+	ours := rhacm("c3")
+	ours[api.ManagedByLabel] = api.ManagedByValue
+	g.Expect(UpstreamSecrets([]metav1.PartialObjectMetadata{
+		secret("c1-application-manager-cluster-secret", rhacm("c1")),
+		secret("c1-another-msa-cluster-secret", rhacm("c1")), // another managed service account: the first name in order is shown
+		secret("c2-cluster-secret", map[string]string{SecretTypeLabel: "cluster", api.ClusterLabel: "c2"}), // not RHACM's
+		secret("c3-cluster-secret", ours),
+		secret("c4-repo", map[string]string{SecretTypeLabel: "repository", UpstreamSecretLabel: "true", api.ClusterLabel: "c4"}),
+		secret("no-cluster", map[string]string{SecretTypeLabel: "cluster", UpstreamSecretLabel: "true"}),
+	})).To(Equal(map[string]string{"c1": "c1-another-msa-cluster-secret"}))
+}

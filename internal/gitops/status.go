@@ -23,6 +23,8 @@ type Observation struct {
 	// Missing the selected clusters without a ManagedCluster.
 	Registered         int
 	Conflicts, Missing []string
+	// Upstream are the selected clusters registered by RHACM's cluster secrets (UpstreamSecrets).
+	Upstream []string
 	// Err is a read or write of the reconcile that failed; the status is then not Ready.
 	Err error
 }
@@ -56,6 +58,9 @@ func SetStatus(gc *gitopsv1beta1.GitOpsCluster, o Observation) {
 			setReady(gc, false, gitopsv1beta1.ReasonNoClustersSelected, msg)
 		default:
 			msg := fmt.Sprintf("%d cluster secrets in %s", o.Registered, argoNS)
+			if len(o.Upstream) > 0 {
+				msg += fmt.Sprintf(" (RHACM's secrets register %s: argocd-pull writes none for them while those exist)", strings.Join(o.Upstream, ", "))
+			}
 			if len(o.Missing) > 0 {
 				msg += fmt.Sprintf("; no ManagedCluster for %s", strings.Join(o.Missing, ", "))
 			}
