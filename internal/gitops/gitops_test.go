@@ -80,7 +80,7 @@ func TestUpstreamSecretsAreRHACMsClusterSecretsOnly(t *testing.T) {
 	ours[api.ManagedByLabel] = api.ManagedByValue
 	g.Expect(UpstreamSecrets([]metav1.PartialObjectMetadata{
 		secret("c1-application-manager-cluster-secret", rhacm("c1")),
-		secret("c1-another-msa-cluster-secret", rhacm("c1")), // another managed service account: the first name in order is shown
+		secret("c1-another-msa-cluster-secret", rhacm("c1")),                                               // another managed service account: the first name in order is shown
 		secret("c2-cluster-secret", map[string]string{SecretTypeLabel: "cluster", api.ClusterLabel: "c2"}), // not RHACM's
 		secret("c3-cluster-secret", ours),
 		secret("c4-repo", map[string]string{SecretTypeLabel: "repository", UpstreamSecretLabel: "true", api.ClusterLabel: "c4"}),
