@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
@@ -314,4 +315,100 @@ func worksOfHubApp(hub client.Client, key types.NamespacedName) ([]workv1.Manife
 		}
 	}
 	return out, nil
+}
+
+// dupAppSet generates one hub Application per Argo CD cluster with a cluster generator: two
+// cluster secrets of one name would make two Applications of one name, which the ApplicationSet
+// controller refuses. Its Applications are not pull-model ones: nothing is delivered.
+const dupAppSet = `
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: one-per-cluster
+  namespace: openshift-gitops
+spec:
+  goTemplate: true
+  generators:
+  - clusters:
+      selector:
+        matchLabels:
+          argocd.argoproj.io/secret-type: cluster
+  template:
+    metadata:
+      name: 'one-per-cluster-{{.name}}'
+    spec:
+      project: default
+      source:
+        repoURL: REPO
+        path: takeover
+        targetRevision: main
+      destination:
+        name: '{{.name}}'
+        namespace: takeover
+`
+
+// RHACM's GitOpsCluster controller registers cluster1 with its own cluster secret: argocd-pull's
+// secret for cluster1 goes, so the real ApplicationSet controller's cluster generator sees each
+// cluster once and generates one Application per cluster; once RHACM's secret is gone,
+// argocd-pull's comes back.
+func TestRHACMClusterSecretIsNotDuplicated(t *testing.T) {
+	requireLab(t)
+	hub, _ := clients(t)
+	ours := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "cluster1-cluster-secret"}
+	if err := hub.Get(ctx, ours, &corev1.Secret{}); err != nil {
+		t.Fatalf("argocd-pull's secret of cluster1: %v", err)
+	}
+	rhacm := &corev1.Secret{}
+	rhacm.Namespace, rhacm.Name = sandbox.ArgoNamespace, "cluster1-application-manager-cluster-secret"
+	rhacm.Labels = map[string]string{"argocd.argoproj.io/secret-type": "cluster", "apps.open-cluster-management.io/acm-cluster": "true",
+		api.ClusterLabel: "cluster1", "apps.open-cluster-management.io/data-source": "blank"}
+	rhacm.StringData = map[string]string{"name": "cluster1", "server": "https://cluster1-control-plane"}
+	if err := hub.Create(ctx, rhacm); err != nil {
+		t.Fatal(err)
+	}
+	removed := false
+	t.Cleanup(func() {
+		if !removed {
+			_ = hub.Delete(ctx, rhacm)
+		}
+	})
+	eventually(t, "argocd-pull's secret of cluster1 gone", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		err := hub.Get(ctx, ours, &corev1.Secret{})
+		return apierrors.IsNotFound(err), err
+	})
+
+	appSet := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(strings.ReplaceAll(dupAppSet, "REPO", lab.RepoURL)), &appSet.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Create(ctx, appSet); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, appSet) })
+	eventually(t, "one generated Application per cluster", time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		var names []string
+		for _, c := range []string{"cluster1", "cluster2"} {
+			if hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "one-per-cluster-" + c}, argocd.NewApplication()) == nil {
+				names = append(names, c)
+			}
+		}
+		current := argocd.NewApplicationSet()
+		_ = hub.Get(ctx, client.ObjectKeyFromObject(appSet), current)
+		conditions, _, _ := unstructured.NestedSlice(current.Object, "status", "conditions")
+		for _, c := range conditions {
+			if m, ok := c.(map[string]any); ok && m["type"] == "ErrorOccurred" && m["status"] == "True" {
+				return false, fmt.Errorf("ApplicationSet error: %v", m["message"])
+			}
+		}
+		return len(names) == 2, fmt.Errorf("generated for %v", names)
+	})
+
+	if err := hub.Delete(ctx, rhacm); err != nil {
+		t.Fatal(err)
+	}
+	removed = true
+	eventually(t, "argocd-pull's secret of cluster1 back", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		err := hub.Get(ctx, ours, &corev1.Secret{})
+		return err == nil, err
+	})
 }
