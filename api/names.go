@@ -124,4 +124,7 @@ const (
 	// "<name> <uid> <generation>" when argocd-pull first wrote it: a later change or re-creation of
 	// that work by anything else means its controller still runs.
 	AdoptingAnnotation = "apps.open-cluster-management.io/pull-adopting"
+	// AdoptedAnnotation replaces AdoptingAnnotation, with its value, once the upstream work is gone:
+	// the takeover is over, and the record stays (an upstream work written again is detected).
+	AdoptedAnnotation = "apps.open-cluster-management.io/pull-adopted"
 )

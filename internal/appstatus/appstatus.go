@@ -213,6 +213,16 @@ func Derive(obs Observed, wanted *Source) Status {
 	return st
 }
 
+// Settled is true when the managed cluster reports its Application as it is, with nothing of
+// argocd-pull's own rules (Derive) overriding it: the work applied, health and sync reported, and
+// nothing in flight. A work that adopts an Application from an upstream controller
+// (propagation.Adopting) writes the hub status only once settled: until then the hub Application
+// keeps what the upstream controller last wrote, and its status never goes backwards.
+func Settled(obs Observed, wanted *Source) bool {
+	d := Derive(obs, wanted)
+	return obs.Applied && obs.Reported && obs.Health != "" && obs.Sync != "" && d.Health == obs.Health && d.Sync == obs.Sync
+}
+
 // Unanswered is true when the managed cluster has not answered for its Application yet and the hub
 // Application shows no status from an earlier answer: no status already reads as unknown, and
 // writing Unknown would cost one request per new Application of a rollout. An Application that

@@ -227,3 +227,30 @@ func TestUnanswered(t *testing.T) {
 		})
 	}
 }
+
+// An adopting work writes the hub status only once its cluster reports the Application as it is.
+func TestSettled(t *testing.T) {
+	wanted := &Source{RepoURL: "https://git.example/apps", TargetRevision: "main", Path: "guestbook"}
+	reported := Observed{Applied: true, Seen: true, Reported: true, Health: "Healthy", Sync: "Synced", Revision: "abc", ComparedTo: wanted}
+	for name, tt := range map[string]struct {
+		obs  func(o *Observed)
+		want bool
+	}{
+		"applied and reported":        {obs: func(*Observed) {}, want: true},
+		"reported OutOfSync as it is": {obs: func(o *Observed) { o.Sync = "OutOfSync" }, want: true},
+		"not applied yet":             {obs: func(o *Observed) { o.Applied = false }},
+		"nothing reported yet":        {obs: func(o *Observed) { o.Reported, o.Health, o.Sync = false, "", "" }},
+		"compared against another source": {obs: func(o *Observed) {
+			o.ComparedTo = &Source{RepoURL: "https://git.example/apps", TargetRevision: "v1", Path: "guestbook"}
+		}},
+		"what is not the hub's (a foreign claim)": {obs: func(o *Observed) { o.Foreign = true }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obs := reported
+			tt.obs(&obs)
+			if got := Settled(obs, wanted); got != tt.want {
+				t.Errorf("Settled = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -65,6 +65,9 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	if appstatus.Unanswered(app, obs) {
 		return ctrl.Result{}, nil // the work's first status requeues this
 	}
+	if propagation.Adopting(work) && !appstatus.Settled(obs, appstatus.WantedSource(app)) {
+		return ctrl.Result{}, nil // the hub keeps the upstream controller's status; the work's next status requeues this
+	}
 	siblings, err := r.rollingSiblings(ctx, app)
 	if err != nil {
 		return ctrl.Result{}, err

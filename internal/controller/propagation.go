@@ -362,7 +362,7 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	updated.Labels = merged(updated.Labels, desired.Labels)
 	updated.Annotations = merged(updated.Annotations, desired.Annotations)
 	updated.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-	for _, k := range []string{api.DeliveriesAnnotation, api.FrozenAnnotation, api.PausedAnnotation} {
+	for _, k := range []string{api.DeliveriesAnnotation, api.FrozenAnnotation, api.PausedAnnotation, api.AdoptingAnnotation} {
 		if _, ok := desired.Annotations[k]; !ok {
 			delete(updated.Annotations, k)
 		}

@@ -84,6 +84,8 @@ func TestAnUpstreamWorkIsAdoptedWithoutAGap(t *testing.T) {
 				return apierrors.IsNotFound(h.c.Get(context.Background(), upstream, &workv1.ManifestWork{}))
 			}, timeout, interval).Should(BeTrue(), "deleted once released")
 			h.g.Expect(h.worksOf("guestbook")).To(HaveLen(1), "argocd-pull's work alone delivers it")
+			h.g.Eventually(func() map[string]string { return h.writtenWork("guestbook", cluster).Annotations }, timeout, interval).Should(And(
+				HaveKeyWithValue(api.AdoptedAnnotation, HavePrefix(upstream.Name+" ")), Not(HaveKey(api.AdoptingAnnotation))), "the takeover is over: recorded as adopted")
 			h.g.Expect(h.condition("guestbook")).To(BeEmpty())
 			h.g.Eventually(func() []string { return h.eventsFor("guestbook") }, timeout, interval).Should(ContainElements(
 				HavePrefix(ReasonAdopting+": Released ManifestWork "+upstream.String()),

@@ -197,16 +197,21 @@ func Ladder(f Facts) (Verdict, error) {
 		// A work named by an earlier release keeps its name: renaming would redeploy.
 		work.Name = f.Existing.Name
 	}
-	// The upstream work as it was when adoption began stays recorded (see UpstreamRunning).
+	// The upstream work as it was when adoption began stays recorded (see UpstreamRunning): as
+	// adopting while it is there, as adopted once it is gone.
 	mark := ""
 	if f.Existing != nil {
-		mark = f.Existing.Annotations[api.AdoptingAnnotation]
+		mark = markOf(f.Existing)
 	}
 	if mark == "" && f.Upstream != nil {
 		mark = adoptionMark(f.Upstream)
 	}
 	if mark != "" {
-		work.Annotations[api.AdoptingAnnotation] = mark
+		key := api.AdoptedAnnotation
+		if f.Upstream != nil {
+			key = api.AdoptingAnnotation
+		}
+		work.Annotations[key] = mark
 		if work, err = rehash(work); err != nil {
 			return Verdict{}, err
 		}

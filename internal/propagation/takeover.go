@@ -100,6 +100,21 @@ func parseMark(v string) (name, uid string, generation int64, ok bool) {
 	return f[0], f[1], g, err == nil
 }
 
+// markOf is the record of the upstream work ours adopts or adopted, "" when none.
+func markOf(ours *workv1.ManifestWork) string {
+	if v := ours.Annotations[api.AdoptingAnnotation]; v != "" {
+		return v
+	}
+	return ours.Annotations[api.AdoptedAnnotation]
+}
+
+// Adopting reports whether work is taking its Application over from an upstream work that is
+// still there: until its agent reports the Application as it is, the hub Application keeps the
+// status the upstream controller wrote (see appstatus.Settled).
+func Adopting(work *workv1.ManifestWork) bool {
+	return work.Annotations[api.AdoptingAnnotation] != ""
+}
+
 // UpstreamRunning reports whether something besides argocd-pull wrote upstream since ours (the
 // adopting work) recorded it: another UID (written again after argocd-pull deleted it), or a spec
 // that changed other than by argocd-pull's one release. False when ours records nothing.
@@ -107,7 +122,7 @@ func UpstreamRunning(ours, upstream *workv1.ManifestWork) bool {
 	if ours == nil || upstream == nil {
 		return false
 	}
-	name, uid, generation, ok := parseMark(ours.Annotations[api.AdoptingAnnotation])
+	name, uid, generation, ok := parseMark(markOf(ours))
 	if !ok {
 		return false
 	}

@@ -118,6 +118,26 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 		g.Expect(again.Refusal).To(BeNil())
 		g.Expect(UpToDate(existing, again.Work)).To(BeTrue(), "nothing to write")
 	})
+	t.Run("the upstream work gone: the record stays, as adopted", func(t *testing.T) {
+		g := NewWithT(t)
+		v, err := Ladder(facts(nil))
+		g.Expect(err).NotTo(HaveOccurred())
+		existing := applied(v.Work)
+		done, err := Ladder(facts(func(f *Facts) { f.Existing, f.Upstream = existing, nil }))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(done.Work.Annotations).To(HaveKeyWithValue(api.AdoptedAnnotation, existing.Annotations[api.AdoptingAnnotation]))
+		g.Expect(done.Work.Annotations).NotTo(HaveKey(api.AdoptingAnnotation))
+		g.Expect(Adopting(done.Work)).To(BeFalse())
+		g.Expect(UpToDate(existing, done.Work)).To(BeFalse(), "one write records it")
+		g.Expect(done.Work.Spec).To(Equal(existing.Spec), "the payload is the same: the agent applies nothing new")
+
+		// Its controller writes the upstream work again after all.
+		again := upstream.DeepCopy()
+		again.UID = "upstream-uid-2"
+		v, err = Ladder(facts(func(f *Facts) { f.Existing, f.Upstream = applied(done.Work), again }))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(v.Refusal.Reason).To(Equal(ReasonUpstreamRunning))
+	})
 	t.Run("off by default: refused, the upstream work left as it is", func(t *testing.T) {
 		g := NewWithT(t)
 		v, err := Ladder(facts(func(f *Facts) { f.Policy.AdoptUpstream = false }))

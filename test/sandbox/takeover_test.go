@@ -76,7 +76,8 @@ func managedUIDs(c client.Client, key types.NamespacedName) (uids, error) {
 // with two ConfigMaps; argocd-pull starts with --adopt-upstream-works and is killed once in the
 // middle of the takeover. Afterwards only argocd-pull's works remain, every managed-cluster
 // Application and ConfigMap has the UID it had before (and none was ever seen deleted or
-// recreated), the hub Applications are Synced and Healthy, and a new revision set on the hub
+// recreated), the hub Applications stay Synced and Healthy at the revision the upstream controllers
+// last reported (never seen going backwards), and a new revision set on the hub
 // reaches the clusters through argocd-pull's works. The upstream work of an Application argocd-pull
 // refuses (a tenant landing in the Argo CD namespace) is left as it is, and the refusal says so.
 // (A controller that deletes the upstream work before its own is applied fails here: the agent
@@ -165,6 +166,13 @@ func TestTakeoverFromTheUpstreamControllers(t *testing.T) {
 	if err := hub.Get(ctx, client.ObjectKeyFromObject(refusedWork), refusedBefore); err != nil {
 		t.Fatal(err)
 	}
+	// The hub status as the upstream controllers wrote it from their works' feedback.
+	for _, key := range apps {
+		status := []byte(`{"status":{"sync":{"status":"Synced","revision":"` + first + `"},"health":{"status":"Healthy"}}}`)
+		if err := hub.Patch(ctx, argocdApp(key), client.RawPatch(types.MergePatchType, status)); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// What the controller will do, as the operator sees it before starting it.
 	plan, err := exec.Command(filepath.Join(labDir, "argocd-pull"), "takeover", "--dry-run", "--kubeconfig", lab.Hub.Kubeconfig,
@@ -198,6 +206,12 @@ func TestTakeoverFromTheUpstreamControllers(t *testing.T) {
 			case <-time.After(200 * time.Millisecond):
 			}
 			for cluster, key := range apps {
+				// The hub status never goes backwards either.
+				if sync, health, revision := hubState(hub, key); sync != "Synced" || health != "Healthy" || revision != first {
+					mu.Lock()
+					seen = append(seen, fmt.Sprintf("hub Application of %s at %s: %s/%s at %s", cluster, time.Now().Format(time.TimeOnly), sync, health, revision))
+					mu.Unlock()
+				}
 				u, err := managedUIDs(spokes[cluster], key)
 				if err == nil && u == before[cluster] {
 					continue
