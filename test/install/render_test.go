@@ -265,6 +265,7 @@ func TestHelmValues(t *testing.T) {
 		"--set", "argocdNamespaceGrants.team-a={argocd}",
 		"--set", "argocdNamespaceGrants.team-b={argocd,team-argocd}",
 		"--set", "extraArgs={--concurrency=8,--zap-log-level=debug}",
+		"--set", "adoptUpstreamWorks=true",
 		"--set", "image.repository=registry.example/argocd-pull,image.tag=dev,image.pullPolicy=Always",
 		"--set", "nodeSelector.kubernetes\\.io/os=linux",
 		"--set", "metrics.service.enabled=false",
@@ -285,6 +286,7 @@ func TestHelmValues(t *testing.T) {
 		"--grant-argocd-namespaces=team-b=argocd,team-argocd",
 		"--concurrency=8",
 		"--zap-log-level=debug",
+		"--adopt-upstream-works",
 	))
 	checkControllerAccepts(t, c.Args)
 	checkArgoCDNamespaceRoles(t, objs, c.Args)
