@@ -168,3 +168,38 @@ func TestADeletedApplicationTakesItsUpstreamWorkAlong(t *testing.T) {
 	}, timeout, interval).Should(BeTrue())
 	h.workGone("guestbook", cluster)
 }
+
+// An upstream work already being deleted when argocd-pull takes over (the agent has not finished:
+// its finalizer holds it) is not written to: argocd-pull's work is held at once, so that the agent
+// finds a second owner of the Application if it applies it first, and the record turns adopted
+// once the upstream work is gone.
+func TestAnUpstreamWorkBeingDeletedIsLeftToFinish(t *testing.T) {
+	h := start(t, func(o *Options, _ string) { o.AdoptUpstreamWorks = true })
+	cluster := h.cluster()
+	h.app("guestbook", cluster, func(u *unstructured.Unstructured) { u.SetLabels(nil) })
+	w, err := upstreamwork.Work(upstreamwork.OCMBasic, h.getApp("guestbook"), nil, "")
+	h.g.Expect(err).NotTo(HaveOccurred())
+	w.Finalizers = []string{"cluster.open-cluster-management.io/manifest-work-cleanup"} // the agent's
+	h.create(w)
+	upstream := client.ObjectKeyFromObject(w)
+	h.agentAppliesUpstream(upstream, "guestbook")
+	h.g.Expect(h.c.Delete(context.Background(), w)).To(Succeed())
+	generation := h.upstreamWork(upstream).Generation
+	h.updateApp("guestbook", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{api.PullLabel: "true"}) })
+
+	ours := h.writtenWork("guestbook", cluster)
+	h.g.Expect(propagation.Held(ours)).To(BeTrue())
+	h.agentWrites("guestbook", cluster, ours.Generation, map[string]string{"healthStatus": "Healthy", "syncStatus": "Synced"})
+	h.g.Consistently(func() int64 { return h.upstreamWork(upstream).Generation }, 2*time.Second, 200*time.Millisecond).
+		Should(Equal(generation), "not released: it is being deleted")
+
+	// The agent finishes the deletion.
+	h.g.Eventually(func() error {
+		got := h.upstreamWork(upstream)
+		got.Finalizers = nil
+		return h.c.Update(context.Background(), got)
+	}, timeout, interval).Should(Succeed())
+	h.g.Eventually(func() map[string]string { return h.writtenWork("guestbook", cluster).Annotations }, timeout, interval).
+		Should(HaveKey(api.AdoptedAnnotation))
+	h.g.Expect(h.condition("guestbook")).To(BeEmpty())
+}
