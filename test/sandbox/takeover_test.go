@@ -426,3 +426,92 @@ func TestRHACMClusterSecretIsNotDuplicated(t *testing.T) {
 		return err == nil, err
 	})
 }
+
+// The way back (docs/migration.md): argocd-pull paused for the whole fleet, the other controller
+// writes its work, argocd-pull's work is deleted: the managed cluster keeps its Application and
+// what it deployed, with their UIDs. Resumed, argocd-pull takes the Application over again.
+func TestTheWayBackToAnUpstreamController(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	cluster1 := spokes["cluster1"]
+	if _, err := lab.CommitFiles("takeover", map[string]string{
+		"takeover/first.yaml":  configMap("takeover-first", nil, map[string]string{"version": "1"}),
+		"takeover/second.yaml": configMap("takeover-second", nil, map[string]string{"version": "1"}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	app := takeoverApp("way-back", "cluster1")
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(app)
+	t.Cleanup(func() { _ = hub.Delete(ctx, argocdApp(key)) })
+	var before uids
+	eventually(t, "delivered by argocd-pull and synced", 3*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		sync, health, _ := hubState(hub, key)
+		u, err := managedUIDs(cluster1, key)
+		before = u
+		return err == nil && sync == "Synced" && health == "Healthy", fmt.Errorf("%s/%s: %v", sync, health, err)
+	})
+	ours, err := worksOfHubApp(hub, key)
+	if err != nil || len(ours) != 1 {
+		t.Fatalf("argocd-pull's work: %v %v", ours, err)
+	}
+
+	// 1. Pause argocd-pull for the whole fleet.
+	pause := &corev1.ConfigMap{}
+	pause.Namespace, pause.Name = sandbox.ArgoNamespace, api.PauseConfigMap
+	pause.Data = map[string]string{api.PauseKey: "handing back"}
+	if err := hub.Create(ctx, pause); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, pause) })
+	eventually(t, "argocd-pull's work paused", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		w := &workv1.ManifestWork{}
+		err := hub.Get(ctx, client.ObjectKeyFromObject(&ours[0]), w)
+		return err == nil && propagation.Paused(w), err
+	})
+	// 2. The other controller writes its work; the agent applies it.
+	hubApp := argocd.NewApplication()
+	if err := hub.Get(ctx, key, hubApp); err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := upstreamwork.Work(upstreamwork.OCMBasic, hubApp, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the other controller's work applied", time.Minute, "cluster1-work-agent.log", func() (bool, error) {
+		w := &workv1.ManifestWork{}
+		err := hub.Get(ctx, client.ObjectKeyFromObject(theirs), w)
+		return err == nil && propagation.AppliedAtGeneration(w), err
+	})
+	// 3. Delete argocd-pull's work.
+	if err := hub.Delete(ctx, &ours[0]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "argocd-pull's work gone", time.Minute, "cluster1-work-agent.log", func() (bool, error) {
+		err := hub.Get(ctx, client.ObjectKeyFromObject(&ours[0]), &workv1.ManifestWork{})
+		return apierrors.IsNotFound(err), err
+	})
+	for range 10 { // what a deletion would start shows within seconds: the finalizer, then the prune
+		if u, err := managedUIDs(cluster1, key); err != nil || u != before {
+			t.Fatalf("the managed cluster changed on the way back: %+v (%v), before %+v", u, err, before)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	// Resumed, argocd-pull adopts the Application again, from the work it handed it to.
+	if err := hub.Delete(ctx, pause); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "adopted again", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		err := hub.Get(ctx, client.ObjectKeyFromObject(theirs), &workv1.ManifestWork{})
+		return apierrors.IsNotFound(err), fmt.Errorf("the other work: %v; condition %q", err, propagationError(hub, key))
+	})
+	if u, err := managedUIDs(cluster1, key); err != nil || u != before {
+		t.Errorf("after the round trip: %+v (%v), want %+v", u, err, before)
+	}
+}
