@@ -123,7 +123,7 @@ func (r *GitOpsClusterReconciler) reconcile(ctx context.Context, gc *gitopsv1bet
 	if observed.Err = r.ensurePlacementGenerator(ctx, argoNS); observed.Err != nil {
 		return result, observed
 	}
-	if observed.Registered, observed.Conflicts, observed.Missing, observed.Upstream, observed.Err = r.ensureSecrets(ctx, gc, clusters); observed.Err != nil {
+	if observed.Err = r.ensureSecrets(ctx, gc, clusters, &observed); observed.Err != nil {
 		return result, observed
 	}
 	result, observed.Err = r.removeUnselected(ctx, gc, clusters)
@@ -184,55 +184,55 @@ func (r *GitOpsClusterReconciler) upstreamSecrets(ctx context.Context, argoNS st
 }
 
 // ensureSecrets creates the secret of each selected cluster, or claims and updates an existing
-// one; a cluster that RHACM's cluster secret registers gets none (upstream lists them).
-func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, clusters []string) (registered int, conflicts, missing, upstream []string, err error) {
+// one; a cluster that RHACM's cluster secret registers gets none. It records in o what it found.
+func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, clusters []string, o *gitops.Observation) error {
 	argoNS := gc.Spec.ArgoServer.ArgoNamespace
 	claim := gitops.ClaimKey(gc.Namespace, gc.Name)
 	log := ctrl.LoggerFrom(ctx)
 	theirs, err := r.upstreamSecrets(ctx, argoNS)
 	if err != nil {
-		return 0, nil, nil, nil, err
+		return err
 	}
 	for _, name := range clusters {
 		mc := &clusterv1.ManagedCluster{}
 		if err := r.Get(ctx, types.NamespacedName{Name: name}, mc); err != nil {
 			if apierrors.IsNotFound(err) {
-				missing = append(missing, name)
+				o.Missing = append(o.Missing, name)
 				continue
 			}
-			return 0, nil, nil, nil, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
+			return fmt.Errorf("reading ManagedCluster %s: %w", name, err)
 		}
 		desired := gitops.ClusterSecret(mc, argoNS, claim)
 		existing := &corev1.Secret{}
 		// The cache holds only secrets argocd-pull created: any other secret reads as not found.
 		err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
-		if secret, ok := theirs[name]; ok {
-			// One Argo CD cluster per name: RHACM's secret registers it; ours would be a second.
-			upstream = append(upstream, name)
-			registered++
-			if err == nil {
-				log.Info("Deleting cluster secret: RHACM's registers the same cluster", "secret", klog.KObj(existing), "rhacmSecret", secret)
-				if err := r.Delete(ctx, existing); err != nil && !apierrors.IsNotFound(err) {
-					return 0, nil, nil, nil, fmt.Errorf("deleting secret %s/%s: %w", argoNS, existing.Name, err)
-				}
-				r.Recorder.Eventf(gc, nil, corev1.EventTypeNormal, "ClusterRegisteredByRHACM", "Register",
-					"Deleted cluster secret %s/%s: RHACM's secret %s registers cluster %s, and Argo CD must see it once", argoNS, existing.Name, secret, name)
-			}
-			continue
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading secret %s/%s: %w", argoNS, desired.Name, err)
 		}
-		switch {
-		case apierrors.IsNotFound(err):
+		found := err == nil
+		switch secret, rhacm := theirs[name]; {
+		case rhacm:
+			// One Argo CD cluster per name: RHACM's secret registers it; ours would be a second.
+			o.Upstream = append(o.Upstream, name)
+			if !found {
+				break
+			}
+			log.Info("Deleting cluster secret: RHACM's registers the same cluster", "secret", klog.KObj(existing), "rhacmSecret", secret)
+			if err := r.Delete(ctx, existing); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting secret %s/%s: %w", argoNS, existing.Name, err)
+			}
+			r.Recorder.Eventf(gc, nil, corev1.EventTypeNormal, "ClusterRegisteredByRHACM", "Register",
+				"Deleted cluster secret %s/%s: RHACM's secret %s registers cluster %s, and Argo CD must see it once", argoNS, existing.Name, secret, name)
+		case !found:
 			log.Info("Creating cluster secret", "secret", klog.KObj(desired))
 			if err := r.Create(ctx, desired); err != nil {
 				if apierrors.IsAlreadyExists(err) {
-					conflicts = append(conflicts, desired.Name)
+					o.Conflicts = append(o.Conflicts, desired.Name)
 					continue
 				}
-				return 0, nil, nil, nil, fmt.Errorf("creating secret %s/%s: %w", argoNS, desired.Name, err)
+				return fmt.Errorf("creating secret %s/%s: %w", argoNS, desired.Name, err)
 			}
 			r.Recorder.Eventf(gc, nil, corev1.EventTypeNormal, "ClusterRegistered", "Register", "Created cluster secret %s/%s", argoNS, desired.Name)
-		case err != nil:
-			return 0, nil, nil, nil, fmt.Errorf("reading secret %s/%s: %w", argoNS, desired.Name, err)
 		default:
 			// Another GitOpsCluster may have registered the cluster first: the secret becomes
 			// theirs and ours, so that neither one leaving deletes it under the other.
@@ -242,12 +242,12 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			}
 			log.Info("Updating cluster secret", "secret", klog.KObj(updated), "claims", updated.Annotations[api.ClaimsAnnotation])
 			if err := r.Update(ctx, updated); err != nil {
-				return 0, nil, nil, nil, fmt.Errorf("updating secret %s/%s: %w", argoNS, desired.Name, err)
+				return fmt.Errorf("updating secret %s/%s: %w", argoNS, desired.Name, err)
 			}
 		}
-		registered++
+		o.Registered++
 	}
-	return registered, conflicts, missing, upstream, nil
+	return nil
 }
 
 // claimedSecrets lists the cluster secrets in the GitOpsCluster's Argo CD namespace that carry its claim.
