@@ -117,8 +117,7 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		if apierrors.IsNotFound(err) {
 			r.changed.Done(req.NamespacedName, time.Now())
 			// Gone, or no longer pull-labelled: its works are orphans.
-			_, uerr := r.deleteUpstream(ctx, req.NamespacedName)
-			return ctrl.Result{}, errors.Join(r.deleteWorks(ctx, req.NamespacedName, nil), uerr)
+			return ctrl.Result{}, r.deleteAll(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, fmt.Errorf("reading Application %s: %w", req, err)
 	}
@@ -136,8 +135,7 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, r.pause(ctx, app, pausing, conditions)
 	}
 	if err == nil && !pull {
-		_, uerr := r.deleteUpstream(ctx, req.NamespacedName)
-		return ctrl.Result{}, errors.Join(r.deleteWorks(ctx, req.NamespacedName, nil), uerr)
+		return ctrl.Result{}, r.deleteAll(ctx, req.NamespacedName)
 	}
 	facts, g, err := r.gather(ctx, app, target)
 	if err != nil {
@@ -251,7 +249,7 @@ func (r *PropagationReconciler) nameTakenBy(ctx context.Context, cluster string,
 // the first one keeps it. Nil when there is none.
 func (r *PropagationReconciler) rival(ctx context.Context, target propagation.Target, key types.NamespacedName, existing *workv1.ManifestWork) (*workv1.ManifestWork, error) {
 	works := &workv1.ManifestWorkList{}
-	managed := managedKey(target, key.Name)
+	managed := propagation.ManagedKey(target, key.Name)
 	if err := r.List(ctx, works, client.InNamespace(target.Cluster), client.MatchingFields{workPayloadIndex: managed}); err != nil {
 		return nil, fmt.Errorf("listing ManifestWorks carrying %s: %w", managed, err)
 	}
@@ -263,12 +261,6 @@ func (r *PropagationReconciler) rival(ctx context.Context, target propagation.Ta
 		return nil, nil
 	}
 	return first, nil
-}
-
-// managedKey is "cluster/namespace/name" of the managed-cluster Application named name delivered
-// to target, as propagation.ManagedApplication reads it from a work.
-func managedKey(target propagation.Target, name string) string {
-	return target.Cluster + "/" + target.AppNamespace + "/" + name
 }
 
 // holdBack acts on a refusal and says what it did, for the condition. A work of the Application
@@ -291,7 +283,7 @@ func (r *PropagationReconciler) holdBack(ctx context.Context, app *unstructured.
 			}
 			continue
 		case onTarget && refusal.Reason == propagation.ReasonAlreadyDelivered:
-			if err := r.yieldTo(ctx, w, g.rival, managedKey(target, app.GetName())); err != nil {
+			if err := r.yieldTo(ctx, w, g.rival, propagation.ManagedKey(target, app.GetName())); err != nil {
 				return "", err
 			}
 			continue
@@ -419,6 +411,12 @@ func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.
 	return nil
 }
 
+// deleteAll deletes the works of the hub Application key, an upstream controller's it adopts too.
+func (r *PropagationReconciler) deleteAll(ctx context.Context, key types.NamespacedName) error {
+	_, err := r.deleteUpstream(ctx, key)
+	return errors.Join(r.deleteWorks(ctx, key, nil), err)
+}
+
 // deleteWorks deletes the works that point back to the hub Application key, except keep.
 func (r *PropagationReconciler) deleteWorks(ctx context.Context, key types.NamespacedName, keep *workv1.ManifestWork) error {
 	works, err := r.worksOf(ctx, key)
@@ -506,10 +504,11 @@ func (r *PropagationReconciler) pause(ctx context.Context, app *unstructured.Uns
 		if !w.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if done, err := r.pauseWork(ctx, w, p.Reason); err != nil || !done {
-			if err != nil {
-				return err
-			}
+		done, err := r.pauseWork(ctx, w, p.Reason)
+		if err != nil {
+			return err
+		}
+		if !done {
 			continue
 		}
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonPaused, "Pause",

@@ -73,11 +73,7 @@ func (u *upstreamWorks) of(ctx context.Context, cluster string, key types.Namesp
 		if err := c.List(ctx, works, opts...); err != nil {
 			return nil, fmt.Errorf("listing upstream ManifestWorks of Application %s: %w", key, err)
 		}
-		for _, w := range works.Items {
-			if propagation.IsUpstream(&w) && !slices.ContainsFunc(out, func(o workv1.ManifestWork) bool { return o.UID == w.UID }) {
-				out = append(out, w)
-			}
-		}
+		out = propagation.AppendUpstream(out, works.Items)
 	}
 	slices.SortFunc(out, func(a, b workv1.ManifestWork) int {
 		if olderThan(&a, &b) {

@@ -139,7 +139,7 @@ func Ladder(f Facts) (Verdict, error) {
 		return refuse(ReasonUpstreamWork,
 			"ManifestWork %s/%s of %s delivers this Application; argocd-pull leaves it as it is: stop that controller (%s), then run argocd-pull with --adopt-upstream-works to take the Application over without redeploying it (docs/migration.md)",
 			f.Upstream.Namespace, f.Upstream.Name, UpstreamWriter(f.Upstream), stopUpstream(f.Upstream)), nil
-	case f.Upstream != nil && !upstreamCarries(f.Upstream, target.Cluster+"/"+target.AppNamespace+"/"+app.GetName()):
+	case f.Upstream != nil && !upstreamCarries(f.Upstream, ManagedKey(target, app.GetName())):
 		carried, _ := ManagedApplication(f.Upstream)
 		return refuse(ReasonUpstreamWork,
 			"ManifestWork %s/%s of %s delivers this Application as %q, argocd-pull would deliver %s/%s/%s: it is not adopted and left as it is; delete it to deliver this Application (that deletes what it delivered)",

@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,7 +44,9 @@ import (
 // UpstreamSelectors select, between them, the works of the upstream pull controllers: the
 // pull-labelled ones and the ApplicationSet ones, never argocd-pull's own. (A label selector
 // cannot say "either label"; a work with both matches both.)
-func UpstreamSelectors() []labels.Selector {
+func UpstreamSelectors() []labels.Selector { return upstreamSelectors }
+
+var upstreamSelectors = func() []labels.Selector {
 	notOurs, _ := labels.NewRequirement(api.ManagedByLabel, selection.NotEquals, []string{api.ManagedByValue})
 	out := []labels.Selector{}
 	for _, key := range []string{api.PullLabel, api.ApplicationSetLabel} {
@@ -51,13 +54,13 @@ func UpstreamSelectors() []labels.Selector {
 		out = append(out, labels.NewSelector().Add(*has, *notOurs))
 	}
 	return out
-}
+}()
 
 // IsUpstream reports whether work was written by an upstream pull controller: one of
 // UpstreamSelectors selects it, and it points back to a hub Application.
 func IsUpstream(work *workv1.ManifestWork) bool {
 	set := labels.Set(work.Labels)
-	for _, s := range UpstreamSelectors() {
+	for _, s := range upstreamSelectors {
 		if s.Matches(set) {
 			a := work.Annotations
 			return a[api.HubApplicationNamespaceAnnotation] != "" && a[api.HubApplicationNameAnnotation] != ""
@@ -66,20 +69,35 @@ func IsUpstream(work *workv1.ManifestWork) bool {
 	return false
 }
 
+// AppendUpstream appends to out the upstream works of works that out does not hold yet (a work
+// with both labels is listed under each of UpstreamSelectors).
+func AppendUpstream(out, works []workv1.ManifestWork) []workv1.ManifestWork {
+	for _, w := range works {
+		if IsUpstream(&w) && !slices.ContainsFunc(out, func(o workv1.ManifestWork) bool { return o.UID == w.UID }) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // UpstreamWriter names the controller that wrote an upstream work, for conditions and the
 // takeover listing: RHACM (multicloud-integrations) or OCM basic mode (argocd-pull-integration
 // --mode=basic). RHACM's sets a delete option (it orphans the Namespace it carries) or labels
 // ApplicationSet works with a hash; OCM's basic mode does neither.
 func UpstreamWriter(work *workv1.ManifestWork) string {
-	if work.Spec.DeleteOption != nil || work.Labels[api.UpstreamAppSetHashLabel] != "" {
+	if writtenByRHACM(work) {
 		return "RHACM"
 	}
 	return "OCM basic mode"
 }
 
+func writtenByRHACM(work *workv1.ManifestWork) bool {
+	return work.Spec.DeleteOption != nil || work.Labels[api.UpstreamAppSetHashLabel] != ""
+}
+
 // stopUpstream says how to stop the controller that wrote work.
 func stopUpstream(work *workv1.ManifestWork) string {
-	if work.Spec.DeleteOption != nil || work.Labels[api.UpstreamAppSetHashLabel] != "" {
+	if writtenByRHACM(work) {
 		return "set pullModel.basic.disabled: true in the ConfigMap multicluster-integrations-config of RHACM's namespace"
 	}
 	return "scale the argocd-pull-integration Deployment (--mode=basic) to 0"
@@ -157,10 +175,10 @@ func NextTakeoverStep(ours, upstream *workv1.ManifestWork) TakeoverStep {
 	case ours == nil || !Held(ours) || Paused(ours) || !AppliedAtGeneration(ours) || !appliedApplication(ours):
 		return TakeoverWait
 	case !upstream.DeletionTimestamp.IsZero():
-		return TakeoverWait // being deleted already: the agent keeps the Application, ours owns it too
+		return TakeoverWait // being deleted already: nothing to release, nothing to delete
 	case !Released(upstream):
 		return TakeoverRelease
-	case AppliedAtGeneration(upstream) || !appliedApplication(upstream):
+	case DeleteNow(upstream): // the agent applied the release
 		return TakeoverDelete
 	}
 	return TakeoverWait

@@ -354,6 +354,12 @@ func UpToDate(existing, desired *workv1.ManifestWork) bool {
 	return existing.Annotations[api.SpecHashAnnotation] == desired.Annotations[api.SpecHashAnnotation]
 }
 
+// ManagedKey is "cluster/namespace/name" of the managed-cluster Application named name delivered
+// to target, as ManagedApplication reads it from a work.
+func ManagedKey(target Target, name string) string {
+	return target.Cluster + "/" + target.AppNamespace + "/" + name
+}
+
 // ManagedApplication is "cluster/namespace/name" of the Application a work carries: the
 // managed-cluster Application only one hub Application may deliver. ok is false for a work that
 // carries none.

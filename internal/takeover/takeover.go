@@ -54,11 +54,7 @@ func List(ctx context.Context, c client.Reader, policy propagation.Policy) ([]En
 		if err := c.List(ctx, works, client.MatchingLabelsSelector{Selector: selector}); err != nil {
 			return nil, fmt.Errorf("listing the upstream pull controllers' ManifestWorks: %w", err)
 		}
-		for _, w := range works.Items {
-			if propagation.IsUpstream(&w) && !slices.ContainsFunc(upstream, func(o workv1.ManifestWork) bool { return o.UID == w.UID }) {
-				upstream = append(upstream, w)
-			}
-		}
+		upstream = propagation.AppendUpstream(upstream, works.Items)
 	}
 	out := make([]Entry, 0, len(upstream))
 	for i := range upstream {
