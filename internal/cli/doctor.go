@@ -12,7 +12,6 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/doctor"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
-	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 type doctorFlags struct {
@@ -23,8 +22,8 @@ type doctorFlags struct {
 	timeout           time.Duration
 	opts              doctor.Options
 	managedKubeconfig map[string]string
-	// managedNamespaceGrants are --grant-managed-namespaces, parsed into opts by validate.
-	managedNamespaceGrants []string
+	// policy are the controller's rules, parsed into opts by validate.
+	policy policyFlags
 }
 
 func newDoctorCommand() *cobra.Command {
@@ -59,9 +58,7 @@ do not fail it.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster config)")
 	fs.StringArrayVar(&f.managed, "managed-kubeconfig", nil, "CLUSTER=PATH: also check the managed cluster CLUSTER (its ManagedCluster name) with the kubeconfig at PATH; repeatable")
-	fs.StringVarP(&f.opts.ArgoCDNamespace, "argocd-namespace", "n", api.DefaultArgoCDNamespace, "Namespace of the hub's Argo CD")
-	fs.StringSliceVar(&f.opts.PullNamespaces, "pull-namespaces", nil, "As the controller's flag: namespaces pull-model Applications are taken from (default: the Argo CD namespace); the Applications' rules are checked as such a controller applies them")
-	fs.StringArrayVar(&f.managedNamespaceGrants, "grant-managed-namespaces", nil, "As the controller's flag: NS=NS1[,NS2...], managed-cluster namespaces granted to hub namespace NS; repeatable")
+	f.policy.add(fs)
 	fs.StringVar(&f.opts.ApplicationSet, "applicationset", "", "Check only this ApplicationSet (default: every ApplicationSet with pull-model markers in its template)")
 	fs.StringVarP(&f.output, "output", "o", "text", "Output format: text or json")
 	fs.StringVar(&f.opts.ManagedArgoCDNamespace, "managed-argocd-namespace", api.DefaultArgoCDNamespace, "Namespace of Argo CD on the managed clusters")
@@ -80,11 +77,11 @@ func (f *doctorFlags) validate() error {
 		return fmt.Errorf("--work-agent-service-account must be NAMESPACE/NAME, got %q", f.workAgent)
 	}
 	f.opts.WorkAgentNamespace, f.opts.WorkAgentServiceAccount = ns, name
-	grants, err := tenancy.ParseGrants(f.managedNamespaceGrants)
+	policy, err := f.policy.policy()
 	if err != nil {
-		return fmt.Errorf("--grant-managed-namespaces: %w", err)
+		return err
 	}
-	f.opts.ManagedNamespaceGrants = grants
+	f.opts.ArgoCDNamespace, f.opts.PullNamespaces, f.opts.ManagedNamespaceGrants = policy.ArgoCDNamespace, policy.PullNamespaces, policy.ManagedNamespaces
 	f.managedKubeconfig = map[string]string{}
 	for _, m := range f.managed {
 		cluster, path, ok := strings.Cut(m, "=")

@@ -9,18 +9,16 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 	"github.com/argocd-pull/argocd-pull/internal/takeover"
-	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 type takeoverFlags struct {
 	kubeconfig, output string
 	dryRun             bool
+	rules              policyFlags
 	policy             propagation.Policy
-	grants             []string
 }
 
 func newTakeoverCommand() *cobra.Command {
@@ -51,12 +49,9 @@ does not check whether the other controller still runs: stop it first (docs/migr
 			if f.output != "text" && f.output != "json" {
 				return fmt.Errorf("--output must be text or json, got %q", f.output)
 			}
-			grants, err := tenancy.ParseGrants(f.grants)
-			if err != nil {
-				return fmt.Errorf("--grant-managed-namespaces: %w", err)
-			}
-			f.policy.ManagedNamespaces = grants
-			return nil
+			var err error
+			f.policy, err = f.rules.policy()
+			return err
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := scheme.New()
@@ -82,9 +77,7 @@ does not check whether the other controller still runs: stop it first (docs/migr
 	fs := cmd.Flags()
 	fs.BoolVar(&f.dryRun, "dry-run", false, "List only (required: the controller takes over, with --adopt-upstream-works)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the hub kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster config)")
-	fs.StringVarP(&f.policy.ArgoCDNamespace, "argocd-namespace", "n", api.DefaultArgoCDNamespace, "As the controller's flag: namespace of the hub's Argo CD")
-	fs.StringSliceVar(&f.policy.PullNamespaces, "pull-namespaces", nil, "As the controller's flag: namespaces pull-model Applications are taken from (default: the Argo CD namespace)")
-	fs.StringArrayVar(&f.grants, "grant-managed-namespaces", nil, "As the controller's flag: NS=NS1[,NS2...], managed-cluster namespaces granted to hub namespace NS; repeatable")
+	f.rules.add(fs)
 	fs.StringVarP(&f.output, "output", "o", "text", "Output format: text or json")
 	return cmd
 }
