@@ -82,11 +82,7 @@ func TestControllerWithoutAnyConfigurationSaysWhatIsMissing(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
 	t.Setenv("KUBERNETES_SERVICE_PORT", "6443")
-	cmd := NewRootCommand()
-	cmd.SetOut(io.Discard)
-	cmd.SetErr(io.Discard)
-	cmd.SetArgs([]string{"controller", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"})
-	err := cmd.ExecuteContext(context.Background())
+	_, err := runRoot(t, "controller", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 	g.Expect(err).To(MatchError(And(
 		ContainSubstring("no Kubernetes configuration: no --kubeconfig, $KUBECONFIG or ~/.kube/config"),
 		ContainSubstring("/var/run/secrets/kubernetes.io/serviceaccount/token"),

@@ -42,11 +42,17 @@ func createDocReport(t *testing.T, env *testenv.Env, ns string) *v1alpha1.Multic
 // statusCmd runs `argocd-pull status args...` and returns what it printed.
 func statusCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	return runRoot(t, append([]string{"status"}, args...)...)
+}
+
+// runRoot runs the root command with args and returns what it printed, standard error included.
+func runRoot(t *testing.T, args ...string) (string, error) {
+	t.Helper()
 	var out bytes.Buffer
 	cmd := NewRootCommand()
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
-	cmd.SetArgs(append([]string{"status"}, args...))
+	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), err
 }

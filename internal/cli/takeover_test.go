@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -24,13 +23,7 @@ import (
 
 func takeoverCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
-	cmd := NewRootCommand()
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(append([]string{"takeover"}, args...))
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), err
+	return runRoot(t, append([]string{"takeover"}, args...)...)
 }
 
 // takeover --dry-run lists each upstream work with what the controller does with it: one to

@@ -294,6 +294,40 @@ func asProcess(t *testing.T, k kube, args []string, token, logPath string) (*loc
 	return localproc.Start(logPath, argocdPull(t), append(args, "--kubeconfig="+kubeconfig))
 }
 
+// globalClusters is the YAML of the samples' global ManagedClusterSet and, for each cluster, its
+// namespace and an accepted ManagedCluster in that set, with the extra label lines (indented
+// under labels).
+func globalClusters(extraLabels string, clusters ...string) string {
+	var out strings.Builder
+	out.WriteString(`apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSet
+metadata:
+  name: global
+spec:
+  clusterSelector:
+    selectorType: LabelSelector
+    labelSelector: {}
+`)
+	for _, c := range clusters {
+		fmt.Fprintf(&out, `---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: cluster.open-cluster-management.io/v1
+kind: ManagedCluster
+metadata:
+  name: %[1]s
+  labels:
+    cluster.open-cluster-management.io/clusterset: global
+%[2]sspec:
+  hubAcceptsClient: true
+`, c, extraLabels)
+	}
+	return out.String()
+}
+
 // runControllerAsServiceAccount runs argocd-pull with the Deployment's arguments and a token of
 // the installed service account, as the pod would: it must win the leader election in its
 // namespace, start every controller without a forbidden request (its caches list Secrets only in
@@ -306,31 +340,7 @@ func runControllerAsServiceAccount(t *testing.T, k kube, deploymentArgs []string
 	// The hub side of the samples: a cluster the placement selects, in the global
 	// ManagedClusterSet (bound to the Argo CD namespace by the samples), with its namespace.
 	k.run("apply", "--server-side", "-k", "config/samples")
-	k.run("apply", "--server-side", "-f", writeFile(t, "cluster.yaml", []byte(`
-apiVersion: cluster.open-cluster-management.io/v1beta2
-kind: ManagedClusterSet
-metadata:
-  name: global
-spec:
-  clusterSelector:
-    selectorType: LabelSelector
-    labelSelector: {}
----
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: cluster1
----
-apiVersion: cluster.open-cluster-management.io/v1
-kind: ManagedCluster
-metadata:
-  name: cluster1
-  labels:
-    cluster.open-cluster-management.io/clusterset: global
-    environment: dev
-spec:
-  hubAcceptsClient: true
----
+	k.run("apply", "--server-side", "-f", writeFile(t, "cluster.yaml", []byte(globalClusters("    environment: dev\n", "cluster1")+`---
 apiVersion: cluster.open-cluster-management.io/v1beta1
 kind: PlacementDecision
 metadata:

@@ -52,34 +52,7 @@ func TestTwoReplicasHandOver(t *testing.T) {
 
 	clusters := []string{"ha-1", "ha-2", "ha-3"}
 	k.run("apply", "--server-side", "-k", "config/samples")
-	var objects strings.Builder
-	objects.WriteString(`apiVersion: cluster.open-cluster-management.io/v1beta2
-kind: ManagedClusterSet
-metadata:
-  name: global
-spec:
-  clusterSelector:
-    selectorType: LabelSelector
-    labelSelector: {}
-`)
-	for _, c := range clusters {
-		fmt.Fprintf(&objects, `---
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: cluster.open-cluster-management.io/v1
-kind: ManagedCluster
-metadata:
-  name: %[1]s
-  labels:
-    cluster.open-cluster-management.io/clusterset: global
-spec:
-  hubAcceptsClient: true
-`, c)
-	}
-	k.run("apply", "--server-side", "-f", writeFile(t, "ha-clusters.yaml", []byte(objects.String())))
+	k.run("apply", "--server-side", "-f", writeFile(t, "ha-clusters.yaml", []byte(globalClusters("", clusters...))))
 
 	args := []string{}
 	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {

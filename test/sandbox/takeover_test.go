@@ -30,18 +30,12 @@ import (
 // repository's takeover path into the namespace takeover, automated sync with prune, and Argo CD's
 // resources finalizer (deleting it would take the ConfigMaps along).
 func takeoverApp(name, cluster string) *unstructured.Unstructured {
-	app := argocd.NewApplication()
-	app.SetNamespace(sandbox.ArgoNamespace)
-	app.SetName(name)
-	app.SetLabels(map[string]string{api.PullLabel: "true"})
-	app.SetAnnotations(map[string]string{api.ClusterAnnotation: cluster, argocd.SkipReconcileAnnotation: "true"})
+	app := outageApp(name, cluster)
 	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
-	app.Object["spec"] = map[string]any{
-		"project":     "default",
-		"source":      map[string]any{"repoURL": lab.RepoURL, "path": "takeover", "targetRevision": "main"},
-		"destination": map[string]any{"server": argocd.LocalServer, "namespace": "takeover"},
-		"syncPolicy":  map[string]any{"automated": map[string]any{"prune": true}, "syncOptions": []any{"CreateNamespace=true"}},
-	}
+	spec := app.Object["spec"].(map[string]any)
+	spec["source"].(map[string]any)["path"] = "takeover"
+	spec["destination"].(map[string]any)["namespace"] = "takeover"
+	spec["syncPolicy"] = map[string]any{"automated": map[string]any{"prune": true}, "syncOptions": []any{"CreateNamespace=true"}}
 	return app
 }
 
