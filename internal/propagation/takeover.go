@@ -135,13 +135,16 @@ func Adopting(work *workv1.ManifestWork) bool {
 
 // UpstreamRunning reports whether something besides argocd-pull wrote upstream since ours (the
 // adopting work) recorded it: another UID (written again after argocd-pull deleted it), or a spec
-// that changed other than by argocd-pull's one release. False when ours records nothing.
+// that changed other than by argocd-pull's one release. False when ours records nothing, or the
+// upstream work is being deleted.
 func UpstreamRunning(ours, upstream *workv1.ManifestWork) bool {
 	if ours == nil || upstream == nil {
 		return false
 	}
 	name, uid, generation, ok := parseMark(markOf(ours))
-	if !ok {
+	if !ok || !upstream.DeletionTimestamp.IsZero() {
+		// Being deleted (the apiserver counts the deletion as a generation of its own): nothing
+		// rewrites a work on its way out, and none of its name is written again before it is gone.
 		return false
 	}
 	switch {

@@ -197,12 +197,17 @@ func TestUpstreamRunning(t *testing.T) {
 	recreated.UID = "upstream-uid-2"
 	changedBeforeRelease := upstream.DeepCopy()
 	changedBeforeRelease.Generation = 2
+	beingDeleted := released.DeepCopy()
+	beingDeleted.Generation = 3 // the apiserver counts a custom resource's deletion as a generation
+	now := metav1.Now()
+	beingDeleted.DeletionTimestamp = &now
 	for name, tt := range map[string]struct {
 		ours, upstream *workv1.ManifestWork
 		want           bool
 	}{
 		"as recorded":                       {ours: ours, upstream: upstream},
 		"released by argocd-pull":           {ours: ours, upstream: released},
+		"released, then deleted":            {ours: ours, upstream: beingDeleted},
 		"changed before the release":        {ours: ours, upstream: changedBeforeRelease, want: true},
 		"the release reverted":              {ours: ours, upstream: revertedAfterRelease, want: true},
 		"written again after the deletion":  {ours: ours, upstream: recreated, want: true},
