@@ -93,6 +93,10 @@ const (
 	RefreshDeliveredAnnotation = "apps.open-cluster-management.io/pull-refresh-delivered"
 	// DeliveryInfoName is the name of the .operation.info entry that holds the delivery ID.
 	DeliveryInfoName = "argocd-pull.delivery"
+	// RequestsOnlyAnnotation, on the ManifestWork, is "G/N": its generation N differs from its
+	// generation G by the requests it carries alone. Applied at G, the managed cluster's
+	// Application is what the hub wants, and its status holds while a request travels.
+	RequestsOnlyAnnotation = "apps.open-cluster-management.io/pull-requests-only"
 )
 
 // GitOpsCluster: cluster secrets and Argo CD namespaces.

@@ -9,6 +9,7 @@ package appstatus
 
 import (
 	"encoding/json"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,7 +27,9 @@ type Source struct {
 
 // Observed is what the managed cluster reported for its Application.
 type Observed struct {
-	// Applied is true when the work agent applied the work's current generation.
+	// Applied is true when the work agent applied the work's current generation, or one that
+	// differs from it by requests alone (propagation.ContentApplied): a request in flight changes
+	// nothing in the status until the managed cluster answers it.
 	Applied bool
 	// Seen is true when the work agent ever acted on the work (any Applied condition) and its
 	// Application is there.
@@ -63,7 +66,7 @@ type Observed struct {
 // delivery of requests) are read as reported: cutting them could only make a comparison wrong.
 func Observe(work *workv1.ManifestWork) Observed {
 	obs := Observed{
-		Applied: propagation.AppliedAtGeneration(work),
+		Applied: propagation.ContentApplied(work),
 		Seen:    meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied) != nil,
 		Carried: propagation.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]),
 	}
@@ -155,6 +158,8 @@ type Status struct {
 	Health, Sync, Revision string
 	// Operation is nil when the managed cluster reported no operation.
 	Operation *OperationState
+	// ReconciledAt, when set, is written (see ReconciledAt); otherwise the hub's is kept.
+	ReconciledAt string
 	// Warnings say what of the managed cluster's feedback was cut or ignored (Observed.Trimmed).
 	Warnings []string
 }
@@ -223,6 +228,23 @@ func Settled(obs Observed, wanted *Source) bool {
 	return obs.Applied && obs.Reported && obs.Health != "" && obs.Sync != "" && d.Health == obs.Health && d.Sync == obs.Sync
 }
 
+// ReconciledAt is the hub Application's status.reconciledAt, written in the status write that
+// clears a request the managed cluster finished (never at rest: its Argo CD rewrites its own on
+// every periodic comparison): when that Argo CD compared the Application, and never before the
+// operation the hub shows finished, which is what argocd app sync and argocd app wait wait for
+// (reconciledAt >= operationState.finishedAt). "" when the cluster reported neither as a time.
+func ReconciledAt(obs Observed) string {
+	reconciled, errR := time.Parse(time.RFC3339, obs.ReconciledAt)
+	finished, errF := time.Parse(time.RFC3339, obs.FinishedAt)
+	switch {
+	case errR != nil && errF != nil:
+		return ""
+	case errR != nil || errF == nil && finished.After(reconciled):
+		reconciled = finished
+	}
+	return reconciled.UTC().Format(time.RFC3339)
+}
+
 // Unanswered is true when the managed cluster has not answered for its Application yet and the hub
 // Application shows no status from an earlier answer: no status already reads as unknown, and
 // writing Unknown would cost one request per new Application of a rollout. An Application that
@@ -268,6 +290,9 @@ func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Uns
 		setOrDelete(op, "finishedAt", st.Operation.FinishedAt)
 		setOrDelete(op, "message", st.Operation.Message)
 		status["operationState"] = op
+	}
+	if st.ReconciledAt != "" {
+		status["reconciledAt"] = st.ReconciledAt
 	}
 	setWarning(status, st.Warnings)
 	updated.Object["status"] = status

@@ -254,3 +254,35 @@ func TestSettled(t *testing.T) {
 		})
 	}
 }
+
+func TestAStatusHoldsWhileARequestTravels(t *testing.T) {
+	g := NewWithT(t)
+	w := work(4, 3, feedback("Healthy", "Synced", "v2"))
+	w.Annotations = map[string]string{"apps.open-cluster-management.io/pull-requests-only": "3/4"}
+	st := Derive(Observe(w), v2)
+	g.Expect(st.Health).To(Equal("Healthy"), "a refresh on its way changes nothing until the managed cluster answers")
+	g.Expect(st.Sync).To(Equal("Synced"))
+
+	delete(w.Annotations, "apps.open-cluster-management.io/pull-requests-only")
+	st = Derive(Observe(w), v2)
+	g.Expect([]string{st.Health, st.Sync}).To(Equal([]string{"Progressing", "OutOfSync"}), "a new content not applied yet")
+}
+
+func TestReconciledAt(t *testing.T) {
+	tests := map[string]struct {
+		reconciled, finished, want string
+	}{
+		"compared after the operation": {"2026-11-25T10:00:05Z", "2026-11-25T10:00:03Z", "2026-11-25T10:00:05Z"},
+		"compared before it finished":  {"2026-11-25T10:00:01Z", "2026-11-25T10:00:03Z", "2026-11-25T10:00:03Z"},
+		"no operation":                 {"2026-11-25T10:00:05Z", "", "2026-11-25T10:00:05Z"},
+		"a zone offset":                {"2026-11-25T11:00:05+01:00", "", "2026-11-25T10:00:05Z"},
+		"not a time (a forged value)":  {"<script>", "2026-11-25T10:00:03Z", "2026-11-25T10:00:03Z"},
+		"neither a time":               {"soon", "later", ""},
+		"nothing reported":             {"", "", ""},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(ReconciledAt(Observed{ReconciledAt: tt.reconciled, FinishedAt: tt.finished})).To(Equal(tt.want))
+		})
+	}
+}

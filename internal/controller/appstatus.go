@@ -88,10 +88,15 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	// Whether the hub already shows the sync status the cluster settled on (see propagation.Clears).
 	hubSync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
 	obs.HubSynced = hubSync == appstatus.Derive(obs, appstatus.WantedSource(app)).Sync
-	updated, changed := appstatus.Apply(app, appstatus.Derive(obs, appstatus.WantedSource(app)))
+	st := appstatus.Derive(obs, appstatus.WantedSource(app))
 	hub := propagation.HubOf(app)
 	hub.Synced = obs.HubSynced
 	clearSync, clearRefresh := propagation.Clears(hub, obs.Carried, obs.Delivery)
+	if clearSync || clearRefresh {
+		// The request's answer: the time argocd app sync and argocd app get --refresh wait for.
+		st.ReconciledAt = appstatus.ReconciledAt(obs)
+	}
+	updated, changed := appstatus.Apply(app, st)
 	if clearSync {
 		delete(updated.Object, "operation")
 	}

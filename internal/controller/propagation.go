@@ -359,6 +359,11 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 			delete(updated.Annotations, k)
 		}
 	}
+	if since := propagation.RequestsOnlySince(existing, desired); since != "" {
+		updated.Annotations[api.RequestsOnlyAnnotation] = since
+	} else {
+		delete(updated.Annotations, api.RequestsOnlyAnnotation)
+	}
 	updated.Spec = desired.Spec
 	log.Info("Updating ManifestWork", "manifestWork", klog.KObj(updated))
 	if err := r.Update(ctx, updated); err != nil {

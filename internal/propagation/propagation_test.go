@@ -199,7 +199,7 @@ func TestDesiredWorkPayload(t *testing.T) {
 	g.Expect(feedbackNames(bare)).NotTo(ContainElement(FeedbackReconciledAt), "a work at rest does not ask for what every periodic reconciliation rewrites")
 	refreshOnly, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"}, Deliveries{Refresh: &Delivery{ID: "r1", Hash: "h"}})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(feedbackNames(refreshOnly)).NotTo(ContainElement(FeedbackReconciledAt), "a refresh is confirmed by the annotation's removal")
+	g.Expect(feedbackNames(refreshOnly)).To(ContainElement(FeedbackReconciledAt), "a work carrying a refresh asks when its Argo CD compared: the hub shows it with the answer (argocd app get --refresh)")
 	g.Expect(feedbackNames(refreshOnly)).To(ContainElement(FeedbackRefreshPending))
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackHubApplication, `.metadata.annotations.apps\.open-cluster-management\.io/hub-application`))
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackManagedUID, ".metadata.uid"))

@@ -86,8 +86,9 @@ var feedbackPaths = []workv1.JsonPath{
 // reconciledAtPath asks for the time the managed cluster's Argo CD last compared the Application
 // with Git. Argo CD rewrites it on every periodic reconciliation (180 s by default) of every
 // Application, so asking for it always would make each Application of a fleet at rest write its
-// work's status to the hub every few minutes. It is read only to tell a finished sync settled
-// (Reported.syncSettled), so a work asks for it only while it carries a sync request. The OCM agent
+// work's status to the hub every few minutes. It is read to tell a finished sync settled
+// (Reported.syncSettled) and copied to the hub in the write that clears a finished request (what
+// argocd app sync waits for), so a work asks for it only while it carries a request. The OCM agent
 // computes feedback from the work's current rules on each status sync, and its apply hash covers
 // the manifests only: adding or dropping the rule applies nothing on the managed cluster.
 var reconciledAtPath = workv1.JsonPath{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"}
@@ -95,7 +96,7 @@ var reconciledAtPath = workv1.JsonPath{Name: FeedbackReconciledAt, Path: ".statu
 // feedbackRules are the feedback rules of a work carrying deliveries.
 func feedbackRules(deliveries Deliveries) []workv1.FeedbackRule {
 	paths := feedbackPaths
-	if deliveries.Sync != nil {
+	if deliveries.Sync != nil || deliveries.Refresh != nil {
 		paths = append(slices.Clip(feedbackPaths), reconciledAtPath)
 	}
 	return []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: paths}}
