@@ -113,12 +113,13 @@ func runDoctor(cmd *cobra.Command, f *doctorFlags) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(f.kubeconfig)
+	cfg, ns, err := hubConfig(f.kubeconfig, f.opts.ArgoCDNamespace)
 	if err != nil {
 		return err
 	}
 	cfg.Timeout, cfg.QPS, cfg.Burst = requestTimeout, doctorQPS, doctorBurst
 	opts := f.opts
+	opts.ArgoCDNamespace = ns
 	if opts.Hub, err = doctor.NewCluster("hub", cfg, s); err != nil {
 		return err
 	}

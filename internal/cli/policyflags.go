@@ -19,12 +19,13 @@ type policyFlags struct {
 }
 
 func (p *policyFlags) add(fs *pflag.FlagSet) {
-	fs.StringVarP(&p.argoCDNamespace, "argocd-namespace", "n", api.DefaultArgoCDNamespace, "Namespace of the hub's Argo CD")
+	fs.StringVarP(&p.argoCDNamespace, "argocd-namespace", "n", "", "Namespace of the hub's Argo CD (default: the kubeconfig context's namespace, else "+api.DefaultArgoCDNamespace+")")
 	fs.StringSliceVar(&p.pullNamespaces, "pull-namespaces", nil, "As the controller's flag: namespaces pull-model Applications are taken from (default: the Argo CD namespace); the Applications' rules are checked as such a controller applies them")
 	fs.StringArrayVar(&p.grants, "grant-managed-namespaces", nil, "As the controller's flag: NS=NS1[,NS2...], managed-cluster namespaces granted to hub namespace NS; repeatable")
 }
 
-// policy is the ladder's policy the flags give.
+// policy is the ladder's policy the flags give; its ArgoCDNamespace is "" without the flag (see
+// hubConfig, which picks the kubeconfig context's).
 func (p *policyFlags) policy() (propagation.Policy, error) {
 	grants, err := tenancy.ParseGrants(p.grants)
 	if err != nil {

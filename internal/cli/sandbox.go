@@ -57,12 +57,15 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 			for _, c := range lab.Managed {
 				fmt.Fprintf(out, "  KUBECONFIG=%s kubectl get applications -A\n", c.Kubeconfig)
 			}
-			fmt.Fprintf(out, "Follow the report, and check the documents' prerequisites:\n  argocd-pull status %s -n %s --kubeconfig %s --watch\n  argocd-pull doctor -n %s --kubeconfig %s --managed-argocd-namespace %s --managed-argocd-service-account %s",
+			fmt.Fprintf(out, "Follow the report and the fleet, and check the documents' prerequisites:\n  argocd-pull dashboard --kubeconfig %s\n", lab.Hub.Kubeconfig)
+			fmt.Fprintf(out, "  argocd-pull status %s -n %s --kubeconfig %s --watch\n  argocd-pull doctor -n %s --kubeconfig %s --managed-argocd-namespace %s --managed-argocd-service-account %s",
 				sandbox.ApplicationSetName, sandbox.ArgoNamespace, lab.Hub.Kubeconfig,
 				sandbox.ArgoNamespace, lab.Hub.Kubeconfig, sandbox.ArgoNamespace, sandbox.ArgoControllerServiceAccount)
 			for _, c := range lab.Managed {
 				fmt.Fprintf(out, " --managed-kubeconfig %s=%s", c.Name, c.Kubeconfig)
 			}
+			fmt.Fprintf(out, "\nThe hub's Argo CD API server (the argocd CLI's; user admin):\n  %s login %s --plaintext --username admin --password %s --config %s\n  %s app list --config %s\n",
+				lab.ArgoCDCLI, lab.ArgoCD.Addr, lab.ArgoCD.Password, filepath.Join(abs, "argocd.config"), lab.ArgoCDCLI, filepath.Join(abs, "argocd.config"))
 			fmt.Fprintf(out, "\nLogs: %s\nStop it: argocd-pull sandbox down --dir %s\n", filepath.Join(abs, "logs"), dir)
 			return nil
 		},

@@ -153,15 +153,24 @@ func TestStatusTakesTheNamespaceOfTheKubeconfigContext(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.Namespace(t)
 	r := createDocReport(t, env, ns)
-	kubeconfig := env.Kubeconfig(t)
-	cfg, err := clientcmd.LoadFromFile(kubeconfig)
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg.Contexts[cfg.CurrentContext].Namespace = ns
-	g.Expect(clientcmd.WriteToFile(*cfg, kubeconfig)).To(Succeed())
-
-	out, err := statusCmd(t, r.Name, "--kubeconfig", kubeconfig)
+	out, err := statusCmd(t, r.Name, "--kubeconfig", withContextNamespace(t, env.Kubeconfig(t), ns))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(HavePrefix("CLUSTER "))
+}
+
+// withContextNamespace writes the kubeconfig with its current context naming namespace ns, and
+// returns its path.
+func withContextNamespace(t *testing.T, kubeconfig, ns string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Contexts[cfg.CurrentContext].Namespace = ns
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
 }
 
 // A hub without the report CRD answers 404 too; the error must say so instead of blaming the

@@ -58,10 +58,11 @@ does not check whether the other controller still runs: stop it first (docs/migr
 			if err != nil {
 				return err
 			}
-			cfg, err := restConfig(f.kubeconfig)
+			cfg, ns, err := hubConfig(f.kubeconfig, f.policy.ArgoCDNamespace)
 			if err != nil {
 				return err
 			}
+			f.policy.ArgoCDNamespace = ns
 			cfg.Timeout = requestTimeout
 			c, err := client.New(cfg, client.Options{Scheme: s})
 			if err != nil {

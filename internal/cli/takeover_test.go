@@ -89,6 +89,12 @@ func TestTakeoverDryRunListsWhatTheControllerDoes(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`(?m)^` + bound + `\s+` + ns + `/gone\s+gone-\S+\s+OCM basic mode\s+left\s+its hub Application does not exist`))
 	g.Expect(out).To(HaveSuffix("\n3 upstream ManifestWorks: 1 to adopt, 0 adopting, 1 blocked, 1 left\n"))
 
+	// Without -n, the Argo CD namespace is the kubeconfig context's, as kubectl's namespace is.
+	withNamespace := withContextNamespace(t, env.Kubeconfig(t), ns)
+	fromContext, err := takeoverCmd(t, "--dry-run", "--kubeconfig", withNamespace)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fromContext).To(Equal(out))
+
 	out, err = takeoverCmd(t, "--dry-run", "-n", ns, "--kubeconfig", env.Kubeconfig(t), "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred())
 	var entries []takeover.Entry

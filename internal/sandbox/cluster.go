@@ -96,6 +96,11 @@ func writeKubeconfig(path, name, url string, p *pki) error {
 	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: url, CertificateAuthorityData: p.caPEM}
 	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: p.adminCertPEM, ClientKeyData: p.adminKeyPEM}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin"}
+	if name == "hub" {
+		// As a user of the hub sets it: argocd-pull's commands and kubectl default to the
+		// namespace of the lab's Applications.
+		cfg.Contexts[name].Namespace = ArgoNamespace
+	}
 	cfg.CurrentContext = name
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
