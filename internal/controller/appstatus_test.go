@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -293,4 +295,44 @@ func (h *harness) updateAppSet(set *unstructured.Unstructured, strategy map[stri
 		got.Object["spec"].(map[string]any)["strategy"] = strategy
 		return h.c.Update(context.Background(), got)
 	}, timeout, interval).Should(Succeed())
+}
+
+// argocd app get --refresh and argocd app sync on the hub: the request changes nothing in the hub
+// status until the managed cluster answers it (before, the new generation read OutOfSync and
+// Progressing until applied), and the answer writes status.reconciledAt, which the CLI waits for
+// (reconciledAt >= operationState.finishedAt).
+func TestARequestChangesNothingUntilAnsweredAndTheAnswerCarriesReconciledAt(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	h.app("web", cluster)
+	gen := h.work("web", cluster).Generation
+	atRest := map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced"}
+	h.report("web", cluster, gen, atRest)
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Healthy"))
+	h.g.Expect(h.getApp("web").Object["status"]).NotTo(HaveKey("reconciledAt"), "nothing at rest")
+
+	h.updateApp("web", func(u *unstructured.Unstructured) {
+		a := u.GetAnnotations()
+		a[argocd.RefreshAnnotation] = "normal"
+		u.SetAnnotations(a)
+	})
+	var w *workv1.ManifestWork
+	h.g.Eventually(func() int64 { w = h.work("web", cluster); return w.Generation }, timeout, interval).Should(BeNumerically(">", gen))
+	refreshID := payload(t, w, 0).GetAnnotations()[api.RefreshDeliveryAnnotation]
+	h.g.Expect(refreshID).NotTo(BeEmpty())
+	h.g.Expect(w.Annotations).To(HaveKeyWithValue(api.RequestsOnlyAnnotation, fmt.Sprintf("%d/%d", gen, w.Generation)))
+	// The agent has not applied the new generation: the hub keeps what the cluster reported.
+	h.report("web", cluster, gen, atRest)
+	h.g.Consistently(func() []string {
+		app := h.getApp("web")
+		return []string{statusField(app, "sync", "status"), statusField(app, "health", "status")}
+	}, 2*time.Second, 100*time.Millisecond).Should(Equal([]string{"Synced", "Healthy"}))
+
+	// Answered: the refresh cleared, with the time the cluster's Argo CD compared.
+	answered := maps.Clone(atRest)
+	answered[propagation.FeedbackRefreshDelivered] = refreshID
+	answered[propagation.FeedbackReconciledAt] = "2026-11-25T10:00:05Z"
+	h.report("web", cluster, w.Generation, answered)
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "reconciledAt") }, timeout, interval).Should(Equal("2026-11-25T10:00:05Z"))
+	h.g.Expect(h.getApp("web").GetAnnotations()).NotTo(HaveKey(argocd.RefreshAnnotation))
 }

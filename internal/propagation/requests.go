@@ -65,9 +65,15 @@ func requestsOnly(work *workv1.ManifestWork) (since, generation int64, ok bool) 
 // requestAnnotations are the annotations of the payload Application that carry requests.
 var requestAnnotations = []string{argocd.RefreshAnnotation, api.SyncDeliveryAnnotation, api.RefreshDeliveryAnnotation}
 
-// content is a hash of the work without its requests: the payload's .operation and request
-// annotations, the delivery record, and the feedback asked only while a request travels.
+// content is a hash of the work without its requests (see contentOf).
 func content(work *workv1.ManifestWork) string {
+	hash, _ := specHash(contentOf(work))
+	return hash
+}
+
+// contentOf is the work without its requests: the payload's .operation and request annotations,
+// the delivery record, and the feedback asked only while a request travels.
+func contentOf(work *workv1.ManifestWork) *workv1.ManifestWork {
 	spec := work.Spec.DeepCopy()
 	for i, m := range spec.Workload.Manifests {
 		var obj map[string]any
@@ -79,6 +85,12 @@ func content(work *workv1.ManifestWork) string {
 			if annotations, ok := meta["annotations"].(map[string]any); ok {
 				for _, k := range requestAnnotations {
 					delete(annotations, k)
+				}
+			}
+			// The apiserver drops the empty maps of an embedded object's metadata.
+			for _, k := range []string{"labels", "annotations"} {
+				if m, ok := meta[k].(map[string]any); ok && len(m) == 0 {
+					delete(meta, k)
 				}
 			}
 		}
@@ -97,6 +109,5 @@ func content(work *workv1.ManifestWork) string {
 			annotations[k] = v
 		}
 	}
-	hash, _ := specHash(&workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: work.Name, Labels: work.Labels, Annotations: annotations}, Spec: *spec})
-	return hash
+	return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: work.Name, Labels: work.Labels, Annotations: annotations}, Spec: *spec}
 }

@@ -1,6 +1,7 @@
 package propagation
 
 import (
+	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -34,6 +35,28 @@ func withOperation(u *unstructured.Unstructured) {
 	u.Object["operation"] = map[string]any{"sync": map[string]any{"revision": "abc"}}
 }
 
+func onlyPullLabel(u *unstructured.Unstructured) {
+	u.SetLabels(map[string]string{api.PullLabel: "true"})
+}
+
+// asStored is the work as the apiserver returns it: the empty maps of an embedded object's
+// metadata dropped.
+func asStored(t *testing.T, w *workv1.ManifestWork) *workv1.ManifestWork {
+	t.Helper()
+	for i, m := range w.Spec.Workload.Manifests {
+		var obj map[string]any
+		if err := json.Unmarshal(m.Raw, &obj); err != nil {
+			t.Fatal(err)
+		}
+		meta := obj["metadata"].(map[string]any)
+		if l, ok := meta["labels"].(map[string]any); ok && len(l) == 0 {
+			delete(meta, "labels")
+		}
+		w.Spec.Workload.Manifests[i].Raw, _ = json.Marshal(obj)
+	}
+	return w
+}
+
 func TestRequestsOnlySince(t *testing.T) {
 	refresh := Deliveries{Refresh: &Delivery{ID: "r1", Hash: "h"}}
 	sync := Deliveries{Sync: &Delivery{ID: "s1", Hash: "h"}}
@@ -52,7 +75,8 @@ func TestRequestsOnlySince(t *testing.T) {
 		"a new source":                     {requestWork(t, 3, 3, Deliveries{}), requestWork(t, 0, 0, Deliveries{}, newSource), ""},
 		"a new source with a sync request": {requestWork(t, 3, 3, Deliveries{}), requestWork(t, 0, 0, sync, withOperation, newSource), ""},
 		"a new label on the Application":   {requestWork(t, 3, 3, Deliveries{}), requestWork(t, 0, 0, Deliveries{}, setLabel("tier", "web")), ""},
-		"a work never written":             {requestWork(t, 0, 0, Deliveries{}), requestWork(t, 0, 0, refresh, setAnnotation(argocd.RefreshAnnotation, "normal")), ""},
+		"a refresh over the apiserver's copy (empty labels dropped)": {asStored(t, requestWork(t, 3, 3, Deliveries{}, onlyPullLabel)), requestWork(t, 0, 0, refresh, onlyPullLabel, setAnnotation(argocd.RefreshAnnotation, "normal")), "3/4"},
+		"a work never written": {requestWork(t, 0, 0, Deliveries{}), requestWork(t, 0, 0, refresh, setAnnotation(argocd.RefreshAnnotation, "normal")), ""},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -92,7 +116,7 @@ func TestContentApplied(t *testing.T) {
 		"applied before the content changed":              {at(4, 2, "3/4"), false},
 		"not applied, no record":                          {at(4, 3, ""), false},
 		"never applied":                                   {at(4, 0, "3/4"), false},
-		"a record of an earlier write (a pause since)":     {at(5, 3, "3/4"), false},
+		"a record of an earlier write (a pause since)":    {at(5, 3, "3/4"), false},
 		"a record that does not parse":                    {at(4, 3, "three/four"), false},
 		"a record that claims the future (a forged one)":  {at(4, 3, "5/4"), false},
 		"applied at its generation, with an older record": {at(4, 4, "3/4"), true},
