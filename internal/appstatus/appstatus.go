@@ -45,8 +45,10 @@ type Observed struct {
 	ReconciledAt                          string
 	Operation                             map[string]any
 	ComparedTo                            *Source
-	// RawResources and RawConditions are lists (JSON) only the report reads, with its own caps.
+	// RawResources and RawConditions are lists (JSON) the report reads, with its own caps.
 	RawResources, RawConditions string
+	// Resources is status.resources as copied to the hub (see feedbackReader.resources).
+	Resources []any
 	// Delivery is what it reported about the sync and refresh requests the hub sent, and
 	// Carried what the work carries (see propagation.PlanDeliveries).
 	Delivery propagation.Reported
@@ -95,6 +97,7 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs.Message = r.capped(propagation.FeedbackMessage, MaxMessageLength)
 	obs.ReconciledAt = r.raw(propagation.FeedbackReconciledAt)
 	obs.RawResources = r.raw(propagation.FeedbackResources)
+	obs.Resources = r.resources(propagation.FeedbackResources)
 	obs.RawConditions = r.raw(propagation.FeedbackConditions)
 	obs.Delivery = propagation.Reported{
 		SyncDelivered:    r.raw(propagation.FeedbackSyncDelivered),
@@ -160,6 +163,8 @@ type Status struct {
 	Operation *OperationState
 	// ReconciledAt, when set, is written (see ReconciledAt); otherwise the hub's is kept.
 	ReconciledAt string
+	// Resources is the managed cluster's status.resources, cut to its cap; nil writes none.
+	Resources []any
 	// Warnings say what of the managed cluster's feedback was cut or ignored (Observed.Trimmed).
 	Warnings []string
 }
@@ -172,7 +177,7 @@ type OperationState struct {
 
 // Derive decides the hub Application's status from the observation and the source the hub wants.
 func Derive(obs Observed, wanted *Source) Status {
-	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: obs.Trimmed}
+	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: obs.Trimmed, Resources: obs.Resources}
 	switch {
 	case obs.Foreign:
 		// What it reports is about another Application (see propagation.ClaimOf).
@@ -293,6 +298,11 @@ func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Uns
 	}
 	if st.ReconciledAt != "" {
 		status["reconciledAt"] = st.ReconciledAt
+	}
+	if len(st.Resources) > 0 {
+		status["resources"] = st.Resources
+	} else {
+		delete(status, "resources")
 	}
 	setWarning(status, st.Warnings)
 	updated.Object["status"] = status

@@ -286,3 +286,20 @@ func TestReconciledAt(t *testing.T) {
 		})
 	}
 }
+
+// argocd app get prints its resources table from status.resources.
+func TestResourcesAreCopiedToTheHub(t *testing.T) {
+	g := NewWithT(t)
+	values := feedback("Healthy", "Synced", "v2")
+	values[propagation.FeedbackResources] = `[{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"},"syncWave":-1,"requiresPruning":false}]`
+	updated, changed := Apply(argocd.NewApplication(), Derive(Observe(work(2, 2, values)), v2))
+	g.Expect(changed).To(BeTrue())
+	resources, _, _ := unstructured.NestedSlice(updated.Object, "status", "resources")
+	g.Expect(resources).To(Equal([]any{map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "guestbook", "name": "guestbook-ui",
+		"status": "Synced", "health": map[string]any{"status": "Healthy"}, "syncWave": int64(-1)}}))
+
+	values[propagation.FeedbackResources] = `{"not":"a list"}`
+	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
+	g.Expect(updated.Object["status"]).NotTo(HaveKey("resources"), "what does not parse is not copied")
+	g.Expect(argocd.ConditionMessage(updated, FeedbackWarningCondition)).To(ContainSubstring("resources ignored: not a JSON list of objects"))
+}

@@ -13,10 +13,10 @@ import (
 // are generous for what Argo CD writes.
 //
 // The guarantee: the values argocd-pull copies into a hub Application's status add up to at
-// most the sum of the caps below (six words or times, a revision, a message, an operation and a
-// warning): 28,032 bytes, under 32 KiB. JSON writes at most 6 bytes for each of them (\u003c for
-// "<"), so the status argocd-pull writes stays below 192 KiB, far below etcd's request limit
-// (1.5 MiB), whatever the cluster writes.
+// most the sum of the caps below (seven words or times, a revision, a message, an operation, the
+// resources and a warning): 60,864 bytes, under 64 KiB. JSON writes at most 6 bytes for each of
+// them (\u003c for "<"), so the status argocd-pull writes stays below 384 KiB, far below etcd's
+// request limit (1.5 MiB), whatever the cluster writes.
 const (
 	// MaxWordLength caps values Argo CD takes from short fixed lists, health and sync status and
 	// operation phase (the longest, "Progressing" and "Terminating", have 11 characters), and the
@@ -37,6 +37,13 @@ const (
 	MaxOperationSize = 16 * 1024
 	// MaxWarningLength caps the message of the FeedbackWarningCondition.
 	MaxWarningLength = 1024
+	// MaxResourcesSize caps status.resources (JSON), the table argocd app get prints: the
+	// resources are copied in order while they fit, each with its known fields only, names cut to
+	// MaxResourceNameLength and the health message to MaxResourceMessageLength. (OCM's work agent
+	// returns a list of up to 1024 bytes, about six resources; a larger one is not reported.)
+	MaxResourcesSize         = 32 * 1024
+	MaxResourceNameLength    = 253
+	MaxResourceMessageLength = 512
 )
 
 // FeedbackWarningCondition is the condition type argocd-pull sets on a hub Application whose
@@ -135,6 +142,70 @@ func (r *feedbackReader) operation(name string) map[string]any {
 		return nil
 	}
 	return op
+}
+
+// resources is the managed Application's status.resources with Argo CD's fields only, each cut to
+// its cap, as many as fit in MaxResourcesSize; nil when it reported none or a list that does not
+// parse.
+func (r *feedbackReader) resources(name string) []any {
+	raw := r.raw(name)
+	if raw == "" {
+		return nil
+	}
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(raw), &list); err != nil {
+		r.ignore(name, fmt.Sprintf("not a JSON list of objects (%d bytes)", len(raw)))
+		return nil
+	}
+	out := make([]any, 0, len(list))
+	size, cut := 2, 0 // []
+	for _, item := range list {
+		res := map[string]any{}
+		for _, k := range []string{"group", "version", "kind", "namespace", "name"} {
+			putString(res, k, item[k], MaxResourceNameLength, &cut)
+		}
+		for _, k := range []string{"status", "hook"} {
+			putString(res, k, item[k], MaxWordLength, &cut)
+		}
+		if b, ok := item["requiresPruning"].(bool); ok && b {
+			res["requiresPruning"] = true
+		}
+		if w, ok := item["syncWave"].(float64); ok && w == float64(int64(w)) {
+			res["syncWave"] = int64(w)
+		}
+		if h, ok := item["health"].(map[string]any); ok {
+			health := map[string]any{}
+			putString(health, "status", h["status"], MaxWordLength, &cut)
+			putString(health, "message", h["message"], MaxResourceMessageLength, &cut)
+			if len(health) > 0 {
+				res["health"] = health
+			}
+		}
+		encoded, _ := json.Marshal(res)
+		if size+len(encoded)+1 > MaxResourcesSize {
+			r.trimmed = append(r.trimmed, fmt.Sprintf("%s: the first %d of %d copied (%d-byte cap)", name, len(out), len(list), MaxResourcesSize))
+			break
+		}
+		size += len(encoded) + 1
+		out = append(out, res)
+	}
+	if cut > 0 {
+		r.trimmed = append(r.trimmed, fmt.Sprintf("%s: %d values cut to their caps", name, cut))
+	}
+	return out
+}
+
+// putString sets m[key] to v cut to limit when v is a non-empty string, counting cuts.
+func putString(m map[string]any, key string, v any, limit int, cut *int) {
+	s, ok := v.(string)
+	if !ok || s == "" {
+		return
+	}
+	out, wasCut := Cut(s, limit)
+	if wasCut {
+		*cut++
+	}
+	m[key] = out
 }
 
 // warningCondition is the FeedbackWarningCondition saying what was cut or ignored.

@@ -34,13 +34,16 @@ func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
 				values[name] = huge
 			}
 			values[propagation.FeedbackOperation] = fmt.Sprintf(`{"sync":{"revision":%q}}`, huge)
+			// A resource list of a million entries, each field huge, and fields Argo CD never writes.
+			entry := fmt.Sprintf(`{"kind":%q,"name":%q,"status":%q,"health":{"status":%q,"message":%q},"extra":%q}`, huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096])
+			values[propagation.FeedbackResources] = "[" + strings.Repeat(entry+",", 1000) + entry + "]"
 			obs := Observe(work(1, 1, values))
 			updated, changed := Apply(argocd.NewApplication(), Derive(obs, nil))
 			g.Expect(changed).To(BeTrue())
 
 			data, err := json.Marshal(updated.Object["status"])
 			g.Expect(err).NotTo(HaveOccurred())
-			limit := 32 * 1024
+			limit := 64 * 1024
 			if fill == "<" {
 				limit *= 6
 			}
@@ -49,6 +52,11 @@ func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
 			g.Expect(nested(updated, "status", "sync", "revision")).To(HaveSuffix(fmt.Sprintf("[cut from %d bytes]", 1<<20)))
 			g.Expect(nested(updated, "status", "health", "status")).To(HaveSuffix(fmt.Sprintf("[cut from %d bytes]", 1<<20)))
 			g.Expect(string(data)).To(ContainSubstring(FeedbackWarningCondition), "a condition says what was cut")
+			resources, _, _ := unstructured.NestedSlice(updated.Object, "status", "resources")
+			g.Expect(resources).NotTo(BeEmpty(), "what fits is copied")
+			g.Expect(len(resources)).To(BeNumerically("<", 1001))
+			g.Expect(resources[0]).NotTo(HaveKey("extra"), "only Argo CD's fields")
+			g.Expect(string(data)).To(ContainSubstring("resources: the first"), "the warning says the list was cut")
 		})
 	}
 }
