@@ -156,7 +156,7 @@ install-tools: $(KUBECTL) $(HELM) ## Build kubectl and helm once (render and app
 	@echo $(HELM)
 
 .PHONY: argocd-assets
-argocd-assets: $(ARGOCD_ASSETS)/argocd ## Build the Argo CD components (one binary) once and print their directory
+argocd-assets: $(ARGOCD_ASSETS)/argocd-server ## Build the Argo CD components and the argocd CLI (one binary) once and print their directory
 	@echo $(ARGOCD_ASSETS)
 
 .PHONY: sandbox-deps
@@ -187,9 +187,13 @@ $(OCM_ASSETS)/work-agent:
 	@echo "Building the OCM work agent $(OCM_VERSION) into $(OCM_ASSETS) (first time only, ~5 min)" >&2
 	cd hack/tools/ocm && go build -o $@ ./work-agent
 
-$(ARGOCD_ASSETS)/argocd:
-	@echo "Building Argo CD $(ARGOCD_VERSION) into $(ARGOCD_ASSETS) (first time only, ~5 min)" >&2
-	cd hack/tools/argocd && go build -o $@ .
+# One binary: the controllers, the repo-server, the API server, and the argocd CLI (see
+# hack/tools/argocd). argocd-server is its link; a directory built before the server was added
+# lacks it, and is built again once.
+$(ARGOCD_ASSETS)/argocd-server:
+	@echo "Building Argo CD $(ARGOCD_VERSION) and its CLI into $(ARGOCD_ASSETS) (first time only, ~6 min)" >&2
+	cd hack/tools/argocd && go build -ldflags "-X github.com/argoproj/argo-cd/v3/common.version=$(ARGOCD_VERSION)" -o $(ARGOCD_ASSETS)/argocd .
+	ln -sf argocd $@
 
 $(OCM_ASSETS)/placement:
 	@echo "Building the OCM placement controller $(OCM_VERSION) into $(OCM_ASSETS) (first time only)" >&2

@@ -292,6 +292,12 @@ func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Uns
 			"phase":     st.Operation.Phase,
 			"startedAt": st.Operation.StartedAt,
 		}
+		if propagation.Finished(st.Operation.Phase) {
+			// argocd app sync reads the finished operation's syncResult (a nil one crashes it):
+			// the revision the managed cluster reports synced. Its per-resource results are not
+			// carried.
+			op["syncResult"] = map[string]any{"revision": st.Revision}
+		}
 		setOrDelete(op, "finishedAt", st.Operation.FinishedAt)
 		setOrDelete(op, "message", st.Operation.Message)
 		status["operationState"] = op

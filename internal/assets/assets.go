@@ -140,7 +140,7 @@ func OCMBinDir(root string) (string, error) {
 
 // ArgoCDBinDir is $ARGOCD_ASSETS, else the newest bin/argocd/<version> the Makefile built.
 func ArgoCDBinDir(root string) (string, error) {
-	return builtDir(root, "ARGOCD_ASSETS", "argocd", "argocd", "argocd-assets")
+	return builtDir(root, "ARGOCD_ASSETS", "argocd", "argocd-server", "argocd-assets")
 }
 
 // Kubectl is $KUBECTL, else the newest bin/k8s/<version>/kubectl the Makefile built.

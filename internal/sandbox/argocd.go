@@ -3,12 +3,15 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -272,4 +275,114 @@ func createDefaultProject(ctx context.Context, c client.Client) error {
 		return fmt.Errorf("creating the default AppProject: %w", err)
 	}
 	return nil
+}
+
+// ArgoCDServer is how to reach the hub's Argo CD API server (and its UI, where built).
+type ArgoCDServer struct {
+	// Addr is host:port; the server runs without TLS (argocd login --plaintext).
+	Addr string
+	// Password is the admin password argocd-server wrote into argocd-initial-admin-secret.
+	Password string
+}
+
+// startHubArgoCDServer starts the hub's Argo CD API server, with a redis and a repo-server of its
+// own, as an Argo CD install on the hub runs them: the argocd CLI and the UI talk to it. No
+// application controller runs on the hub: the pull model's Applications are reconciled on the
+// managed clusters.
+func startHubArgoCDServer(dir, bin string, hub *Cluster, ports *portBook) error {
+	redis, err := ports.port("hub-redis")
+	if err != nil {
+		return err
+	}
+	if _, err := start(dir, "hub-redis", "redis-server", []string{"--port", strconv.Itoa(redis), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}); err != nil {
+		return fmt.Errorf("%w (install Debian's redis-server: make sandbox-deps)", err)
+	}
+	redisAddr := "127.0.0.1:" + strconv.Itoa(redis)
+	repo, err := ports.port("hub-argocd-repo-server")
+	if err != nil {
+		return err
+	}
+	repoMetrics, err := ports.port("hub-argocd-repo-server-metrics")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "hub", "repo-server")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	if _, err := start(dir, "hub-argocd-repo-server", bin, []string{"argocd-repo-server",
+		"--address=127.0.0.1", "--port=" + strconv.Itoa(repo), "--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(repoMetrics),
+		"--redis=" + redisAddr, "--disable-tls", "--logformat=text",
+	}, append(argoEnv(hub.Kubeconfig), "TMPDIR="+tmp)...); err != nil {
+		return err
+	}
+	port, err := ports.port("hub-argocd-server")
+	if err != nil {
+		return err
+	}
+	metrics, err := ports.port("hub-argocd-server-metrics")
+	if err != nil {
+		return err
+	}
+	_, err = start(dir, "hub-argocd-server", bin, []string{"argocd-server",
+		"--kubeconfig=" + hub.Kubeconfig, "--namespace=" + ArgoNamespace, "--application-namespaces=" + TenantNamespace,
+		"--insecure", "--address=127.0.0.1", "--port=" + strconv.Itoa(port),
+		"--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(metrics),
+		"--redis=" + redisAddr, "--repo-server=127.0.0.1:" + strconv.Itoa(repo), "--repo-server-plaintext",
+		"--dex-server=http://127.0.0.1:1", "--logformat=text",
+		"--staticassets=" + filepath.Join(dir, "hub", "argocd-ui"),
+	}, argoEnv(hub.Kubeconfig)...)
+	return err
+}
+
+// waitArgoCDServer waits until the hub's API server answers and has written the admin password.
+func (l *Lab) waitArgoCDServer(ctx context.Context, timeout time.Duration) (ArgoCDServer, error) {
+	ports, err := loadPorts(l.Dir)
+	if err != nil {
+		return ArgoCDServer{}, err
+	}
+	port, err := ports.port("hub-argocd-server")
+	if err != nil {
+		return ArgoCDServer{}, err
+	}
+	s := ArgoCDServer{Addr: "127.0.0.1:" + strconv.Itoa(port)}
+	hub, err := l.Hub.Client()
+	if err != nil {
+		return s, err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		secret := &corev1.Secret{}
+		err := hub.Get(ctx, client.ObjectKey{Namespace: ArgoNamespace, Name: "argocd-initial-admin-secret"}, secret)
+		if err == nil && len(secret.Data["password"]) > 0 && healthy(ctx, "http://"+s.Addr+"/healthz") {
+			s.Password = string(secret.Data["password"])
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			return s, fmt.Errorf("the hub's Argo CD API server did not answer at %s within %s; read %s", s.Addr, timeout, filepath.Join(l.Dir, "logs", "hub-argocd-server.log"))
+		}
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// ArgoCDServer is the hub's Argo CD API server of a running lab.
+func (l *Lab) ArgoCDServer(ctx context.Context) (ArgoCDServer, error) {
+	return l.waitArgoCDServer(ctx, time.Minute)
+}
+
+func healthy(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }

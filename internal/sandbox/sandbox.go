@@ -74,7 +74,10 @@ type Lab struct {
 	RepoURL string
 	// Revision is the commit the lab's Git repository started at.
 	Revision string
-	progress *progress
+	// ArgoCD is the hub's Argo CD API server, and ArgoCDCLI the argocd CLI built with it.
+	ArgoCD    ArgoCDServer
+	ArgoCDCLI string
+	progress  *progress
 }
 
 type progress struct {
@@ -123,7 +126,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := ports.checkFree(); err != nil {
 		return nil, fmt.Errorf("%w; stop that program, or start a new lab here with 'argocd-pull sandbox down --purge --dir %s'", err, o.Dir)
 	}
-	lab := &Lab{Dir: o.Dir, progress: &progress{out: o.Out, start: time.Now()}}
+	lab := &Lab{Dir: o.Dir, ArgoCDCLI: argoBin, progress: &progress{out: o.Out, start: time.Now()}}
 	done := lab.progress.step("hub: kube-apiserver, etcd and kube-controller-manager")
 	if lab.Hub, err = startCluster(ctx, o.Dir, kubeBin, "hub", ports); err != nil {
 		return lab, err
@@ -268,6 +271,15 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 
 	done = lab.progress.step("hub: Argo CD ApplicationSet controller")
 	if err := startApplicationSetController(o.Dir, argoBin, lab.Hub, ports); err != nil {
+		return lab, err
+	}
+	done()
+
+	done = lab.progress.step("hub: Argo CD API server (the argocd CLI's and the UI's), its redis and repo-server")
+	if err := startHubArgoCDServer(o.Dir, argoBin, lab.Hub, ports); err != nil {
+		return lab, err
+	}
+	if lab.ArgoCD, err = lab.waitArgoCDServer(ctx, 2*time.Minute); err != nil {
 		return lab, err
 	}
 	done()

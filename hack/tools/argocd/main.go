@@ -1,36 +1,40 @@
-// Command argocd runs one Argo CD component, chosen by the name it is invoked as (a symlink) or
-// by its first argument: argocd-application-controller, argocd-repo-server or
-// argocd-applicationset-controller. One binary keeps the build to one link of Argo CD.
+// Command argocd runs one Argo CD component, chosen by its first argument or by the name it is
+// invoked as (a symlink): argocd-application-controller, argocd-repo-server,
+// argocd-applicationset-controller or argocd-server. With none of these it is Argo CD's own CLI,
+// argocd. One binary keeps the build to one link of Argo CD.
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	cli "github.com/argoproj/argo-cd/v3/cmd/argocd/commands"
 	appcontroller "github.com/argoproj/argo-cd/v3/cmd/argocd-application-controller/commands"
 	appsetcontroller "github.com/argoproj/argo-cd/v3/cmd/argocd-applicationset-controller/commands"
 	reposerver "github.com/argoproj/argo-cd/v3/cmd/argocd-repo-server/commands"
+	server "github.com/argoproj/argo-cd/v3/cmd/argocd-server/commands"
 )
 
 var components = map[string]func() *cobra.Command{
 	"argocd-application-controller":    appcontroller.NewCommand,
 	"argocd-repo-server":               reposerver.NewCommand,
 	"argocd-applicationset-controller": appsetcontroller.NewCommand,
+	"argocd-server":                    server.NewCommand,
 }
 
 func main() {
-	name := filepath.Base(os.Args[0])
-	args := os.Args[1:]
-	if _, ok := components[name]; !ok && len(args) > 0 {
-		name, args = args[0], args[1:]
-	}
+	name, args := filepath.Base(os.Args[0]), os.Args[1:]
 	newCommand, ok := components[name]
+	if !ok && len(args) > 0 {
+		newCommand, ok = components[args[0]]
+		if ok {
+			args = args[1:]
+		}
+	}
 	if !ok {
-		fmt.Fprintf(os.Stderr, "usage: argocd {argocd-application-controller|argocd-repo-server|argocd-applicationset-controller} [flags]\n")
-		os.Exit(2)
+		newCommand = cli.NewCommand
 	}
 	cmd := newCommand()
 	cmd.SetArgs(args)

@@ -1,0 +1,209 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/sandbox"
+)
+
+// argocdCLI runs Argo CD's own CLI, logged in to the lab's hub API server as admin.
+type argocdCLI struct {
+	bin, config string
+}
+
+// loginArgoCD logs the argocd CLI in to the hub's Argo CD API server, as the lab's output says.
+func loginArgoCD(t *testing.T) argocdCLI {
+	t.Helper()
+	cli := argocdCLI{bin: lab.ArgoCDCLI, config: filepath.Join(t.TempDir(), "argocd.config")}
+	if out, err := cli.run(30*time.Second, "login", lab.ArgoCD.Addr, "--plaintext", "--username", "admin", "--password", lab.ArgoCD.Password); err != nil {
+		t.Fatalf("argocd login: %v\n%s", err, out)
+	}
+	return cli
+}
+
+// run runs the CLI with a deadline of its own (the CLI's --timeout is the verb's assertion), and
+// returns what it printed.
+func (c argocdCLI) run(deadline time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, append(args, "--config", c.config)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("still running after %s: %w", deadline, ctx.Err())
+	}
+	return out.String(), err
+}
+
+// cliApp is a pull-model hub Application with a manual sync policy, delivered to cluster, whose
+// source is the lab repository's path.
+func cliApp(name, cluster, path string) *unstructured.Unstructured {
+	app := outageApp(name, cluster)
+	_ = unstructured.SetNestedField(app.Object, path, "spec", "source", "path")
+	return app
+}
+
+// hubWatcher polls a hub Application's status every 100 ms and records each sync/health pair.
+type hubWatcher struct {
+	mu   sync.Mutex
+	seen []string
+	stop chan struct{}
+	done chan struct{}
+}
+
+func watchHub(hub client.Client, key types.NamespacedName) *hubWatcher {
+	w := &hubWatcher{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			sync, health, _ := hubState(hub, key)
+			w.mu.Lock()
+			if s := sync + "/" + health; len(w.seen) == 0 || w.seen[len(w.seen)-1] != s {
+				w.seen = append(w.seen, s)
+			}
+			w.mu.Unlock()
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+func (w *hubWatcher) states() []string {
+	close(w.stop)
+	<-w.done
+	return w.seen
+}
+
+// 0. Argo CD's own CLI, against the hub's Argo CD API server, on a pull-model Application: sync
+// returns when the managed cluster finished (as in the push model), a refresh shows nothing the
+// managed cluster did not report, and delete --cascade --wait removes it from both sides.
+func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	cli := loginArgoCD(t)
+	if _, err := lab.CommitFiles("cli app", map[string]string{"cli/cli-greeting.yaml": configMap("cli-greeting", nil, map[string]string{"greeting": "hello from argocd app sync"})}); err != nil {
+		t.Fatal(err)
+	}
+	app := cliApp("cli-guestbook", "cluster1", "cli")
+	// As the documents' ApplicationSet template has it: a cascading delete removes its resources.
+	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
+	key := client.ObjectKeyFromObject(app)
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		got := argocd.NewApplication()
+		if hub.Get(ctx, key, got) == nil {
+			status, _ := json.MarshalIndent(got.Object["status"], "", "  ")
+			t.Logf("the hub Application's status:\n%s", status)
+		}
+		if w, err := guestbookWorkOf(hub, "cluster1", key); err == nil {
+			conditions, _ := json.Marshal(w.Status.Conditions)
+			t.Logf("its work: generation %d, annotations %v, conditions %s", w.Generation, w.Annotations, conditions)
+		}
+	})
+	eventually(t, "the manual Application on cluster1, compared (OutOfSync: never synced)", 90*time.Second, "hub-argocd-pull.log", func() (bool, error) {
+		sync, _, _ := hubState(hub, key)
+		return sync == argocd.SyncOutOfSync, nil
+	})
+
+	// argocd app list and get read the hub Application as the managed cluster reported it.
+	out, err := cli.run(30*time.Second, "app", "list")
+	if err != nil || !strings.Contains(out, sandbox.ArgoNamespace+"/cli-guestbook") {
+		t.Fatalf("argocd app list: %v\n%s", err, out)
+	}
+
+	// argocd app sync waits, as by default, and returns once cluster1 finished: the CLI waits
+	// for status.reconciledAt >= status.operationState.finishedAt, then refreshes.
+	begin := time.Now()
+	out, err = cli.run(3*time.Minute, "app", "sync", sandbox.ArgoNamespace+"/cli-guestbook", "--timeout", "120")
+	if err != nil {
+		t.Fatalf("argocd app sync: %v\n%s", err, out)
+	}
+	t.Logf("argocd app sync returned after %s:\n%s", time.Since(begin).Round(100*time.Millisecond), out)
+	if !strings.Contains(out, "Phase:              Succeeded") && !strings.Contains(out, "Succeeded") {
+		t.Errorf("argocd app sync does not print the managed cluster's result:\n%s", out)
+	}
+	if got := configMapData(spokes["cluster1"], "guestbook", "cli-greeting", "greeting"); got != "hello from argocd app sync" {
+		t.Errorf("the sync did not run on cluster1: greeting %q", got)
+	}
+	// The managed cluster may still report OutOfSync/Progressing for a moment after its sync
+	// finished (it compared before the synced objects settled); the hub shows what it reports.
+	eventually(t, "the hub Synced/Healthy after argocd app sync", 30*time.Second, "hub-argocd-pull.log", func() (bool, error) {
+		sync, health, _ := hubState(hub, key)
+		return sync == argocd.SyncSynced && health == argocd.HealthHealthy, nil
+	})
+
+	// argocd app wait --operation returns at once: nothing runs.
+	if out, err := cli.run(time.Minute, "app", "wait", sandbox.ArgoNamespace+"/cli-guestbook", "--sync", "--health", "--operation", "--timeout", "30"); err != nil {
+		t.Errorf("argocd app wait: %v\n%s", err, out)
+	}
+
+	// argocd app get --refresh and --hard-refresh: the request reaches cluster1 and the hub never
+	// shows a state cluster1 did not report (it reads Synced/Healthy throughout).
+	for _, refresh := range []string{"--refresh", "--hard-refresh"} {
+		w := watchHub(hub, key)
+		out, err := cli.run(time.Minute, "app", "get", sandbox.ArgoNamespace+"/cli-guestbook", refresh)
+		seen := w.states()
+		if err != nil {
+			t.Errorf("argocd app get %s: %v\n%s", refresh, err, out)
+		}
+		if len(seen) != 1 || seen[0] != "Synced/Healthy" {
+			t.Errorf("during argocd app get %s the hub read %v; cluster1 reported Synced/Healthy throughout", refresh, seen)
+		}
+		if !strings.Contains(out, "Sync Status:        Synced") || !strings.Contains(out, "Health Status:      Healthy") {
+			t.Errorf("argocd app get %s prints:\n%s", refresh, out)
+		}
+	}
+
+	// A new commit, synced again from the CLI: the second sync in a row returns too.
+	if _, err := lab.CommitFiles("cli app v2", map[string]string{"cli/cli-greeting.yaml": configMap("cli-greeting", nil, map[string]string{"greeting": "second sync"})}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli.run(3*time.Minute, "app", "sync", sandbox.ArgoNamespace+"/cli-guestbook", "--timeout", "120"); err != nil {
+		t.Fatalf("the second argocd app sync: %v\n%s", err, out)
+	}
+	if got := configMapData(spokes["cluster1"], "guestbook", "cli-greeting", "greeting"); got != "second sync" {
+		t.Errorf("the second sync did not reach cluster1: greeting %q", got)
+	}
+
+	// argocd app delete --cascade --wait: gone from the hub and from cluster1.
+	if out, err := cli.run(3*time.Minute, "app", "delete", sandbox.ArgoNamespace+"/cli-guestbook", "--cascade", "--wait", "--yes"); err != nil {
+		t.Fatalf("argocd app delete: %v\n%s", err, out)
+	}
+	eventually(t, "the Application gone from cluster1 with its ConfigMap", time.Minute, "cluster1-work-agent.log", func() (bool, error) {
+		gone := spokes["cluster1"].Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "cli-guestbook"}, argocd.NewApplication()) != nil
+		return gone && configMapData(spokes["cluster1"], "guestbook", "cli-greeting", "greeting") == "", nil
+	})
+}
+
+// guestbookWorkOf is the ManifestWork of hub Application key on cluster.
+func guestbookWorkOf(hub client.Client, cluster string, key types.NamespacedName) (*workv1.ManifestWork, error) {
+	w := &workv1.ManifestWork{}
+	err := hub.Get(ctx, types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(key.Namespace, key.Name)}, w)
+	return w, err
+}
