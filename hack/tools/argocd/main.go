@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	cli "github.com/argoproj/argo-cd/v3/cmd/argocd/commands"
 	appcontroller "github.com/argoproj/argo-cd/v3/cmd/argocd-application-controller/commands"
 	appsetcontroller "github.com/argoproj/argo-cd/v3/cmd/argocd-applicationset-controller/commands"
 	reposerver "github.com/argoproj/argo-cd/v3/cmd/argocd-repo-server/commands"
 	server "github.com/argoproj/argo-cd/v3/cmd/argocd-server/commands"
+	cli "github.com/argoproj/argo-cd/v3/cmd/argocd/commands"
 )
 
 var components = map[string]func() *cobra.Command{
