@@ -9,6 +9,7 @@ package appstatus
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -47,8 +48,10 @@ type Observed struct {
 	ComparedTo                            *Source
 	// RawResources and RawConditions are lists (JSON) the report reads, with its own caps.
 	RawResources, RawConditions string
-	// Resources is status.resources as copied to the hub (see feedbackReader.resources).
-	Resources []any
+	// Resources is status.resources as copied to the hub (see feedbackReader.resources), and
+	// ResourcesTrimmed what that copy cut (a hub warning, not in Trimmed, which the report reads).
+	Resources        []any
+	ResourcesTrimmed []string
 	// Delivery is what it reported about the sync and refresh requests the hub sent, and
 	// Carried what the work carries (see propagation.PlanDeliveries).
 	Delivery propagation.Reported
@@ -97,7 +100,12 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs.Message = r.capped(propagation.FeedbackMessage, MaxMessageLength)
 	obs.ReconciledAt = r.raw(propagation.FeedbackReconciledAt)
 	obs.RawResources = r.raw(propagation.FeedbackResources)
+	// What the hub copy of the resources cut is the hub's warning only: the report reads the
+	// list with caps of its own (RawResources) and says what it cut.
+	before := len(r.trimmed)
 	obs.Resources = r.resources(propagation.FeedbackResources)
+	obs.ResourcesTrimmed = slices.Clone(r.trimmed[before:])
+	r.trimmed = r.trimmed[:before]
 	obs.RawConditions = r.raw(propagation.FeedbackConditions)
 	obs.Delivery = propagation.Reported{
 		SyncDelivered:    r.raw(propagation.FeedbackSyncDelivered),
@@ -177,7 +185,7 @@ type OperationState struct {
 
 // Derive decides the hub Application's status from the observation and the source the hub wants.
 func Derive(obs Observed, wanted *Source) Status {
-	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: obs.Trimmed, Resources: obs.Resources}
+	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: append(slices.Clip(obs.Trimmed), obs.ResourcesTrimmed...), Resources: obs.Resources}
 	switch {
 	case obs.Foreign:
 		// What it reports is about another Application (see propagation.ClaimOf).
