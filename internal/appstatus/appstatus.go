@@ -48,8 +48,8 @@ type Observed struct {
 	ComparedTo                            *Source
 	// RawResources and RawConditions are lists (JSON) the report reads, with its own caps.
 	RawResources, RawConditions string
-	// Resources is status.resources as copied to the hub (see feedbackReader.resources), and
-	// ResourcesTrimmed what that copy cut (a hub warning, not in Trimmed, which the report reads).
+	// Resources is status.resources as copied to the hub, and ResourcesTrimmed what that copy cut
+	// (see hubResources).
 	Resources        []any
 	ResourcesTrimmed []string
 	// Delivery is what it reported about the sync and refresh requests the hub sent, and
@@ -100,12 +100,7 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs.Message = r.capped(propagation.FeedbackMessage, MaxMessageLength)
 	obs.ReconciledAt = r.raw(propagation.FeedbackReconciledAt)
 	obs.RawResources = r.raw(propagation.FeedbackResources)
-	// What the hub copy of the resources cut is the hub's warning only: the report reads the
-	// list with caps of its own (RawResources) and says what it cut.
-	before := len(r.trimmed)
-	obs.Resources = r.resources(propagation.FeedbackResources)
-	obs.ResourcesTrimmed = slices.Clone(r.trimmed[before:])
-	r.trimmed = r.trimmed[:before]
+	obs.Resources, obs.ResourcesTrimmed = hubResources(obs.RawResources)
 	obs.RawConditions = r.raw(propagation.FeedbackConditions)
 	obs.Delivery = propagation.Reported{
 		SyncDelivered:    r.raw(propagation.FeedbackSyncDelivered),

@@ -303,3 +303,20 @@ func TestResourcesAreCopiedToTheHub(t *testing.T) {
 	g.Expect(updated.Object["status"]).NotTo(HaveKey("resources"), "what does not parse is not copied")
 	g.Expect(argocd.ConditionMessage(updated, FeedbackWarningCondition)).To(ContainSubstring("resources ignored: not a JSON list of objects"))
 }
+
+// argocd app sync reads status.operationState.syncResult of a finished operation (a nil one
+// crashes it); a running operation has none.
+func TestAFinishedOperationCarriesItsSyncResult(t *testing.T) {
+	g := NewWithT(t)
+	values := feedback("Healthy", "Synced", "v2")
+	values[propagation.FeedbackPhase] = "Succeeded"
+	values[propagation.FeedbackStartedAt] = "2026-11-25T10:00:00Z"
+	values[propagation.FeedbackFinishedAt] = "2026-11-25T10:00:01Z"
+	updated, _ := Apply(argocd.NewApplication(), Derive(Observe(work(2, 2, values)), v2))
+	g.Expect(nested(updated, "status", "operationState", "syncResult", "revision")).To(Equal("sha-v2"))
+
+	values[propagation.FeedbackPhase] = "Running"
+	delete(values, propagation.FeedbackFinishedAt)
+	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
+	g.Expect(updated.Object["status"].(map[string]any)["operationState"]).NotTo(HaveKey("syncResult"))
+}

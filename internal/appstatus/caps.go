@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // Caps on what a managed cluster reports. Its work agent writes its works' status, and a
@@ -144,21 +146,21 @@ func (r *feedbackReader) operation(name string) map[string]any {
 	return op
 }
 
-// resources is the managed Application's status.resources with Argo CD's fields only, each cut to
-// its cap, as many as fit in MaxResourcesSize; nil when it reported none or a list that does not
-// parse.
-func (r *feedbackReader) resources(name string) []any {
-	raw := r.raw(name)
+// hubResources is the managed Application's status.resources (raw, JSON) as copied to the hub:
+// Argo CD's fields only, each cut to its cap, as many as fit in MaxResourcesSize; nil when it
+// reported none or a list that does not parse. trimmed says what was cut or ignored: a warning on
+// the hub Application only, since the report reads the raw list with caps of its own.
+func hubResources(raw string) (out []any, trimmed []string) {
 	if raw == "" {
-		return nil
+		return nil, nil
 	}
+	name := propagation.FeedbackResources
 	var list []map[string]any
 	if err := json.Unmarshal([]byte(raw), &list); err != nil {
-		r.ignore(name, fmt.Sprintf("not a JSON list of objects (%d bytes)", len(raw)))
-		return nil
+		return nil, []string{fmt.Sprintf("%s ignored: not a JSON list of objects (%d bytes)", name, len(raw))}
 	}
-	out := make([]any, 0, len(list))
-	size, cut := 2, 0 // []
+	out = make([]any, 0, len(list))
+	size, cut := len("[]"), 0
 	for _, item := range list {
 		res := map[string]any{}
 		for _, k := range []string{"group", "version", "kind", "namespace", "name"} {
@@ -183,16 +185,16 @@ func (r *feedbackReader) resources(name string) []any {
 		}
 		encoded, _ := json.Marshal(res)
 		if size+len(encoded)+1 > MaxResourcesSize {
-			r.trimmed = append(r.trimmed, fmt.Sprintf("%s: the first %d of %d copied (%d-byte cap)", name, len(out), len(list), MaxResourcesSize))
+			trimmed = append(trimmed, fmt.Sprintf("%s: the first %d of %d copied (%d-byte cap)", name, len(out), len(list), MaxResourcesSize))
 			break
 		}
 		size += len(encoded) + 1
 		out = append(out, res)
 	}
 	if cut > 0 {
-		r.trimmed = append(r.trimmed, fmt.Sprintf("%s: %d values cut to their caps", name, cut))
+		trimmed = append(trimmed, fmt.Sprintf("%s: %d values cut to their caps", name, cut))
 	}
-	return out
+	return out, trimmed
 }
 
 // putString sets m[key] to v cut to limit when v is a non-empty string, counting cuts.
