@@ -6,6 +6,7 @@ package propagation
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -158,7 +159,7 @@ func FuzzDesiredWork(f *testing.F) {
 		if _, ok := payload.GetLabels()[api.PullLabel]; ok {
 			t.Fatal("the pull label travels to the managed cluster")
 		}
-		for _, k := range hubOnlyAnnotations {
+		for _, k := range append(slices.Clip(hubOnlyAnnotations), requestAnnotations...) { // no request is carried
 			if _, ok := payload.GetAnnotations()[k]; ok {
 				t.Fatalf("hub-only annotation %s travels to the managed cluster", k)
 			}

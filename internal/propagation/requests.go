@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -43,12 +45,8 @@ func ContentApplied(work *workv1.ManifestWork) bool {
 	if !ok || n != work.Generation {
 		return false // another write since (a pause, a freeze) changed more
 	}
-	for _, c := range work.Status.Conditions {
-		if c.Type == workv1.WorkApplied {
-			return c.Status == "True" && c.ObservedGeneration >= since && c.ObservedGeneration < n
-		}
-	}
-	return false
+	c := meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration >= since && c.ObservedGeneration < n
 }
 
 func requestsOnly(work *workv1.ManifestWork) (since, generation int64, ok bool) {
@@ -61,9 +59,6 @@ func requestsOnly(work *workv1.ManifestWork) (since, generation int64, ok bool) 
 	}
 	return since, generation, true
 }
-
-// requestAnnotations are the annotations of the payload Application that carry requests.
-var requestAnnotations = []string{argocd.RefreshAnnotation, api.SyncDeliveryAnnotation, api.RefreshDeliveryAnnotation}
 
 // content is a hash of the work without its requests (see contentOf).
 func content(work *workv1.ManifestWork) string {
@@ -81,18 +76,11 @@ func contentOf(work *workv1.ManifestWork) *workv1.ManifestWork {
 			continue
 		}
 		delete(obj, "operation")
-		if meta, ok := obj["metadata"].(map[string]any); ok {
-			if annotations, ok := meta["annotations"].(map[string]any); ok {
-				for _, k := range requestAnnotations {
-					delete(annotations, k)
-				}
+		if annotations, ok, _ := unstructured.NestedMap(obj, "metadata", "annotations"); ok {
+			for _, k := range requestAnnotations {
+				delete(annotations, k)
 			}
-			// The apiserver drops the empty maps of an embedded object's metadata.
-			for _, k := range []string{"labels", "annotations"} {
-				if m, ok := meta[k].(map[string]any); ok && len(m) == 0 {
-					delete(meta, k)
-				}
-			}
+			_ = unstructured.SetNestedMap(obj, annotations, "metadata", "annotations")
 		}
 		spec.Workload.Manifests[i].Raw, _ = json.Marshal(obj)
 	}

@@ -116,11 +116,12 @@ var hubOnlyAnnotations = []string{
 	api.DestinationServerAnnotation,
 	"kubectl.kubernetes.io/last-applied-configuration",
 	// Requests travel only as the delivery plan says.
-	argocd.RefreshAnnotation,
 	api.RefreshDeliveredAnnotation,
-	api.SyncDeliveryAnnotation,
-	api.RefreshDeliveryAnnotation,
 }
+
+// requestAnnotations are the annotations of the payload Application that carry requests: the hub
+// Application's are stripped, and the delivery plan sets them (see applicationPayload).
+var requestAnnotations = []string{argocd.RefreshAnnotation, api.SyncDeliveryAnnotation, api.RefreshDeliveryAnnotation}
 
 // DesiredWork returns the ManifestWork that carries the hub Application app to target, with the
 // sync and refresh requests of deliveries (see PlanDeliveries). project is the hub's AppProject of
@@ -201,8 +202,10 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 	labels := maps.Clone(app.GetLabels())
 	delete(labels, api.PullLabel)
 	annotations := maps.Clone(app.GetAnnotations())
-	for _, k := range hubOnlyAnnotations {
-		delete(annotations, k)
+	for _, keys := range [][]string{hubOnlyAnnotations, requestAnnotations} {
+		for _, k := range keys {
+			delete(annotations, k)
+		}
 	}
 	if appSet, ok := argocd.OwningApplicationSet(app); ok {
 		if labels == nil {
@@ -236,7 +239,11 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 	}
 	// Whatever the hub Application says, the claim names it (see claim.go).
 	annotations = withAnnotation(annotations, api.HubApplicationAnnotation, app.GetNamespace()+"/"+app.GetName())
-	out.SetLabels(labels)
+	if len(labels) > 0 {
+		// An empty map would be a difference from what the apiserver stores: it drops the
+		// empty maps of an embedded object's metadata (see RequestsOnlySince).
+		out.SetLabels(labels)
+	}
 	out.SetAnnotations(annotations)
 	out.SetFinalizers(app.GetFinalizers())
 
