@@ -28,10 +28,13 @@ type Source struct {
 
 // Observed is what the managed cluster reported for its Application.
 type Observed struct {
-	// Applied is true when the work agent applied the work's current generation, or one that
-	// differs from it by requests alone (propagation.ContentApplied): a request in flight changes
-	// nothing in the status until the managed cluster answers it.
+	// Applied is true when the work agent applied the work's current generation: a work written
+	// and not applied turns stale (see report.staleness).
 	Applied bool
+	// ContentApplied is true when it applied the current generation, or one that differs from it
+	// by requests alone (propagation.ContentApplied): what the status is derived from, so that a
+	// request in flight changes nothing in it until the managed cluster answers.
+	ContentApplied bool
 	// Seen is true when the work agent ever acted on the work (any Applied condition) and its
 	// Application is there.
 	Seen bool
@@ -71,9 +74,10 @@ type Observed struct {
 // delivery of requests) are read as reported: cutting them could only make a comparison wrong.
 func Observe(work *workv1.ManifestWork) Observed {
 	obs := Observed{
-		Applied: propagation.ContentApplied(work),
-		Seen:    meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied) != nil,
-		Carried: propagation.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]),
+		Applied:        propagation.AppliedAtGeneration(work),
+		ContentApplied: propagation.ContentApplied(work),
+		Seen:           meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied) != nil,
+		Carried:        propagation.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]),
 	}
 	if claim := propagation.ClaimOf(work); claim != propagation.ClaimOurs {
 		// Pending: nothing of the hub's there yet (not seen: no Unknown status is written for
@@ -188,7 +192,7 @@ func Derive(obs Observed, wanted *Source) Status {
 	case !obs.Seen && !obs.Reported:
 		// The managed cluster has not reported anything yet.
 		st.Health, st.Sync = argocd.HealthUnknown, argocd.SyncUnknown
-	case !obs.Applied:
+	case !obs.ContentApplied:
 		// The managed cluster has not applied what the hub wants yet.
 		st.Health, st.Sync = argocd.HealthProgressing, argocd.SyncOutOfSync
 	case !obs.Reported || obs.Health == "" || obs.Sync == "":
@@ -233,7 +237,7 @@ func Derive(obs Observed, wanted *Source) Status {
 // keeps what the upstream controller last wrote, and its status never goes backwards.
 func Settled(obs Observed, wanted *Source) bool {
 	d := Derive(obs, wanted)
-	return obs.Applied && obs.Reported && obs.Health != "" && obs.Sync != "" && d.Health == obs.Health && d.Sync == obs.Sync
+	return obs.ContentApplied && obs.Reported && obs.Health != "" && obs.Sync != "" && d.Health == obs.Health && d.Sync == obs.Sync
 }
 
 // ReconciledAt is the hub Application's status.reconciledAt, written in the status write that
@@ -383,7 +387,7 @@ func PutBehindBy(sibling *unstructured.Unstructured, obs Observed) bool {
 }
 
 func aheadOf(s Observed, revision string) bool {
-	return s.Applied && s.Sync == argocd.SyncOutOfSync && s.Revision != "" && s.Revision != revision
+	return s.ContentApplied && s.Sync == argocd.SyncOutOfSync && s.Revision != "" && s.Revision != revision
 }
 
 // MarkedBehind says whether the hub Application sibling reads OutOfSync while its cluster reports

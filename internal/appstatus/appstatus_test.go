@@ -130,7 +130,7 @@ func nested(u *unstructured.Unstructured, path ...string) string {
 
 func TestBehindTheFleet(t *testing.T) {
 	synced := func(rev string) Observed {
-		return Observed{Applied: true, Seen: true, Reported: true, Health: argocd.HealthHealthy, Sync: argocd.SyncSynced, Revision: rev}
+		return Observed{Applied: true, ContentApplied: true, Seen: true, Reported: true, Health: argocd.HealthHealthy, Sync: argocd.SyncSynced, Revision: rev}
 	}
 	outOfSync := func(rev string) Observed {
 		o := synced(rev)
@@ -138,7 +138,7 @@ func TestBehindTheFleet(t *testing.T) {
 		return o
 	}
 	notApplied := outOfSync("r2")
-	notApplied.Applied = false
+	notApplied.Applied, notApplied.ContentApplied = false, false
 	tests := map[string]struct {
 		own      Observed
 		siblings []Observed
@@ -183,7 +183,7 @@ func TestBehindTheFleet(t *testing.T) {
 func TestFinishedButUnsettledSyncStillRuns(t *testing.T) {
 	g := NewWithT(t)
 	carried := propagation.Deliveries{Sync: &propagation.Delivery{ID: "d1", Hash: "h"}}
-	obs := Observed{Applied: true, Seen: true, Reported: true, Health: argocd.HealthHealthy, Sync: argocd.SyncOutOfSync,
+	obs := Observed{Applied: true, ContentApplied: true, Seen: true, Reported: true, Health: argocd.HealthHealthy, Sync: argocd.SyncOutOfSync,
 		Phase: "Succeeded", StartedAt: "2026-11-23T10:00:00Z", FinishedAt: "2026-11-23T10:00:05Z", Carried: carried,
 		Delivery: propagation.Reported{SyncStarted: "d1", Phase: "Succeeded", FinishedAt: "2026-11-23T10:00:05Z", ReconciledAt: "2026-11-23T10:00:01Z"}}
 	st := Derive(obs, nil)
@@ -231,14 +231,14 @@ func TestUnanswered(t *testing.T) {
 // An adopting work writes the hub status only once its cluster reports the Application as it is.
 func TestSettled(t *testing.T) {
 	wanted := &Source{RepoURL: "https://git.example/apps", TargetRevision: "main", Path: "guestbook"}
-	reported := Observed{Applied: true, Seen: true, Reported: true, Health: "Healthy", Sync: "Synced", Revision: "abc", ComparedTo: wanted}
+	reported := Observed{Applied: true, ContentApplied: true, Seen: true, Reported: true, Health: "Healthy", Sync: "Synced", Revision: "abc", ComparedTo: wanted}
 	for name, tt := range map[string]struct {
 		obs  func(o *Observed)
 		want bool
 	}{
 		"applied and reported":        {obs: func(*Observed) {}, want: true},
 		"reported OutOfSync as it is": {obs: func(o *Observed) { o.Sync = "OutOfSync" }, want: true},
-		"not applied yet":             {obs: func(o *Observed) { o.Applied = false }},
+		"not applied yet":             {obs: func(o *Observed) { o.Applied, o.ContentApplied = false, false }},
 		"nothing reported yet":        {obs: func(o *Observed) { o.Reported, o.Health, o.Sync = false, "", "" }},
 		"compared against another source": {obs: func(o *Observed) {
 			o.ComparedTo = &Source{RepoURL: "https://git.example/apps", TargetRevision: "v1", Path: "guestbook"}

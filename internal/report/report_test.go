@@ -14,6 +14,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
@@ -208,6 +209,10 @@ func TestStaleClusters(t *testing.T) {
 
 	notApplied := reported(healthy)
 	notApplied.Generation = 2
+	// A refresh written at generation 2 over generation 1's content: not applied either.
+	refreshNotApplied := reported(healthy)
+	refreshNotApplied.Generation = 2
+	refreshNotApplied.Annotations = map[string]string{api.RequestsOnlyAnnotation: "1/2"}
 
 	tests := map[string]struct {
 		member  Member
@@ -223,6 +228,18 @@ func TestStaleClusters(t *testing.T) {
 		"work not applied within the window": {
 			member: func() Member { x := m("slow", notApplied); x.WorkWrittenAt = now.Add(-6 * time.Minute); return x }(),
 			health: "Unknown", message: "no status from slow since 2026-11-21T11:54:00Z: its work agent has not applied the ManifestWork written then",
+		},
+		"a request not applied within the window": {
+			member: func() Member {
+				x := m("refresh", refreshNotApplied)
+				x.WorkWrittenAt = now.Add(-6 * time.Minute)
+				return x
+			}(),
+			health: "Unknown", message: "no status from refresh since 2026-11-21T11:54:00Z: its work agent has not applied the ManifestWork written then",
+		},
+		"a request not applied, window not over": {
+			member: func() Member { x := m("refresh", refreshNotApplied); x.WorkWrittenAt = now.Add(-time.Minute); return x }(),
+			health: "Healthy", recheck: now.Add(4 * time.Minute),
 		},
 		"work not applied, window not over": {
 			member: func() Member { x := m("soon", notApplied); x.WorkWrittenAt = now.Add(-time.Minute); return x }(),
