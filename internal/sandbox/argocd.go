@@ -57,35 +57,43 @@ func installArgoConfig(ctx context.Context, c client.Client, root string) error 
 	return nil
 }
 
+// startRedisAndRepoServer starts the redis and the repo-server of one Argo CD install (prefix
+// "cluster1", "hub"), on their own loopback ports, and returns their addresses.
+func startRedisAndRepoServer(dir, bin, prefix, kubeconfig string, ports *portBook, repoArgs ...string) (redis, repo string, err error) {
+	redisPort, err := ports.port(prefix + "-redis")
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := start(dir, prefix+"-redis", "redis-server", []string{"--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}); err != nil {
+		return "", "", fmt.Errorf("%w (install Debian's redis-server: make sandbox-deps)", err)
+	}
+	repoPort, err := ports.port(prefix + "-argocd-repo-server")
+	if err != nil {
+		return "", "", err
+	}
+	metrics, err := ports.port(prefix + "-argocd-repo-server-metrics")
+	if err != nil {
+		return "", "", err
+	}
+	tmp := filepath.Join(dir, prefix, "repo-server")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return "", "", err
+	}
+	redis, repo = "127.0.0.1:"+strconv.Itoa(redisPort), "127.0.0.1:"+strconv.Itoa(repoPort)
+	_, err = start(dir, prefix+"-argocd-repo-server", bin, append([]string{"argocd-repo-server",
+		"--address=127.0.0.1", "--port=" + strconv.Itoa(repoPort), "--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(metrics),
+		"--redis=" + redis, "--disable-tls", "--logformat=text",
+	}, repoArgs...), append(argoEnv(kubeconfig), "TMPDIR="+tmp)...)
+	return redis, repo, err
+}
+
 // startManagedArgoCD starts redis, the repo-server and the application controller of one
-// managed cluster, on their own loopback ports.
+// managed cluster.
 func startManagedArgoCD(dir, bin string, c *Cluster, ports *portBook) error {
-	redis, err := ports.port(c.Name + "-redis")
-	if err != nil {
-		return err
-	}
-	if _, err := start(dir, c.Name+"-redis", "redis-server", []string{"--port", strconv.Itoa(redis), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}); err != nil {
-		return fmt.Errorf("%w (install Debian's redis-server: make sandbox-deps)", err)
-	}
-	repo, err := ports.port(c.Name + "-argocd-repo-server")
-	if err != nil {
-		return err
-	}
-	repoMetrics, err := ports.port(c.Name + "-argocd-repo-server-metrics")
-	if err != nil {
-		return err
-	}
-	redisAddr := "127.0.0.1:" + strconv.Itoa(redis)
-	env := append(argoEnv(c.Kubeconfig), "TMPDIR="+filepath.Join(dir, c.Name, "repo-server"))
-	if err := os.MkdirAll(filepath.Join(dir, c.Name, "repo-server"), 0o755); err != nil {
-		return err
-	}
-	if _, err := start(dir, c.Name+"-argocd-repo-server", bin, []string{"argocd-repo-server",
-		"--address=127.0.0.1", "--port=" + strconv.Itoa(repo), "--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(repoMetrics),
-		"--redis=" + redisAddr, "--disable-tls", "--logformat=text",
+	redis, repo, err := startRedisAndRepoServer(dir, bin, c.Name, c.Kubeconfig, ports,
 		// A lab shows a new commit within seconds, not after Argo CD's 3-minute revision cache.
-		"--revision-cache-expiration=5s",
-	}, env...); err != nil {
+		"--revision-cache-expiration=5s")
+	if err != nil {
 		return err
 	}
 	metrics, err := ports.port(c.Name + "-argocd-application-controller-metrics")
@@ -94,7 +102,7 @@ func startManagedArgoCD(dir, bin string, c *Cluster, ports *portBook) error {
 	}
 	_, err = start(dir, c.Name+"-argocd-application-controller", bin, []string{"argocd-application-controller",
 		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace, "--application-namespaces=" + TenantNamespace,
-		"--repo-server=127.0.0.1:" + strconv.Itoa(repo), "--repo-server-plaintext", "--redis=" + redisAddr,
+		"--repo-server=" + repo, "--repo-server-plaintext", "--redis=" + redis,
 		"--metrics-port=" + strconv.Itoa(metrics), "--app-resync=10", "--app-resync-jitter=0", "--logformat=text",
 	}, argoEnv(c.Kubeconfig)...)
 	return err
@@ -277,7 +285,7 @@ func createDefaultProject(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// ArgoCDServer is how to reach the hub's Argo CD API server (and its UI, where built).
+// ArgoCDServer is how to reach the hub's Argo CD API server.
 type ArgoCDServer struct {
 	// Addr is host:port; the server runs without TLS (argocd login --plaintext).
 	Addr string
@@ -286,66 +294,36 @@ type ArgoCDServer struct {
 }
 
 // startHubArgoCDServer starts the hub's Argo CD API server, with a redis and a repo-server of its
-// own, as an Argo CD install on the hub runs them: the argocd CLI and the UI talk to it. No
-// application controller runs on the hub: the pull model's Applications are reconciled on the
-// managed clusters.
-func startHubArgoCDServer(dir, bin string, hub *Cluster, ports *portBook) error {
-	redis, err := ports.port("hub-redis")
+// own, as an Argo CD install on the hub runs them: the argocd CLI talks to it. No application
+// controller runs on the hub: the pull model's Applications are reconciled on the managed
+// clusters. It returns the server's address.
+func startHubArgoCDServer(dir, bin string, hub *Cluster, ports *portBook) (string, error) {
+	redis, repo, err := startRedisAndRepoServer(dir, bin, "hub", hub.Kubeconfig, ports)
 	if err != nil {
-		return err
-	}
-	if _, err := start(dir, "hub-redis", "redis-server", []string{"--port", strconv.Itoa(redis), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}); err != nil {
-		return fmt.Errorf("%w (install Debian's redis-server: make sandbox-deps)", err)
-	}
-	redisAddr := "127.0.0.1:" + strconv.Itoa(redis)
-	repo, err := ports.port("hub-argocd-repo-server")
-	if err != nil {
-		return err
-	}
-	repoMetrics, err := ports.port("hub-argocd-repo-server-metrics")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, "hub", "repo-server")
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return err
-	}
-	if _, err := start(dir, "hub-argocd-repo-server", bin, []string{"argocd-repo-server",
-		"--address=127.0.0.1", "--port=" + strconv.Itoa(repo), "--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(repoMetrics),
-		"--redis=" + redisAddr, "--disable-tls", "--logformat=text",
-	}, append(argoEnv(hub.Kubeconfig), "TMPDIR="+tmp)...); err != nil {
-		return err
+		return "", err
 	}
 	port, err := ports.port("hub-argocd-server")
 	if err != nil {
-		return err
+		return "", err
 	}
 	metrics, err := ports.port("hub-argocd-server-metrics")
 	if err != nil {
-		return err
+		return "", err
 	}
 	_, err = start(dir, "hub-argocd-server", bin, []string{"argocd-server",
 		"--kubeconfig=" + hub.Kubeconfig, "--namespace=" + ArgoNamespace, "--application-namespaces=" + TenantNamespace,
 		"--insecure", "--address=127.0.0.1", "--port=" + strconv.Itoa(port),
 		"--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(metrics),
-		"--redis=" + redisAddr, "--repo-server=127.0.0.1:" + strconv.Itoa(repo), "--repo-server-plaintext",
+		"--redis=" + redis, "--repo-server=" + repo, "--repo-server-plaintext",
 		"--dex-server=http://127.0.0.1:1", "--logformat=text",
-		"--staticassets=" + filepath.Join(dir, "hub", "argocd-ui"),
 	}, argoEnv(hub.Kubeconfig)...)
-	return err
+	return "127.0.0.1:" + strconv.Itoa(port), err
 }
 
-// waitArgoCDServer waits until the hub's API server answers and has written the admin password.
-func (l *Lab) waitArgoCDServer(ctx context.Context, timeout time.Duration) (ArgoCDServer, error) {
-	ports, err := loadPorts(l.Dir)
-	if err != nil {
-		return ArgoCDServer{}, err
-	}
-	port, err := ports.port("hub-argocd-server")
-	if err != nil {
-		return ArgoCDServer{}, err
-	}
-	s := ArgoCDServer{Addr: "127.0.0.1:" + strconv.Itoa(port)}
+// waitArgoCDServer waits until the hub's API server at addr answers and has written the admin
+// password.
+func (l *Lab) waitArgoCDServer(ctx context.Context, addr string, timeout time.Duration) (ArgoCDServer, error) {
+	s := ArgoCDServer{Addr: addr}
 	hub, err := l.Hub.Client()
 	if err != nil {
 		return s, err
@@ -367,11 +345,6 @@ func (l *Lab) waitArgoCDServer(ctx context.Context, timeout time.Duration) (Argo
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-// ArgoCDServer is the hub's Argo CD API server of a running lab.
-func (l *Lab) ArgoCDServer(ctx context.Context) (ArgoCDServer, error) {
-	return l.waitArgoCDServer(ctx, time.Minute)
 }
 
 func healthy(ctx context.Context, url string) bool {

@@ -276,10 +276,11 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	done()
 
 	done = lab.progress.step("hub: Argo CD API server (the argocd CLI's and the UI's), its redis and repo-server")
-	if err := startHubArgoCDServer(o.Dir, argoBin, lab.Hub, ports); err != nil {
+	argoCDServer, err := startHubArgoCDServer(o.Dir, argoBin, lab.Hub, ports)
+	if err != nil {
 		return lab, err
 	}
-	if lab.ArgoCD, err = lab.waitArgoCDServer(ctx, 2*time.Minute); err != nil {
+	if lab.ArgoCD, err = lab.waitArgoCDServer(ctx, argoCDServer, 2*time.Minute); err != nil {
 		return lab, err
 	}
 	done()
