@@ -118,9 +118,15 @@ func startApplicationSetController(dir, bin string, hub *Cluster, ports *portBoo
 	if err != nil {
 		return err
 	}
+	// Its webhook listens on :7000 by default: two labs on one machine would share it.
+	webhook, err := ports.addr("hub-argocd-applicationset-controller-webhook")
+	if err != nil {
+		return err
+	}
 	_, err = start(dir, "hub-argocd-applicationset-controller", bin, []string{"argocd-applicationset-controller",
 		"--kubeconfig=" + hub.Kubeconfig, "--namespace=" + ArgoNamespace,
 		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metrics), "--probe-addr=127.0.0.1:" + strconv.Itoa(probes),
+		"--webhook-addr=" + webhook,
 		"--argocd-repo-server=127.0.0.1:1", "--repo-server-plaintext", "--logformat=text",
 		// RollingSync ApplicationSets roll out step by step (see docs/status.md).
 		"--enable-progressive-syncs",
