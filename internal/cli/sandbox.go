@@ -58,9 +58,8 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 				fmt.Fprintf(out, "  KUBECONFIG=%s kubectl get applications -A\n", c.Kubeconfig)
 			}
 			fmt.Fprintf(out, "Follow the report and the fleet, and check the documents' prerequisites:\n  argocd-pull dashboard --kubeconfig %s\n", lab.Hub.Kubeconfig)
-			fmt.Fprintf(out, "  argocd-pull status %s -n %s --kubeconfig %s --watch\n  argocd-pull doctor -n %s --kubeconfig %s --managed-argocd-namespace %s --managed-argocd-service-account %s",
-				sandbox.ApplicationSetName, sandbox.ArgoNamespace, lab.Hub.Kubeconfig,
-				sandbox.ArgoNamespace, lab.Hub.Kubeconfig, sandbox.ArgoNamespace, sandbox.ArgoControllerServiceAccount)
+			fmt.Fprintf(out, "  argocd-pull status %s --kubeconfig %s --watch\n  argocd-pull doctor --kubeconfig %s --managed-argocd-namespace %s --managed-argocd-service-account %s",
+				sandbox.ApplicationSetName, lab.Hub.Kubeconfig, lab.Hub.Kubeconfig, sandbox.ArgoNamespace, sandbox.ArgoControllerServiceAccount)
 			for _, c := range lab.Managed {
 				fmt.Fprintf(out, " --managed-kubeconfig %s=%s", c.Name, c.Kubeconfig)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -52,11 +53,15 @@ func (c argocdCLI) run(deadline time.Duration, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// cliApp is a pull-model hub Application with a manual sync policy, delivered to cluster, whose
+// cliApp is a pull-model hub Application with a manual sync policy, delivered to cluster into
+// namespace cliNamespace (which does not exist there until a sync creates it), whose
 // source is the lab repository's path.
+const cliNamespace = "cli-guestbook"
+
 func cliApp(name, cluster, path string) *unstructured.Unstructured {
 	app := outageApp(name, cluster)
 	_ = unstructured.SetNestedField(app.Object, path, "spec", "source", "path")
+	_ = unstructured.SetNestedField(app.Object, cliNamespace, "spec", "destination", "namespace")
 	return app
 }
 
@@ -137,6 +142,17 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 		t.Fatalf("argocd app list: %v\n%s", err, out)
 	}
 
+	// A sync that fails on cluster1 (its namespace does not exist there) exits non-zero with
+	// cluster1's message, as in the push model.
+	out, err = cli.run(3*time.Minute, "app", "sync", sandbox.ArgoNamespace+"/cli-guestbook", "--timeout", "120")
+	if err == nil || !regexp.MustCompile(`(?m)^Phase:\s+Failed$`).MatchString(out) || !strings.Contains(out, `namespaces "`+cliNamespace+`" not found`) {
+		t.Fatalf("argocd app sync of a sync that fails on cluster1: %v, want exit 1 with its phase and message\n%s", err, out)
+	}
+	// argocd app set, as a user mends it: the namespace is created by the next sync.
+	if out, err := cli.run(time.Minute, "app", "set", sandbox.ArgoNamespace+"/cli-guestbook", "--sync-option", "CreateNamespace=true"); err != nil {
+		t.Fatalf("argocd app set: %v\n%s", err, out)
+	}
+
 	// argocd app sync waits, as by default, and returns once cluster1 finished: the CLI waits
 	// for status.reconciledAt >= status.operationState.finishedAt, then refreshes.
 	begin := time.Now()
@@ -145,10 +161,10 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 		t.Fatalf("argocd app sync: %v\n%s", err, out)
 	}
 	t.Logf("argocd app sync returned after %s:\n%s", time.Since(begin).Round(100*time.Millisecond), out)
-	if !strings.Contains(out, "Phase:              Succeeded") && !strings.Contains(out, "Succeeded") {
+	if !regexp.MustCompile(`(?m)^Phase:\s+Succeeded$`).MatchString(out) {
 		t.Errorf("argocd app sync does not print the managed cluster's result:\n%s", out)
 	}
-	if got := configMapData(spokes["cluster1"], "guestbook", "cli-greeting", "greeting"); got != "hello from argocd app sync" {
+	if got := configMapData(spokes["cluster1"], cliNamespace, "cli-greeting", "greeting"); got != "hello from argocd app sync" {
 		t.Errorf("the sync did not run on cluster1: greeting %q", got)
 	}
 	// The managed cluster may still report OutOfSync/Progressing for a moment after its sync
@@ -157,6 +173,12 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 		sync, health, _ := hubState(hub, key)
 		return sync == argocd.SyncSynced && health == argocd.HealthHealthy, nil
 	})
+
+	// argocd app get prints the resources table from the status.resources cluster1 reported.
+	out, err = cli.run(time.Minute, "app", "get", sandbox.ArgoNamespace+"/cli-guestbook")
+	if err != nil || !regexp.MustCompile(`(?m)^\s*ConfigMap\s+`+cliNamespace+`\s+cli-greeting\s+Synced\b`).MatchString(out) {
+		t.Errorf("argocd app get shows no resources table with cluster1's ConfigMap: %v\n%s", err, out)
+	}
 
 	// argocd app wait --operation returns at once: nothing runs.
 	if out, err := cli.run(time.Minute, "app", "wait", sandbox.ArgoNamespace+"/cli-guestbook", "--sync", "--health", "--operation", "--timeout", "30"); err != nil {
@@ -187,7 +209,7 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 	if out, err := cli.run(3*time.Minute, "app", "sync", sandbox.ArgoNamespace+"/cli-guestbook", "--timeout", "120"); err != nil {
 		t.Fatalf("the second argocd app sync: %v\n%s", err, out)
 	}
-	if got := configMapData(spokes["cluster1"], "guestbook", "cli-greeting", "greeting"); got != "second sync" {
+	if got := configMapData(spokes["cluster1"], cliNamespace, "cli-greeting", "greeting"); got != "second sync" {
 		t.Errorf("the second sync did not reach cluster1: greeting %q", got)
 	}
 
@@ -197,7 +219,7 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 	}
 	eventually(t, "the Application gone from cluster1 with its ConfigMap", time.Minute, "cluster1-work-agent.log", func() (bool, error) {
 		gone := spokes["cluster1"].Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "cli-guestbook"}, argocd.NewApplication()) != nil
-		return gone && configMapData(spokes["cluster1"], "guestbook", "cli-greeting", "greeting") == "", nil
+		return gone && configMapData(spokes["cluster1"], cliNamespace, "cli-greeting", "greeting") == "", nil
 	})
 }
 

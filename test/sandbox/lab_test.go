@@ -118,7 +118,8 @@ func TestDocumentsFlowConverges(t *testing.T) {
 func TestDoctorAndStatusOnTheLab(t *testing.T) {
 	requireLab(t)
 	bin := filepath.Join(labDir, "argocd-pull")
-	args := []string{"doctor", "--kubeconfig", lab.Hub.Kubeconfig, "-n", sandbox.ArgoNamespace, "-o", "json",
+	// No -n: the namespace is the lab kubeconfig context's, as kubectl's is.
+	args := []string{"doctor", "--kubeconfig", lab.Hub.Kubeconfig, "-o", "json",
 		"--managed-argocd-namespace", sandbox.ArgoNamespace,
 		"--managed-argocd-service-account", sandbox.ArgoControllerServiceAccount,
 		"--work-agent-service-account", sandbox.WorkAgentNamespace + "/" + sandbox.WorkAgentServiceAccount}
@@ -154,7 +155,7 @@ func TestDoctorAndStatusOnTheLab(t *testing.T) {
 		}
 	}
 
-	table, err := exec.Command(bin, "status", sandbox.ApplicationSetName, "-n", sandbox.ArgoNamespace, "--kubeconfig", lab.Hub.Kubeconfig).CombinedOutput()
+	table, err := exec.Command(bin, "status", sandbox.ApplicationSetName, "--kubeconfig", lab.Hub.Kubeconfig).CombinedOutput()
 	if err != nil {
 		t.Fatalf("status: %v\n%s", err, table)
 	}
