@@ -19,8 +19,9 @@ func newSandboxCommand() *cobra.Command {
 		Long: `Run a local pull-model lab as processes on 127.0.0.1: a hub and managed clusters (a real
 kube-apiserver, etcd and kube-controller-manager each), the real OCM registration and work agents
 and the real Argo CD application controller, repo-server and redis per managed cluster, the real
-OCM registration and placement controllers, Argo CD ApplicationSet controller and argocd-pull's
-controller on the hub, a local Git repository, and the documents' pull-model ApplicationSet.
+OCM registration and placement controllers, Argo CD ApplicationSet controller and API server (with
+its redis and repo-server: the argocd CLI's) and argocd-pull's controller on the hub, a local Git
+repository, and the documents' pull-model ApplicationSet.
 Clusters join as with clusteradm: a bootstrap token, a CSR approved on the hub, the cluster accepted,
 a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once).`,
 	}
