@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -117,6 +120,15 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 	if err := hub.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		// Argo CD does not delete the namespaces it creates: the next run starts without it.
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cliNamespace}}
+		if err := spokes["cluster1"].Delete(ctx, ns); err == nil {
+			eventually(t, "namespace "+cliNamespace+" gone from cluster1", time.Minute, "cluster1-kube-controller-manager.log", func() (bool, error) {
+				return apierrors.IsNotFound(spokes["cluster1"].Get(ctx, client.ObjectKeyFromObject(ns), ns)), nil
+			})
+		}
+	})
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
