@@ -88,11 +88,17 @@ const (
 	// delivery IDs of the requests it carries; feedback reads them back from the managed cluster.
 	SyncDeliveryAnnotation    = "apps.open-cluster-management.io/pull-sync-delivery"
 	RefreshDeliveryAnnotation = "apps.open-cluster-management.io/pull-refresh-delivery"
+	// TerminateDeliveryAnnotation, on the payload Application, numbers the attempt to terminate
+	// the operation the managed cluster runs (argocd app terminate-op); feedback reads it back.
+	TerminateDeliveryAnnotation = "apps.open-cluster-management.io/pull-terminate-delivery"
 	// RefreshDeliveredAnnotation, on the hub Application, is the delivery ID of the last refresh
 	// the managed cluster's Argo CD performed; written with the removal of the refresh annotation.
 	RefreshDeliveredAnnotation = "apps.open-cluster-management.io/pull-refresh-delivered"
 	// DeliveryInfoName is the name of the .operation.info entry that holds the delivery ID.
 	DeliveryInfoName = "argocd-pull.delivery"
+	// FinalizingAnnotation, on the ManifestWork of a hub Application being deleted, says the work
+	// carries what the deletion needs before it is deleted (internal/propagation/finalize.go).
+	FinalizingAnnotation = "apps.open-cluster-management.io/pull-finalizing"
 	// RequestsOnlyAnnotation, on the ManifestWork, is "G/N": its generation N differs from its
 	// generation G by the requests it carries alone. Applied at G, the managed cluster's
 	// Application is what the hub wants, and its status holds while a request travels.

@@ -62,6 +62,9 @@ type Observed struct {
 	// HubSynced is true when the hub Application already shows the sync status derived from this
 	// observation (see propagation.Clears).
 	HubSynced bool
+	// HubTerminating is true when the hub Application asks to terminate the operation the managed
+	// cluster runs (propagation.Hub.Terminating names its delivery).
+	HubTerminating bool
 	// Behind is true when another cluster of its RollingSync ApplicationSet has seen a revision
 	// of the same source that this cluster has not compared against (see Behind).
 	Behind bool
@@ -107,15 +110,16 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs.Resources, obs.ResourcesTrimmed = hubResources(obs.RawResources)
 	obs.RawConditions = r.raw(propagation.FeedbackConditions)
 	obs.Delivery = propagation.Reported{
-		SyncDelivered:    r.raw(propagation.FeedbackSyncDelivered),
-		SyncHeld:         r.raw(propagation.FeedbackSyncHeld),
-		SyncStarted:      r.capped(propagation.FeedbackSyncStarted, MaxWordLength), // copied into the operation
-		Phase:            obs.Phase,
-		RefreshDelivered: r.raw(propagation.FeedbackRefreshDelivered),
-		RefreshPending:   r.raw(propagation.FeedbackRefreshPending) != "",
-		FinishedAt:       obs.FinishedAt,
-		ReconciledAt:     obs.ReconciledAt,
-		SyncStatus:       obs.Sync,
+		SyncDelivered:      r.raw(propagation.FeedbackSyncDelivered),
+		SyncHeld:           r.raw(propagation.FeedbackSyncHeld),
+		SyncStarted:        r.capped(propagation.FeedbackSyncStarted, MaxWordLength), // copied into the operation
+		Phase:              obs.Phase,
+		RefreshDelivered:   r.raw(propagation.FeedbackRefreshDelivered),
+		RefreshPending:     r.raw(propagation.FeedbackRefreshPending) != "",
+		TerminateDelivered: r.raw(propagation.FeedbackTerminateDelivered),
+		FinishedAt:         obs.FinishedAt,
+		ReconciledAt:       obs.ReconciledAt,
+		SyncStatus:         obs.Sync,
 	}
 	obs.Operation = r.operation(propagation.FeedbackOperation)
 	compared := Source{
@@ -225,6 +229,11 @@ func Derive(obs Observed, wanted *Source) Status {
 			// Finished there, but its Argo CD has not compared since: the request is still in
 			// flight for the hub, which shows it finished in the write that clears it.
 			st.Operation.Phase, st.Operation.FinishedAt = "Running", ""
+		}
+		if obs.HubTerminating && !propagation.Finished(st.Operation.Phase) {
+			// argocd app terminate-op asked; the request travels (see propagation.planTerminate):
+			// the hub keeps showing it until the managed cluster reports the operation finished.
+			st.Operation.Phase = propagation.PhaseTerminating
 		}
 	}
 	return st

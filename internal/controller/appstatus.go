@@ -86,11 +86,20 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	}
 
 	// Whether the hub already shows the sync status the cluster settled on (see propagation.Clears).
+	hub := propagation.HubOf(app)
+	obs.HubTerminating = hub.Terminating != "" && hub.Terminating == obs.Delivery.SyncStarted
 	hubSync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
 	obs.HubSynced = hubSync == appstatus.Derive(obs, appstatus.WantedSource(app)).Sync
 	st := appstatus.Derive(obs, appstatus.WantedSource(app))
-	hub := propagation.HubOf(app)
 	hub.Synced = obs.HubSynced
+	if hubPhase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase"); hubPhase == propagation.PhaseTerminating &&
+		!obs.HubTerminating && st.Operation != nil && !propagation.Finished(st.Operation.Phase) {
+		// The status written below shows the operation running again: say why.
+		r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, ReasonTerminateNotDelivered, "Terminate",
+			"The operation running on cluster %s was not requested from the hub (its own Argo CD started it, an automated sync): "+
+				"argocd-pull carries argocd app terminate-op only to the syncs it delivered. Terminate it on the managed cluster, "+
+				"or delete the Application with --cascade, which terminates it first", work.Namespace)
+	}
 	clearSync, clearRefresh := propagation.Clears(hub, obs.Carried, obs.Delivery)
 	if clearSync || clearRefresh {
 		// The request's answer: the time argocd app sync and argocd app get --refresh wait for.

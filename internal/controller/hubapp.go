@@ -27,6 +27,10 @@ const (
 	ReasonPaused     = "Paused"
 )
 
+// ReasonTerminateNotDelivered is the reason of the Warning event recorded when argocd app
+// terminate-op asks to stop an operation that argocd-pull did not deliver (see appstatus.go).
+const ReasonTerminateNotDelivered = "TerminateNotDelivered"
+
 // ReasonFrozen is the reason of the Warning event recorded when a work is frozen (see
 // propagation.Freeze).
 const ReasonFrozen = "ManifestWorkFrozen"

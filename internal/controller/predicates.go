@@ -19,12 +19,13 @@ import (
 
 // workChangedForPropagation passes the ManifestWork events that concern the work's own
 // Application: its creation (unless justCreated: this process wrote it, unchanged since), its
-// deletion, changes to what it wrote (drift), and feedback on a work carrying a sync or refresh
-// request (their delivery), telling whose its Application is (propagation.ClaimOf: pending, free,
-// foreign), or released (propagation.Release: deleted once applied). Other
-// feedback-only changes, the bulk of the traffic, are the status controller's; what a work's
-// creation or application means for other Applications (a collision, a refusal to lift) is
-// appsWaitingOn's.
+// deletion, changes to what it wrote (drift), feedback on a work carrying a sync or refresh
+// request (their delivery) or rewritten for its Application's deletion (propagation.FinalWork:
+// deleted once the operation there finished), telling whose its Application is
+// (propagation.ClaimOf: pending, free, foreign), or released (propagation.Release: deleted once
+// applied). Other feedback-only changes, the bulk of the traffic, are the status controller's;
+// what a work's creation or application means for other Applications (a collision, a refusal to
+// lift) is appsWaitingOn's.
 func workChangedForPropagation(justCreated func(client.Object) bool) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return !justCreated(e.Object) },
@@ -35,6 +36,8 @@ func workChangedForPropagation(justCreated func(client.Object) bool) predicate.F
 				return true
 			}
 			_, delivering := newWork.Annotations[api.DeliveriesAnnotation]
+			_, finalizing := newWork.Annotations[api.FinalizingAnnotation]
+			delivering = delivering || finalizing
 			// An adopting work applied: the upstream work's next step (see upstream.go).
 			_, adopting := newWork.Annotations[api.AdoptingAnnotation]
 			return delivering || adopting && propagation.AppliedAtGeneration(oldWork) != propagation.AppliedAtGeneration(newWork) || propagation.ClaimOf(oldWork) != propagation.ClaimOf(newWork) || propagation.Released(newWork) || oldWork.Generation != newWork.Generation ||

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,7 +126,7 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 
 	target, pull, err := propagation.Decide(app)
 	if !app.GetDeletionTimestamp().IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, app, pull && err == nil)
+		return r.finalize(ctx, app, pull && err == nil)
 	}
 	pausing, paused, perr := r.pauseOf(ctx, app)
 	if perr != nil {
@@ -381,39 +382,64 @@ func (r *PropagationReconciler) written(app client.Object, op string) {
 	}
 }
 
-// finalize deletes the Application's works. With Argo CD's resources finalizer, the finalizer is
-// removed only once the works are gone, that is once the managed cluster deleted the Application
-// and its resources.
-func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.Unstructured, pull bool) error {
+// finalize deletes the Application's works. With Argo CD's resources finalizer, each work first
+// carries what its deletion needs (propagation.FinalWork), and the finalizer is removed only once
+// the works are gone, that is once the managed cluster deleted the Application and its resources.
+func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.Unstructured, pull bool) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(app)
-	if err := r.deleteWorks(ctx, key, nil); err != nil {
-		return err
+	works, err := r.worksOf(ctx, key)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var result ctrl.Result
+	deletable := works[:0:0]
+	for i := range works {
+		w := &works[i]
+		if !pull || !w.DeletionTimestamp.IsZero() {
+			deletable = append(deletable, *w)
+			continue
+		}
+		updated, wait, err := propagation.FinalWork(w, app.GetFinalizers(), appstatus.Observe(w).Delivery, time.Now())
+		switch {
+		case err != nil:
+			return ctrl.Result{}, err
+		case updated != nil:
+			updated.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+			ctrl.LoggerFrom(ctx).Info("Updating ManifestWork before deleting it: its Application's finalizers, and a request to terminate the operation its cluster runs", "manifestWork", klog.KObj(w))
+			if err := r.Update(ctx, updated); err != nil {
+				return ctrl.Result{}, fmt.Errorf("updating ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+			}
+			metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
+		case wait > 0:
+			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+				result.RequeueAfter = wait
+			}
+		default:
+			deletable = append(deletable, *w)
+		}
+	}
+	if err := r.deleteListed(ctx, key, deletable, nil); err != nil {
+		return ctrl.Result{}, err
 	}
 	upstreamLeft, err := r.deleteUpstream(ctx, key)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	finalizers := app.GetFinalizers()
-	kept := finalizers[:0:0]
-	for _, f := range finalizers {
-		if f != argocd.ResourcesFinalizer && !strings.HasPrefix(f, argocd.ResourcesFinalizer+"/") {
-			kept = append(kept, f)
-		}
-	}
+	kept := slices.DeleteFunc(slices.Clone(finalizers), propagation.IsResourcesFinalizer)
 	if !pull || len(kept) == len(finalizers) {
-		return nil
+		return result, nil
 	}
-	works, err := r.worksOf(ctx, key)
-	if err != nil || len(works) > 0 || upstreamLeft {
-		return err // the work deletions requeue this Application
+	if len(works) > 0 || upstreamLeft {
+		return result, nil // the work deletions requeue this Application
 	}
 	updated := app.DeepCopy()
 	updated.SetFinalizers(kept)
 	ctrl.LoggerFrom(ctx).Info("Removing the resources finalizer: the managed cluster removed the Application")
 	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing the finalizer of Application %s: %w", key, err)
+		return ctrl.Result{}, fmt.Errorf("removing the finalizer of Application %s: %w", key, err)
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // deleteAll deletes the works of the hub Application key, an upstream controller's it adopts too.

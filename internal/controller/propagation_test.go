@@ -177,6 +177,42 @@ func TestDeleteWithResourcesFinalizerWaitsForTheWork(t *testing.T) {
 	}, timeout, interval).Should(BeTrue(), "the Application is gone once its work is")
 }
 
+// Argo CD finishes an operation before it acts on a deletion: a cascading delete of an Application
+// whose managed cluster runs one (stuck in a hook, say) first asks that cluster to terminate it,
+// and deletes the work once the operation finished there.
+func TestDeleteTerminatesTheRunningOperationFirst(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	h.app("web", cluster, func(u *unstructured.Unstructured) { u.SetFinalizers([]string{argocd.ResourcesFinalizer}) })
+	w := h.work("web", cluster)
+	h.report("web", cluster, w.Generation, map[string]string{propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-11-25T10:00:00Z"})
+
+	h.g.Expect(h.c.Delete(context.Background(), h.getApp("web"))).To(Succeed())
+	var marked *workv1.ManifestWork
+	h.g.Eventually(func() string {
+		marked = &workv1.ManifestWork{}
+		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(w), marked); err != nil {
+			return err.Error()
+		}
+		phase, _, _ := unstructured.NestedString(payload(t, marked, 0).Object, "status", "operationState", "phase")
+		return phase
+	}, timeout, interval).Should(Equal(propagation.PhaseTerminating), "the work asks the managed cluster to terminate the operation")
+	h.g.Expect(marked.DeletionTimestamp.IsZero()).To(BeTrue())
+	h.g.Consistently(func() bool {
+		got := &workv1.ManifestWork{}
+		return h.c.Get(context.Background(), client.ObjectKeyFromObject(w), got) == nil && got.DeletionTimestamp.IsZero()
+	}, 2*time.Second, 100*time.Millisecond).Should(BeTrue(), "kept while the operation runs there")
+
+	// The agent applied it, and the managed cluster's Argo CD terminated the operation.
+	h.agentWrites("web", cluster, marked.Generation, map[string]string{propagation.FeedbackPhase: "Failed", propagation.FeedbackStartedAt: "2026-11-25T10:00:00Z",
+		propagation.FeedbackTerminateDelivered: "1"})
+	h.g.Eventually(func() bool {
+		got := &workv1.ManifestWork{}
+		err := h.c.Get(context.Background(), client.ObjectKeyFromObject(w), got)
+		return apierrors.IsNotFound(err) || err == nil && !got.DeletionTimestamp.IsZero()
+	}, timeout, interval).Should(BeTrue(), "deleted once the operation finished")
+}
+
 func TestDeleteWithoutFinalizerRemovesTheOrphanedWork(t *testing.T) {
 	h := start(t)
 	cluster := h.cluster()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,6 +41,9 @@ type Delivery struct {
 	// Revision pins a RollingSync step's sync to the revision the cluster reported when the
 	// ApplicationSet controller requested it (see pinnedRevision).
 	Revision string `json:"revision,omitempty"`
+	// Terminate, when not 0, numbers the attempt to terminate the operation this request started
+	// (see planTerminate).
+	Terminate int `json:"terminate,omitempty"`
 }
 
 // Deliveries are the requests a ManifestWork's payload carries.
@@ -85,11 +89,17 @@ type Reported struct {
 	SyncHeld, SyncStarted, Phase string
 	// RefreshPending is true while the managed Application still has the refresh annotation.
 	RefreshPending bool
+	// TerminateDelivered is the attempt to terminate on the managed Application's annotations
+	// (see planTerminate), read in the same read as Phase.
+	TerminateDelivered string
 	// FinishedAt is when the last operation finished, ReconciledAt when its Argo CD last compared
 	// the Application with Git (both its clock, RFC 3339, to the second); SyncStatus is the result
 	// of that comparison.
 	FinishedAt, ReconciledAt, SyncStatus string
 }
+
+// PhaseTerminating is the operation phase in which Argo CD stops a running operation.
+const PhaseTerminating = "Terminating"
 
 // Finished is true for the phases in which Argo CD has finished an operation and cleared it.
 func Finished(phase string) bool {
@@ -161,6 +171,9 @@ type Hub struct {
 	// Synced is true when the hub Application already shows the sync status the managed cluster
 	// settled on (set by the status controller, which derives it).
 	Synced bool
+	// Terminating is the delivery ID of the operation the hub Application shows, when its phase
+	// is Terminating: argocd app terminate-op asked to stop it.
+	Terminating string
 }
 
 // HubOf reads the requests of a hub Application.
@@ -173,8 +186,13 @@ func HubOf(app *unstructured.Unstructured) Hub {
 	}
 	h.ComparedRevision, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
 	phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
-	if op, ok, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation"); ok && Finished(phase) {
-		h.SyncCleared = DeliveryID(op)
+	if op, ok, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation"); ok {
+		switch {
+		case Finished(phase):
+			h.SyncCleared = DeliveryID(op)
+		case phase == PhaseTerminating:
+			h.Terminating = DeliveryID(op)
+		}
 	}
 	return h
 }
@@ -184,6 +202,7 @@ func HubOf(app *unstructured.Unstructured) Hub {
 func PlanDeliveries(hub Hub, carried Deliveries, reported Reported, newID func() string) Deliveries {
 	var next Deliveries
 	next.Sync, next.Operation = planSync(hub, carried, reported, newID)
+	next.Sync = planTerminate(hub, next.Sync, reported)
 	next.Refresh = planRefresh(hub, carried.Refresh, reported, newID)
 	return next
 }
@@ -214,6 +233,49 @@ func planSync(hub Hub, carried Deliveries, reported Reported, newID func() strin
 		return d, nil
 	}
 	return &Delivery{ID: newID(), Hash: hash, Revision: pinnedRevision(hub)}, nil
+}
+
+// planTerminate marks the sync request d to be terminated when the hub asks for it: argocd app
+// terminate-op sets status.operationState.phase Terminating on the hub Application, on the
+// operation the hub shows (which names its delivery), and the managed cluster still runs it. The
+// payload then sets the same phase on the managed Application, which is how Argo CD's own API
+// server asks its controller to stop an operation.
+//
+// Argo CD's controller writes the whole operation state when it has worked on a running operation:
+// a phase set meanwhile is lost (its API server's Terminating is too, now and then). The work agent
+// applies a manifest once, so an attempt the managed cluster reports applied (its number read back
+// in the same read as the phase) while the phase reads Running again was lost, and the next
+// attempt changes the manifest; at most MaxTerminateAttempts.
+//
+// The mark stays with the request until the request leaves the payload. The work agent applies
+// the whole manifest whenever it changes: a phase set on an operation that has finished, with no
+// .operation beside it, would make Argo CD terminate the next operation it starts. Carried with
+// .operation, a terminate applied again can only terminate that very request again, which Argo
+// CD ends Failed and clears.
+func planTerminate(hub Hub, d *Delivery, reported Reported) *Delivery {
+	if d == nil || !reported.syncRunning(d) {
+		return d
+	}
+	attempt := 0
+	switch {
+	case d.Terminate == 0 && hub.Terminating == d.ID:
+		attempt = 1
+	case d.Terminate > 0 && d.Terminate < MaxTerminateAttempts && reported.terminateLost(d.Terminate):
+		attempt = d.Terminate + 1
+	default:
+		return d
+	}
+	marked := *d
+	marked.Terminate = attempt
+	return &marked
+}
+
+// MaxTerminateAttempts bounds the attempts to terminate one operation (see planTerminate).
+const MaxTerminateAttempts = 5
+
+// terminateLost: the managed cluster applied the attempt, and its operation reads Running again.
+func (r Reported) terminateLost(attempt int) bool {
+	return r.TerminateDelivered == strconv.Itoa(attempt) && r.Phase == "Running"
 }
 
 // RollingSyncUser is who the ApplicationSet controller's RollingSync requests are initiated by.

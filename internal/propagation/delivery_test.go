@@ -95,6 +95,51 @@ func TestPlanDeliveries(t *testing.T) {
 			reported: Reported{SyncDelivered: "d0", SyncStarted: "d0", Phase: "Succeeded"},
 			want:     Deliveries{Sync: a},
 		},
+		"terminate-op on the running request: marked": {
+			hub: Hub{Operation: opA, Terminating: "d1"}, carried: Deliveries{Sync: a, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d1", Phase: "Running"},
+			want:     Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: 1}},
+		},
+		"the attempt applied and Running again (Argo CD wrote over it): the next attempt": {
+			hub: Hub{Operation: opA, Terminating: "d1"}, carried: Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: 1}, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d1", Phase: "Running", TerminateDelivered: "1"},
+			want:     Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: 2}},
+		},
+		"the attempt not applied yet: kept": {
+			hub: Hub{Operation: opA, Terminating: "d1"}, carried: Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: 2}, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d1", Phase: "Running", TerminateDelivered: "1"},
+			want:     Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: 2}},
+		},
+		"the attempt applied, Terminating there: kept": {
+			hub: Hub{Operation: opA, Terminating: "d1"}, carried: Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: 1}, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d1", Phase: "Terminating", TerminateDelivered: "1"},
+			want:     Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: 1}},
+		},
+		"the last attempt lost: no more": {
+			hub: Hub{Operation: opA, Terminating: "d1"}, carried: Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: MaxTerminateAttempts}, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d1", Phase: "Running", TerminateDelivered: "5"},
+			want:     Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: MaxTerminateAttempts}},
+		},
+		"terminate-op on a request that finished meanwhile: not marked": {
+			hub: Hub{Operation: opA, Terminating: "d1"}, carried: Deliveries{Sync: a, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncStarted: "d1", Phase: "Succeeded"},
+			want:     Deliveries{Sync: a},
+		},
+		"terminate-op on an operation the hub did not deliver: not marked": {
+			hub: Hub{Operation: opA, Terminating: "auto"}, carried: Deliveries{Sync: a, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "auto", Phase: "Running"},
+			want:     Deliveries{Sync: a},
+		},
+		"terminated there, not yet cleared on the hub: the mark stays with the request": {
+			hub: Hub{Operation: opA}, carried: Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: 1}, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncStarted: "d1", Phase: "Failed"},
+			want:     Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: 1}},
+		},
+		"a new request after a terminated one: not marked": {
+			hub: Hub{Operation: opA, SyncCleared: "d1"}, carried: Deliveries{Sync: &Delivery{ID: "d1", Hash: a.Hash, Terminate: 1}, Operation: carriedOp},
+			reported: Reported{SyncDelivered: "d1", SyncStarted: "d1", Phase: "Failed"},
+			want:     Deliveries{Sync: &Delivery{ID: fresh, Hash: a.Hash}},
+		},
 		"a new refresh request": {
 			hub:  Hub{Refresh: "hard"},
 			want: Deliveries{Refresh: &Delivery{ID: fresh, Hash: refresh.Hash}},
@@ -184,8 +229,15 @@ func TestHubOf(t *testing.T) {
 	g.Expect(h.RefreshCleared).To(Equal("r1"))
 	g.Expect(h.SyncCleared).To(BeEmpty(), "a running operation was not cleared")
 
+	g.Expect(h.Terminating).To(BeEmpty())
+
 	g.Expect(unstructured.SetNestedField(app.Object, "Succeeded", "status", "operationState", "phase")).To(Succeed())
 	g.Expect(HubOf(app).SyncCleared).To(Equal("d1"))
+
+	// argocd app terminate-op sets the phase of the operation the hub shows.
+	g.Expect(unstructured.SetNestedField(app.Object, PhaseTerminating, "status", "operationState", "phase")).To(Succeed())
+	g.Expect(HubOf(app).Terminating).To(Equal("d1"))
+	g.Expect(HubOf(app).SyncCleared).To(BeEmpty())
 }
 
 func TestDeliveryInfo(t *testing.T) {
@@ -240,4 +292,24 @@ func TestPinnedRevisionTravels(t *testing.T) {
 	op := payloadOf(t, work, 0).Object["operation"].(map[string]any)
 	g.Expect(op["sync"]).To(Equal(map[string]any{"revision": "r3"}))
 	g.Expect(app.Object["operation"].(map[string]any)["sync"]).To(Equal(map[string]any{}), "the hub's request is not modified")
+}
+
+func TestTerminateTravelsWithItsRequest(t *testing.T) {
+	g := NewWithT(t)
+	w, err := DesiredWork(pullApp(withOperation), nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"},
+		Deliveries{Sync: &Delivery{ID: "d1", Hash: "h", Terminate: 2}})
+	g.Expect(err).NotTo(HaveOccurred())
+	payload := payloadOf(t, w, 0)
+	g.Expect(payload.Object["operation"]).NotTo(BeNil(), "the request it terminates travels beside it")
+	phase, _, _ := unstructured.NestedString(payload.Object, "status", "operationState", "phase")
+	g.Expect(phase).To(Equal(PhaseTerminating))
+	g.Expect(payload.GetAnnotations()).To(HaveKeyWithValue(api.TerminateDeliveryAnnotation, "2"))
+	g.Expect(terminateAttempt(payload.Object)).To(Equal(2))
+
+	w, err = DesiredWork(pullApp(withOperation), nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"},
+		Deliveries{Sync: &Delivery{ID: "d1", Hash: "h"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	payload = payloadOf(t, w, 0)
+	g.Expect(payload.Object).NotTo(HaveKey("status"), "no request to terminate: no status in the payload")
+	g.Expect(payload.GetAnnotations()).NotTo(HaveKey(api.TerminateDeliveryAnnotation))
 }

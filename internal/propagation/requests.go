@@ -66,8 +66,8 @@ func content(work *workv1.ManifestWork) string {
 	return hash
 }
 
-// contentOf is the work without its requests: the payload's .operation and request annotations,
-// the delivery record, and the feedback asked only while a request travels.
+// contentOf is the work without its requests: the payload's .operation, request annotations and
+// request to terminate, the delivery record, and the feedback asked only while a request travels.
 func contentOf(work *workv1.ManifestWork) *workv1.ManifestWork {
 	spec := work.Spec.DeepCopy()
 	for i, m := range spec.Workload.Manifests {
@@ -76,6 +76,7 @@ func contentOf(work *workv1.ManifestWork) *workv1.ManifestWork {
 			continue
 		}
 		delete(obj, "operation")
+		delete(obj, "status") // a request to terminate the operation (markTerminate)
 		if annotations, ok, _ := unstructured.NestedMap(obj, "metadata", "annotations"); ok {
 			for _, k := range requestAnnotations {
 				delete(annotations, k)

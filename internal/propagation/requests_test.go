@@ -61,6 +61,7 @@ func TestRequestsOnlySince(t *testing.T) {
 	refresh := Deliveries{Refresh: &Delivery{ID: "r1", Hash: "h"}}
 	sync := Deliveries{Sync: &Delivery{ID: "s1", Hash: "h"}}
 	both := Deliveries{Sync: sync.Sync, Refresh: refresh.Refresh}
+	terminate := Deliveries{Sync: &Delivery{ID: "s1", Hash: "h", Terminate: 1}}
 	newSource := func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, "v2", "spec", "source", "targetRevision")
 	}
@@ -72,6 +73,7 @@ func TestRequestsOnlySince(t *testing.T) {
 		"a hard refresh request":           {requestWork(t, 3, 3, Deliveries{}), requestWork(t, 0, 0, refresh, setAnnotation(argocd.RefreshAnnotation, "hard")), "3/4"},
 		"a sync request":                   {requestWork(t, 3, 3, Deliveries{}), requestWork(t, 0, 0, sync, withOperation), "3/4"},
 		"a request leaves":                 {requestWork(t, 5, 5, sync, withOperation), requestWork(t, 0, 0, Deliveries{}), "5/6"},
+		"a request to terminate":           {requestWork(t, 5, 5, sync, withOperation), requestWork(t, 0, 0, terminate, withOperation), "5/6"},
 		"a new source":                     {requestWork(t, 3, 3, Deliveries{}), requestWork(t, 0, 0, Deliveries{}, newSource), ""},
 		"a new source with a sync request": {requestWork(t, 3, 3, Deliveries{}), requestWork(t, 0, 0, sync, withOperation, newSource), ""},
 		"a new label on the Application":   {requestWork(t, 3, 3, Deliveries{}), requestWork(t, 0, 0, Deliveries{}, setLabel("tier", "web")), ""},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,29 +30,30 @@ var ErrPayloadTooLarge = errors.New("payload too large for a ManifestWork")
 
 // Names of the status feedback values of the managed cluster's Application.
 const (
-	FeedbackHealth            = "healthStatus"
-	FeedbackSync              = "syncStatus"
-	FeedbackRevision          = "syncRevision"
-	FeedbackPhase             = "operationStatePhase"
-	FeedbackStartedAt         = "operationStateStartedAt"
-	FeedbackFinishedAt        = "operationStateFinishedAt"
-	FeedbackMessage           = "operationStateMessage"
-	FeedbackOperation         = "operationStateOperation"
-	FeedbackComparedRepoURL   = "comparedToRepoURL"
-	FeedbackComparedRevision  = "comparedToTargetRevision"
-	FeedbackComparedPath      = "comparedToPath"
-	FeedbackComparedChart     = "comparedToChart"
-	FeedbackResources         = "resources"
-	FeedbackConditions        = "conditions"
-	FeedbackReconciledAt      = "reconciledAt"
-	FeedbackRevisions         = "syncRevisions"
-	FeedbackSyncDelivered     = "syncDelivered"
-	FeedbackSyncHeld          = "syncHeld"
-	FeedbackSyncStarted       = "syncStarted"
-	FeedbackRefreshDelivered  = "refreshDelivered"
-	FeedbackRefreshPending    = "refreshPending"
-	operationJSONPath         = ".operation"
-	refreshAnnotationJSONPath = ".metadata.annotations['argocd.argoproj.io/refresh']"
+	FeedbackHealth             = "healthStatus"
+	FeedbackSync               = "syncStatus"
+	FeedbackRevision           = "syncRevision"
+	FeedbackPhase              = "operationStatePhase"
+	FeedbackStartedAt          = "operationStateStartedAt"
+	FeedbackFinishedAt         = "operationStateFinishedAt"
+	FeedbackMessage            = "operationStateMessage"
+	FeedbackOperation          = "operationStateOperation"
+	FeedbackComparedRepoURL    = "comparedToRepoURL"
+	FeedbackComparedRevision   = "comparedToTargetRevision"
+	FeedbackComparedPath       = "comparedToPath"
+	FeedbackComparedChart      = "comparedToChart"
+	FeedbackResources          = "resources"
+	FeedbackConditions         = "conditions"
+	FeedbackReconciledAt       = "reconciledAt"
+	FeedbackRevisions          = "syncRevisions"
+	FeedbackSyncDelivered      = "syncDelivered"
+	FeedbackSyncHeld           = "syncHeld"
+	FeedbackSyncStarted        = "syncStarted"
+	FeedbackRefreshDelivered   = "refreshDelivered"
+	FeedbackRefreshPending     = "refreshPending"
+	FeedbackTerminateDelivered = "terminateDelivered"
+	operationJSONPath          = ".operation"
+	refreshAnnotationJSONPath  = ".metadata.annotations['argocd.argoproj.io/refresh']"
 )
 
 // feedbackPaths maps feedback names to paths in the managed cluster's Application. The work agent
@@ -81,6 +83,7 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackSyncStarted, Path: `.status.operationState.operation.info[?(@.name=="` + api.DeliveryInfoName + `")].value`},
 	{Name: FeedbackRefreshDelivered, Path: annotationPath(api.RefreshDeliveryAnnotation)},
 	{Name: FeedbackRefreshPending, Path: annotationPath(argocd.RefreshAnnotation)},
+	{Name: FeedbackTerminateDelivered, Path: annotationPath(api.TerminateDeliveryAnnotation)},
 }
 
 // reconciledAtPath asks for the time the managed cluster's Argo CD last compared the Application
@@ -121,7 +124,7 @@ var hubOnlyAnnotations = []string{
 
 // requestAnnotations are the annotations of the payload Application that carry requests: the hub
 // Application's are stripped, and the delivery plan sets them (see applicationPayload).
-var requestAnnotations = []string{argocd.RefreshAnnotation, api.SyncDeliveryAnnotation, api.RefreshDeliveryAnnotation}
+var requestAnnotations = []string{argocd.RefreshAnnotation, api.SyncDeliveryAnnotation, api.RefreshDeliveryAnnotation, api.TerminateDeliveryAnnotation}
 
 // DesiredWork returns the ManifestWork that carries the hub Application app to target, with the
 // sync and refresh requests of deliveries (see PlanDeliveries). project is the hub's AppProject of
@@ -246,6 +249,9 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 	}
 	out.SetAnnotations(annotations)
 	out.SetFinalizers(app.GetFinalizers())
+	if d := deliveries.Sync; d != nil && d.Terminate > 0 {
+		markTerminate(out.Object, d.Terminate)
+	}
 
 	if spec, ok := app.Object["spec"].(map[string]any); ok {
 		spec = runtime.DeepCopyJSON(spec)
@@ -253,6 +259,27 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 		out.Object["spec"] = spec
 	}
 	return out
+}
+
+// markTerminate asks the managed cluster's Argo CD to terminate the running operation of the
+// Application obj, as Argo CD's API server does: the Application CRD has no status subresource,
+// and the work agent applies this one field of its status with the manifest. The annotation
+// numbers the attempt (see planTerminate).
+func markTerminate(obj map[string]any, attempt int) {
+	obj["status"] = map[string]any{"operationState": map[string]any{"phase": PhaseTerminating}}
+	u := unstructured.Unstructured{Object: obj}
+	u.SetAnnotations(withAnnotation(u.GetAnnotations(), api.TerminateDeliveryAnnotation, strconv.Itoa(attempt)))
+}
+
+// terminateAttempt is the attempt to terminate the Application manifest obj carries, 0 for none.
+func terminateAttempt(obj map[string]any) int {
+	phase, _, _ := unstructured.NestedString(obj, "status", "operationState", "phase")
+	value, _, _ := unstructured.NestedString(obj, "metadata", "annotations", api.TerminateDeliveryAnnotation)
+	attempt, err := strconv.Atoi(value)
+	if phase != PhaseTerminating || err != nil {
+		return 0
+	}
+	return attempt
 }
 
 func withAnnotation(annotations map[string]string, key, value string) map[string]string {

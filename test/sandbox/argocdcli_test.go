@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -240,4 +241,137 @@ func guestbookWorkOf(hub client.Client, cluster string, key types.NamespacedName
 	w := &workv1.ManifestWork{}
 	err := hub.Get(ctx, types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(key.Namespace, key.Name)}, w)
 	return w, err
+}
+
+// stuckHook is a PreSync hook the lab's managed clusters never finish: they run no kubelet, so its
+// Job's pod never runs and Argo CD waits on it (Running) until the operation is terminated.
+const stuckHook = `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: stuck-presync
+  annotations:
+    argocd.argoproj.io/hook: PreSync
+    argocd.argoproj.io/hook-delete-policy: BeforeHookCreation
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: wait
+        image: registry.invalid/wait:never
+        command: ["sleep", "3600"]
+`
+
+// operationOf is an Application's status.operationState phase, startedAt and message, as c holds it.
+func operationOf(c client.Client, key types.NamespacedName) (phase, startedAt, message string) {
+	app := argocd.NewApplication()
+	if c.Get(ctx, key, app) != nil {
+		return "", "", ""
+	}
+	phase, _, _ = unstructured.NestedString(app.Object, "status", "operationState", "phase")
+	startedAt, _, _ = unstructured.NestedString(app.Object, "status", "operationState", "startedAt")
+	message, _, _ = unstructured.NestedString(app.Object, "status", "operationState", "message")
+	return phase, startedAt, message
+}
+
+// 0. argocd app terminate-op on a sync stuck in a hook on the managed cluster: the operation
+// stops there, the hub shows it terminated, the next sync runs (the request to terminate is not
+// repeated), and argocd app delete --cascade of an Application whose sync is stuck deletes it.
+func TestArgoCDCLITerminatesASyncStuckInAHook(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	cli := loginArgoCD(t)
+	const namespace = "cli-stuck"
+	if _, err := lab.CommitFiles("a sync stuck in a hook", map[string]string{
+		"stuck/greeting.yaml": configMap("stuck-greeting", nil, map[string]string{"greeting": "never synced"}),
+		"stuck/hook.yaml":     stuckHook,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	app := cliApp("cli-stuck", "cluster1", "stuck")
+	_ = unstructured.SetNestedField(app.Object, namespace, "spec", "destination", "namespace")
+	_ = unstructured.SetNestedStringSlice(app.Object, []string{"CreateNamespace=true"}, "spec", "syncPolicy", "syncOptions")
+	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
+	key := client.ObjectKeyFromObject(app)
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+		_ = spokes["cluster1"].Delete(ctx, ns)
+		if t.Failed() {
+			for name, c := range map[string]client.Client{"hub": hub, "cluster1": spokes["cluster1"]} {
+				got := argocd.NewApplication()
+				if c.Get(ctx, key, got) == nil {
+					status, _ := json.MarshalIndent(map[string]any{"operation": got.Object["operation"], "status": got.Object["status"], "metadata": got.Object["metadata"]}, "", "  ")
+					t.Logf("the Application on %s:\n%s", name, status)
+				}
+			}
+		}
+	})
+	eventually(t, "the Application on cluster1, compared", 90*time.Second, "hub-argocd-pull.log", func() (bool, error) {
+		sync, _, _ := hubState(hub, key)
+		return sync == argocd.SyncOutOfSync, nil
+	})
+	name := sandbox.ArgoNamespace + "/cli-stuck"
+	if out, err := cli.run(time.Minute, "app", "sync", name, "--async"); err != nil {
+		t.Fatalf("argocd app sync --async: %v\n%s", err, out)
+	}
+	var stuckSince string
+	eventually(t, "the sync Running on cluster1 (its PreSync hook never finishes) and on the hub", 90*time.Second, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		phase, started, _ := operationOf(spokes["cluster1"], key)
+		hubPhase, _, _ := operationOf(hub, key)
+		stuckSince = started
+		return phase == "Running" && hubPhase == "Running", nil
+	})
+
+	// argocd app terminate-op: the operation stops on cluster1, and the hub never reads Running
+	// again meanwhile.
+	out, err := cli.run(time.Minute, "app", "terminate-op", name)
+	if err != nil {
+		t.Fatalf("argocd app terminate-op: %v\n%s", err, out)
+	}
+	t.Logf("argocd app terminate-op %s:\n%s", name, out)
+	var hubPhases []string
+	eventually(t, "the operation terminated on cluster1 and the hub", 90*time.Second, "hub-argocd-pull.log", func() (bool, error) {
+		phase, _, message := operationOf(spokes["cluster1"], key)
+		hubPhase, _, hubMessage := operationOf(hub, key)
+		if len(hubPhases) == 0 || hubPhases[len(hubPhases)-1] != hubPhase {
+			hubPhases = append(hubPhases, hubPhase)
+		}
+		return phase == "Failed" && strings.Contains(message, "terminated") && hubPhase == "Failed" && hubMessage == message, nil
+	})
+	if slices.Contains(hubPhases, "Running") {
+		t.Errorf("after argocd app terminate-op the hub read %v; it must not read Running again", hubPhases)
+	}
+	out, err = cli.run(time.Minute, "app", "get", name, "--show-operation")
+	if err != nil || !regexp.MustCompile(`(?m)^Phase:\s+Failed$`).MatchString(out) || !strings.Contains(out, "terminated") {
+		t.Errorf("argocd app get after terminate-op: %v\n%s", err, out)
+	}
+
+	// The next sync is accepted and runs: the request to terminate was not repeated on it.
+	if out, err := cli.run(time.Minute, "app", "sync", name, "--async"); err != nil {
+		t.Fatalf("argocd app sync --async after terminate-op: %v\n%s", err, out)
+	}
+	eventually(t, "the next sync Running on cluster1", 90*time.Second, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		phase, started, _ := operationOf(spokes["cluster1"], key)
+		return phase == "Running" && started != stuckSince, nil
+	})
+	_, runningSince, _ := operationOf(spokes["cluster1"], key)
+	for range 10 {
+		time.Sleep(time.Second)
+		if phase, started, message := operationOf(spokes["cluster1"], key); phase != "Running" || started != runningSince {
+			t.Fatalf("the next sync on cluster1 did not stay Running (it waits on its hook): %s since %s: %s", phase, started, message)
+		}
+	}
+
+	// argocd app delete --cascade while that sync is stuck: gone from the hub and from cluster1.
+	if out, err := cli.run(4*time.Minute, "app", "delete", name, "--cascade", "--wait", "--yes"); err != nil {
+		t.Fatalf("argocd app delete --cascade of an Application whose sync is stuck in a hook: %v\n%s", err, out)
+	}
+	eventually(t, "the Application gone from cluster1 with its ConfigMap", time.Minute, "cluster1-work-agent.log", func() (bool, error) {
+		gone := apierrors.IsNotFound(spokes["cluster1"].Get(ctx, key, argocd.NewApplication()))
+		return gone && configMapData(spokes["cluster1"], namespace, "stuck-greeting", "greeting") == "", nil
+	})
 }
