@@ -10,6 +10,7 @@ package appstatus
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,6 +56,9 @@ type Observed struct {
 	// (see hubResources).
 	Resources        []any
 	ResourcesTrimmed []string
+	// History is status.history as copied to the hub (see hubHistory); what that copy cut is in
+	// Trimmed.
+	History []any
 	// Delivery is what it reported about the sync and refresh requests the hub sent, and
 	// Carried what the work carries (see propagation.PlanDeliveries).
 	Delivery propagation.Reported
@@ -109,6 +113,9 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs.RawResources = r.raw(propagation.FeedbackResources)
 	obs.Resources, obs.ResourcesTrimmed = hubResources(obs.RawResources)
 	obs.RawConditions = r.raw(propagation.FeedbackConditions)
+	var historyTrimmed []string
+	obs.History, historyTrimmed = hubHistory(values)
+	r.trimmed = append(r.trimmed, historyTrimmed...)
 	obs.Delivery = propagation.Reported{
 		SyncDelivered:      r.raw(propagation.FeedbackSyncDelivered),
 		SyncHeld:           r.raw(propagation.FeedbackSyncHeld),
@@ -149,6 +156,8 @@ func feedbackValues(work *workv1.ManifestWork) map[string]string {
 				values[v.Name] = *v.Value.String
 			case v.Value.JsonRaw != nil:
 				values[v.Name] = *v.Value.JsonRaw
+			case v.Value.Integer != nil:
+				values[v.Name] = strconv.FormatInt(*v.Value.Integer, 10)
 			}
 		}
 		return values
@@ -176,6 +185,8 @@ type Status struct {
 	ReconciledAt string
 	// Resources is the managed cluster's status.resources, cut to its cap; nil writes none.
 	Resources []any
+	// History is the managed cluster's status.history, cut to its caps; nil writes none.
+	History []any
 	// Warnings say what of the managed cluster's feedback was cut or ignored (Observed.Trimmed).
 	Warnings []string
 }
@@ -188,7 +199,7 @@ type OperationState struct {
 
 // Derive decides the hub Application's status from the observation and the source the hub wants.
 func Derive(obs Observed, wanted *Source) Status {
-	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: append(slices.Clip(obs.Trimmed), obs.ResourcesTrimmed...), Resources: obs.Resources}
+	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: append(slices.Clip(obs.Trimmed), obs.ResourcesTrimmed...), Resources: obs.Resources, History: obs.History}
 	switch {
 	case obs.Foreign:
 		// What it reports is about another Application (see propagation.ClaimOf).
@@ -321,10 +332,12 @@ func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Uns
 	if st.ReconciledAt != "" {
 		status["reconciledAt"] = st.ReconciledAt
 	}
-	if len(st.Resources) > 0 {
-		status["resources"] = st.Resources
-	} else {
-		delete(status, "resources")
+	for key, list := range map[string][]any{"resources": st.Resources, "history": st.History} {
+		if len(list) > 0 {
+			status[key] = list
+		} else {
+			delete(status, key)
+		}
 	}
 	setWarning(status, st.Warnings)
 	updated.Object["status"] = status

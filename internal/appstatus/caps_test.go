@@ -37,13 +37,19 @@ func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
 			// A resource list of a million entries, each field huge, and fields Argo CD never writes.
 			entry := fmt.Sprintf(`{"kind":%q,"name":%q,"status":%q,"health":{"status":%q,"message":%q},"extra":%q}`, huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096])
 			values[propagation.FeedbackResources] = "[" + strings.Repeat(entry+",", 1000) + entry + "]"
+			// A history of a thousand entries, each value huge.
+			for k, v := range historyColumns(1, 1000) {
+				values[k] = v
+			}
+			column, _ := json.Marshal(strings.Split(strings.TrimSuffix(strings.Repeat(huge[:4096]+",", 1000), ","), ","))
+			values[propagation.FeedbackHistoryRevisions], values[propagation.FeedbackHistoryRepoURLs] = string(column), string(column)
 			obs := Observe(work(1, 1, values))
 			updated, changed := Apply(argocd.NewApplication(), Derive(obs, nil))
 			g.Expect(changed).To(BeTrue())
 
 			data, err := json.Marshal(updated.Object["status"])
 			g.Expect(err).NotTo(HaveOccurred())
-			limit := 64 * 1024
+			limit := 76 * 1024
 			if fill == "<" {
 				limit *= 6
 			}
@@ -57,6 +63,8 @@ func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
 			g.Expect(len(resources)).To(BeNumerically("<", 1001))
 			g.Expect(resources[0]).NotTo(HaveKey("extra"), "only Argo CD's fields")
 			g.Expect(string(data)).To(ContainSubstring("resources: the first"), "the warning says the list was cut")
+			history, _, _ := unstructured.NestedSlice(updated.Object, "status", "history")
+			g.Expect(history).NotTo(BeEmpty(), "the newest entries that fit are copied")
 		})
 	}
 }

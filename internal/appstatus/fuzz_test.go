@@ -15,10 +15,10 @@ import (
 )
 
 // maxStatusWrite is what the caps guarantee for the status argocd-pull writes (see caps.go).
-const maxStatusWrite = 384 * 1024
+const maxStatusWrite = 456 * 1024
 
 // FuzzFeedbackToStatus: whatever a managed cluster reports, as Strings or raw JSON, the values
-// copied to the hub are within their caps, the status written stays under 384 KiB, and the hub
+// copied to the hub are within their caps, the status written stays under 456 KiB, and the hub
 // Application never reads Synced or Healthy for feedback about another source than the one it
 // wants, or for a generation the cluster has not applied.
 func FuzzFeedbackToStatus(f *testing.F) {
@@ -30,17 +30,20 @@ func FuzzFeedbackToStatus(f *testing.F) {
 	f.Add("", "", "", "", "", "", `null`, "", "", true, false)
 	f.Fuzz(func(t *testing.T, health, sync, revision, phase, startedAt, message, operation, comparedRevision, wantedRevision string, applied, raw bool) {
 		values := map[string]string{
-			propagation.FeedbackHealth:           health,
-			propagation.FeedbackSync:             sync,
-			propagation.FeedbackRevision:         revision,
-			propagation.FeedbackPhase:            phase,
-			propagation.FeedbackStartedAt:        startedAt,
-			propagation.FeedbackMessage:          message,
-			propagation.FeedbackOperation:        operation,
-			propagation.FeedbackSyncStarted:      message,
-			propagation.FeedbackComparedRepoURL:  "https://git.example/repo",
-			propagation.FeedbackComparedRevision: comparedRevision,
-			propagation.FeedbackResources:        operation,
+			propagation.FeedbackHealth:            health,
+			propagation.FeedbackSync:              sync,
+			propagation.FeedbackRevision:          revision,
+			propagation.FeedbackPhase:             phase,
+			propagation.FeedbackStartedAt:         startedAt,
+			propagation.FeedbackMessage:           message,
+			propagation.FeedbackOperation:         operation,
+			propagation.FeedbackSyncStarted:       message,
+			propagation.FeedbackComparedRepoURL:   "https://git.example/repo",
+			propagation.FeedbackComparedRevision:  comparedRevision,
+			propagation.FeedbackResources:         operation,
+			propagation.FeedbackHistoryIDs:        operation,
+			propagation.FeedbackHistoryDeployedAt: message,
+			propagation.FeedbackHistoryRevisions:  revision,
 		}
 		appliedGen := int64(0)
 		if applied {

@@ -52,8 +52,17 @@ const (
 	FeedbackRefreshDelivered   = "refreshDelivered"
 	FeedbackRefreshPending     = "refreshPending"
 	FeedbackTerminateDelivered = "terminateDelivered"
-	operationJSONPath          = ".operation"
-	refreshAnnotationJSONPath  = ".metadata.annotations['argocd.argoproj.io/refresh']"
+	// status.history, one column per field (see historyPaths).
+	FeedbackHistoryIDs             = "historyIDs"
+	FeedbackHistoryRevisions       = "historyRevisions"
+	FeedbackHistoryDeployedAt      = "historyDeployedAt"
+	FeedbackHistoryDeployStartedAt = "historyDeployStartedAt"
+	FeedbackHistoryRepoURLs        = "historyRepoURLs"
+	FeedbackHistoryPaths           = "historyPaths"
+	FeedbackHistoryTargetRevisions = "historyTargetRevisions"
+	FeedbackHistoryCharts          = "historyCharts"
+	operationJSONPath              = ".operation"
+	refreshAnnotationJSONPath      = ".metadata.annotations['argocd.argoproj.io/refresh']"
 )
 
 // feedbackPaths maps feedback names to paths in the managed cluster's Application. The work agent
@@ -84,6 +93,18 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackRefreshDelivered, Path: annotationPath(api.RefreshDeliveryAnnotation)},
 	{Name: FeedbackRefreshPending, Path: annotationPath(argocd.RefreshAnnotation)},
 	{Name: FeedbackTerminateDelivered, Path: annotationPath(api.TerminateDeliveryAnnotation)},
+	// status.history (argocd app history and rollback), one column per field: the whole list is
+	// over the work agent's 1024-byte cap on a value after three deployments, a column of ten
+	// 40-character revisions is 430 bytes. A column with one entry arrives as that value, not
+	// as a list; a field some entries lack makes a shorter column (appstatus drops it).
+	{Name: FeedbackHistoryIDs, Path: ".status.history[*].id"},
+	{Name: FeedbackHistoryRevisions, Path: ".status.history[*].revision"},
+	{Name: FeedbackHistoryDeployedAt, Path: ".status.history[*].deployedAt"},
+	{Name: FeedbackHistoryDeployStartedAt, Path: ".status.history[*].deployStartedAt"},
+	{Name: FeedbackHistoryRepoURLs, Path: ".status.history[*].source.repoURL"},
+	{Name: FeedbackHistoryPaths, Path: ".status.history[*].source.path"},
+	{Name: FeedbackHistoryTargetRevisions, Path: ".status.history[*].source.targetRevision"},
+	{Name: FeedbackHistoryCharts, Path: ".status.history[*].source.chart"},
 }
 
 // reconciledAtPath asks for the time the managed cluster's Argo CD last compared the Application

@@ -226,6 +226,33 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 		t.Errorf("the second sync did not reach cluster1: greeting %q", got)
 	}
 
+	// argocd app history lists cluster1's deployments (the failed sync made none), and argocd app
+	// rollback runs the first one there.
+	var ids []string
+	eventually(t, "argocd app history lists cluster1's two deployments", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "history", sandbox.ArgoNamespace+"/cli-guestbook")
+		ids = nil
+		for _, m := range regexp.MustCompile(`(?m)^(\d+)\s+\d{4}-\d\d-\d\d .*\bmain \([0-9a-f]{7}\)$`).FindAllStringSubmatch(out, -1) {
+			ids = append(ids, m[1])
+		}
+		if len(ids) == 2 {
+			t.Logf("argocd app history:\n%s", out)
+		}
+		return len(ids) == 2, err
+	})
+	out, err = cli.run(3*time.Minute, "app", "rollback", sandbox.ArgoNamespace+"/cli-guestbook", ids[0], "--timeout", "120")
+	if err != nil {
+		t.Fatalf("argocd app rollback %s: %v\n%s", ids[0], err, out)
+	}
+	t.Logf("argocd app rollback %s:\n%s", ids[0], out)
+	if got := configMapData(spokes["cluster1"], cliNamespace, "cli-greeting", "greeting"); got != "hello from argocd app sync" {
+		t.Errorf("the rollback did not run on cluster1: greeting %q", got)
+	}
+	// A rollback to an ID cluster1 never deployed: the server's own answer.
+	if out, err := cli.run(time.Minute, "app", "rollback", sandbox.ArgoNamespace+"/cli-guestbook", "99", "--timeout", "30"); err == nil || !strings.Contains(out, "does not have deployment id '99' in history") {
+		t.Errorf("argocd app rollback to an unknown ID: %v\n%s", err, out)
+	}
+
 	// argocd app delete --cascade --wait: gone from the hub and from cluster1.
 	if out, err := cli.run(3*time.Minute, "app", "delete", sandbox.ArgoNamespace+"/cli-guestbook", "--cascade", "--wait", "--yes"); err != nil {
 		t.Fatalf("argocd app delete: %v\n%s", err, out)
