@@ -405,7 +405,7 @@ func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.
 			return ctrl.Result{}, err
 		case updated != nil:
 			updated.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-			ctrl.LoggerFrom(ctx).Info("Updating ManifestWork before deleting it: its Application's finalizers, and a request to terminate the operation its cluster runs", "manifestWork", klog.KObj(w))
+			ctrl.LoggerFrom(ctx).Info("Updating ManifestWork before deleting it: what its Application's deletion needs reaches the managed cluster first", "manifestWork", klog.KObj(w))
 			if err := r.Update(ctx, updated); err != nil {
 				return ctrl.Result{}, fmt.Errorf("updating ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
 			}

@@ -31,7 +31,7 @@ const FinalGrace = 2 * time.Minute
 // finalizers are finalizers, given what its managed cluster reported (appstatus.Observed.Delivery):
 // write updated, or wait that long (its status requeues it sooner), or, with neither, delete it
 // now. A lost attempt to terminate is made again, as for argocd app terminate-op (planTerminate).
-func FinalWork(work *workv1.ManifestWork, finalizers []string, reported Reported, now time.Time) (updated *workv1.ManifestWork, wait time.Duration, err error) {
+func FinalWork(work *workv1.ManifestWork, finalizers []string, reported Reported, now time.Time) (*workv1.ManifestWork, time.Duration, error) {
 	if !slices.ContainsFunc(finalizers, IsResourcesFinalizer) || Paused(work) || Released(work) || ClaimOf(work) != ClaimOurs {
 		return nil, 0, nil
 	}
@@ -62,20 +62,24 @@ func FinalWork(work *workv1.ManifestWork, finalizers []string, reported Reported
 			out.Spec.Workload.Manifests[i].Raw, changed = after, true
 		}
 	}
-	if changed {
-		// Its feedback then matters to the propagation controller (see controller/predicates.go).
-		out.Annotations = withAnnotation(out.Annotations, api.FinalizingAnnotation, "true")
-		updated, err := rehash(out)
-		return updated, 0, err
+	if !changed {
+		if AppliedAtGeneration(work) && !running {
+			return nil, 0, nil
+		}
+		written, err := time.Parse(time.RFC3339, work.Annotations[api.WrittenAtAnnotation])
+		if err != nil || now.Sub(written) >= FinalGrace {
+			return nil, 0, nil
+		}
+		if _, marked := work.Annotations[api.FinalizingAnnotation]; marked {
+			return nil, FinalGrace - now.Sub(written), nil
+		}
+		// Written a moment ago with all the deletion needs (the finalizer the delete added, say):
+		// marked, so that its feedback reaches the propagation controller.
 	}
-	if AppliedAtGeneration(work) && !running {
-		return nil, 0, nil
-	}
-	written, err := time.Parse(time.RFC3339, work.Annotations[api.WrittenAtAnnotation])
-	if err != nil || now.Sub(written) >= FinalGrace {
-		return nil, 0, nil
-	}
-	return nil, FinalGrace - now.Sub(written), nil
+	// Its feedback then matters to the propagation controller (see controller/predicates.go).
+	out.Annotations = withAnnotation(out.Annotations, api.FinalizingAnnotation, "true")
+	updated, err := rehash(out)
+	return updated, 0, err
 }
 
 // IsResourcesFinalizer is true for Argo CD's resources finalizer, in any of its forms

@@ -55,6 +55,7 @@ func TestFinalWork(t *testing.T) {
 		payload := payloadOf(t, w, 0)
 		markTerminate(payload.Object, 1)
 		w.Spec.Workload.Manifests[0].Raw, _ = json.Marshal(payload.Object)
+		w.Annotations[api.FinalizingAnnotation] = "true"
 		return w
 	}
 	t.Run("written, the operation still running: waits out the grace", func(t *testing.T) {
@@ -63,6 +64,14 @@ func TestFinalWork(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(updated).To(BeNil())
 		g.Expect(wait).To(Equal(FinalGrace - 30*time.Second))
+	})
+	t.Run("written a moment ago with what the deletion needs, not applied yet: marked, so that its status is watched", func(t *testing.T) {
+		g := NewWithT(t)
+		updated, _, err := FinalWork(held(4, 3, now.Add(-time.Second)), cascade, Reported{Phase: "Succeeded"}, now)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(updated).NotTo(BeNil())
+		g.Expect(updated.Annotations).To(HaveKey(api.FinalizingAnnotation))
+		g.Expect(updated.Spec).To(Equal(held(4, 3, now.Add(-time.Second)).Spec), "nothing else changes")
 	})
 	t.Run("written and not applied yet: waits", func(t *testing.T) {
 		g := NewWithT(t)

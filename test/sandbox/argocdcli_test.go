@@ -114,9 +114,9 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 	if _, err := lab.CommitFiles("cli app", map[string]string{"cli/cli-greeting.yaml": configMap("cli-greeting", nil, map[string]string{"greeting": "hello from argocd app sync"})}); err != nil {
 		t.Fatal(err)
 	}
+	// Without Argo CD's resources finalizer: argocd app delete --cascade adds it to the hub
+	// Application in the request that deletes it, and the managed cluster must still get it.
 	app := cliApp("cli-guestbook", "cluster1", "cli")
-	// As the documents' ApplicationSet template has it: a cascading delete removes its resources.
-	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
 	key := client.ObjectKeyFromObject(app)
 	if err := hub.Create(ctx, app); err != nil {
 		t.Fatal(err)
@@ -253,7 +253,8 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 		t.Errorf("argocd app rollback to an unknown ID: %v\n%s", err, out)
 	}
 
-	// argocd app delete --cascade --wait: gone from the hub and from cluster1.
+	// argocd app delete --cascade --wait: gone from the hub and from cluster1, with what it
+	// deployed there (the finalizer the delete adds reaches cluster1 first).
 	if out, err := cli.run(3*time.Minute, "app", "delete", sandbox.ArgoNamespace+"/cli-guestbook", "--cascade", "--wait", "--yes"); err != nil {
 		t.Fatalf("argocd app delete: %v\n%s", err, out)
 	}
