@@ -56,9 +56,13 @@ type Observed struct {
 	// (see hubResources).
 	Resources        []any
 	ResourcesTrimmed []string
-	// History is status.history as copied to the hub (see hubHistory); what that copy cut is in
-	// Trimmed.
-	History []any
+	// History is status.history as copied to the hub (see hubHistory), Summary status.summary
+	// (hubSummary), HubComparedTo the compared source (hubComparedTo) and SourceType
+	// status.sourceType; what these copies cut is in Trimmed.
+	History       []any
+	Summary       map[string]any
+	HubComparedTo *Source
+	SourceType    string
 	// Delivery is what it reported about the sync and refresh requests the hub sent, and
 	// Carried what the work carries (see propagation.PlanDeliveries).
 	Delivery propagation.Reported
@@ -113,9 +117,11 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs.RawResources = r.raw(propagation.FeedbackResources)
 	obs.Resources, obs.ResourcesTrimmed = hubResources(obs.RawResources)
 	obs.RawConditions = r.raw(propagation.FeedbackConditions)
-	var historyTrimmed []string
+	var historyTrimmed, summaryTrimmed []string
 	obs.History, historyTrimmed = hubHistory(values)
-	r.trimmed = append(r.trimmed, historyTrimmed...)
+	obs.Summary, summaryTrimmed = hubSummary(r.raw(propagation.FeedbackImages), r.raw(propagation.FeedbackExternalURLs))
+	r.trimmed = append(append(r.trimmed, historyTrimmed...), summaryTrimmed...)
+	obs.SourceType = r.capped(propagation.FeedbackSourceType, MaxWordLength)
 	obs.Delivery = propagation.Reported{
 		SyncDelivered:      r.raw(propagation.FeedbackSyncDelivered),
 		SyncHeld:           r.raw(propagation.FeedbackSyncHeld),
@@ -137,6 +143,7 @@ func Observe(work *workv1.ManifestWork) Observed {
 	}
 	if compared != (Source{}) {
 		obs.ComparedTo = &compared
+		obs.HubComparedTo = r.hubComparedTo(obs.ComparedTo)
 	}
 	obs.Trimmed = r.trimmed
 	return obs
@@ -185,8 +192,14 @@ type Status struct {
 	ReconciledAt string
 	// Resources is the managed cluster's status.resources, cut to its cap; nil writes none.
 	Resources []any
-	// History is the managed cluster's status.history, cut to its caps; nil writes none.
-	History []any
+	// History is the managed cluster's status.history, cut to its caps; nil writes none. So are
+	// Summary (status.summary), ComparedTo (the source of status.sync.comparedTo, whose
+	// destination is the hub Application's: the managed cluster compared against its local
+	// equivalent) and SourceType.
+	History    []any
+	Summary    map[string]any
+	ComparedTo *Source
+	SourceType string
 	// Warnings say what of the managed cluster's feedback was cut or ignored (Observed.Trimmed).
 	Warnings []string
 }
@@ -199,7 +212,8 @@ type OperationState struct {
 
 // Derive decides the hub Application's status from the observation and the source the hub wants.
 func Derive(obs Observed, wanted *Source) Status {
-	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: append(slices.Clip(obs.Trimmed), obs.ResourcesTrimmed...), Resources: obs.Resources, History: obs.History}
+	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: append(slices.Clip(obs.Trimmed), obs.ResourcesTrimmed...), Resources: obs.Resources, History: obs.History,
+		Summary: obs.Summary, ComparedTo: obs.HubComparedTo, SourceType: obs.SourceType}
 	switch {
 	case obs.Foreign:
 		// What it reports is about another Application (see propagation.ClaimOf).
@@ -311,7 +325,18 @@ func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Uns
 	}
 	sync["status"] = st.Sync
 	setOrDelete(sync, "revision", st.Revision)
+	if compared := comparedTo(app, st.ComparedTo); compared != nil {
+		sync["comparedTo"] = compared
+	} else {
+		delete(sync, "comparedTo")
+	}
 	status["sync"] = sync
+	setOrDelete(status, "sourceType", st.SourceType)
+	if st.Summary != nil {
+		status["summary"] = st.Summary
+	} else {
+		delete(status, "summary")
+	}
 
 	if st.Operation != nil {
 		op := map[string]any{
@@ -343,6 +368,21 @@ func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Uns
 	updated.Object["status"] = status
 	before, _, _ := unstructured.NestedMap(app.Object, "status")
 	return updated, !jsonEqual(before, status)
+}
+
+// comparedTo is status.sync.comparedTo for source: the hub Application's destination (the CRD
+// requires one), nil when there is no source or no destination.
+func comparedTo(app *unstructured.Unstructured, source *Source) map[string]any {
+	destination, ok, _ := unstructured.NestedMap(app.Object, "spec", "destination")
+	if source == nil || !ok {
+		return nil
+	}
+	src := map[string]any{}
+	setOrDelete(src, "repoURL", source.RepoURL)
+	setOrDelete(src, "targetRevision", source.TargetRevision)
+	setOrDelete(src, "path", source.Path)
+	setOrDelete(src, "chart", source.Chart)
+	return map[string]any{"source": src, "destination": destination}
 }
 
 // setWarning sets or removes the FeedbackWarningCondition, leaving other conditions alone.

@@ -15,10 +15,11 @@ import (
 // are generous for what Argo CD writes.
 //
 // The guarantee: the values argocd-pull copies into a hub Application's status add up to at
-// most the sum of the caps below (seven words or times, a revision, a message, an operation, the
-// resources, the history (history.go) and a warning): 77,248 bytes, under 76 KiB. JSON writes at
-// most 6 bytes for each of them (\u003c for "<"), so the status argocd-pull writes stays below
-// 456 KiB, far below etcd's request limit (1.5 MiB), whatever the cluster writes.
+// most the sum of the caps below (eight words or times, a revision, a message, an operation, the
+// resources, the history (history.go), the summary's two lists, the compared source's four fields
+// and a warning): 84,544 bytes, under 83 KiB. JSON writes at most 6 bytes for each of them
+// (\u003c for "<"), so the status argocd-pull writes stays below 498 KiB, far below etcd's request
+// limit (1.5 MiB), whatever the cluster writes.
 const (
 	// MaxWordLength caps values Argo CD takes from short fixed lists, health and sync status and
 	// operation phase (the longest, "Progressing" and "Terminating", have 11 characters), and the
@@ -37,8 +38,9 @@ const (
 	// sync the resources it names, about 100 bytes each: 16 KiB holds over a hundred. A larger
 	// one is not copied.
 	MaxOperationSize = 16 * 1024
-	// MaxWarningLength caps the message of the FeedbackWarningCondition.
-	MaxWarningLength = 1024
+	// MaxWarningLength caps the message of the FeedbackWarningCondition: a phrase for each value
+	// cut, about 50 bytes each.
+	MaxWarningLength = 2048
 	// MaxResourcesSize caps status.resources (JSON), the table argocd app get prints: the
 	// resources are copied in order while they fit, each with its known fields only, names cut to
 	// MaxResourceNameLength and the health message to MaxResourceMessageLength. (OCM's work agent
@@ -46,6 +48,13 @@ const (
 	MaxResourcesSize         = 32 * 1024
 	MaxResourceNameLength    = 253
 	MaxResourceMessageLength = 512
+	// MaxSummaryListSize caps each list of status.summary (JSON), the images and external URLs
+	// the UI shows: the first that fit are copied, each cut to MaxSummaryValueLength.
+	MaxSummaryListSize    = 2 * 1024
+	MaxSummaryValueLength = 512
+	// MaxComparedToLength caps each field of status.sync.comparedTo's source (repoURL, path,
+	// targetRevision, chart) as copied; the comparison (Derive) reads them whole.
+	MaxComparedToLength = 512
 )
 
 // FeedbackWarningCondition is the condition type argocd-pull sets on a hub Application whose
@@ -195,6 +204,67 @@ func hubResources(raw string) (out []any, trimmed []string) {
 		trimmed = append(trimmed, fmt.Sprintf("%s: %d values cut to their caps", name, cut))
 	}
 	return out, trimmed
+}
+
+// hubSummary is the managed Application's status.summary as copied to the hub: its images and
+// external URLs (lists of strings; one entry may arrive as that string), the first that fit in
+// MaxSummaryListSize each; nil when it reported neither.
+func hubSummary(images, externalURLs string) (out map[string]any, trimmed []string) {
+	for _, l := range []struct{ feedback, key, raw string }{
+		{propagation.FeedbackImages, "images", images},
+		{propagation.FeedbackExternalURLs, "externalURLs", externalURLs},
+	} {
+		if l.raw == "" {
+			continue
+		}
+		values, ok := column(l.raw)
+		if !ok {
+			trimmed = append(trimmed, fmt.Sprintf("%s ignored: not a list (%d bytes)", l.feedback, len(l.raw)))
+			continue
+		}
+		list, size, cut := make([]any, 0, len(values)), len("[]"), 0
+		for _, v := range values {
+			s, ok := v.(string)
+			if !ok || s == "" {
+				continue
+			}
+			if c, wasCut := Cut(s, MaxSummaryValueLength); wasCut {
+				s, cut = c, cut+1
+			}
+			encoded, _ := json.Marshal(s)
+			if size+len(encoded)+1 > MaxSummaryListSize {
+				trimmed = append(trimmed, fmt.Sprintf("%s: the first %d of %d copied (%d-byte cap)", l.feedback, len(list), len(values), MaxSummaryListSize))
+				break
+			}
+			size += len(encoded) + 1
+			list = append(list, s)
+		}
+		if cut > 0 {
+			trimmed = append(trimmed, fmt.Sprintf("%s: %d values cut to their caps", l.feedback, cut))
+		}
+		if len(list) > 0 {
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[l.key] = list
+		}
+	}
+	return out, trimmed
+}
+
+// hubComparedTo is the source the managed cluster compared against, as copied to the hub: each
+// field cut to MaxComparedToLength.
+func (r *feedbackReader) hubComparedTo(src *Source) *Source {
+	if src == nil {
+		return nil
+	}
+	out := Source{
+		RepoURL:        r.cut(propagation.FeedbackComparedRepoURL, src.RepoURL, MaxComparedToLength),
+		TargetRevision: r.cut(propagation.FeedbackComparedRevision, src.TargetRevision, MaxComparedToLength),
+		Path:           r.cut(propagation.FeedbackComparedPath, src.Path, MaxComparedToLength),
+		Chart:          r.cut(propagation.FeedbackComparedChart, src.Chart, MaxComparedToLength),
+	}
+	return &out
 }
 
 // putString sets m[key] to v cut to limit when v is a non-empty string, counting cuts.

@@ -43,13 +43,25 @@ func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
 			}
 			column, _ := json.Marshal(strings.Split(strings.TrimSuffix(strings.Repeat(huge[:4096]+",", 1000), ","), ","))
 			values[propagation.FeedbackHistoryRevisions], values[propagation.FeedbackHistoryRepoURLs] = string(column), string(column)
+			values[propagation.FeedbackImages], values[propagation.FeedbackExternalURLs] = string(column), string(column)
+			values[propagation.FeedbackSourceType] = huge
+			for _, name := range []string{propagation.FeedbackComparedRepoURL, propagation.FeedbackComparedPath, propagation.FeedbackComparedRevision, propagation.FeedbackComparedChart} {
+				values[name] = huge
+			}
 			obs := Observe(work(1, 1, values))
-			updated, changed := Apply(argocd.NewApplication(), Derive(obs, nil))
+			app := argocd.NewApplication()
+			app.Object["spec"] = map[string]any{"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}}
+			updated, changed := Apply(app, Derive(obs, nil))
 			g.Expect(changed).To(BeTrue())
+			g.Expect(nested(updated, "status", "sync", "comparedTo", "source", "repoURL")).To(HaveLen(MaxComparedToLength))
+			if fill == "x" {
+				images, _, _ := unstructured.NestedSlice(updated.Object, "status", "summary", "images")
+				g.Expect(images).NotTo(BeEmpty(), "the first images that fit are copied")
+			}
 
 			data, err := json.Marshal(updated.Object["status"])
 			g.Expect(err).NotTo(HaveOccurred())
-			limit := 76 * 1024
+			limit := 83 * 1024
 			if fill == "<" {
 				limit *= 6
 			}
@@ -132,6 +144,9 @@ func TestObserveCapsWhatIsCopiedToTheHub(t *testing.T) {
 		propagation.FeedbackSyncStarted: {limit: MaxWordLength, read: func(o Observed) string { return o.Delivery.SyncStarted }},
 		propagation.FeedbackRevisions: {value: fmt.Sprintf("[%q,%q]", huge, huge), limit: MaxRevisionLength,
 			read: func(o Observed) string { return o.Revision }},
+		propagation.FeedbackSourceType:      {limit: MaxWordLength, read: func(o Observed) string { return o.SourceType }},
+		propagation.FeedbackComparedRepoURL: {limit: MaxComparedToLength, read: func(o Observed) string { return o.HubComparedTo.RepoURL }},
+		propagation.FeedbackComparedPath:    {limit: MaxComparedToLength, read: func(o Observed) string { return o.HubComparedTo.Path }},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -152,8 +167,8 @@ func TestObserveCapsWhatIsCopiedToTheHub(t *testing.T) {
 
 	g := NewWithT(t)
 	obs := Observe(work(1, 1, map[string]string{propagation.FeedbackComparedRepoURL: huge, propagation.FeedbackReconciledAt: huge}))
-	g.Expect(obs.ComparedTo.RepoURL).To(Equal(huge), "only compared with the hub's: a cut could only make the comparison wrong")
-	g.Expect(obs.Trimmed).To(BeEmpty())
+	g.Expect(obs.ComparedTo.RepoURL).To(Equal(huge), "compared with the hub's whole: a cut could only make the comparison wrong")
+	g.Expect(obs.HubComparedTo.RepoURL).To(HaveLen(MaxComparedToLength), "copied to the hub within its cap")
 }
 
 // An operation over its cap or that does not parse is not copied, and the hub is told why.

@@ -136,3 +136,33 @@ func TestHistoryIsCopiedToTheHub(t *testing.T) {
 	updated, _ = Apply(updated, Derive(Observe(work(2, 2, feedback("Healthy", "Synced", "v2"))), v2))
 	g.Expect(updated.Object["status"]).NotTo(HaveKey("history"), "the hub shows the cluster's: none")
 }
+
+// The UI shows status.summary (images, external URLs), sourceType and what the cluster compared
+// against (status.sync.comparedTo).
+func TestSummaryComparedToAndSourceTypeAreCopied(t *testing.T) {
+	g := NewWithT(t)
+	values := feedback("Healthy", "Synced", "v2")
+	values[propagation.FeedbackImages] = `["nginx:1.27","redis:7"]`
+	values[propagation.FeedbackExternalURLs] = "https://guestbook.example" // one entry: the value itself
+	values[propagation.FeedbackSourceType] = "Directory"
+	app := argocd.NewApplication()
+	app.Object["spec"] = map[string]any{"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}}
+	updated, changed := Apply(app, Derive(Observe(work(2, 2, values)), v2))
+	g.Expect(changed).To(BeTrue())
+	g.Expect(updated.Object["status"]).To(HaveKeyWithValue("summary", map[string]any{
+		"images": []any{"nginx:1.27", "redis:7"}, "externalURLs": []any{"https://guestbook.example"}}))
+	g.Expect(nested(updated, "status", "sourceType")).To(Equal("Directory"))
+	compared, _, _ := unstructured.NestedMap(updated.Object, "status", "sync", "comparedTo")
+	g.Expect(compared).To(Equal(map[string]any{
+		"source":      map[string]any{"repoURL": "https://git.example/repo", "targetRevision": "v2", "path": "app"},
+		"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"},
+	}))
+
+	_, changed = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
+	g.Expect(changed).To(BeFalse(), "the same report writes nothing")
+
+	delete(values, propagation.FeedbackImages)
+	delete(values, propagation.FeedbackExternalURLs)
+	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
+	g.Expect(updated.Object["status"]).NotTo(HaveKey("summary"), "the hub shows the cluster's: none")
+}

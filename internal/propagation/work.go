@@ -52,6 +52,9 @@ const (
 	FeedbackRefreshDelivered   = "refreshDelivered"
 	FeedbackRefreshPending     = "refreshPending"
 	FeedbackTerminateDelivered = "terminateDelivered"
+	FeedbackSourceType         = "sourceType"
+	FeedbackImages             = "summaryImages"
+	FeedbackExternalURLs       = "summaryExternalURLs"
 	// status.history, one column per field (see historyPaths).
 	FeedbackHistoryIDs             = "historyIDs"
 	FeedbackHistoryRevisions       = "historyRevisions"
@@ -84,6 +87,10 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackComparedChart, Path: ".status.sync.comparedTo.source.chart"},
 	{Name: FeedbackResources, Path: ".status.resources"},
 	{Name: FeedbackConditions, Path: ".status.conditions"},
+	{Name: FeedbackSourceType, Path: ".status.sourceType"},
+	// Lists of strings; one entry arrives as that value, not as a list.
+	{Name: FeedbackImages, Path: ".status.summary.images"},
+	{Name: FeedbackExternalURLs, Path: ".status.summary.externalURLs"},
 	// The delivery of sync and refresh requests (see delivery.go); scalars, so they work without
 	// the agent's RawFeedbackJsonString feature gate.
 	// (client-go's JSONPath does not match ['a.b/c'] keys: dots are escaped instead.)
