@@ -50,12 +50,15 @@ func (h hubAppConditions) refuse(ctx context.Context, app *unstructured.Unstruct
 		return nil
 	}
 	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-	h.recorder.Eventf(app, nil, corev1.EventTypeWarning, reason, "Propagate", message)
-	return h.setConditions(ctx, app, append(withoutOurCondition(conditions), map[string]any{
+	if err := h.setConditions(ctx, app, append(withoutOurCondition(conditions), map[string]any{
 		"type":               PropagationErrorCondition,
 		"message":            text,
 		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-	}))
+	})); err != nil {
+		return err // a conflict requeues the Application, which records the event then
+	}
+	h.recorder.Eventf(app, nil, corev1.EventTypeWarning, reason, "Propagate", message)
+	return nil
 }
 
 // paused records that app's delivery is paused, and why.
@@ -88,7 +91,10 @@ func (h hubAppConditions) setConditions(ctx context.Context, app *unstructured.U
 	} else if err := unstructured.SetNestedSlice(updated.Object, conditions, "status", "conditions"); err != nil {
 		return fmt.Errorf("setting conditions of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
 	}
-	if err := h.client.Patch(ctx, updated, client.MergeFrom(app)); err != nil {
+	// status.conditions is a list a merge patch replaces whole, and the status controller writes
+	// its warning there too (see AppStatusReconciler.write): both write under an optimistic lock,
+	// so that neither drops the other's condition.
+	if err := h.client.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching conditions of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
 	}
 	return nil
