@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -21,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
@@ -55,6 +59,36 @@ func (c argocdCLI) run(deadline time.Duration, args ...string) (string, error) {
 		err = fmt.Errorf("still running after %s: %w", deadline, ctx.Err())
 	}
 	return out.String(), err
+}
+
+// api calls the hub's Argo CD API server as the logged-in CLI user, and returns the status and
+// body of its answer.
+func (c argocdCLI) api(t *testing.T, method, path string) (int, string) {
+	t.Helper()
+	raw, err := os.ReadFile(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var config struct {
+		Users []struct {
+			AuthToken string `json:"auth-token"`
+		} `json:"users"`
+	}
+	if err := yaml.Unmarshal(raw, &config); err != nil || len(config.Users) == 0 {
+		t.Fatalf("reading the CLI's token from %s: %v", c.config, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+lab.ArgoCD.Addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+config.Users[0].AuthToken)
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // cliApp is a pull-model hub Application with a manual sync policy, delivered to cluster into
@@ -251,6 +285,42 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 	// A rollback to an ID cluster1 never deployed: the server's own answer.
 	if out, err := cli.run(time.Minute, "app", "rollback", sandbox.ArgoNamespace+"/cli-guestbook", "99", "--timeout", "30"); err == nil || !strings.Contains(out, "does not have deployment id '99' in history") {
 		t.Errorf("argocd app rollback to an unknown ID: %v\n%s", err, out)
+	}
+
+	// Argo CD's API server answers resource-level verbs from its cache and acts on the
+	// Application's destination, https://kubernetes.default.svc: on the hub, the hub itself. No
+	// resource tree is written for a pull-model Application, so they fail, from the CLI and from
+	// the API alike, and never reach the hub's own object of the same name (docs/security.md).
+	hubOwn := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cliNamespace, Name: "cli-greeting"}, Data: map[string]string{"greeting": "the hub's own"}}
+	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cliNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cliNamespace}}) })
+	if err := hub.Create(ctx, hubOwn); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"app", "delete-resource", sandbox.ArgoNamespace + "/cli-guestbook", "--kind", "ConfigMap", "--resource-name", "cli-greeting", "--namespace", cliNamespace},
+		{"app", "patch-resource", sandbox.ArgoNamespace + "/cli-guestbook", "--kind", "ConfigMap", "--resource-name", "cli-greeting", "--namespace", cliNamespace, "--patch", `{"data":{"greeting":"patched"}}`},
+		{"app", "manifests", sandbox.ArgoNamespace + "/cli-guestbook", "--source", "live"},
+	} {
+		out, err := cli.run(time.Minute, args...)
+		if err == nil || strings.Contains(out, "the hub's own") {
+			t.Errorf("argocd %s on a pull-model Application: %v, want an error\n%s", strings.Join(args[:2], " "), err, out)
+		}
+		t.Logf("argocd %s: %s", strings.Join(args[:2], " "), strings.TrimSpace(out))
+	}
+	for _, call := range []struct{ method, path string }{
+		{http.MethodDelete, "/api/v1/applications/cli-guestbook/resource"},
+		{http.MethodGet, "/api/v1/applications/cli-guestbook/resource"},
+	} {
+		status, body := cli.api(t, call.method, call.path+"?appNamespace="+sandbox.ArgoNamespace+"&namespace="+cliNamespace+"&resourceName=cli-greeting&version=v1&kind=ConfigMap")
+		if status < 400 || strings.Contains(body, "the hub's own") {
+			t.Errorf("%s %s: %d, want an error\n%s", call.method, call.path, status, body)
+		}
+	}
+	if got := configMapData(hub, cliNamespace, "cli-greeting", "greeting"); got != "the hub's own" {
+		t.Errorf("the hub's own ConfigMap of that name was touched: greeting %q", got)
 	}
 
 	// argocd app delete --cascade --wait: gone from the hub and from cluster1, with what it
