@@ -49,6 +49,7 @@ type agents struct {
 	repLatency  []time.Duration
 	reported    map[string]int      // report name -> clusters at initialRevision
 	reportSize  map[string]int      // report name -> bytes of its last version
+	appSize     map[string]int      // "<appset>/<cluster>" -> bytes of its hub Application's last version
 	reportNotes map[string][]string // report name -> the notes of its last version
 	// reportListed is, per report name, the clusters its last version lists, and its notes say
 	// whether the others are Synced and Healthy (report.UnlistedAreHealthy).
@@ -78,6 +79,7 @@ type workState struct {
 	values         map[string]string
 	asksReconciled bool // the work's feedback rules include reconciledAt
 	next           time.Time
+	deployments    int // changes made: the deployments its status.history lists
 }
 
 type change struct {
@@ -89,7 +91,7 @@ type change struct {
 
 func newAgents(c client.Client, workers int, resync, jitter time.Duration) *agents {
 	return &agents{c: c, workers: workers, works: map[types.NamespacedName]bool{}, pending: map[string]change{},
-		reported: map[string]int{}, reportSize: map[string]int{}, reportNotes: map[string][]string{}, reportListed: map[string]map[string]bool{}, queue: make(chan types.NamespacedName, 1<<16),
+		reported: map[string]int{}, reportSize: map[string]int{}, appSize: map[string]int{}, reportNotes: map[string][]string{}, reportListed: map[string]map[string]bool{}, queue: make(chan types.NamespacedName, 1<<16),
 		resync: resync, jitter: jitter, state: map[types.NamespacedName]*workState{}}
 }
 
@@ -314,14 +316,51 @@ func (a *agents) change(ctx context.Context, appSet, cluster, revision string) e
 		a.unobservable++
 	}
 	a.pending[appSet+"/"+cluster] = ch
+	deployments := 1
+	if st := a.state[key]; st != nil {
+		st.deployments++
+		deployments = st.deployments
+	}
 	a.mu.Unlock()
 	values := map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced", propagation.FeedbackRevision: revision,
-		propagation.FeedbackPhase: "Succeeded", propagation.FeedbackStartedAt: "2026-01-01T00:00:00Z"}
+		propagation.FeedbackPhase: "Succeeded", propagation.FeedbackStartedAt: "2026-01-01T00:00:00Z",
+		// What a managed Argo CD reports besides: the summary, and a history one deployment longer.
+		propagation.FeedbackSourceType: "Directory", propagation.FeedbackImages: `["gcr.io/heptio-images/ks-guestbook-demo:0.2"]`}
+	maps.Copy(values, historyFeedback(deployments, revision))
 	for {
 		err := a.writeStatus(ctx, key, values)
 		if !apierrors.IsConflict(err) {
 			return err
 		}
+	}
+}
+
+// historyFeedback is the status.history of an Application deployed n times, the last at revision,
+// as the work agent reports it: one column per field, Argo CD's newest 10 entries.
+func historyFeedback(n int, revision string) map[string]string {
+	first := max(0, n-10)
+	var ids, revisions, times, urls, paths, targets []any
+	for id := first; id < n; id++ {
+		rev := fmt.Sprintf("%040x", id)
+		if id == n-1 {
+			rev = revision
+		}
+		ids, revisions = append(ids, id), append(revisions, rev)
+		times = append(times, time.Date(2026, 1, 1, 0, 0, id%60, 0, time.UTC).Format(time.RFC3339))
+		urls, paths, targets = append(urls, "https://github.com/argoproj/argocd-example-apps.git"), append(paths, "guestbook"), append(targets, "HEAD")
+	}
+	column := func(values []any) string {
+		if len(values) == 1 {
+			return fmt.Sprint(values[0])
+		}
+		raw, _ := json.Marshal(values)
+		return string(raw)
+	}
+	return map[string]string{
+		propagation.FeedbackHistoryIDs: column(ids), propagation.FeedbackHistoryRevisions: column(revisions),
+		propagation.FeedbackHistoryDeployedAt: column(times), propagation.FeedbackHistoryDeployStartedAt: column(times),
+		propagation.FeedbackHistoryRepoURLs: column(urls), propagation.FeedbackHistoryPaths: column(paths),
+		propagation.FeedbackHistoryTargetRevisions: column(targets),
 	}
 }
 
@@ -333,10 +372,13 @@ func (a *agents) appEvent(app *unstructured.Unstructured) {
 	for _, ref := range app.GetOwnerReferences() {
 		owner = ref.Name
 	}
+	raw, _ := json.Marshal(app.Object)
+	size := len(raw)
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := owner + "/" + ann[api.ClusterAnnotation]
+	a.appSize[key] = size
 	if ch, ok := a.pending[key]; ok && !ch.app && ch.revision == rev {
 		ch.app = true
 		a.appLatency = append(a.appLatency, now.Sub(ch.written))
@@ -439,6 +481,18 @@ func (a *agents) latencies() (app, report []time.Duration) {
 	slices.Sort(app)
 	slices.Sort(report)
 	return app, report
+}
+
+// appSizes are the p50 and largest sizes (JSON) of the hub Applications' last versions.
+func (a *agents) appSizes() (p50, largest int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sizes := slices.Collect(maps.Values(a.appSize))
+	if len(sizes) == 0 {
+		return 0, 0
+	}
+	slices.Sort(sizes)
+	return sizes[len(sizes)/2], sizes[len(sizes)-1]
 }
 
 func (a *agents) largestReport() (size int, notes []string) {

@@ -58,6 +58,9 @@ func (r benchReport) markdown() string {
 	row("restart: converged after", func(x result) string { return fmt.Sprintf("%.1fs", x.RestartSeconds) })
 	row("restart: writes", func(x result) string { return fmt.Sprintf("%.0f", x.RestartWrites) })
 	row("largest report", func(x result) string { return fmt.Sprintf("%.0f KiB", float64(x.ReportBytes)/1024) })
+	row("hub Application size p50 / largest", func(x result) string {
+		return fmt.Sprintf("%.1f / %.1f KiB", float64(x.AppBytesP50)/1024, float64(x.AppBytesMax)/1024)
+	})
 	steady := func(name string, cell func(*steadyState) string) {
 		row(name, func(x result) string {
 			if x.Steady == nil {

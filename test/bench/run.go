@@ -66,6 +66,10 @@ type result struct {
 	RestartWrites  float64 `json:"restartWrites"`
 
 	ReportBytes int `json:"largestReportBytes"`
+	// AppBytesP50 and AppBytesMax are the sizes (JSON) of the hub Applications, with the status
+	// copied from their clusters' feedback (history, resources, summary).
+	AppBytesP50 int `json:"hubApplicationBytesP50,omitempty"`
+	AppBytesMax int `json:"hubApplicationBytesMax,omitempty"`
 	// ReportNotes are the largest report's notes: what it could not show, and the steps that
 	// bounded its size.
 	ReportNotes []string `json:"largestReportNotes,omitempty"`
@@ -258,6 +262,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	}
 	res.Requests = after.Requests
 	res.ReportBytes, res.ReportNotes = ag.largestReport()
+	res.AppBytesP50, res.AppBytesMax = ag.appSizes()
 	cfg.progress("controller: peak RSS %.0f MiB, %.1f CPU seconds, %.0f API requests (%s)",
 		res.Controller.PeakRSSMiB, res.Controller.CPUSeconds, total(after.Requests), formatRequests(after.Requests))
 
