@@ -143,6 +143,7 @@ func (w *hubWatcher) states() []string {
 // managed cluster did not report, and delete --cascade --wait removes it from both sides.
 func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 	requireLab(t)
+	name := func() string { return sandbox.ArgoNamespace + "/cli-guestbook" }
 	hub, spokes := clients(t)
 	cli := loginArgoCD(t)
 	if _, err := lab.CommitFiles("cli app", map[string]string{"cli/cli-greeting.yaml": configMap("cli-greeting", nil, map[string]string{"greeting": "hello from argocd app sync"})}); err != nil {
@@ -250,7 +251,8 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 	}
 
 	// A new commit, synced again from the CLI: the second sync in a row returns too.
-	if _, err := lab.CommitFiles("cli app v2", map[string]string{"cli/cli-greeting.yaml": configMap("cli-greeting", nil, map[string]string{"greeting": "second sync"})}); err != nil {
+	second, err := lab.CommitFiles("cli app v2", map[string]string{"cli/cli-greeting.yaml": configMap("cli-greeting", nil, map[string]string{"greeting": "second sync"})})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if out, err := cli.run(3*time.Minute, "app", "sync", sandbox.ArgoNamespace+"/cli-guestbook", "--timeout", "120"); err != nil {
@@ -285,6 +287,49 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 	// A rollback to an ID cluster1 never deployed: the server's own answer.
 	if out, err := cli.run(time.Minute, "app", "rollback", sandbox.ArgoNamespace+"/cli-guestbook", "99", "--timeout", "30"); err == nil || !strings.Contains(out, "does not have deployment id '99' in history") {
 		t.Errorf("argocd app rollback to an unknown ID: %v\n%s", err, out)
+	}
+
+	// argocd app sync --revision: the commit named, on cluster1.
+	if out, err := cli.run(3*time.Minute, "app", "sync", name(), "--revision", second, "--timeout", "120"); err != nil || !strings.Contains(out, second) {
+		t.Errorf("argocd app sync --revision %s: %v\n%s", second, err, out)
+	}
+	if got := configMapData(spokes["cluster1"], cliNamespace, "cli-greeting", "greeting"); got != "second sync" {
+		t.Errorf("argocd app sync --revision did not reach cluster1: greeting %q", got)
+	}
+	// argocd app sync --prune: a resource removed from Git goes from cluster1 only with --prune.
+	if _, err := lab.CommitFiles("cli extra", map[string]string{"cli/cli-extra.yaml": configMap("cli-extra", nil, map[string]string{"greeting": "extra"})}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli.run(3*time.Minute, "app", "sync", name(), "--timeout", "120"); err != nil || configMapData(spokes["cluster1"], cliNamespace, "cli-extra", "greeting") != "extra" {
+		t.Fatalf("argocd app sync of a new resource: %v\n%s", err, out)
+	}
+	if _, err := lab.CommitFiles("cli extra removed", map[string]string{"cli/cli-extra.yaml": ""}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli.run(3*time.Minute, "app", "sync", name(), "--timeout", "120"); err != nil || configMapData(spokes["cluster1"], cliNamespace, "cli-extra", "greeting") != "extra" {
+		t.Errorf("argocd app sync without --prune: %v, the removed resource must stay on cluster1\n%s", err, out)
+	}
+	if out, err := cli.run(3*time.Minute, "app", "sync", name(), "--prune", "--timeout", "120"); err != nil || configMapData(spokes["cluster1"], cliNamespace, "cli-extra", "greeting") != "" {
+		t.Errorf("argocd app sync --prune: %v, the removed resource must go from cluster1\n%s", err, out)
+	}
+	// argocd app sync --resource: only the resource named is synced on cluster1.
+	if _, err := lab.CommitFiles("cli selective", map[string]string{
+		"cli/cli-greeting.yaml": configMap("cli-greeting", nil, map[string]string{"greeting": "selected"}),
+		"cli/cli-other.yaml":    configMap("cli-other", nil, map[string]string{"greeting": "not selected"}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli.run(3*time.Minute, "app", "sync", name(), "--resource", ":ConfigMap:"+cliNamespace+"/cli-greeting", "--timeout", "120"); err != nil {
+		t.Errorf("argocd app sync --resource: %v\n%s", err, out)
+	}
+	if got, other := configMapData(spokes["cluster1"], cliNamespace, "cli-greeting", "greeting"), configMapData(spokes["cluster1"], cliNamespace, "cli-other", "greeting"); got != "selected" || other != "" {
+		t.Errorf("argocd app sync --resource on cluster1: the one named reads %q (want selected), the other %q (want none)", got, other)
+	}
+	// A selective sync of a resource the Application does not have: the CLI's own answer.
+	if out, err := cli.run(time.Minute, "app", "sync", name(), "--resource", ":ConfigMap:"+cliNamespace+"/no-such-map", "--timeout", "30"); err == nil {
+		t.Errorf("argocd app sync --resource of a resource that does not exist: exit 0\n%s", out)
+	} else {
+		t.Logf("argocd app sync --resource of a resource that does not exist: %s", strings.TrimSpace(out))
 	}
 
 	// Argo CD's API server answers resource-level verbs from its cache and acts on the
@@ -423,6 +468,11 @@ func TestArgoCDCLITerminatesASyncStuckInAHook(t *testing.T) {
 		stuckSince = started
 		return phase == "Running" && hubPhase == "Running", nil
 	})
+
+	// A sync while one runs: the API server's own answer, as in the push model.
+	if out, err := cli.run(time.Minute, "app", "sync", name, "--async"); err == nil || !strings.Contains(out, "another operation is already in progress") {
+		t.Errorf("argocd app sync while a sync runs: %v, want the server's refusal\n%s", err, out)
+	}
 
 	// argocd app terminate-op: the operation stops on cluster1, and the hub never reads Running
 	// again meanwhile.
