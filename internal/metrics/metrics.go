@@ -19,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -29,6 +28,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // Write operations, the values of the operation label.
@@ -259,8 +259,7 @@ func StaleClusters(works []workv1.ManifestWork, clusters []clusterv1.ManagedClus
 			stale[w.Namespace] = true
 			continue
 		}
-		applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
-		if applied != nil && applied.Status == metav1.ConditionTrue && applied.ObservedGeneration == w.Generation {
+		if propagation.AppliedAtGeneration(w) {
 			continue
 		}
 		written, err := time.Parse(time.RFC3339, w.Annotations[api.WrittenAtAnnotation])
