@@ -224,12 +224,9 @@ func hubSummary(images, externalURLs string) (out map[string]any, trimmed []stri
 		}
 		list, size, cut := make([]any, 0, len(values)), len("[]"), 0
 		for _, v := range values {
-			s, ok := v.(string)
-			if !ok || s == "" {
+			s, ok := cutValue(v, MaxSummaryValueLength, &cut)
+			if !ok {
 				continue
-			}
-			if c, wasCut := Cut(s, MaxSummaryValueLength); wasCut {
-				s, cut = c, cut+1
 			}
 			encoded, _ := json.Marshal(s)
 			if size+len(encoded)+1 > MaxSummaryListSize {
@@ -269,15 +266,22 @@ func (r *feedbackReader) hubComparedTo(src *Source) *Source {
 
 // putString sets m[key] to v cut to limit when v is a non-empty string, counting cuts.
 func putString(m map[string]any, key string, v any, limit int, cut *int) {
+	if s, ok := cutValue(v, limit, cut); ok {
+		m[key] = s
+	}
+}
+
+// cutValue is v cut to limit, counting cuts; ok is false when v is not a non-empty string.
+func cutValue(v any, limit int, cut *int) (value string, ok bool) {
 	s, ok := v.(string)
 	if !ok || s == "" {
-		return
+		return "", false
 	}
 	out, wasCut := Cut(s, limit)
 	if wasCut {
 		*cut++
 	}
-	m[key] = out
+	return out, true
 }
 
 // warningCondition is the FeedbackWarningCondition saying what was cut or ignored.

@@ -71,12 +71,9 @@ func hubHistory(values map[string]string) (out []any, trimmed []string) {
 			continue
 		}
 		for i, v := range col {
-			s, ok := v.(string)
-			if !ok || s == "" {
+			s, ok := cutValue(v, MaxHistoryValueLength, &cut)
+			if !ok {
 				continue
-			}
-			if c, wasCut := Cut(s, MaxHistoryValueLength); wasCut {
-				s, cut = c, cut+1
 			}
 			entry := entries[i]
 			for _, k := range f.path[:len(f.path)-1] {
