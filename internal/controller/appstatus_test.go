@@ -336,3 +336,58 @@ func TestARequestChangesNothingUntilAnsweredAndTheAnswerCarriesReconciledAt(t *t
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "reconciledAt") }, timeout, interval).Should(Equal("2026-11-25T10:00:05Z"))
 	h.g.Expect(h.getApp("web").GetAnnotations()).NotTo(HaveKey(argocd.RefreshAnnotation))
 }
+
+// argocd app terminate-op sets the hub's operation phase Terminating: the work carries the same
+// phase to the managed Application beside the request's .operation, again when Argo CD wrote its
+// Running over an attempt, and the hub keeps showing Terminating until the cluster reports the
+// operation finished; the request to terminate leaves the work with the request.
+func TestTerminateOpIsCarriedToTheManagedCluster(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	h.app("web", cluster)
+	h.updateApp("web", func(u *unstructured.Unstructured) {
+		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{}}
+	})
+	var id string
+	h.g.Eventually(func() string {
+		id = payload(t, h.work("web", cluster), 0).GetAnnotations()[api.SyncDeliveryAnnotation]
+		return id
+	}, timeout, interval).ShouldNot(BeEmpty())
+	running := func(extra map[string]string) map[string]string {
+		v := map[string]string{propagation.FeedbackHealth: "Progressing", propagation.FeedbackSync: "OutOfSync",
+			propagation.FeedbackSyncDelivered: id, propagation.FeedbackSyncHeld: id, propagation.FeedbackSyncStarted: id,
+			propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-11-25T10:00:00Z"}
+		maps.Copy(v, extra)
+		return v
+	}
+	h.report("web", cluster, h.work("web", cluster).Generation, running(nil))
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "phase") }, timeout, interval).Should(Equal("Running"))
+
+	// As Argo CD's API server does: the phase of the operation the hub shows, by an update.
+	h.updateApp("web", func(u *unstructured.Unstructured) {
+		h.g.Expect(unstructured.SetNestedField(u.Object, propagation.PhaseTerminating, "status", "operationState", "phase")).To(Succeed())
+	})
+	attempt := func() string {
+		p := payload(t, h.work("web", cluster), 0)
+		phase, _, _ := unstructured.NestedString(p.Object, "status", "operationState", "phase")
+		return phase + " " + p.GetAnnotations()[api.TerminateDeliveryAnnotation]
+	}
+	h.g.Eventually(attempt, timeout, interval).Should(Equal("Terminating 1"))
+	h.g.Expect(payload(t, h.work("web", cluster), 0).Object).To(HaveKey("operation"), "carried beside the request it stops")
+	h.g.Consistently(func() string { return statusField(h.getApp("web"), "operationState", "phase") }, time.Second, 100*time.Millisecond).
+		Should(Equal(propagation.PhaseTerminating), "the hub keeps showing the request to terminate")
+
+	// Applied, and Argo CD's controller wrote Running over it: a second attempt.
+	h.report("web", cluster, h.work("web", cluster).Generation, running(map[string]string{propagation.FeedbackTerminateDelivered: "1"}))
+	h.g.Eventually(attempt, timeout, interval).Should(Equal("Terminating 2"))
+
+	// Terminated there: the hub shows it, clears the request, and the work carries neither.
+	h.report("web", cluster, h.work("web", cluster).Generation, running(map[string]string{propagation.FeedbackTerminateDelivered: "2",
+		propagation.FeedbackSyncHeld: "", propagation.FeedbackPhase: "Failed", propagation.FeedbackMessage: "Operation terminated",
+		propagation.FeedbackFinishedAt: "2026-11-25T10:01:00Z", propagation.FeedbackReconciledAt: "2026-11-25T10:01:00Z"}))
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "message") }, timeout, interval).Should(Equal("Operation terminated"))
+	h.g.Expect(statusField(h.getApp("web"), "operationState", "phase")).To(Equal("Failed"))
+	h.g.Expect(h.getApp("web").Object).NotTo(HaveKey("operation"))
+	h.g.Eventually(func() map[string]any { return payload(t, h.work("web", cluster), 0).Object }, timeout, interval).
+		ShouldNot(Or(HaveKey("operation"), HaveKey("status")))
+}

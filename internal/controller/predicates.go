@@ -80,8 +80,9 @@ func observeChanges(changed *metrics.Since[types.NamespacedName]) predicate.Func
 	}
 }
 
-// beyondStatus passes Application updates that change something other than the status, or
-// argocd-pull's own conditions in it. The Application CRD has no status subresource, so every
+// beyondStatus passes Application updates that change something other than the status,
+// argocd-pull's own conditions in it, or a request to terminate the operation (argocd app
+// terminate-op writes it into the status). The Application CRD has no status subresource, so every
 // status write (the status controller's, once per feedback change) is an update of the whole
 // object; nothing else in the status changes what the propagation controller writes. Its own
 // conditions do count: a reconcile that read the Application from the cache before its previous
@@ -96,9 +97,16 @@ func beyondStatus() predicate.Funcs {
 				return true
 			}
 			return propagationError(oldApp) != propagationError(newApp) || pausedMessage(oldApp) != pausedMessage(newApp) ||
+				terminating(oldApp) != terminating(newApp) ||
 				!equality.Semantic.DeepEqual(withoutStatus(oldApp), withoutStatus(newApp))
 		},
 	}
+}
+
+// terminating is the delivery ID of the operation argocd app terminate-op asks to stop, set in
+// the status by Argo CD's API server (see propagation.planTerminate), "" when none.
+func terminating(app *unstructured.Unstructured) string {
+	return propagation.HubOf(app).Terminating
 }
 
 // withoutStatus is what of an Application the propagation controller reads: everything but the
