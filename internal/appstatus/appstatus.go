@@ -47,9 +47,13 @@ type Observed struct {
 
 	Health, Sync, Revision                string
 	Phase, StartedAt, FinishedAt, Message string
-	ReconciledAt                          string
-	Operation                             map[string]any
-	ComparedTo                            *Source
+	// SyncedRevision is the revision the last operation synced (its syncResult): a rollback's or
+	// a sync --revision's, which the Application's sync.revision (compared with the source's
+	// target) is not.
+	SyncedRevision string
+	ReconciledAt   string
+	Operation      map[string]any
+	ComparedTo     *Source
 	// RawResources and RawConditions are lists (JSON) the report reads, with its own caps.
 	RawResources, RawConditions string
 	// Resources is status.resources as copied to the hub, and ResourcesTrimmed what that copy cut
@@ -113,6 +117,7 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs.StartedAt = r.capped(propagation.FeedbackStartedAt, MaxTimeLength)
 	obs.FinishedAt = r.capped(propagation.FeedbackFinishedAt, MaxTimeLength)
 	obs.Message = r.capped(propagation.FeedbackMessage, MaxMessageLength)
+	obs.SyncedRevision = r.capped(propagation.FeedbackSyncResultRevision, MaxRevisionLength)
 	obs.ReconciledAt = r.raw(propagation.FeedbackReconciledAt)
 	obs.RawResources = r.raw(propagation.FeedbackResources)
 	obs.Resources, obs.ResourcesTrimmed = hubResources(obs.RawResources)
@@ -208,6 +213,8 @@ type Status struct {
 type OperationState struct {
 	Operation                             map[string]any
 	Phase, StartedAt, FinishedAt, Message string
+	// SyncedRevision is the revision it synced, "" when the cluster reported none.
+	SyncedRevision string
 }
 
 // Derive decides the hub Application's status from the observation and the source the hub wants.
@@ -249,7 +256,8 @@ func Derive(obs Observed, wanted *Source) Status {
 			// The delivery ID tells the hub which request this operation ran (see propagation).
 			op = propagation.WithDeliveryID(op, id)
 		}
-		st.Operation = &OperationState{Operation: op, Phase: obs.Phase, StartedAt: obs.StartedAt, FinishedAt: obs.FinishedAt, Message: obs.Message}
+		st.Operation = &OperationState{Operation: op, Phase: obs.Phase, StartedAt: obs.StartedAt, FinishedAt: obs.FinishedAt, Message: obs.Message,
+			SyncedRevision: obs.SyncedRevision}
 		if propagation.Unsettled(obs.Carried, obs.Delivery, obs.HubSynced) {
 			// Finished there, but its Argo CD has not compared since: the request is still in
 			// flight for the hub, which shows it finished in the write that clears it.
@@ -346,9 +354,14 @@ func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Uns
 		}
 		if propagation.Finished(st.Operation.Phase) {
 			// argocd app sync reads the finished operation's syncResult (a nil one crashes it):
-			// the revision the managed cluster reports synced. Its per-resource results are not
-			// carried.
-			op["syncResult"] = map[string]any{"revision": st.Revision}
+			// the revision the operation synced, or when the cluster reported none (an operation
+			// that failed before it synced), the one its Application reports. Its per-resource
+			// results are not carried.
+			revision := st.Operation.SyncedRevision
+			if revision == "" {
+				revision = st.Revision
+			}
+			op["syncResult"] = map[string]any{"revision": revision}
 		}
 		setOrDelete(op, "finishedAt", st.Operation.FinishedAt)
 		setOrDelete(op, "message", st.Operation.Message)

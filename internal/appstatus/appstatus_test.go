@@ -315,6 +315,13 @@ func TestAFinishedOperationCarriesItsSyncResult(t *testing.T) {
 	updated, _ := Apply(argocd.NewApplication(), Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(nested(updated, "status", "operationState", "syncResult", "revision")).To(Equal("sha-v2"))
 
+	// A rollback (or sync --revision) synced another revision than the one the Application compares.
+	values[propagation.FeedbackSyncResultRevision] = "sha-v1"
+	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
+	g.Expect(nested(updated, "status", "operationState", "syncResult", "revision")).To(Equal("sha-v1"))
+	g.Expect(nested(updated, "status", "sync", "revision")).To(Equal("sha-v2"))
+	delete(values, propagation.FeedbackSyncResultRevision)
+
 	values[propagation.FeedbackPhase] = "Running"
 	delete(values, propagation.FeedbackFinishedAt)
 	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))

@@ -15,10 +15,10 @@ import (
 // are generous for what Argo CD writes.
 //
 // The guarantee: the values argocd-pull copies into a hub Application's status add up to at
-// most the sum of the caps below (eight words or times, a revision, a message, an operation, the
-// resources, the history (history.go), the summary's two lists, the compared source's four fields
-// and a warning): 84,544 bytes, under 83 KiB. JSON writes at most 6 bytes for each of them
-// (\u003c for "<"), so the status argocd-pull writes stays below 498 KiB, far below etcd's request
+// most the sum of the caps below (eight words or times, two revisions, a message, an operation,
+// the resources, the history (history.go), the summary's two lists, the compared source's four
+// fields and a warning): 86,592 bytes, under 85 KiB. JSON writes at most 6 bytes for each of them
+// (\u003c for "<"), so the status argocd-pull writes stays below 508 KiB, far below etcd's request
 // limit (1.5 MiB), whatever the cluster writes.
 const (
 	// MaxWordLength caps values Argo CD takes from short fixed lists, health and sync status and
@@ -27,7 +27,8 @@ const (
 	MaxWordLength = 64
 	// MaxTimeLength caps timestamps: RFC 3339 with nanoseconds and a zone offset has 35 characters.
 	MaxTimeLength = 64
-	// MaxRevisionLength caps the synced revision: a Git SHA-1 has 40 characters, a SHA-256 64, an
+	// MaxRevisionLength caps the revisions (the compared one, and the one the last operation
+	// synced): a Git SHA-1 has 40 characters, a SHA-256 64, an
 	// OCI digest 71; a multi-source Application reports one per source, joined: 2 KiB holds 28
 	// digests.
 	MaxRevisionLength = 2 * 1024

@@ -15,10 +15,10 @@ import (
 )
 
 // maxStatusWrite is what the caps guarantee for the status argocd-pull writes (see caps.go).
-const maxStatusWrite = 498 * 1024
+const maxStatusWrite = 508 * 1024
 
 // FuzzFeedbackToStatus: whatever a managed cluster reports, as Strings or raw JSON, the values
-// copied to the hub are within their caps, the status written stays under 498 KiB, and the hub
+// copied to the hub are within their caps, the status written stays under 508 KiB, and the hub
 // Application never reads Synced or Healthy for feedback about another source than the one it
 // wants, or for a generation the cluster has not applied.
 func FuzzFeedbackToStatus(f *testing.F) {

@@ -53,6 +53,7 @@ const (
 	FeedbackRefreshPending     = "refreshPending"
 	FeedbackTerminateDelivered = "terminateDelivered"
 	FeedbackSourceType         = "sourceType"
+	FeedbackSyncResultRevision = "syncResultRevision"
 	FeedbackImages             = "summaryImages"
 	FeedbackExternalURLs       = "summaryExternalURLs"
 	// status.history, one column per field (see historyPaths).
@@ -81,6 +82,7 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackFinishedAt, Path: ".status.operationState.finishedAt"},
 	{Name: FeedbackMessage, Path: ".status.operationState.message"},
 	{Name: FeedbackOperation, Path: ".status.operationState.operation"},
+	{Name: FeedbackSyncResultRevision, Path: ".status.operationState.syncResult.revision"},
 	{Name: FeedbackComparedRepoURL, Path: ".status.sync.comparedTo.source.repoURL"},
 	{Name: FeedbackComparedRevision, Path: ".status.sync.comparedTo.source.targetRevision"},
 	{Name: FeedbackComparedPath, Path: ".status.sync.comparedTo.source.path"},

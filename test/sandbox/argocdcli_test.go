@@ -146,7 +146,8 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 	name := func() string { return sandbox.ArgoNamespace + "/cli-guestbook" }
 	hub, spokes := clients(t)
 	cli := loginArgoCD(t)
-	if _, err := lab.CommitFiles("cli app", map[string]string{"cli/cli-greeting.yaml": configMap("cli-greeting", nil, map[string]string{"greeting": "hello from argocd app sync"})}); err != nil {
+	first, err := lab.CommitFiles("cli app", map[string]string{"cli/cli-greeting.yaml": configMap("cli-greeting", nil, map[string]string{"greeting": "hello from argocd app sync"})})
+	if err != nil {
 		t.Fatal(err)
 	}
 	// Without Argo CD's resources finalizer: argocd app delete --cascade adds it to the hub
@@ -281,6 +282,9 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 		t.Fatalf("argocd app rollback %s: %v\n%s", ids[0], err, out)
 	}
 	t.Logf("argocd app rollback %s:\n%s", ids[0], out)
+	if !regexp.MustCompile(`(?m)^Sync Revision:\s+` + first + `$`).MatchString(out) {
+		t.Errorf("argocd app rollback prints another revision than the one it synced on cluster1 (%s)", first)
+	}
 	if got := configMapData(spokes["cluster1"], cliNamespace, "cli-greeting", "greeting"); got != "hello from argocd app sync" {
 		t.Errorf("the rollback did not run on cluster1: greeting %q", got)
 	}
