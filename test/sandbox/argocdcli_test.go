@@ -501,6 +501,7 @@ func TestArgoCDCLITerminatesASyncStuckInAHook(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`(?m)^Phase:\s+Failed$`).MatchString(out) || !strings.Contains(out, "terminated") {
 		t.Errorf("argocd app get after terminate-op: %v\n%s", err, out)
 	}
+	t.Logf("argocd app get %s --show-operation, after terminate-op:\n%s", name, out)
 
 	// The next sync is accepted and runs: the request to terminate was not repeated on it.
 	if out, err := cli.run(time.Minute, "app", "sync", name, "--async"); err != nil {
