@@ -105,7 +105,7 @@ verify: generate docs ## Check that generated files, docs/cli.md and go.mod are 
 	@git diff --exit-code -- api config charts docs go.mod go.sum || { echo "Generated files or go.mod are out of date: run 'make generate docs' and 'go mod tidy', then commit."; exit 1; }
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run gofmt, go vet, golangci-lint, and actionlint on the release workflow
+lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run gofmt, go vet, golangci-lint, and actionlint on the workflows
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
