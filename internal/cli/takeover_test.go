@@ -12,6 +12,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -76,6 +77,28 @@ func TestTakeoverDryRunListsWhatTheControllerDoes(t *testing.T) {
 	gone := app("gone", bound)
 	upstream(upstreamwork.OCMBasic, gone)
 	g.Expect(c.Delete(ctx, gone)).To(Succeed())
+
+	// versions is every ManifestWork and Application the command could write, with its
+	// resourceVersion: unchanged after, nothing written.
+	versions := func() map[string]string {
+		out := map[string]string{}
+		for _, namespace := range []string{bound, unbound} {
+			works := &workv1.ManifestWorkList{}
+			g.Expect(c.List(ctx, works, client.InNamespace(namespace))).To(Succeed())
+			for _, w := range works.Items {
+				out["work "+w.Namespace+"/"+w.Name] = w.ResourceVersion
+			}
+		}
+		apps := argocd.NewApplicationList()
+		g.Expect(c.List(ctx, apps, client.InNamespace(ns))).To(Succeed())
+		for _, a := range apps.Items {
+			out["application "+a.GetName()] = a.GetResourceVersion()
+		}
+		return out
+	}
+	before := versions()
+	g.Expect(before).To(HaveLen(5), "three upstream works, two Applications")
+	t.Cleanup(func() { g.Expect(versions()).To(Equal(before), "takeover --dry-run wrote nothing") })
 
 	_, err := takeoverCmd(t, "-n", ns, "--kubeconfig", env.Kubeconfig(t))
 	g.Expect(err).To(MatchError(ContainSubstring("give --dry-run")))

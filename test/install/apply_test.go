@@ -214,11 +214,18 @@ func checkServiceAccountPermissions(t *testing.T, k kube) {
 		default:
 			args = append(args, "-n", c.namespace)
 		}
-		// can-i prints yes or no and exits 1 on no.
-		out, _ := k.runErr(args...)
-		if got := strings.TrimSpace(out) == "yes"; got != c.allowed {
+		// can-i prints yes or no (warnings aside) and exits 1 on no. Anything else is the command
+		// failing, which must not pass for a "no".
+		out, err := k.runErr(args...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		answer := strings.TrimSpace(lines[len(lines)-1])
+		if answer != "yes" && answer != "no" || (answer == "yes") != (err == nil) {
+			t.Errorf("kubectl %s gave no answer (%v):\n%s", strings.Join(args, " "), err, out)
+			continue
+		}
+		if got := answer == "yes"; got != c.allowed {
 			t.Errorf("the service account may %s %s (subresource %q) in %q: %q, want allowed=%t",
-				c.verb, c.resource, c.subresource, c.namespace, strings.TrimSpace(out), c.allowed)
+				c.verb, c.resource, c.subresource, c.namespace, answer, c.allowed)
 		}
 	}
 
