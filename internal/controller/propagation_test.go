@@ -355,6 +355,7 @@ func TestNamespaceNotAllowedIsIgnoredWithAnEvent(t *testing.T) {
 	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).
 		Should(ContainSubstring(propagation.ReasonNamespaceNotAllowed + ": pull-model Applications are not taken from namespace " + h.ns + "; the operator allows argocd-elsewhere"))
 	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(propagation.ReasonNamespaceNotAllowed)))
+	h.g.Expect(h.warnings("web")).To(ContainElement(propagation.ReasonNamespaceNotAllowed), "a refusal is a Warning event")
 	h.noWorkFor("web")
 }
 
@@ -374,7 +375,9 @@ func TestClusterNotBoundToNamespaceIsRefused(t *testing.T) {
 	h := start(t)
 	unbound := h.unboundCluster()
 	h.app("web", unbound)
-	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(propagation.ReasonClusterNotBound + ": ManagedCluster " + unbound + " is not bound to namespace " + h.ns))
+	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(Equal(propagation.ReasonClusterNotBound + ": ManagedCluster " + unbound +
+		" is not bound to namespace " + h.ns + ": create a ManagedClusterSetBinding in " + h.ns + " for a set that contains it (a PlacementDecision is not a binding)"))
+	h.g.Eventually(func() []string { return h.warnings("web") }, timeout, interval).Should(ContainElement(propagation.ReasonClusterNotBound))
 	h.noWorkFor("web")
 
 	// Attack (issue 22, row 3): the tenant writes a PlacementDecision in its own namespace naming

@@ -329,14 +329,35 @@ func (h *harness) worksOf(name string) []workv1.ManifestWork {
 func (h *harness) condition(name string) string { return propagationError(h.getApp(name)) }
 
 // eventsFor returns "reason: note" of the events about the Application.
-func (h *harness) eventsFor(name string) []string {
+// events are the events recorded for Application name.
+func (h *harness) events(name string) []corev1.Event {
 	list := &corev1.EventList{}
 	h.g.Expect(h.c.List(context.Background(), list, client.InNamespace(h.ns))).To(Succeed())
-	var out []string
+	var out []corev1.Event
 	for _, e := range list.Items {
 		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "Application" {
-			out = append(out, e.Reason+": "+e.Message)
+			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// warnings are the reasons of the Warning events recorded for Application name.
+func (h *harness) warnings(name string) []string {
+	var out []string
+	for _, e := range h.events(name) {
+		if e.Type == corev1.EventTypeWarning {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
+
+// eventsFor is "<reason>: <message>" of each event recorded for Application name.
+func (h *harness) eventsFor(name string) []string {
+	var out []string
+	for _, e := range h.events(name) {
+		out = append(out, e.Reason+": "+e.Message)
 	}
 	return out
 }

@@ -145,6 +145,7 @@ func TestARunningUpstreamControllerStopsTheTakeover(t *testing.T) {
 		return h.c.Update(context.Background(), w)
 	}, timeout, interval).Should(Succeed())
 	h.g.Eventually(func() string { return h.condition("guestbook") }, timeout, interval).Should(And(
+		HavePrefix(propagation.ReasonUpstreamRunning+": "),
 		ContainSubstring("still writes ManifestWork "+upstream.String()),
 		ContainSubstring("scale the argocd-pull-integration Deployment"),
 	))
