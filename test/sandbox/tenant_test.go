@@ -177,8 +177,16 @@ func TestATenantDeliversOnlyWithinItsLane(t *testing.T) {
 		revision, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
 		return sync == "OutOfSync" && revision == sha, fmt.Errorf("%s at %s", sync, revision)
 	})
-	if v := configMapData(cluster1, sandbox.TenantNamespace, "team-web", "version"); v != "1" {
-		t.Fatalf("a frozen Application synced a new commit: version %q", v)
+	// Not synced, over a window: an automated Argo CD syncs within seconds of seeing a commit.
+	for until := time.Now().Add(15 * time.Second); time.Now().Before(until); time.Sleep(500 * time.Millisecond) {
+		app := argocd.NewApplication()
+		if err := cluster1.Get(ctx, web, app); err != nil {
+			t.Fatal(err)
+		}
+		synced, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "syncResult", "revision")
+		if v := configMapData(cluster1, sandbox.TenantNamespace, "team-web", "version"); v != "1" || synced == sha {
+			t.Fatalf("a frozen Application synced a new commit: version %q, last sync at %s", v, synced)
+		}
 	}
 
 	if err := restore(); err != nil {
