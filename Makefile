@@ -124,14 +124,11 @@ helm-lint: $(HELM) ## Lint the Helm chart
 ##@ Test
 
 # -count=1: test/e2e and test/sandbox build the controller when they run, which Go's test cache
-# does not see; a cached pass after a controller change would be a stale one. -race: the cache
-# shares objects between readers that skip the deep copy (client.UnsafeDisableDeepCopy, interned
-# subtrees), which only the race detector guards; the tests wait on apiservers far more than they
-# compute, so it costs little (internal/controller: 208 s with it, 195 s without).
+# does not see; a cached pass after a controller change would be a stale one.
 .PHONY: test
 test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium container-deps image ## Run all tests: unit, real-apiserver, install manifests, the image, end-to-end and the sandbox
 	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
-		ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1 go test -race -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
+		ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1 go test -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no apiserver

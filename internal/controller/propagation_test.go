@@ -186,6 +186,10 @@ func TestDeleteTerminatesTheRunningOperationFirst(t *testing.T) {
 	h.app("web", cluster, func(u *unstructured.Unstructured) { u.SetFinalizers([]string{argocd.ResourcesFinalizer}) })
 	w := h.work("web", cluster)
 	h.report("web", cluster, w.Generation, map[string]string{propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-11-25T10:00:00Z"})
+	// Held: the managed cluster reported its Application the hub's (a pending work carries
+	// nothing of the hub's there yet, and is deleted at once).
+	h.g.Eventually(func() bool { return propagation.Held(h.work("web", cluster)) }, timeout, interval).Should(BeTrue())
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "phase") }, timeout, interval).Should(Equal("Running"))
 
 	h.g.Expect(h.c.Delete(context.Background(), h.getApp("web"))).To(Succeed())
 	var marked *workv1.ManifestWork
