@@ -106,6 +106,10 @@ func beyondStatus() predicate.Funcs {
 // terminating is the delivery ID of the operation argocd app terminate-op asks to stop, set in
 // the status by Argo CD's API server (see propagation.planTerminate), "" when none.
 func terminating(app *unstructured.Unstructured) string {
+	// Every Application update passes here: the phase first, read in place.
+	if phase, _, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "operationState", "phase"); phase != propagation.PhaseTerminating {
+		return ""
+	}
 	return propagation.HubOf(app).Terminating
 }
 

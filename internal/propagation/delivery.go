@@ -186,7 +186,10 @@ func HubOf(app *unstructured.Unstructured) Hub {
 	}
 	h.ComparedRevision, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
 	phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
-	if op, ok, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation"); ok {
+	// Read in place: the predicate that wakes the propagation controller calls HubOf on every
+	// update of every Application (controller/predicates.go), and only an ID is read.
+	if v, ok, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "operationState", "operation"); ok {
+		op, _ := v.(map[string]any)
 		switch {
 		case Finished(phase):
 			h.SyncCleared = DeliveryID(op)
