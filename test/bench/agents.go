@@ -507,15 +507,7 @@ func (a *agents) largestReport() (size int, notes []string) {
 	return size, a.reportNotes[name]
 }
 
-// percentiles summarises sorted latencies.
-type percentiles struct {
-	Count int     `json:"count"`
-	P50ms float64 `json:"p50ms"`
-	P90ms float64 `json:"p90ms"`
-	P99ms float64 `json:"p99ms"`
-	MaxMs float64 `json:"maxMs"`
-}
-
+// summarize gives the percentiles of sorted latencies.
 func summarize(sorted []time.Duration) percentiles {
 	if len(sorted) == 0 {
 		return percentiles{}
@@ -524,8 +516,4 @@ func summarize(sorted []time.Duration) percentiles {
 		return float64(sorted[int(p*float64(len(sorted)-1))].Microseconds()) / 1000
 	}
 	return percentiles{Count: len(sorted), P50ms: at(0.5), P90ms: at(0.9), P99ms: at(0.99), MaxMs: at(1)}
-}
-
-func (p percentiles) String() string {
-	return fmt.Sprintf("p50 %.0fms, p90 %.0fms, p99 %.0fms, max %.0fms over %d", p.P50ms, p.P90ms, p.P99ms, p.MaxMs, p.Count)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,8 +73,9 @@ func parallel(ctx context.Context, n, workers int, do func(ctx context.Context, 
 }
 
 // create makes the hub state: the Argo CD namespace, a ManagedClusterSet bound to it, the
-// clusters (Available) with their namespaces, the ApplicationSets, and their Applications.
-func (f fleet) create(ctx context.Context, c client.Client, workers int, progress func(string, ...any)) error {
+// clusters (Available) with their namespaces and leases, the ApplicationSets, and their
+// Applications.
+func (f fleet) create(ctx context.Context, c client.Client, workers int, lease time.Duration, progress func(string, ...any)) error {
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNamespace}},
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: clusterSet}},
@@ -96,7 +98,13 @@ func (f fleet) create(ctx context.Context, c client.Client, workers int, progres
 		}
 		mc.Status.Conditions = []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue,
 			Reason: "ManagedClusterAvailable", LastTransitionTime: metav1.Now()}}
-		return c.Status().Update(ctx, mc)
+		if err := c.Status().Update(ctx, mc); err != nil {
+			return err
+		}
+		if lease <= 0 {
+			return nil
+		}
+		return c.Create(ctx, newClusterLease(name, lease))
 	})
 	if err != nil {
 		return fmt.Errorf("creating clusters: %w", err)

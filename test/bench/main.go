@@ -13,12 +13,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"maps"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,6 +56,7 @@ func run() error {
 	flag.DurationVar(&cfg.resync, "argocd-resync", 180*time.Second, "How often each simulated managed Argo CD reconciles an Application with nothing to do (Argo CD's timeout.reconciliation; 0: never)")
 	flag.DurationVar(&cfg.jitter, "argocd-resync-jitter", 60*time.Second, "Up to this much is added to each reconciliation period (Argo CD's timeout.reconciliation.jitter)")
 	flag.DurationVar(&cfg.steady, "steady", 5*time.Minute, "Length of the steady-state phase: the fleet at rest with --steady-change-rate changes a second (0: skipped)")
+	flag.DurationVar(&cfg.lease, "lease-duration", 60*time.Second, "Each cluster's lease duration: its simulated registration agent renews its lease on the hub this often, plus up to a quarter of it (OCM's default; 0: no leases)")
 	flag.Float64Var(&cfg.steadyRate, "steady-change-rate", 30, "Feedback changes a second during the steady-state phase")
 	flag.DurationVar(&cfg.profile, "cpu-profile", 0, "Keep a CPU profile of the controller this long from the start of propagation and of the steady state, in --logs (0: none)")
 	extra := flag.String("controller-args", "", "More flags for the controller, space-separated (e.g. \"--report-interval-per-cluster=2ms\")")
@@ -88,7 +88,7 @@ func run() error {
 	cfg.progress = func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
 	}
-	report := benchReport{Machine: machine(), Started: started.UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"go run ./test/bench"}, withoutMachinePaths(os.Args[1:])...), " ")}
+	report := benchReport{Machine: machine(), ControllerVersion: controllerVersion(cfg.controller), Started: started.UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"go run ./test/bench"}, withoutMachinePaths(os.Args[1:])...), " ")}
 	// The results are written after each size, so that a larger size that fails (or is stopped)
 	// keeps the smaller ones.
 	for _, n := range counts {
@@ -99,17 +99,17 @@ func run() error {
 		}
 		report.Results = append(report.Results, res)
 		report.Seconds = time.Since(started).Seconds()
-		if err := report.write(*out); err != nil {
+		if err := writeResults(report, *out); err != nil {
 			return err
 		}
 	}
-	fmt.Print(report.markdown())
+	fmt.Print(report.Markdown())
 	cfg.progress("done; results in %s", *out)
 	return nil
 }
 
 // write writes results.json and results.md into dir.
-func (report benchReport) write(dir string) error {
+func writeResults(report benchReport, dir string) error {
 	data, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
 		return err
@@ -117,15 +117,16 @@ func (report benchReport) write(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(report.markdown()), 0o644)
+	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(report.Markdown()), 0o644)
 }
 
-type benchReport struct {
-	Machine string   `json:"machine"`
-	Started string   `json:"started"`
-	Command string   `json:"command"`
-	Seconds float64  `json:"seconds"`
-	Results []result `json:"results"`
+// controllerVersion is what the measured binary says it is: its release and commit.
+func controllerVersion(binary string) string {
+	out, err := exec.Command(binary, "version").Output()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // machine describes where the figures come from.
@@ -176,22 +177,6 @@ func makeChanges(ctx context.Context, ag *agents, f fleet, prefix string, count 
 		}
 	}
 	return float64(count) / time.Since(start).Seconds(), nil
-}
-
-func total(m map[string]float64) float64 {
-	var t float64
-	for _, v := range m {
-		t += v
-	}
-	return t
-}
-
-func formatRequests(m map[string]float64) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // withoutMachinePaths writes paths inside the working directory relative to it, so that the

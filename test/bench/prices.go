@@ -19,18 +19,6 @@ import (
 // prices is what one write of each kind costs the apiserver (and etcd) in CPU, measured one
 // request at a time on the size's fresh apiserver: the price list that bounds every figure. A
 // report write costs in proportion to its cluster entries.
-type prices struct {
-	WorkCreateMs        float64 `json:"workCreateApiserverCPUMs"`
-	AppStatusPatchMs    float64 `json:"applicationStatusPatchApiserverCPUMs"`
-	ReportEntryMs       float64 `json:"reportEntryApiserverCPUMs"`
-	ReportEntryEtcdMs   float64 `json:"reportEntryEtcdCPUMs"`
-	ReportEntriesProbed int     `json:"reportEntriesProbed"`
-}
-
-func (p prices) String() string {
-	return fmt.Sprintf("apiserver CPU per ManifestWork create %.1f ms, per Application status patch %.1f ms, per report entry written %.3f ms (a report of 1,000 clusters: %.0f ms, and %.0f ms of etcd)",
-		p.WorkCreateMs, p.AppStatusPatchMs, p.ReportEntryMs, p.ReportEntryMs*1000, p.ReportEntryEtcdMs*1000)
-}
 
 // priceRevision is a revision as Git gives it (the fleet's revisions are shorter).
 const priceRevision = "3f5c2a9e0b7d41c8a6e2f9b0d3c7a1e4b8f2d6c0"

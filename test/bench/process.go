@@ -112,10 +112,6 @@ func (p *controllerProcess) keepProfile(ctx context.Context, cfg config, path, n
 }
 
 // usage is what the kernel counted for the process: peak resident memory and CPU time.
-type usage struct {
-	PeakRSSMiB float64 `json:"peakRSSMiB"`
-	CPUSeconds float64 `json:"cpuSeconds"`
-}
 
 // usage reads /proc/<pid>: VmHWM (peak RSS) and utime+stime.
 func (p *controllerProcess) usage() (usage, error) { return procUsage(p.PID()) }
@@ -166,17 +162,6 @@ func procStat(pid int) (string, []string, error) {
 	return s[open+1 : end], fields, nil
 }
 
-// cpuShare is the CPU seconds each process of the hub used during one phase, all on the same
-// cores: the apiserver, etcd, the controller, and the benchmark itself (its simulated agents,
-// observers and clients).
-type cpuShare struct {
-	Seconds    float64 `json:"seconds"` // the phase's wall-clock length
-	APIServer  float64 `json:"apiserverCPUSeconds"`
-	Etcd       float64 `json:"etcdCPUSeconds"`
-	Controller float64 `json:"controllerCPUSeconds"`
-	Benchmark  float64 `json:"benchmarkCPUSeconds"`
-}
-
 // cpuClock takes the CPU seconds used so far by the hub's processes: the apiserver and etcd (the
 // benchmark's children), the controller, and the benchmark process.
 type cpuClock struct {
@@ -224,15 +209,6 @@ func (c cpuClock) since(start cpuClock) cpuShare {
 		Controller: c.controller - start.controller,
 		Benchmark:  c.benchmark - start.benchmark,
 	}
-}
-
-// String gives the shares as cores busy on average: CPU seconds per wall-clock second.
-func (s cpuShare) String() string {
-	if s.Seconds <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("apiserver %.2f / etcd %.2f / controller %.2f / benchmark %.2f cores",
-		s.APIServer/s.Seconds, s.Etcd/s.Seconds, s.Controller/s.Seconds, s.Benchmark/s.Seconds)
 }
 
 // metricsSnapshot is the part of the controller's metrics the benchmark reads.

@@ -24,77 +24,6 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 )
 
-// result is what one size measured.
-type result struct {
-	Clusters        int      `json:"clusters"`
-	ApplicationSets int      `json:"applicationSets"`
-	Applications    int      `json:"applications"`
-	ControllerFlags []string `json:"controllerFlags"`
-
-	// Propagation: from the controller's start until all works exist.
-	PropagationSeconds   float64 `json:"propagationSeconds"`
-	FirstWorkSeconds     float64 `json:"firstWorkSeconds"`
-	PropagationPerSecond float64 `json:"propagationWorksPerSecond"`
-	// The same works created by a plain client with the controller's concurrency and limits, and
-	// without client limits.
-	DirectPerSecond            float64 `json:"directWorksPerSecond"`
-	DirectUnthrottledPerSecond float64 `json:"directUnthrottledWorksPerSecond"`
-	// PropagationRatio is PropagationPerSecond / DirectPerSecond.
-	PropagationRatio float64 `json:"propagationRatio"`
-	// DirectAnsweredPerSecond is the direct rate while the simulated agents answer every work, and
-	// PropagationToAnswered PropagationPerSecond / DirectAnsweredPerSecond.
-	DirectAnsweredPerSecond float64 `json:"directAnsweredWorksPerSecond"`
-	PropagationToAnswered   float64 `json:"propagationToAnsweredRatio"`
-	// RequestsPerApplication is the controller's API requests from its start until every report
-	// is complete, per Application.
-	RequestsPerApplication float64 `json:"requestsPerApplication"`
-	// CPU used by each process while the works were created directly as the agents answered them,
-	// and from the controller's start until every report was complete.
-	DirectAnsweredCPU cpuShare `json:"directAnsweredCPU"`
-	PropagationCPU    cpuShare `json:"propagationCPU"`
-
-	InitialReportSeconds float64     `json:"initialReportSeconds"`
-	AppStatusLatency     percentiles `json:"appStatusLatency"`
-	ReportLatency        percentiles `json:"reportLatency"`
-	ChangesPerSecond     float64     `json:"changesPerSecond"`
-	WritesPerChange      float64     `json:"controllerWritesPerChange"`
-
-	Controller usage              `json:"controller"`
-	Requests   map[string]float64 `json:"controllerRequests"`
-
-	RestartSeconds float64 `json:"restartSeconds"`
-	RestartWrites  float64 `json:"restartWrites"`
-
-	ReportBytes int `json:"largestReportBytes"`
-	// AppBytesP50 and AppBytesMax are the sizes (JSON) of the hub Applications, with the status
-	// copied from their clusters' feedback (history, resources, summary).
-	AppBytesP50 int `json:"hubApplicationBytesP50,omitempty"`
-	AppBytesMax int `json:"hubApplicationBytesMax,omitempty"`
-	// ReportNotes are the largest report's notes: what it could not show, and the steps that
-	// bounded its size.
-	ReportNotes []string `json:"largestReportNotes,omitempty"`
-
-	Steady *steadyState `json:"steadyState,omitempty"`
-
-	// Prices is what each kind of write costs the apiserver, measured on its own.
-	Prices prices `json:"prices"`
-}
-
-// steadyState is a fleet at rest with a background of real changes: the simulated Argo CDs
-// reconcile every Application each resync period (reconciledAt), and changeRate feedback changes
-// a second arrive.
-type steadyState struct {
-	Seconds           float64     `json:"seconds"`
-	ResyncSeconds     float64     `json:"argocdResyncSeconds"`
-	ChangesPerSecond  float64     `json:"changesPerSecond"`
-	AgentWritesPerSec float64     `json:"agentWritesPerSecond"`
-	ControllerWrites  float64     `json:"controllerWritesPerSecond"`
-	ControllerCPU     float64     `json:"controllerCPUSecondsPerMinute"`
-	AppStatusLatency  percentiles `json:"appStatusLatency"`
-	ReportLatency     percentiles `json:"reportLatency"`
-	CPU               cpuShare    `json:"cpu"`
-}
-
 type config struct {
 	controller  string
 	concurrency int
@@ -108,6 +37,7 @@ type config struct {
 	jitter      time.Duration
 	steady      time.Duration // length of the steady-state phase (0: none)
 	steadyRate  float64       // feedback changes per second during it
+	lease       time.Duration // each cluster's lease duration, renewed that often (0: no leases)
 	profile     time.Duration // length of the controller CPU profiles (0: none)
 	extraArgs   []string
 	progress    func(string, ...any)
@@ -145,7 +75,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 		return res, fmt.Errorf("measuring the price of each write: %w", err)
 	}
 	cfg.progress("prices, one request at a time: %s", res.Prices)
-	if err := f.create(ctx, c, cfg.workers, cfg.progress); err != nil {
+	if err := f.create(ctx, c, cfg.workers, cfg.lease, cfg.progress); err != nil {
 		return res, err
 	}
 
@@ -159,15 +89,19 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	}
 	cfg.progress("direct create with concurrency %d and no client limit: %.0f works/s", cfg.concurrency, res.DirectUnthrottledPerSecond)
 
-	// The simulated agents and the observers watch through one cache.
+	// The simulated agents watch their clusters' namespaces, one watch each; the observers share
+	// one watch of each kind. Every cluster's registration agent renews its lease from now on.
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ag := newAgents(c, cfg.workers, cfg.resync, cfg.jitter)
-	if err := watch(cctx, rc, s, ag); err != nil {
+	if err := watch(cctx, rc, s, f, ag); err != nil {
 		return res, err
 	}
 	ag.run(cctx)
 	go ag.reconcileLoop(cctx)
+	reg := &registrationAgents{c: c, clusters: f.clusters, duration: cfg.lease}
+	reg.run(cctx)
+	res.WatchesPerCluster, res.LeaseDurationSeconds = 1, cfg.lease.Seconds()
 
 	// The limit the controller is held to: direct creates while the agents answer each work, as
 	// they answer the controller's.
@@ -267,7 +201,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 		res.Controller.PeakRSSMiB, res.Controller.CPUSeconds, total(after.Requests), formatRequests(after.Requests))
 
 	if cfg.steady > 0 {
-		if res.Steady, err = measureSteady(ctx, cfg, ag, f, ctl); err != nil {
+		if res.Steady, err = measureSteady(ctx, cfg, ag, reg, f, ctl); err != nil {
 			return res, err
 		}
 	}
@@ -304,7 +238,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 
 // measureSteady runs the fleet at rest for cfg.steady with cfg.steadyRate changes a second, and
 // measures what it costs the hub and how fast the changes arrive meanwhile.
-func measureSteady(ctx context.Context, cfg config, ag *agents, f fleet, ctl *controllerProcess) (*steadyState, error) {
+func measureSteady(ctx context.Context, cfg config, ag *agents, reg *registrationAgents, f fleet, ctl *controllerProcess) (*steadyState, error) {
 	st := &steadyState{ResyncSeconds: cfg.resync.Seconds()}
 	ag.resetLatencies()
 	before, err := ctl.scrape(ctx)
@@ -315,7 +249,7 @@ func measureSteady(ctx context.Context, cfg config, ag *agents, f fleet, ctl *co
 	if err != nil {
 		return nil, err
 	}
-	writesBefore := ag.writes.Load()
+	writesBefore, leasesBefore := ag.writes.Load(), reg.writes.Load()
 	clock := readCPUClock(ctl)
 	ctl.profile(ctx, cfg, fmt.Sprintf("cpu-%d-steady.pprof", len(f.clusters)))
 	began := time.Now()
@@ -344,19 +278,27 @@ func measureSteady(ctx context.Context, cfg config, ag *agents, f fleet, ctl *co
 	}
 	st.CPU = readCPUClock(ctl).since(clock)
 	st.AgentWritesPerSec = float64(ag.writes.Load()-writesBefore) / st.Seconds
+	st.LeaseWritesPerSec = float64(reg.writes.Load()-leasesBefore) / st.Seconds
 	st.ControllerWrites = (after.writes() - before.writes()) / st.Seconds
 	st.ControllerCPU = (cpuAfter.CPUSeconds - cpuBefore.CPUSeconds) / st.Seconds * 60
 	appLat, repLat := ag.latencies()
 	st.AppStatusLatency, st.ReportLatency = summarize(appLat), summarize(repLat)
-	cfg.progress("steady state for %.0fs (Argo CD resync %s, %.0f changes/s): agents %.1f writes/s, controller %.1f writes/s and %.1f CPU s/min; -> hub Application %s; -> report %s; CPU: %s",
-		st.Seconds, cfg.resync, st.ChangesPerSecond, st.AgentWritesPerSec, st.ControllerWrites, st.ControllerCPU, st.AppStatusLatency, st.ReportLatency, st.CPU)
+	cfg.progress("steady state for %.0fs (Argo CD resync %s, %.0f changes/s): agents %.1f writes/s and %.1f lease writes/s, controller %.1f writes/s and %.1f CPU s/min; -> hub Application %s; -> report %s; CPU: %s",
+		st.Seconds, cfg.resync, st.ChangesPerSecond, st.AgentWritesPerSec, st.LeaseWritesPerSec, st.ControllerWrites, st.ControllerCPU, st.AppStatusLatency, st.ReportLatency, st.CPU)
 	return st, nil
 }
 
-// watch starts one cache for the simulated agents and the observers.
-func watch(ctx context.Context, rc *rest.Config, s *runtime.Scheme, ag *agents) error {
+// watch starts one cache for the simulated agents and the observers. As on a real hub, where each
+// cluster's work agent watches the ManifestWorks of its own namespace, the agents' works come
+// through one watch per cluster namespace.
+func watch(ctx context.Context, rc *rest.Config, s *runtime.Scheme, f fleet, ag *agents) error {
 	ours := labels.SelectorFromSet(labels.Set{api.ManagedByLabel: api.ManagedByValue})
-	c, err := cache.New(rc, cache.Options{Scheme: s, ByObject: map[client.Object]cache.ByObject{&workv1.ManifestWork{}: {Label: ours}}})
+	perCluster := make(map[string]cache.Config, len(f.clusters))
+	for _, cluster := range f.clusters {
+		perCluster[cluster] = cache.Config{}
+	}
+	c, err := cache.New(rc, cache.Options{Scheme: s, ByObject: map[client.Object]cache.ByObject{
+		&workv1.ManifestWork{}: {Label: ours, Namespaces: perCluster}}})
 	if err != nil {
 		return err
 	}
