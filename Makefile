@@ -96,13 +96,13 @@ chart: ## Copy the generated CRDs, the ClusterRole rules, the Argo CD namespace 
 	cp config/monitoring/dashboard.json $(CHART)/files/dashboard.json
 
 .PHONY: docs
-docs: ## Write the command reference docs/cli.md from the commands
+docs: ## Write docs/cli.md from the commands, and the benchmark tables and figures in docs/ and the README from test/bench/results
 	go run ./hack/gendocs
 
 .PHONY: verify
-verify: generate docs ## Check that generated files, docs/cli.md and go.mod are up to date
+verify: generate docs ## Check that generated files, the docs' generated parts (command reference, benchmark figures) and go.mod are up to date
 	go mod tidy
-	@git diff --exit-code -- api config charts docs go.mod go.sum || { echo "Generated files or go.mod are out of date: run 'make generate docs' and 'go mod tidy', then commit."; exit 1; }
+	@git diff --exit-code -- api config charts docs README.md test/bench/results go.mod go.sum || { echo "Generated files or go.mod are out of date: run 'make generate docs' and 'go mod tidy', then commit."; exit 1; }
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run gofmt, go vet, golangci-lint, and actionlint on the workflows
@@ -125,10 +125,17 @@ helm-lint: $(HELM) ## Lint the Helm chart
 
 # -count=1: test/e2e and test/sandbox build the controller when they run, which Go's test cache
 # does not see; a cached pass after a controller change would be a stale one.
+# The packages that share the cache's objects (interned subtrees, readers that skip the deep copy)
+# run under the race detector first; the rest, with the lab, after them.
+RACE_PACKAGES := ./internal/controller/... ./internal/report/... ./internal/appstatus/... ./internal/dashboard/... ./internal/intern/... ./internal/propagation/...
+OTHER_PACKAGES = $(shell go list ./... | grep -vE '/internal/(controller|report|appstatus|dashboard|intern|propagation)(/|$$)')
+TEST_ENV = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
+	ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1
+
 .PHONY: test
-test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium container-deps image ## Run all tests: unit, real-apiserver, install manifests, the image, end-to-end and the sandbox
-	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
-		ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1 go test -count=1 -timeout 40m $(GO_TEST_FLAGS) ./...
+test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium container-deps image ## Run all tests: unit, real-apiserver (the cache's sharers under -race), install manifests, the image, end-to-end and the sandbox
+	$(TEST_ENV) go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) $(RACE_PACKAGES)
+	$(TEST_ENV) go test -count=1 -timeout 40m $(GO_TEST_FLAGS) $(OTHER_PACKAGES)
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no apiserver
@@ -143,10 +150,20 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s; a count such as 1
 BENCH_FLAGS ?= --clusters 100,1000 --applicationsets 10
 
 .PHONY: bench
-bench: kube-assets build chromium ## Run the scale benchmark (BENCH_FLAGS, default N=100,1000 clusters, A=10) the latency benchmark and the fleet view at 5,000 clusters in Chromium; not part of make test
+bench: kube-assets build chromium ## Run the scale benchmark (BENCH_FLAGS, default N=100,1000 clusters, A=10), then bench-go; results in test/bench/results, then make docs; not part of make test
 	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull $(BENCH_FLAGS)
-	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go test -run '^$$' -bench . -benchtime=1x ./internal/controller
-	REQUIRE_CHROMIUM=1 go test -short -run '^$$' -bench . -benchtime=1x ./internal/dashboard
+	$(MAKE) --no-print-directory bench-go
+
+# Go's own benchmark output, with the command before each package's: make docs reads its figures.
+BENCH_GO := test/bench/results/gobench.txt
+
+.PHONY: bench-go
+bench-go: kube-assets chromium ## Run the Go benchmarks (feedback -> report latency, a report rebuild, the cache's interning, the fleet view at 5,000 clusters in Chromium) into test/bench/results/gobench.txt, then make docs
+	@echo "# make bench-go at $(REVISION), one command per package:" > $(BENCH_GO)
+	for cmd in "-benchtime=1x ./internal/controller" "./internal/report" "./internal/intern" "-short -benchtime=1x ./internal/dashboard"; do \
+		echo "# go test -run '^\$$' -bench . $$cmd" | tee -a $(BENCH_GO); \
+		KUBEBUILDER_ASSETS=$(KUBE_ASSETS) REQUIRE_CHROMIUM=1 go test -run '^$$' -bench . $$cmd | tee -a $(BENCH_GO); done
+	$(MAKE) --no-print-directory docs
 
 .PHONY: kube-assets
 kube-assets: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd $(KUBE_ASSETS)/kube-controller-manager ## Build kube-apiserver, etcd and kube-controller-manager once and print their directory
