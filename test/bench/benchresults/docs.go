@@ -24,7 +24,8 @@ import (
 // A file is named relative to the results directory (test/bench/results). In a .json file a path
 // is dotted field names, where name[field=value] picks the element of a list whose field has that
 // value and name[i] the i-th. In a .txt file of Go benchmark output it is the benchmark's name
-// (without its -GOMAXPROCS suffix), a slash, and the unit of the figure: BenchmarkBuild/ns/op.
+// (without its -GOMAXPROCS suffix), a slash, and the unit of the figure: BenchmarkBuild/ns/op,
+// BenchmarkObject/Application/ns/op.
 // What follows the path says how to write the figure, in order: *K or /K scales it, then a
 // fmt verb (%.2f), n (a whole number with thousands separators: 31,593) or n1 (one decimal:
 // 1,829.8). Without a verb, a number is written as n.
@@ -102,15 +103,17 @@ var selector = regexp.MustCompile(`^([^\[]*)(?:\[([^\]=]+)(?:=([^\]]*))?\])?$`)
 // lookup follows a path through a decoded JSON file, or picks a figure of Go benchmark output.
 func lookup(v any, path string) (any, error) {
 	if bench, ok := v.(goBench); ok {
-		i := strings.Index(path, "/")
-		if i < 0 {
-			return nil, fmt.Errorf("a Go benchmark figure is named Benchmark<Name>/<unit>")
+		// Names hold sub-benchmarks and units hold slashes (ns/op): any split that names a
+		// figure of the file is the one.
+		for i := range len(path) {
+			if path[i] != '/' {
+				continue
+			}
+			if figure, ok := bench[path[:i]][path[i+1:]]; ok {
+				return figure, nil
+			}
 		}
-		figure, ok := bench[path[:i]][path[i+1:]]
-		if !ok {
-			return nil, fmt.Errorf("no such benchmark figure")
-		}
-		return figure, nil
+		return nil, fmt.Errorf("no such benchmark figure (Benchmark<Name>/<unit>)")
 	}
 	for _, seg := range strings.Split(path, ".") {
 		m := selector.FindStringSubmatch(seg)

@@ -17,19 +17,21 @@ func TestFillWritesFiguresAndTablesFromTheResultsFiles(t *testing.T) {
 	write("results.json", `{"machine":"m","command":"c","seconds":1653.3,"results":[
 		{"clusters":100,"propagationToAnsweredRatio":0.2260,"controller":{"peakRSSMiB":75.57}},
 		{"clusters":1000,"propagationToAnsweredRatio":0.3123,"controller":{"peakRSSMiB":1340.2},"largestReportBytes":268288}]}`)
-	write("gobench.txt", "goos: linux\nBenchmarkFeedbackToReport-2   1   123456 ns/op   89.00 p50-ms   105 p99-ms\nPASS\n")
+	write("gobench.txt", "goos: linux\nBenchmarkFeedbackToReport-2   1   123456 ns/op   89.00 p50-ms   105 p99-ms\n"+
+		"BenchmarkObject/Application-2   1000000   1234 ns/op\nPASS\n")
 
 	doc := "ratio <!-- bench results.json results[clusters=1000].propagationToAnsweredRatio %.2f -->0.99<!-- /bench -->, " +
 		"RSS <!-- bench results.json results[1].controller.peakRSSMiB -->1<!-- /bench --> MiB, " +
 		"report <!-- bench results.json results[clusters=1000].largestReportBytes /1024 -->1<!-- /bench --> KiB, " +
 		"run <!-- bench results.json seconds n1 -->1<!-- /bench --> s, " +
-		"p50 <!-- bench gobench.txt BenchmarkFeedbackToReport/p50-ms -->7<!-- /bench --> ms\n" +
+		"p50 <!-- bench gobench.txt BenchmarkFeedbackToReport/p50-ms -->7<!-- /bench --> ms, " +
+		"object <!-- bench gobench.txt BenchmarkObject/Application/ns/op /1000 %.2f -->7<!-- /bench --> µs\n" +
 		"<!-- bench-table results.json -->\nhand-edited\n<!-- end bench-table -->\n"
 	got, err := Fill(doc, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"-->0.31<!--", "-->1,340<!--", "-->262<!--", "-->1,653.3<!--", "-->89<!--", "| N=1,000, A=0 (0 apps) |"} {
+	for _, want := range []string{"-->0.31<!--", "-->1,340<!--", "-->262<!--", "-->1,653.3<!--", "-->89<!--", "-->1.23<!--", "| N=1,000, A=0 (0 apps) |"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("filled document lacks %q:\n%s", want, got)
 		}
