@@ -14,17 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
@@ -49,52 +41,6 @@ type PropagationReconciler struct {
 	Cache client.Reader
 	// upstream reads the works of the upstream pull controllers (see upstream.go).
 	upstream *upstreamWorks
-}
-
-// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=argoproj.io,resources=appprojects,verbs=get;list;watch
-// +kubebuilder:rbac:groups=work.open-cluster-management.io,resources=manifestworks,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclusters;managedclustersets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclustersetbindings;placementdecisions,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-
-// SetupWithManager registers the reconciler and its watches.
-func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	upstream, err := newUpstreamWorks(mgr)
-	if err != nil {
-		return err
-	}
-	r.upstream = upstream
-	b := ctrl.NewControllerManagedBy(mgr)
-	for _, s := range upstream.sources() {
-		b = b.WatchesRawSource(s)
-	}
-	return b.
-		Named("propagation").
-		WithOptions(opts).
-		For(argocd.NewApplication(), builder.WithPredicates(beyondStatus(), observeChanges(&r.changed))).
-		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(workChangedForPropagation(r.created.take))).
-		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(r.appsWaitingOn), builder.WithPredicates(workCameWentOrApplied())).
-		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.appsOnCluster), builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool { return !equalLabels(e.ObjectOld, e.ObjectNew) },
-		})).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.appsOnCluster), builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(event.UpdateEvent) bool { return false },
-		})).
-		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.appsInNamespace)).
-		Watches(&clusterv1beta2.ManagedClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.appsOfSet)).
-		Watches(argocd.NewAppProject(), handler.EnqueueRequestsFromMapFunc(r.appsOfProject)).
-		Watches(argocd.NewApplicationSet(), handler.EnqueueRequestsFromMapFunc(r.appsOfApplicationSet), builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return e.ObjectOld.GetAnnotations()[api.PausedAnnotation] != e.ObjectNew.GetAnnotations()[api.PausedAnnotation]
-			},
-			CreateFunc: func(event.CreateEvent) bool { return false },
-		})).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allApps), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetNamespace() == r.Options.ArgoCDNamespace && o.GetName() == api.PauseConfigMap
-		}))).
-		Complete(r)
 }
 
 // conflictRetry is how soon an Application is read again after a write based on a copy that had
@@ -299,12 +245,9 @@ func (r *PropagationReconciler) holdBack(ctx context.Context, app *unstructured.
 		if f == nil {
 			continue
 		}
-		f.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-		ctrl.LoggerFrom(ctx).Info("Freezing ManifestWork", "manifestWork", klog.KObj(w), "reason", refusal.Reason)
-		if err := r.Update(ctx, f); err != nil {
-			return "", fmt.Errorf("freezing ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+		if err := r.write(ctx, workWrite{op: metrics.OpUpdate, work: f, why: "Freezing ManifestWork", kv: []any{"reason", refusal.Reason}}); err != nil {
+			return "", err
 		}
-		metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
 		r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, ReasonFrozen, "Freeze",
 			"Froze ManifestWork %s/%s: the managed cluster keeps what it runs, with automated sync off (%s)", w.Namespace, w.Name, refusal.Reason)
 	}
@@ -324,29 +267,22 @@ func (r *PropagationReconciler) yieldTo(ctx context.Context, w, rival *workv1.Ma
 	if rival == nil || !propagation.AppliedAtGeneration(rival) {
 		return nil // its status update requeues this Application (see appsRefusedFor)
 	}
-	ctrl.LoggerFrom(ctx).Info("Deleting ManifestWork: another Application delivers the same managed-cluster Application", "manifestWork", klog.KObj(w), "other", klog.KObj(rival))
-	if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
-	}
-	metrics.WorkWrites.WithLabelValues(metrics.OpDelete).Inc()
-	return nil
+	return r.write(ctx, workWrite{op: metrics.OpDelete, work: w, why: "Deleting ManifestWork: another Application delivers the same managed-cluster Application",
+		kv: []any{"other", klog.KObj(rival)}})
 }
 
 // apply creates or updates the work, writing only when it differs from what the hub wants.
 func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Unstructured, desired, existing *workv1.ManifestWork) error {
-	log := ctrl.LoggerFrom(ctx)
 	switch {
 	case existing == nil:
-		desired.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-		log.Info("Creating ManifestWork", "manifestWork", klog.KObj(desired))
-		if err := r.Create(ctx, desired); err != nil {
-			return fmt.Errorf("creating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+		if err := r.write(ctx, workWrite{op: metrics.OpCreate, work: desired, why: "Creating ManifestWork"}); err != nil {
+			return err
 		}
 		r.created.add(desired, time.Now())
 		// No event: one per created work was a quarter of the requests of a fleet's rollout. The
 		// work itself, the log line and argocd_pull_work_writes_total record it; events are for
 		// refusals, moves, freezes and deliveries.
-		r.written(app, metrics.OpCreate)
+		r.written(app)
 		return nil
 	case propagation.UpToDate(existing, desired):
 		return nil
@@ -354,7 +290,6 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 	updated := existing.DeepCopy()
 	updated.Labels = merged(updated.Labels, desired.Labels)
 	updated.Annotations = merged(updated.Annotations, desired.Annotations)
-	updated.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 	for _, k := range []string{api.DeliveriesAnnotation, api.FrozenAnnotation, api.PausedAnnotation, api.AdoptingAnnotation} {
 		if _, ok := desired.Annotations[k]; !ok {
 			delete(updated.Annotations, k)
@@ -366,17 +301,15 @@ func (r *PropagationReconciler) apply(ctx context.Context, app *unstructured.Uns
 		delete(updated.Annotations, api.RequestsOnlyAnnotation)
 	}
 	updated.Spec = desired.Spec
-	log.Info("Updating ManifestWork", "manifestWork", klog.KObj(updated))
-	if err := r.Update(ctx, updated); err != nil {
-		return fmt.Errorf("updating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+	if err := r.write(ctx, workWrite{op: metrics.OpUpdate, work: updated, why: "Updating ManifestWork"}); err != nil {
+		return err
 	}
-	r.written(app, metrics.OpUpdate)
+	r.written(app)
 	return nil
 }
 
-// written counts a work write and how long the Application change behind it waited.
-func (r *PropagationReconciler) written(app client.Object, op string) {
-	metrics.WorkWrites.WithLabelValues(op).Inc()
+// written records how long the Application change behind a work write waited.
+func (r *PropagationReconciler) written(app client.Object) {
 	if waited, ok := r.changed.Done(client.ObjectKeyFromObject(app), time.Now()); ok {
 		metrics.PropagationLatency.Observe(waited.Seconds())
 	}
@@ -404,12 +337,10 @@ func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.
 		case err != nil:
 			return ctrl.Result{}, err
 		case updated != nil:
-			updated.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-			ctrl.LoggerFrom(ctx).Info("Updating ManifestWork before deleting it: what its Application's deletion needs reaches the managed cluster first", "manifestWork", klog.KObj(w))
-			if err := r.Update(ctx, updated); err != nil {
-				return ctrl.Result{}, fmt.Errorf("updating ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+			if err := r.write(ctx, workWrite{op: metrics.OpUpdate, work: updated,
+				why: "Updating ManifestWork before deleting it: what its Application's deletion needs reaches the managed cluster first"}); err != nil {
+				return ctrl.Result{}, err
 			}
-			metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
 		case wait > 0:
 			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 				result.RequeueAfter = wait
@@ -473,11 +404,9 @@ func (r *PropagationReconciler) deleteListed(ctx context.Context, key types.Name
 			}
 			continue
 		}
-		ctrl.LoggerFrom(ctx).Info("Deleting ManifestWork", "manifestWork", klog.KObj(w))
-		if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+		if err := r.write(ctx, workWrite{op: metrics.OpDelete, work: w, why: "Deleting ManifestWork"}); err != nil {
+			return err
 		}
-		metrics.WorkWrites.WithLabelValues(metrics.OpDelete).Inc()
 		if keep != nil {
 			app := argocd.NewApplication()
 			app.SetNamespace(key.Namespace)
@@ -490,204 +419,12 @@ func (r *PropagationReconciler) deleteListed(ctx context.Context, key types.Name
 	return nil
 }
 
-// pauseOf says whether and why app is paused (see propagation.PauseOf), from the cache: its
-// ApplicationSet and the pause ConfigMap.
-func (r *PropagationReconciler) pauseOf(ctx context.Context, app *unstructured.Unstructured) (propagation.Pausing, bool, error) {
-	var appSet *unstructured.Unstructured
-	if name, ok := argocd.OwningApplicationSet(app); ok {
-		appSet = argocd.NewApplicationSet()
-		switch err := r.Get(ctx, types.NamespacedName{Namespace: app.GetNamespace(), Name: name}, appSet); {
-		case apierrors.IsNotFound(err):
-			appSet = nil
-		case err != nil:
-			return propagation.Pausing{}, false, fmt.Errorf("reading ApplicationSet %s/%s: %w", app.GetNamespace(), name, err)
-		}
-	}
-	global, err := globalPause(ctx, r.Cache, r.Options.ArgoCDNamespace)
-	if err != nil {
-		return propagation.Pausing{}, false, err
-	}
-	p, paused := propagation.PauseOf(app, appSet, global)
-	return p, paused, nil
-}
-
-// globalPause is the reason the pause ConfigMap gives, "" when it does not pause or is missing.
-func globalPause(ctx context.Context, c client.Reader, namespace string) (string, error) {
-	cm := &corev1.ConfigMap{}
-	switch err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: api.PauseConfigMap}, cm); {
-	case apierrors.IsNotFound(err):
-		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("reading ConfigMap %s/%s: %w", namespace, api.PauseConfigMap, err)
-	}
-	return propagation.PauseValue(cm.Data[api.PauseKey]), nil
-}
-
-// pause switches the Application's held works to read only, once (propagation.Pause), writes
-// nothing else for it, and says so on it.
-func (r *PropagationReconciler) pause(ctx context.Context, app *unstructured.Unstructured, p propagation.Pausing, conditions hubAppConditions) error {
-	works, err := r.worksOf(ctx, client.ObjectKeyFromObject(app))
-	if err != nil {
-		return err
-	}
-	for i := range works {
-		w := &works[i]
-		if !w.DeletionTimestamp.IsZero() {
-			continue
-		}
-		done, err := r.pauseWork(ctx, w, p.Reason)
-		if err != nil {
-			return err
-		}
-		if !done {
-			continue
-		}
-		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonPaused, "Pause",
-			"Paused ManifestWork %s/%s: the managed cluster keeps what it runs, its work agent only reports (%s)", w.Namespace, w.Name, p)
-	}
-	return conditions.paused(ctx, app, p.String()+": nothing is delivered to the managed cluster, which keeps what it runs; status keeps flowing; what changes meanwhile is delivered on resume")
-}
-
-// pauseWork pauses w for reason (propagation.Pause) and reports whether it wrote it.
-func (r *PropagationReconciler) pauseWork(ctx context.Context, w *workv1.ManifestWork, reason string) (bool, error) {
-	paused, err := propagation.Pause(w, reason)
-	if err != nil || paused == nil {
-		return false, err
-	}
-	paused.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-	ctrl.LoggerFrom(ctx).Info("Pausing ManifestWork", "manifestWork", klog.KObj(w), "reason", reason)
-	if err := r.Update(ctx, paused); err != nil {
-		return false, fmt.Errorf("pausing ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
-	}
-	metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
-	return true, nil
-}
-
-// release turns a paused work into its released form (propagation.Release) before it is deleted,
-// so that the managed cluster keeps its Application; a released work waits for the agent.
-func (r *PropagationReconciler) release(ctx context.Context, w *workv1.ManifestWork) error {
-	if propagation.Released(w) {
-		return nil // its next status requeues the Application (workChangedForPropagation)
-	}
-	released, err := propagation.Release(w)
-	if err != nil || released == nil {
-		return err
-	}
-	released.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-	ctrl.LoggerFrom(ctx).Info("Releasing paused ManifestWork before deleting it: the managed cluster keeps its Application", "manifestWork", klog.KObj(w))
-	if err := r.Update(ctx, released); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("releasing ManifestWork %s/%s: %w", w.Namespace, w.Name, err))
-	}
-	metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
-	return nil
-}
-
-func (r *PropagationReconciler) appsOfApplicationSet(ctx context.Context, o client.Object) []reconcile.Request {
-	return applicationRequests(ctx, r.Client, client.MatchingFields{appOwnerIndex: o.GetNamespace() + "/" + o.GetName()})
-}
-
-func (r *PropagationReconciler) allApps(ctx context.Context, _ client.Object) []reconcile.Request {
-	return applicationRequests(ctx, r.Client)
-}
-
 func (r *PropagationReconciler) worksOf(ctx context.Context, key types.NamespacedName) ([]workv1.ManifestWork, error) {
 	works := &workv1.ManifestWorkList{}
 	if err := r.List(ctx, works, client.MatchingFields{workHubAppIndex: key.String()}); err != nil {
 		return nil, fmt.Errorf("listing ManifestWorks of Application %s: %w", key, err)
 	}
 	return works.Items, nil
-}
-
-// appsWaitingOn requeues the Applications a work's creation, deletion or application may concern:
-// those refused because of a work on the same cluster (ManagedApplicationTaken,
-// ManifestWorkNameTaken), which may now be delivered or act (a refused Application's own work
-// yields once the other is applied), and, when other works carry the same managed-cluster
-// Application, the owners of all of them, this work's included (two created at once: the one that
-// is not the oldest must learn of the other, whichever event comes first). Called for every work
-// created: what it reads comes from the cache without copies.
-func (r *PropagationReconciler) appsWaitingOn(ctx context.Context, o client.Object) []reconcile.Request {
-	reqs := r.appsRefusedFor(ctx, o)
-	others := r.worksCarryingTheSame(ctx, o)
-	if len(others) == 0 {
-		return reqs
-	}
-	reqs = append(reqs, requestForHubApplication(ctx, o)...)
-	for _, w := range others {
-		if key, ok := hubApplicationOf(&w); ok {
-			reqs = append(reqs, reconcile.Request{NamespacedName: key})
-		}
-	}
-	return reqs
-}
-
-// worksCarryingTheSame lists, from the cache, the other works that carry the managed-cluster
-// Application o carries.
-func (r *PropagationReconciler) worksCarryingTheSame(ctx context.Context, o client.Object) []workv1.ManifestWork {
-	work, ok := o.(*workv1.ManifestWork)
-	if !ok {
-		return nil
-	}
-	managed, ok := propagation.ManagedApplication(work)
-	if !ok {
-		return nil
-	}
-	works := &workv1.ManifestWorkList{}
-	if err := r.List(ctx, works, client.InNamespace(work.Namespace), client.MatchingFields{workPayloadIndex: managed}, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing ManifestWorks carrying the same Application", "managedApplication", managed)
-		return nil
-	}
-	others := works.Items[:0]
-	for _, w := range works.Items {
-		if w.UID != work.UID {
-			others = append(others, w)
-		}
-	}
-	return others
-}
-
-// appsRefusedFor lists the Applications refused because of a work on o's cluster.
-func (r *PropagationReconciler) appsRefusedFor(ctx context.Context, o client.Object) []reconcile.Request {
-	apps := argocd.NewApplicationList()
-	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: o.GetNamespace()}, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing Applications to requeue")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for i := range apps.Items {
-		msg := propagationError(&apps.Items[i])
-		if strings.HasPrefix(msg, propagation.ReasonAlreadyDelivered+":") || strings.HasPrefix(msg, propagation.ReasonWorkNameTaken+":") {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&apps.Items[i])})
-		}
-	}
-	return reqs
-}
-
-func (r *PropagationReconciler) appsOnCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: o.GetName()})
-}
-
-func (r *PropagationReconciler) appsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	return applicationRequests(ctx, r.Client, client.InNamespace(o.GetNamespace()))
-}
-
-func (r *PropagationReconciler) appsOfProject(ctx context.Context, o client.Object) []reconcile.Request {
-	return applicationRequests(ctx, r.Client, client.MatchingFields{appProjectIndex: o.GetName()})
-}
-
-// appsOfSet requeues the Applications of the namespaces bound to a ManagedClusterSet.
-func (r *PropagationReconciler) appsOfSet(ctx context.Context, o client.Object) []reconcile.Request {
-	bindings := &clusterv1beta2.ManagedClusterSetBindingList{}
-	if err := r.List(ctx, bindings); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing ManagedClusterSetBindings to requeue")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, b := range bindings.Items {
-		if b.Spec.ClusterSet == o.GetName() {
-			reqs = append(reqs, applicationRequests(ctx, r.Client, client.InNamespace(b.Namespace))...)
-		}
-	}
-	return reqs
 }
 
 // tooLarge recognises the apiserver's and etcd's refusals of an oversized object.

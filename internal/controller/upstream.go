@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
@@ -112,29 +109,30 @@ func upstreamWorkChanged() predicate.Funcs {
 // propagation.NextTakeoverStep): release upstream once ours holds the Application, delete it once
 // the agent applied the release. Each step is woken by the agent's report on the other work.
 func (r *PropagationReconciler) takeOver(ctx context.Context, app *unstructured.Unstructured, ours, upstream *workv1.ManifestWork) error {
-	log := ctrl.LoggerFrom(ctx).WithValues("upstreamManifestWork", klog.KObj(upstream), "writer", propagation.UpstreamWriter(upstream))
+	writer := []any{"writer", propagation.UpstreamWriter(upstream)}
 	switch propagation.NextTakeoverStep(ours, upstream) {
 	case propagation.TakeoverRelease:
 		released, err := propagation.Release(upstream)
 		if err != nil || released == nil {
 			return err
 		}
-		released.Annotations[api.WrittenAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
-		log.Info("Releasing the upstream ManifestWork: its Application belongs to argocd-pull's work too")
-		if err := r.Update(ctx, released); err != nil {
-			return client.IgnoreNotFound(fmt.Errorf("releasing the upstream ManifestWork %s/%s: %w", upstream.Namespace, upstream.Name, err))
+		if err := r.write(ctx, workWrite{op: metrics.OpUpdate, work: released, kv: writer,
+			why: "Releasing the upstream ManifestWork: its Application belongs to argocd-pull's work too"}); err != nil {
+			return client.IgnoreNotFound(err)
 		}
-		metrics.WorkWrites.WithLabelValues(metrics.OpUpdate).Inc()
 		metrics.Takeovers.WithLabelValues(metrics.TakeoverReleased).Inc()
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonAdopting, "Adopt",
 			"Released ManifestWork %s/%s of %s: the managed-cluster Application belongs to ManifestWork %s too, and stays when it goes",
 			upstream.Namespace, upstream.Name, propagation.UpstreamWriter(upstream), ours.Name)
 	case propagation.TakeoverDelete:
-		log.Info("Deleting the released upstream ManifestWork: the agent leaves its Application to argocd-pull's work")
-		if err := r.Delete(ctx, upstream, client.Preconditions{UID: &upstream.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("deleting the upstream ManifestWork %s/%s: %w", upstream.Namespace, upstream.Name, err)
+		err := r.write(ctx, workWrite{op: metrics.OpDelete, work: upstream, exact: true, kv: writer,
+			why: "Deleting the released upstream ManifestWork: the agent leaves its Application to argocd-pull's work"})
+		switch {
+		case apierrors.IsConflict(err):
+			return nil // deleted and written again meanwhile: its events bring the Application back
+		case err != nil:
+			return err
 		}
-		metrics.WorkWrites.WithLabelValues(metrics.OpDelete).Inc()
 		metrics.Takeovers.WithLabelValues(metrics.TakeoverAdopted).Inc()
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonAdopted, "Adopt",
 			"Took the managed-cluster Application over from %s: its ManifestWork %s/%s is deleted, nothing on the cluster was deleted or recreated",
@@ -159,11 +157,9 @@ func (r *PropagationReconciler) deleteUpstream(ctx context.Context, key types.Na
 		if !w.DeletionTimestamp.IsZero() {
 			continue
 		}
-		ctrl.LoggerFrom(ctx).Info("Deleting the upstream ManifestWork of a deleted Application", "manifestWork", klog.KObj(w))
-		if err := r.Delete(ctx, w, client.Preconditions{UID: &w.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return true, fmt.Errorf("deleting the upstream ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+		if err := r.write(ctx, workWrite{op: metrics.OpDelete, work: w, exact: true, why: "Deleting the upstream ManifestWork of a deleted Application"}); err != nil {
+			return true, err
 		}
-		metrics.WorkWrites.WithLabelValues(metrics.OpDelete).Inc()
 	}
 	return len(works) > 0, nil
 }

@@ -262,8 +262,7 @@ func StaleClusters(works []workv1.ManifestWork, clusters []clusterv1.ManagedClus
 		if propagation.AppliedAtGeneration(w) {
 			continue
 		}
-		written, err := time.Parse(time.RFC3339, w.Annotations[api.WrittenAtAnnotation])
-		if err == nil && now.Sub(written) > staleAfter {
+		if written, ok := propagation.WrittenAt(w); ok && now.Sub(written) > staleAfter {
 			stale[w.Namespace] = true
 		}
 	}

@@ -66,8 +66,8 @@ func FinalWork(work *workv1.ManifestWork, finalizers []string, reported Reported
 		if AppliedAtGeneration(work) && !running {
 			return nil, 0, nil
 		}
-		written, err := time.Parse(time.RFC3339, work.Annotations[api.WrittenAtAnnotation])
-		if err != nil || now.Sub(written) >= FinalGrace {
+		written, ok := WrittenAt(work)
+		if !ok || now.Sub(written) >= FinalGrace {
 			return nil, 0, nil
 		}
 		if _, marked := work.Annotations[api.FinalizingAnnotation]; marked {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -442,4 +443,19 @@ func ManagedApplication(work *workv1.ManifestWork) (key string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// StampWritten records on work that the hub writes it now (api.WrittenAtAnnotation, RFC 3339):
+// what a cluster that has not applied it since is measured against.
+func StampWritten(work *workv1.ManifestWork, now time.Time) {
+	if work.Annotations == nil {
+		work.Annotations = map[string]string{}
+	}
+	work.Annotations[api.WrittenAtAnnotation] = now.UTC().Format(time.RFC3339)
+}
+
+// WrittenAt is when the hub last wrote work (see StampWritten); false when it does not say.
+func WrittenAt(work *workv1.ManifestWork) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, work.Annotations[api.WrittenAtAnnotation])
+	return t, err == nil
 }

@@ -46,7 +46,7 @@ func NewMember(app *unstructured.Unstructured) (m Member, pull bool, err error) 
 func (m *Member) Attach(work *workv1.ManifestWork, cluster *clusterv1.ManagedCluster) {
 	if work != nil {
 		m.Work, m.WorkName = work, work.Name
-		if t, err := time.Parse(time.RFC3339, work.Annotations[api.WrittenAtAnnotation]); err == nil {
+		if t, ok := propagation.WrittenAt(work); ok {
 			m.WorkWrittenAt = t
 		}
 	}
