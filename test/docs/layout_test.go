@@ -1,0 +1,80 @@
+package docs
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// docs/development.md's layout names every Go package of the module, and every path it names
+// exists, so that a newcomer's map cannot drift from the tree.
+func TestTheLayoutNamesEveryPackage(t *testing.T) {
+	root := filepath.Join("..", "..")
+	data, err := os.ReadFile(filepath.Join(root, "docs", "development.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)## Layout\n\n```\n(.*?)```").FindSubmatch(data)
+	if block == nil {
+		t.Fatal("docs/development.md has no ## Layout code block")
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(string(block[1]), "\n") {
+		if line == "" || line[0] == ' ' {
+			continue // a description's next line
+		}
+		path := strings.Fields(line)[0]
+		for _, p := range expandBraces(path) {
+			p = strings.TrimSuffix(p, "/")
+			listed[p] = true
+			if strings.HasSuffix(p, ".go") {
+				listed[filepath.ToSlash(filepath.Dir(p))] = true // a package of one file
+			}
+			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+				t.Errorf("the layout names %s, which does not exist", p)
+			}
+		}
+	}
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			switch {
+			case rel == ".":
+				return nil
+			case strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules",
+				rel == "bin" || rel == "tmp" || strings.HasPrefix(rel, "hack/tools/"):
+				return filepath.SkipDir // not the module's packages (hack/tools/* are modules of their own)
+			}
+			return nil
+		}
+		if strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") {
+			if dir := filepath.ToSlash(filepath.Dir(rel)); !listed[dir] {
+				listed[dir] = true // reported once
+				t.Errorf("package %s is not in docs/development.md's layout", dir)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expandBraces expands one {a,b,c} in a path: config/{default,manager}/ -> config/default/, config/manager/.
+func expandBraces(path string) []string {
+	open, end := strings.Index(path, "{"), strings.Index(path, "}")
+	if open < 0 || end < open {
+		return []string{path}
+	}
+	var out []string
+	for _, alt := range strings.Split(path[open+1:end], ",") {
+		out = append(out, path[:open]+alt+path[end+1:])
+	}
+	return out
+}
