@@ -78,3 +78,36 @@ func expandBraces(path string) []string {
 	}
 	return out
 }
+
+// No non-test Go file of the module is over 500 lines: a file that long holds more than one
+// thing a newcomer looks for.
+func TestNoSourceFileIsOver500Lines(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || rel == "bin" || rel == "tmp" || strings.HasPrefix(rel, "hack/tools/")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") || strings.HasPrefix(d.Name(), "zz_generated") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(data), "\n"); n > 500 {
+			t.Errorf("%s has %d lines: split it by what each part does", rel, n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
