@@ -9,7 +9,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -147,35 +145,6 @@ func runStatus(ctx context.Context, out io.Writer, f statusFlags, name string) e
 	return v.watch(ctx, reports, selector, rv)
 }
 
-// hubConfig loads the kubeconfig and picks the namespace: the flag, else the current context's,
-// else the Argo CD namespace the controller defaults to.
-func hubConfig(kubeconfig, namespace string) (*rest.Config, string, error) {
-	cfg, contextNamespace, err := loadKubeconfig(kubeconfig)
-	if err != nil {
-		return nil, "", err
-	}
-	switch {
-	case namespace != "":
-		return cfg, namespace, nil
-	case contextNamespace != "":
-		return cfg, contextNamespace, nil
-	}
-	return cfg, api.DefaultArgoCDNamespace, nil
-}
-
-// hubDynamicClient is a dynamic client of the hub and the namespace (see hubConfig).
-func hubDynamicClient(kubeconfig, namespace string) (dynamic.Interface, string, error) {
-	cfg, ns, err := hubConfig(kubeconfig, namespace)
-	if err != nil {
-		return nil, "", err
-	}
-	dc, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, "", fmt.Errorf("creating client: %w", err)
-	}
-	return dc, ns, nil
-}
-
 func reportError(err error, ns, name string) error {
 	if apierrors.IsNotFound(err) {
 		if missingAPI(err) {
@@ -213,32 +182,7 @@ func missingAPI(err error) bool {
 	return false
 }
 
-// isTerminal reports whether w is a character device, as a terminal is. No module dependency
-// for this: /dev/null passes too, where colours do no harm.
-// outputWidth is the terminal's width, or, when the output is not a terminal (a pipe, a file, a
-// test), wide enough that nothing is cut, as kubectl prints.
-func outputWidth(w io.Writer, tty bool) int {
-	if !tty {
-		return noWidthLimit
-	}
-	if f, ok := w.(*os.File); ok {
-		if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 0 {
-			return width
-		}
-	}
-	return reportview.DefaultWidth
-}
-
 const noWidthLimit = 1 << 16
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
 
 // statusView holds the reports being shown and prints them.
 type statusView struct {
