@@ -13,6 +13,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/gather"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
@@ -71,17 +72,10 @@ func setupIndexes(mgr ctrl.Manager) error {
 
 // indexWorkByHubApp is the workHubAppIndex of a ManifestWork.
 func indexWorkByHubApp(o client.Object) []string {
-	if key, ok := hubApplicationOf(o); ok {
+	if key, ok := propagation.HubApplicationOf(o); ok {
 		return []string{key.String()}
 	}
 	return nil
-}
-
-// hubApplicationOf reads a ManifestWork's back-link to its hub Application.
-func hubApplicationOf(work client.Object) (types.NamespacedName, bool) {
-	a := work.GetAnnotations()
-	key := types.NamespacedName{Namespace: a[api.HubApplicationNamespaceAnnotation], Name: a[api.HubApplicationNameAnnotation]}
-	return key, key.Namespace != "" && key.Name != ""
 }
 
 // workOn returns the hub Application key's ManifestWork on cluster, found by its back-link
@@ -93,34 +87,12 @@ func workOn(ctx context.Context, c client.Reader, cluster string, key types.Name
 	if err := c.List(ctx, works, opts...); err != nil {
 		return nil, fmt.Errorf("listing ManifestWorks of Application %s on %s: %w", key, cluster, err)
 	}
-	return oldest(works.Items, func(*workv1.ManifestWork) bool { return true }), nil
-}
-
-// oldest is the oldest of the works that match (by creation, then name) and are not being
-// deleted, nil when none is.
-func oldest(works []workv1.ManifestWork, match func(*workv1.ManifestWork) bool) *workv1.ManifestWork {
-	var out *workv1.ManifestWork
-	for i := range works {
-		w := &works[i]
-		if !match(w) || !w.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if out == nil || olderThan(w, out) {
-			out = w
-		}
-	}
-	return out
-}
-
-// olderThan orders works by creation, then name.
-func olderThan(a, b *workv1.ManifestWork) bool {
-	return a.CreationTimestamp.Before(&b.CreationTimestamp) ||
-		a.CreationTimestamp.Equal(&b.CreationTimestamp) && a.Name < b.Name
+	return propagation.Oldest(works.Items, func(*workv1.ManifestWork) bool { return true }), nil
 }
 
 // requestForHubApplication maps a ManifestWork to its hub Application.
 func requestForHubApplication(_ context.Context, work client.Object) []reconcile.Request {
-	if key, ok := hubApplicationOf(work); ok {
+	if key, ok := propagation.HubApplicationOf(work); ok {
 		return []reconcile.Request{{NamespacedName: key}}
 	}
 	return nil
@@ -139,4 +111,35 @@ func applicationRequests(ctx context.Context, c client.Reader, opts ...client.Li
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: app.GetNamespace(), Name: app.GetName()}})
 	}
 	return reqs
+}
+
+// cachedWorks finds works in the controller's caches, by their indexes (gather.Works).
+type cachedWorks struct {
+	c        client.Reader
+	upstream *upstreamWorks // nil: none are read
+}
+
+var _ gather.Works = cachedWorks{}
+
+func (w cachedWorks) Of(ctx context.Context, key types.NamespacedName) ([]workv1.ManifestWork, error) {
+	works := &workv1.ManifestWorkList{}
+	if err := w.c.List(ctx, works, client.MatchingFields{workHubAppIndex: key.String()}); err != nil {
+		return nil, fmt.Errorf("listing ManifestWorks of Application %s: %w", key, err)
+	}
+	return works.Items, nil
+}
+
+func (w cachedWorks) Carrying(ctx context.Context, cluster, managed string) ([]workv1.ManifestWork, error) {
+	works := &workv1.ManifestWorkList{}
+	if err := w.c.List(ctx, works, client.InNamespace(cluster), client.MatchingFields{workPayloadIndex: managed}); err != nil {
+		return nil, fmt.Errorf("listing ManifestWorks carrying %s: %w", managed, err)
+	}
+	return works.Items, nil
+}
+
+func (w cachedWorks) Upstream(ctx context.Context, cluster string, key types.NamespacedName) ([]workv1.ManifestWork, error) {
+	if w.upstream == nil {
+		return nil, nil
+	}
+	return w.upstream.of(ctx, cluster, key)
 }

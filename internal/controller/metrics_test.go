@@ -8,8 +8,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// gather returns the samples of one metric family from the manager's registry.
-func gather(t testing.TB, name string) []*dto.Metric {
+// metricSamples returns the samples of one metric family from the manager's registry.
+func metricSamples(t testing.TB, name string) []*dto.Metric {
 	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
@@ -37,7 +37,7 @@ func label(m *dto.Metric, name string) string {
 func sampleValue(t testing.TB, name string, want map[string]string) float64 {
 	t.Helper()
 next:
-	for _, m := range gather(t, name) {
+	for _, m := range metricSamples(t, name) {
 		for k, v := range want {
 			if label(m, k) != v {
 				continue next

@@ -93,7 +93,7 @@ func (r *PropagationReconciler) appsWaitingOn(ctx context.Context, o client.Obje
 	}
 	reqs = append(reqs, requestForHubApplication(ctx, o)...)
 	for _, w := range others {
-		if key, ok := hubApplicationOf(&w); ok {
+		if key, ok := propagation.HubApplicationOf(&w); ok {
 			reqs = append(reqs, reconcile.Request{NamespacedName: key})
 		}
 	}

@@ -50,7 +50,7 @@ func (s *reportSearch) tracked(ctx context.Context) (map[search.AppKey]types.Nam
 	out := map[search.AppKey]types.NamespacedName{}
 	for i := range works.Items {
 		w := &works.Items[i]
-		hubApp, linked := hubApplicationOf(w)
+		hubApp, linked := propagation.HubApplicationOf(w)
 		appSetNamespace, appSet, owned := strings.Cut(w.Annotations[api.HostingApplicationSetAnnotation], "/")
 		key, ok := searchKeyOf(w)
 		if !linked || !owned || !ok || appSetNamespace != hubApp.Namespace {

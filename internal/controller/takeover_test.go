@@ -15,6 +15,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/takeover"
 	"github.com/argocd-pull/argocd-pull/internal/testenv"
 	"github.com/argocd-pull/argocd-pull/internal/upstreamwork"
 )
@@ -203,4 +204,31 @@ func TestAnUpstreamWorkBeingDeletedIsLeftToFinish(t *testing.T) {
 	h.g.Eventually(func() map[string]string { return h.writtenWork("guestbook", cluster).Annotations }, timeout, interval).
 		Should(HaveKey(api.AdoptedAnnotation))
 	h.g.Expect(h.condition("guestbook")).To(BeEmpty())
+}
+
+// argocd-pull takeover --dry-run says what the controller does because it reads what the
+// controller reads: an upstream Application whose work name another Application's work holds is
+// refused by the controller (ManifestWorkNameTaken), and the dry-run lists it blocked for that
+// reason, not as one to adopt.
+func TestTheDryRunSeesWhatTheControllerSees(t *testing.T) {
+	var opts Options
+	h := start(t, func(o *Options, _ string) { o.AdoptUpstreamWorks = true; opts = *o })
+	cluster := h.cluster()
+	payroll := h.newApp("payroll", cluster)
+	work, err := propagation.DesiredWork(payroll, nil, propagation.Target{Cluster: cluster, AppNamespace: h.ns}, propagation.Deliveries{})
+	h.g.Expect(err).NotTo(HaveOccurred())
+	work.Name = propagation.WorkName(h.ns, "guestbook") // the name guestbook's work would take
+	h.create(work)
+	h.create(payroll)
+	h.g.Eventually(func() string { return h.condition("payroll") }, timeout, interval).Should(BeEmpty())
+	upstream := h.upstreamApp(upstreamwork.RHACM, "guestbook", cluster)
+	h.g.Eventually(func() string { return h.condition("guestbook") }, timeout, interval).Should(HavePrefix(propagation.ReasonWorkNameTaken + ": "))
+
+	entries, err := takeover.List(context.Background(), h.c, opts.policy())
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(entries).To(ContainElement(And(
+		HaveField("Work", upstream.Name),
+		HaveField("Plan", takeover.PlanBlocked),
+		HaveField("Detail", HavePrefix(propagation.ReasonWorkNameTaken+": ")),
+	)), "the dry-run's plan is the controller's refusal")
 }

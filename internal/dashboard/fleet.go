@@ -12,8 +12,8 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/report"
 )
 
@@ -136,7 +136,7 @@ func (f *Fleet) DeleteApplication(namespace, name string) {
 
 // SetWork records a ManifestWork argocd-pull wrote.
 func (f *Fleet) SetWork(w *workv1.ManifestWork) {
-	key, ok := hubApplicationOf(w)
+	key, ok := workOwner(w)
 	if !ok {
 		return
 	}
@@ -151,7 +151,7 @@ func (f *Fleet) SetWork(w *workv1.ManifestWork) {
 
 // DeleteWork forgets a ManifestWork.
 func (f *Fleet) DeleteWork(w *workv1.ManifestWork) {
-	key, ok := hubApplicationOf(w)
+	key, ok := workOwner(w)
 	if !ok {
 		return
 	}
@@ -164,11 +164,6 @@ func (f *Fleet) DeleteWork(w *workv1.ManifestWork) {
 		}
 		f.touch(key)
 	}
-}
-
-func hubApplicationOf(w *workv1.ManifestWork) (string, bool) {
-	ns, name := w.Annotations[api.HubApplicationNamespaceAnnotation], w.Annotations[api.HubApplicationNameAnnotation]
-	return ns + "/" + name, ns != "" && name != ""
 }
 
 // SetCluster records a ManagedCluster.
@@ -470,4 +465,10 @@ func clusterOf(c *clusterv1.ManagedCluster) Cluster {
 		out.Available = cmp.Or(string(cond.Status), "Unknown")
 	}
 	return out
+}
+
+// workOwner is "namespace/name" of the hub Application w points back to.
+func workOwner(w *workv1.ManifestWork) (string, bool) {
+	key, ok := propagation.HubApplicationOf(w)
+	return key.String(), ok
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/gather"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
@@ -56,11 +57,12 @@ func checkApplicationRules(ctx context.Context, h *hub) []Result {
 			continue
 		}
 		checked++
-		facts, err := propagation.ReadFacts(ctx, h.o.Hub.Client, policy, app, target)
+		// A new Application's view: the doctor reads no works, and makes no delivery.
+		g, err := gather.Read(ctx, h.o.Hub.Client, gather.NoWorks, policy, app, target)
 		if err != nil {
 			return []Result{readFailed(idAppRules, titleAppRules, "", err)}
 		}
-		// A new Application's view: the doctor reads no works, and makes no delivery.
+		facts := g.Facts
 		facts.NewDeliveryID = func() string { return "doctor" }
 		v, err := propagation.Ladder(facts)
 		if err != nil {

@@ -51,8 +51,8 @@ func (p Policy) Allows(ns string) bool {
 
 // ReadFacts reads through r what the ladder decides on about app, besides its ManifestWorks:
 // its cluster, the bindings of its namespace, the cluster's namespace on the hub and its
-// AppProject. It is the one place the controller and the doctor read them; nothing is read for an
-// Application whose markers name no cluster.
+// AppProject. gather.Read, the one gatherer of the controller, the doctor and the takeover's dry
+// run, reads them here; nothing is read for an Application whose markers name no cluster.
 func ReadFacts(ctx context.Context, r client.Reader, p Policy, app *unstructured.Unstructured, target Target) (Facts, error) {
 	f := Facts{App: app, Policy: p, NewDeliveryID: NewDeliveryID}
 	if target.Cluster == "" {

@@ -1,7 +1,7 @@
 // Package takeover lists what the controller does, with --adopt-upstream-works, with each work of
 // the upstream pull controllers on the hub (argocd-pull takeover --dry-run): it reads what the
-// propagation controller reads and decides with the same ladder (propagation/takeover.go). It only
-// reads.
+// propagation controller reads (internal/gather) and decides with the same ladder
+// (propagation/takeover.go). It only reads.
 package takeover
 
 import (
@@ -12,12 +12,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/gather"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
@@ -57,8 +56,9 @@ func List(ctx context.Context, c client.Reader, policy propagation.Policy) ([]En
 		upstream = propagation.AppendUpstream(upstream, works.Items)
 	}
 	out := make([]Entry, 0, len(upstream))
+	works := &gather.Listed{Reader: c}
 	for i := range upstream {
-		e, err := entry(ctx, c, policy, &upstream[i])
+		e, err := entry(ctx, c, works, policy, &upstream[i])
 		if err != nil {
 			return nil, err
 		}
@@ -73,10 +73,10 @@ func List(ctx context.Context, c client.Reader, policy propagation.Policy) ([]En
 	return out, nil
 }
 
-// entry reads what the propagation controller would about the hub Application upstream names,
-// and decides.
-func entry(ctx context.Context, c client.Reader, policy propagation.Policy, upstream *workv1.ManifestWork) (Entry, error) {
-	key := types.NamespacedName{Namespace: upstream.Annotations[api.HubApplicationNamespaceAnnotation], Name: upstream.Annotations[api.HubApplicationNameAnnotation]}
+// entry reads what the propagation controller reads about the hub Application upstream names
+// (gather.Read), and decides.
+func entry(ctx context.Context, c client.Reader, works gather.Works, policy propagation.Policy, upstream *workv1.ManifestWork) (Entry, error) {
+	key, _ := propagation.HubApplicationOf(upstream)
 	e := Entry{Cluster: upstream.Namespace, Application: key.String(), Work: upstream.Name, Writer: propagation.UpstreamWriter(upstream)}
 	app := argocd.NewApplication()
 	switch err := c.Get(ctx, key, app); {
@@ -89,20 +89,13 @@ func entry(ctx context.Context, c client.Reader, policy propagation.Policy, upst
 	if err != nil || !pull {
 		return Decide(e, app, propagation.Facts{}, err), nil
 	}
-	facts, err := propagation.ReadFacts(ctx, c, policy, app, target)
+	g, err := gather.Read(ctx, c, works, policy, app, target)
 	if err != nil {
 		return e, err
 	}
-	ours := &workv1.ManifestWorkList{}
-	if err := c.List(ctx, ours, client.InNamespace(target.Cluster), client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}); err != nil {
-		return e, fmt.Errorf("listing argocd-pull's ManifestWorks on %s: %w", target.Cluster, err)
-	}
-	for i := range ours.Items {
-		if w := &ours.Items[i]; w.Annotations[api.HubApplicationNamespaceAnnotation] == key.Namespace && w.Annotations[api.HubApplicationNameAnnotation] == key.Name {
-			facts.Existing = w
-			break
-		}
-	}
+	facts := g.Facts
+	// This entry is about this upstream work: the controller acts on it once it is the oldest.
+	facts.Upstream = nil
 	if upstream.Namespace == target.Cluster {
 		facts.Upstream = upstream
 	}

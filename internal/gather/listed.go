@@ -1,0 +1,100 @@
+package gather
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+)
+
+// Listed finds works by listing the hub, for the commands, which have no controller cache and its
+// indexes: argocd-pull's works and the upstream controllers' are each listed once, on first use,
+// and kept for the command's run.
+type Listed struct {
+	Reader client.Reader
+
+	ours, upstream []workv1.ManifestWork
+	listed         bool
+}
+
+func (l *Listed) list(ctx context.Context) error {
+	if l.listed {
+		return nil
+	}
+	ours := &workv1.ManifestWorkList{}
+	if err := l.Reader.List(ctx, ours, client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}); err != nil {
+		return fmt.Errorf("listing argocd-pull's ManifestWorks: %w", err)
+	}
+	l.ours = ours.Items
+	for _, selector := range propagation.UpstreamSelectors() {
+		works := &workv1.ManifestWorkList{}
+		if err := l.Reader.List(ctx, works, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return fmt.Errorf("listing the upstream pull controllers' ManifestWorks: %w", err)
+		}
+		l.upstream = propagation.AppendUpstream(l.upstream, works.Items)
+	}
+	l.listed = true
+	return nil
+}
+
+// Of are argocd-pull's works that point back to key.
+func (l *Listed) Of(ctx context.Context, key types.NamespacedName) ([]workv1.ManifestWork, error) {
+	if err := l.list(ctx); err != nil {
+		return nil, err
+	}
+	return pointingBackTo(l.ours, "", key), nil
+}
+
+// Carrying are argocd-pull's works on cluster that carry the managed-cluster Application managed.
+func (l *Listed) Carrying(ctx context.Context, cluster, managed string) ([]workv1.ManifestWork, error) {
+	if err := l.list(ctx); err != nil {
+		return nil, err
+	}
+	var out []workv1.ManifestWork
+	for _, w := range l.ours {
+		if carried, ok := propagation.ManagedApplication(&w); ok && w.Namespace == cluster && carried == managed {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// Upstream are the upstream works of key on cluster, oldest first.
+func (l *Listed) Upstream(ctx context.Context, cluster string, key types.NamespacedName) ([]workv1.ManifestWork, error) {
+	if err := l.list(ctx); err != nil {
+		return nil, err
+	}
+	out := pointingBackTo(l.upstream, cluster, key)
+	SortOldestFirst(out)
+	return out, nil
+}
+
+// pointingBackTo are the works of list that point back to key, on cluster ("" for any).
+func pointingBackTo(list []workv1.ManifestWork, cluster string, key types.NamespacedName) []workv1.ManifestWork {
+	var out []workv1.ManifestWork
+	for _, w := range list {
+		if owner, ok := propagation.HubApplicationOf(&w); ok && owner == key && (cluster == "" || w.Namespace == cluster) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// SortOldestFirst orders works by creation, then name (propagation.OlderThan).
+func SortOldestFirst(works []workv1.ManifestWork) {
+	slices.SortFunc(works, func(a, b workv1.ManifestWork) int {
+		switch {
+		case propagation.OlderThan(&a, &b):
+			return -1
+		case propagation.OlderThan(&b, &a):
+			return 1
+		}
+		return 0
+	})
+}
