@@ -8,12 +8,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
@@ -50,53 +48,24 @@ func globalPause(ctx context.Context, c client.Reader, namespace string) (string
 	return propagation.PauseValue(cm.Data[api.PauseKey]), nil
 }
 
-// pause switches the Application's held works to read only, once (propagation.Pause), writes
+// pause switches the Application's held works to read only, once (propagation.PlanPause), writes
 // nothing else for it, and says so on it.
 func (r *PropagationReconciler) pause(ctx context.Context, app *unstructured.Unstructured, p propagation.Pausing, conditions hubAppConditions) error {
 	works, err := r.worksOf(ctx, client.ObjectKeyFromObject(app))
 	if err != nil {
 		return err
 	}
-	for i := range works {
-		w := &works[i]
-		if !w.DeletionTimestamp.IsZero() {
-			continue
-		}
-		done, err := r.pauseWork(ctx, w, p.Reason)
-		if err != nil {
-			return err
-		}
-		if !done {
-			continue
-		}
-		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonPaused, "Pause",
-			"Paused ManifestWork %s/%s: the managed cluster keeps what it runs, its work agent only reports (%s)", w.Namespace, w.Name, p)
-	}
-	return conditions.paused(ctx, app, p.String()+": nothing is delivered to the managed cluster, which keeps what it runs; status keeps flowing; what changes meanwhile is delivered on resume")
-}
-
-// pauseWork pauses w for reason (propagation.Pause) and reports whether it wrote it.
-func (r *PropagationReconciler) pauseWork(ctx context.Context, w *workv1.ManifestWork, reason string) (bool, error) {
-	paused, err := propagation.Pause(w, reason)
-	if err != nil || paused == nil {
-		return false, err
-	}
-	if err := r.write(ctx, workWrite{op: metrics.OpUpdate, work: paused, why: "Pausing ManifestWork", kv: []any{"reason", reason}}); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-// release turns a paused work into its released form (propagation.Release) before it is deleted,
-// so that the managed cluster keeps its Application; a released work waits for the agent.
-func (r *PropagationReconciler) release(ctx context.Context, w *workv1.ManifestWork) error {
-	if propagation.Released(w) {
-		return nil // its next status requeues the Application (workChangedForPropagation)
-	}
-	released, err := propagation.Release(w)
-	if err != nil || released == nil {
+	steps, err := propagation.PlanPause(works, p.Reason)
+	if err != nil {
 		return err
 	}
-	return client.IgnoreNotFound(r.write(ctx, workWrite{op: metrics.OpUpdate, work: released,
-		why: "Releasing paused ManifestWork before deleting it: the managed cluster keeps its Application"}))
+	done, err := r.execute(ctx, app, steps)
+	for _, step := range steps[:done] {
+		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonPaused, "Pause",
+			"Paused ManifestWork %s/%s: the managed cluster keeps what it runs, its work agent only reports (%s)", step.Work.Namespace, step.Work.Name, p)
+	}
+	if err != nil {
+		return err
+	}
+	return conditions.paused(ctx, app, p.String()+": nothing is delivered to the managed cluster, which keeps what it runs; status keeps flowing; what changes meanwhile is delivered on resume")
 }

@@ -392,7 +392,9 @@ func TestClusterNotBoundToNamespaceIsRefused(t *testing.T) {
 	decision.Status.Decisions = []clusterv1beta1.ClusterDecision{{ClusterName: unbound}}
 	h.g.Expect(h.c.Status().Update(context.Background(), decision)).To(Succeed())
 	h.updateApp("web", func(u *unstructured.Unstructured) {
-		u.SetLabels(merged(u.GetLabels(), map[string]string{"touched": "yes"}))
+		labels := u.GetLabels()
+		labels["touched"] = "yes"
+		u.SetLabels(labels)
 	})
 	h.g.Consistently(func() string { return h.condition("web") }, 2*time.Second, 100*time.Millisecond).Should(HavePrefix(propagation.ReasonClusterNotBound))
 	h.noWorkFor("web")

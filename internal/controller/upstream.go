@@ -3,11 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/argocd-pull/argocd-pull/internal/gather"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
@@ -72,15 +69,7 @@ func (u *upstreamWorks) of(ctx context.Context, cluster string, key types.Namesp
 		}
 		out = propagation.AppendUpstream(out, works.Items)
 	}
-	slices.SortFunc(out, func(a, b workv1.ManifestWork) int {
-		if olderThan(&a, &b) {
-			return -1
-		}
-		if olderThan(&b, &a) {
-			return 1
-		}
-		return 0
-	})
+	gather.SortOldestFirst(out)
 	return out, nil
 }
 
@@ -103,42 +92,6 @@ func upstreamWorkChanged() predicate.Funcs {
 				propagation.AppliedAtGeneration(o) != propagation.AppliedAtGeneration(n)
 		},
 	}
-}
-
-// takeOver takes the next step of moving upstream's Application to ours (see
-// propagation.NextTakeoverStep): release upstream once ours holds the Application, delete it once
-// the agent applied the release. Each step is woken by the agent's report on the other work.
-func (r *PropagationReconciler) takeOver(ctx context.Context, app *unstructured.Unstructured, ours, upstream *workv1.ManifestWork) error {
-	writer := []any{"writer", propagation.UpstreamWriter(upstream)}
-	switch propagation.NextTakeoverStep(ours, upstream) {
-	case propagation.TakeoverRelease:
-		released, err := propagation.Release(upstream)
-		if err != nil || released == nil {
-			return err
-		}
-		if err := r.write(ctx, workWrite{op: metrics.OpUpdate, work: released, kv: writer,
-			why: "Releasing the upstream ManifestWork: its Application belongs to argocd-pull's work too"}); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		metrics.Takeovers.WithLabelValues(metrics.TakeoverReleased).Inc()
-		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonAdopting, "Adopt",
-			"Released ManifestWork %s/%s of %s: the managed-cluster Application belongs to ManifestWork %s too, and stays when it goes",
-			upstream.Namespace, upstream.Name, propagation.UpstreamWriter(upstream), ours.Name)
-	case propagation.TakeoverDelete:
-		err := r.write(ctx, workWrite{op: metrics.OpDelete, work: upstream, exact: true, kv: writer,
-			why: "Deleting the released upstream ManifestWork: the agent leaves its Application to argocd-pull's work"})
-		switch {
-		case apierrors.IsConflict(err):
-			return nil // deleted and written again meanwhile: its events bring the Application back
-		case err != nil:
-			return err
-		}
-		metrics.Takeovers.WithLabelValues(metrics.TakeoverAdopted).Inc()
-		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonAdopted, "Adopt",
-			"Took the managed-cluster Application over from %s: its ManifestWork %s/%s is deleted, nothing on the cluster was deleted or recreated",
-			propagation.UpstreamWriter(upstream), upstream.Namespace, upstream.Name)
-	}
-	return nil
 }
 
 // deleteUpstream deletes the upstream works of the hub Application key, when argocd-pull adopts
