@@ -37,32 +37,14 @@ func TestTheLayoutNamesEveryPackage(t *testing.T) {
 			}
 		}
 	}
-	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, rel := range moduleGoFiles(t, root) {
+		if strings.HasSuffix(rel, "_test.go") {
+			continue
 		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			switch {
-			case rel == ".":
-				return nil
-			case strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules",
-				rel == "bin" || rel == "tmp" || strings.HasPrefix(rel, "hack/tools/"):
-				return filepath.SkipDir // not the module's packages (hack/tools/* are modules of their own)
-			}
-			return nil
+		if dir := filepath.ToSlash(filepath.Dir(rel)); !listed[dir] {
+			listed[dir] = true // reported once
+			t.Errorf("package %s is not in docs/development.md's layout", dir)
 		}
-		if strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") {
-			if dir := filepath.ToSlash(filepath.Dir(rel)); !listed[dir] {
-				listed[dir] = true // reported once
-				t.Errorf("package %s is not in docs/development.md's layout", dir)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -83,6 +65,25 @@ func expandBraces(path string) []string {
 // thing a newcomer looks for.
 func TestNoSourceFileIsOver500Lines(t *testing.T) {
 	root := filepath.Join("..", "..")
+	for _, rel := range moduleGoFiles(t, root) {
+		if strings.HasSuffix(rel, "_test.go") || strings.HasPrefix(filepath.Base(rel), "zz_generated") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(data), "\n"); n > 500 {
+			t.Errorf("%s has %d lines: split it by what each part does", rel, n)
+		}
+	}
+}
+
+// moduleGoFiles are the module's Go files (slash-separated, relative to root): not bin/, tmp/,
+// hidden directories, testdata, or hack/tools/* (modules of their own).
+func moduleGoFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -90,24 +91,19 @@ func TestNoSourceFileIsOver500Lines(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || rel == "bin" || rel == "tmp" || strings.HasPrefix(rel, "hack/tools/")) {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules" ||
+				rel == "bin" || rel == "tmp" || strings.HasPrefix(rel, "hack/tools/")) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") || strings.HasPrefix(d.Name(), "zz_generated") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if n := strings.Count(string(data), "\n"); n > 500 {
-			t.Errorf("%s has %d lines: split it by what each part does", rel, n)
+		if strings.HasSuffix(rel, ".go") {
+			out = append(out, rel)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out
 }

@@ -14,27 +14,17 @@ func TestTheTestsTheDocsNameExist(t *testing.T) {
 	root := filepath.Join("..", "..")
 	defined := map[string]bool{}
 	funcs := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz)[A-Za-z0-9_]+)\(`)
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+	for _, rel := range moduleGoFiles(t, root) {
+		if !strings.HasSuffix(rel, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "bin" || d.Name() == "tmp" || strings.HasPrefix(d.Name(), ".")) && path != root {
-			return filepath.SkipDir
-		}
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, m := range funcs.FindAllStringSubmatch(string(data), -1) {
 			defined[m[1]] = true
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
