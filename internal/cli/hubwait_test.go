@@ -19,7 +19,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/assets"
 	"github.com/argocd-pull/argocd-pull/internal/controller"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
-	"github.com/argocd-pull/argocd-pull/internal/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
 // A controller rolled out on a hub before Argo CD waits instead of crash-looping: /healthz

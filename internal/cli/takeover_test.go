@@ -18,8 +18,8 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/takeover"
-	"github.com/argocd-pull/argocd-pull/internal/testenv"
-	"github.com/argocd-pull/argocd-pull/internal/upstreamwork"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/test/upstreamwork"
 )
 
 func takeoverCmd(t *testing.T, args ...string) (string, error) {

@@ -16,8 +16,8 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/takeover"
-	"github.com/argocd-pull/argocd-pull/internal/testenv"
-	"github.com/argocd-pull/argocd-pull/internal/upstreamwork"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/test/upstreamwork"
 )
 
 // upstreamApp creates the hub Application name for cluster with the work writer wrote for it

@@ -17,9 +17,9 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
-	"github.com/argocd-pull/argocd-pull/internal/search/searchtest"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
-	"github.com/argocd-pull/argocd-pull/internal/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/test/searchtest"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
 // The attack suite of issue 22: each test acts as a tenant with rights in its own hub namespace

@@ -28,7 +28,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/doctor"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
-	"github.com/argocd-pull/argocd-pull/internal/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -9,7 +9,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
-	"github.com/argocd-pull/argocd-pull/internal/upstreamwork"
+	"github.com/argocd-pull/argocd-pull/internal/test/upstreamwork"
 )
 
 // step is what a plan's step comes to, for comparing plans: the action, the work's

@@ -14,7 +14,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
-	"github.com/argocd-pull/argocd-pull/internal/upstreamwork"
+	"github.com/argocd-pull/argocd-pull/internal/test/upstreamwork"
 )
 
 // upstreamOf is the work writer wrote for app, as the apiserver holds it: a UID, generation 1.

@@ -13,7 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
-	"github.com/argocd-pull/argocd-pull/internal/search/searchtest"
+	"github.com/argocd-pull/argocd-pull/internal/test/searchtest"
 )
 
 // newFake is a Search that knows one Application, with two related resources.

@@ -107,3 +107,21 @@ func moduleGoFiles(t *testing.T, root string) []string {
 	}
 	return out
 }
+
+// Product and test support stay apart: no non-test file outside internal/test/ and test/ imports
+// internal/test/..., so that nothing the product ships depends on a stand-in.
+func TestTheProductImportsNoTestSupport(t *testing.T) {
+	root := filepath.Join("..", "..")
+	for _, rel := range moduleGoFiles(t, root) {
+		if strings.HasSuffix(rel, "_test.go") || strings.HasPrefix(rel, "internal/test/") || strings.HasPrefix(rel, "test/") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), `"github.com/argocd-pull/argocd-pull/internal/test/`) {
+			t.Errorf("%s imports test support (internal/test/...)", rel)
+		}
+	}
+}

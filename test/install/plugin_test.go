@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/argocd-pull/argocd-pull/internal/cli"
-	"github.com/argocd-pull/argocd-pull/internal/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
 // The same binary is a kubectl plugin under the name kubectl-argocd_pull ('make build' links it):

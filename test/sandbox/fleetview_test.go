@@ -12,7 +12,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/internal/cli"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
-	"github.com/argocd-pull/argocd-pull/internal/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
 // fleetPage runs `argocd-pull dashboard` on the lab's hub, as a person would with the hub's

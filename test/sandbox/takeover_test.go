@@ -23,7 +23,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
-	"github.com/argocd-pull/argocd-pull/internal/upstreamwork"
+	"github.com/argocd-pull/argocd-pull/internal/test/upstreamwork"
 )
 
 // takeoverApp is a hub Application delivered by an upstream controller before argocd-pull: the
