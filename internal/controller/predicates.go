@@ -38,7 +38,7 @@ func workChangedForPropagation(justCreated func(client.Object) bool) predicate.F
 			_, delivering := newWork.Annotations[api.DeliveriesAnnotation]
 			_, finalizing := newWork.Annotations[api.FinalizingAnnotation]
 			delivering = delivering || finalizing
-			// An adopting work applied: the upstream work's next step (see upstream.go).
+			// An adopting work applied: the upstream work's next step (see takeover.go).
 			_, adopting := newWork.Annotations[api.AdoptingAnnotation]
 			return delivering || adopting && propagation.AppliedAtGeneration(oldWork) != propagation.AppliedAtGeneration(newWork) || propagation.ClaimOf(oldWork) != propagation.ClaimOf(newWork) || propagation.Released(newWork) || oldWork.Generation != newWork.Generation ||
 				!newWork.DeletionTimestamp.IsZero() ||

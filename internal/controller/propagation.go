@@ -37,7 +37,7 @@ type PropagationReconciler struct {
 	// Cache reads the pause ConfigMap, which the client reads from the apiserver (see
 	// ManagerOptions).
 	Cache client.Reader
-	// upstream reads the works of the upstream pull controllers (see upstream.go).
+	// upstream reads the works of the upstream pull controllers (see takeover.go).
 	upstream *upstreamWorks
 }
 
