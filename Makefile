@@ -127,8 +127,8 @@ helm-lint: $(HELM) ## Lint the Helm chart
 # does not see; a cached pass after a controller change would be a stale one.
 # The packages that share the cache's objects (interned subtrees, readers that skip the deep copy)
 # run under the race detector first; the rest, with the lab, after them.
-RACE_PACKAGES := ./internal/controller/... ./internal/report/... ./internal/appstatus/... ./internal/dashboard/... ./internal/intern/... ./internal/propagation/...
-OTHER_PACKAGES = $(shell go list ./... | grep -vE '/internal/(controller|report|appstatus|dashboard|intern|propagation)(/|$$)')
+RACE_PACKAGES := ./internal/controller/... ./internal/report/... ./internal/appstatus/... ./internal/dashboard/... ./internal/intern/... ./internal/propagation/... ./internal/manifestwork/...
+OTHER_PACKAGES = $(shell go list ./... | grep -vE '/internal/(controller|report|appstatus|dashboard|intern|propagation|manifestwork)(/|$$)')
 TEST_ENV = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
 	ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1
 

@@ -49,10 +49,10 @@ const (
 	// HubApplicationAnnotation, on the payload Application, is "<namespace>/<name>" of the hub
 	// Application that delivers it. Until the managed cluster reports it back through feedback, a
 	// work only creates its Application and would orphan it: an Application of the same name that
-	// was there before is never overwritten nor deleted (see propagation.ClaimOf).
+	// was there before is never overwritten nor deleted (see manifestwork.ClaimOf).
 	HubApplicationAnnotation = "apps.open-cluster-management.io/hub-application"
 	// FrozenAnnotation, on a ManifestWork and its payload Application, says why the hub froze it:
-	// a right the hub Application had was withdrawn (see propagation.Freeze). The managed cluster
+	// a right the hub Application had was withdrawn (see manifestwork.Freeze). The managed cluster
 	// keeps what it runs, with automated sync off, until the right is back or the Application goes.
 	FrozenAnnotation = "apps.open-cluster-management.io/pull-frozen"
 )

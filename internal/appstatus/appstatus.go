@@ -19,7 +19,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // Source is the part of an Application source Argo CD records in status.sync.comparedTo.
@@ -33,7 +33,7 @@ type Observed struct {
 	// and not applied turns stale (see report.staleness).
 	Applied bool
 	// ContentApplied is true when it applied the current generation, or one that differs from it
-	// by requests alone (propagation.ContentApplied): what the status is derived from, so that a
+	// by requests alone (manifestwork.ContentApplied): what the status is derived from, so that a
 	// request in flight changes nothing in it until the managed cluster answers.
 	ContentApplied bool
 	// Seen is true when the work agent ever acted on the work (any Applied condition) and its
@@ -42,7 +42,7 @@ type Observed struct {
 	// Reported is true when any feedback value arrived.
 	Reported bool
 	// Foreign is true when the managed cluster's Application of that name is not the hub's
-	// (propagation.ClaimForeign): nothing else is read of it.
+	// (manifestwork.ClaimForeign): nothing else is read of it.
 	Foreign bool
 
 	Health, Sync, Revision                string
@@ -68,14 +68,14 @@ type Observed struct {
 	HubComparedTo *Source
 	SourceType    string
 	// Delivery is what it reported about the sync and refresh requests the hub sent, and
-	// Carried what the work carries (see propagation.PlanDeliveries).
-	Delivery propagation.Reported
-	Carried  propagation.Deliveries
+	// Carried what the work carries (see manifestwork.PlanDeliveries).
+	Delivery manifestwork.Reported
+	Carried  manifestwork.Deliveries
 	// HubSynced is true when the hub Application already shows the sync status derived from this
-	// observation (see propagation.Clears).
+	// observation (see manifestwork.Clears).
 	HubSynced bool
 	// HubTerminating is true when the hub Application asks to terminate the operation the managed
-	// cluster runs (propagation.Hub.Terminating names its delivery).
+	// cluster runs (manifestwork.Hub.Terminating names its delivery).
 	HubTerminating bool
 	// Behind is true when another cluster of its RollingSync ApplicationSet has seen a revision
 	// of the same source that this cluster has not compared against (see Behind).
@@ -89,19 +89,19 @@ type Observed struct {
 // delivery of requests) are read as reported: cutting them could only make a comparison wrong.
 func Observe(work *workv1.ManifestWork) Observed {
 	obs := Observed{
-		Applied:        propagation.AppliedAtGeneration(work),
-		ContentApplied: propagation.ContentApplied(work),
+		Applied:        manifestwork.AppliedAtGeneration(work),
+		ContentApplied: manifestwork.ContentApplied(work),
 		Seen:           meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied) != nil,
-		Carried:        propagation.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]),
+		Carried:        manifestwork.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]),
 	}
-	if claim := propagation.ClaimOf(work); claim != propagation.ClaimOurs {
+	if claim := manifestwork.ClaimOf(work); claim != manifestwork.ClaimOurs {
 		// Pending: nothing of the hub's there yet (not seen: no Unknown status is written for
 		// it); what feedback there is, is another's.
-		obs.Foreign = claim == propagation.ClaimForeign
+		obs.Foreign = claim == manifestwork.ClaimForeign
 		obs.Seen = obs.Foreign
 		return obs
 	}
-	if propagation.Absent(work) {
+	if manifestwork.Absent(work) {
 		// Held a moment ago, its Application not created yet, or deleted there since: what
 		// feedback there is describes an Application that is not there.
 		obs.Seen = false
@@ -110,41 +110,41 @@ func Observe(work *workv1.ManifestWork) Observed {
 	values := feedbackValues(work)
 	obs.Reported = len(values) > 0
 	r := &feedbackReader{values: values}
-	obs.Health = r.capped(propagation.FeedbackHealth, MaxWordLength)
-	obs.Sync = r.capped(propagation.FeedbackSync, MaxWordLength)
-	obs.Revision = r.revision(propagation.FeedbackRevision, propagation.FeedbackRevisions)
-	obs.Phase = r.capped(propagation.FeedbackPhase, MaxWordLength)
-	obs.StartedAt = r.capped(propagation.FeedbackStartedAt, MaxTimeLength)
-	obs.FinishedAt = r.capped(propagation.FeedbackFinishedAt, MaxTimeLength)
-	obs.Message = r.capped(propagation.FeedbackMessage, MaxMessageLength)
-	obs.SyncedRevision = r.capped(propagation.FeedbackSyncResultRevision, MaxRevisionLength)
-	obs.ReconciledAt = r.raw(propagation.FeedbackReconciledAt)
-	obs.RawResources = r.raw(propagation.FeedbackResources)
+	obs.Health = r.capped(manifestwork.FeedbackHealth, MaxWordLength)
+	obs.Sync = r.capped(manifestwork.FeedbackSync, MaxWordLength)
+	obs.Revision = r.revision(manifestwork.FeedbackRevision, manifestwork.FeedbackRevisions)
+	obs.Phase = r.capped(manifestwork.FeedbackPhase, MaxWordLength)
+	obs.StartedAt = r.capped(manifestwork.FeedbackStartedAt, MaxTimeLength)
+	obs.FinishedAt = r.capped(manifestwork.FeedbackFinishedAt, MaxTimeLength)
+	obs.Message = r.capped(manifestwork.FeedbackMessage, MaxMessageLength)
+	obs.SyncedRevision = r.capped(manifestwork.FeedbackSyncResultRevision, MaxRevisionLength)
+	obs.ReconciledAt = r.raw(manifestwork.FeedbackReconciledAt)
+	obs.RawResources = r.raw(manifestwork.FeedbackResources)
 	obs.Resources, obs.ResourcesTrimmed = hubResources(obs.RawResources)
-	obs.RawConditions = r.raw(propagation.FeedbackConditions)
+	obs.RawConditions = r.raw(manifestwork.FeedbackConditions)
 	var historyTrimmed, summaryTrimmed []string
 	obs.History, historyTrimmed = hubHistory(values)
-	obs.Summary, summaryTrimmed = hubSummary(r.raw(propagation.FeedbackImages), r.raw(propagation.FeedbackExternalURLs))
+	obs.Summary, summaryTrimmed = hubSummary(r.raw(manifestwork.FeedbackImages), r.raw(manifestwork.FeedbackExternalURLs))
 	r.trimmed = append(append(r.trimmed, historyTrimmed...), summaryTrimmed...)
-	obs.SourceType = r.capped(propagation.FeedbackSourceType, MaxWordLength)
-	obs.Delivery = propagation.Reported{
-		SyncDelivered:      r.raw(propagation.FeedbackSyncDelivered),
-		SyncHeld:           r.raw(propagation.FeedbackSyncHeld),
-		SyncStarted:        r.capped(propagation.FeedbackSyncStarted, MaxWordLength), // copied into the operation
+	obs.SourceType = r.capped(manifestwork.FeedbackSourceType, MaxWordLength)
+	obs.Delivery = manifestwork.Reported{
+		SyncDelivered:      r.raw(manifestwork.FeedbackSyncDelivered),
+		SyncHeld:           r.raw(manifestwork.FeedbackSyncHeld),
+		SyncStarted:        r.capped(manifestwork.FeedbackSyncStarted, MaxWordLength), // copied into the operation
 		Phase:              obs.Phase,
-		RefreshDelivered:   r.raw(propagation.FeedbackRefreshDelivered),
-		RefreshPending:     r.raw(propagation.FeedbackRefreshPending) != "",
-		TerminateDelivered: r.raw(propagation.FeedbackTerminateDelivered),
+		RefreshDelivered:   r.raw(manifestwork.FeedbackRefreshDelivered),
+		RefreshPending:     r.raw(manifestwork.FeedbackRefreshPending) != "",
+		TerminateDelivered: r.raw(manifestwork.FeedbackTerminateDelivered),
 		FinishedAt:         obs.FinishedAt,
 		ReconciledAt:       obs.ReconciledAt,
 		SyncStatus:         obs.Sync,
 	}
-	obs.Operation = r.operation(propagation.FeedbackOperation)
+	obs.Operation = r.operation(manifestwork.FeedbackOperation)
 	compared := Source{
-		RepoURL:        r.raw(propagation.FeedbackComparedRepoURL),
-		TargetRevision: r.raw(propagation.FeedbackComparedRevision),
-		Path:           r.raw(propagation.FeedbackComparedPath),
-		Chart:          r.raw(propagation.FeedbackComparedChart),
+		RepoURL:        r.raw(manifestwork.FeedbackComparedRepoURL),
+		TargetRevision: r.raw(manifestwork.FeedbackComparedRevision),
+		Path:           r.raw(manifestwork.FeedbackComparedPath),
+		Chart:          r.raw(manifestwork.FeedbackComparedChart),
 	}
 	if compared != (Source{}) {
 		obs.ComparedTo = &compared
@@ -223,7 +223,7 @@ func Derive(obs Observed, wanted *Source) Status {
 		Summary: obs.Summary, ComparedTo: obs.HubComparedTo, SourceType: obs.SourceType}
 	switch {
 	case obs.Foreign:
-		// What it reports is about another Application (see propagation.ClaimOf).
+		// What it reports is about another Application (see manifestwork.ClaimOf).
 		st.Health, st.Sync = argocd.HealthUnknown, argocd.SyncUnknown
 	case !obs.Seen && !obs.Reported:
 		// The managed cluster has not reported anything yet.
@@ -236,7 +236,7 @@ func Derive(obs Observed, wanted *Source) Status {
 	case wanted != nil && obs.ComparedTo != nil && *obs.ComparedTo != *wanted:
 		// Its Argo CD has not compared against the wanted source: what it says is about the old one.
 		st.Health, st.Sync = argocd.HealthProgressing, argocd.SyncOutOfSync
-	case propagation.InFlight(obs.Carried, obs.Delivery, obs.HubSynced) && st.Health == argocd.HealthHealthy:
+	case manifestwork.InFlight(obs.Carried, obs.Delivery, obs.HubSynced) && st.Health == argocd.HealthHealthy:
 		// A requested sync has not finished there: its health is about what ran before (a
 		// RollingSync step must not advance on it).
 		st.Health = argocd.HealthProgressing
@@ -252,21 +252,21 @@ func Derive(obs Observed, wanted *Source) Status {
 			// The Application CRD requires an operation; the phase is what matters to readers.
 			op = map[string]any{"sync": map[string]any{}}
 		}
-		if id := obs.Delivery.SyncStarted; id != "" && propagation.DeliveryID(op) != id {
+		if id := obs.Delivery.SyncStarted; id != "" && manifestwork.DeliveryID(op) != id {
 			// The delivery ID tells the hub which request this operation ran (see propagation).
-			op = propagation.WithDeliveryID(op, id)
+			op = manifestwork.WithDeliveryID(op, id)
 		}
 		st.Operation = &OperationState{Operation: op, Phase: obs.Phase, StartedAt: obs.StartedAt, FinishedAt: obs.FinishedAt, Message: obs.Message,
 			SyncedRevision: obs.SyncedRevision}
-		if propagation.Unsettled(obs.Carried, obs.Delivery, obs.HubSynced) {
+		if manifestwork.Unsettled(obs.Carried, obs.Delivery, obs.HubSynced) {
 			// Finished there, but its Argo CD has not compared since: the request is still in
 			// flight for the hub, which shows it finished in the write that clears it.
 			st.Operation.Phase, st.Operation.FinishedAt = "Running", ""
 		}
-		if obs.HubTerminating && !propagation.Finished(st.Operation.Phase) {
+		if obs.HubTerminating && !manifestwork.Finished(st.Operation.Phase) {
 			// argocd app terminate-op asked; the request travels (see propagation.planTerminate):
 			// the hub keeps showing it until the managed cluster reports the operation finished.
-			st.Operation.Phase = propagation.PhaseTerminating
+			st.Operation.Phase = manifestwork.PhaseTerminating
 		}
 	}
 	return st
@@ -275,7 +275,7 @@ func Derive(obs Observed, wanted *Source) Status {
 // Settled is true when the managed cluster reports its Application as it is, with nothing of
 // argocd-pull's own rules (Derive) overriding it: the work applied, health and sync reported, and
 // nothing in flight. A work that adopts an Application from an upstream controller
-// (propagation.Adopting) writes the hub status only once settled: until then the hub Application
+// (manifestwork.Adopting) writes the hub status only once settled: until then the hub Application
 // keeps what the upstream controller last wrote, and its status never goes backwards.
 func Settled(obs Observed, wanted *Source) bool {
 	d := Derive(obs, wanted)
@@ -352,7 +352,7 @@ func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Uns
 			"phase":     st.Operation.Phase,
 			"startedAt": st.Operation.StartedAt,
 		}
-		if propagation.Finished(st.Operation.Phase) {
+		if manifestwork.Finished(st.Operation.Phase) {
 			// argocd app sync reads the finished operation's syncResult (a nil one crashes it):
 			// the revision the operation synced, or when the cluster reported none (an operation
 			// that failed before it synced), the one its Application reports. Its per-resource

@@ -10,7 +10,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // work builds a ManifestWork at generation gen, applied at appliedGen, with feedback values.
@@ -23,7 +23,7 @@ func work(gen, appliedGen int64, values map[string]string) *workv1.ManifestWork 
 	for k, v := range values {
 		typ := workv1.String
 		val := workv1.FieldValue{Type: typ, String: ptr.To(v)}
-		if k == propagation.FeedbackOperation || k == propagation.FeedbackResources {
+		if k == manifestwork.FeedbackOperation || k == manifestwork.FeedbackResources {
 			val = workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: ptr.To(v)}
 		}
 		fv = append(fv, workv1.FeedbackValue{Name: k, Value: val})
@@ -39,12 +39,12 @@ var v2 = &Source{RepoURL: "https://git.example/repo", TargetRevision: "v2", Path
 
 func feedback(health, sync, comparedRevision string) map[string]string {
 	return map[string]string{
-		propagation.FeedbackHealth:           health,
-		propagation.FeedbackSync:             sync,
-		propagation.FeedbackRevision:         "sha-" + comparedRevision,
-		propagation.FeedbackComparedRepoURL:  "https://git.example/repo",
-		propagation.FeedbackComparedRevision: comparedRevision,
-		propagation.FeedbackComparedPath:     "app",
+		manifestwork.FeedbackHealth:           health,
+		manifestwork.FeedbackSync:             sync,
+		manifestwork.FeedbackRevision:         "sha-" + comparedRevision,
+		manifestwork.FeedbackComparedRepoURL:  "https://git.example/repo",
+		manifestwork.FeedbackComparedRevision: comparedRevision,
+		manifestwork.FeedbackComparedPath:     "app",
 	}
 }
 
@@ -61,7 +61,7 @@ func TestDerive(t *testing.T) {
 		"applied, spoke compared the old source":       {work(2, 2, feedback("Healthy", "Synced", "v1")), v2, "Progressing", "OutOfSync", "sha-v1"},
 		"applied, no feedback yet":                     {work(2, 2, nil), v2, "Unknown", "Unknown", ""},
 		"multi-source app: comparedTo not checked":     {work(2, 2, feedback("Healthy", "Synced", "v1")), nil, "Healthy", "Synced", "sha-v1"},
-		"no comparedTo reported: trusted once applied": {work(2, 2, map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced"}), v2, "Healthy", "Synced", ""},
+		"no comparedTo reported: trusted once applied": {work(2, 2, map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced"}), v2, "Healthy", "Synced", ""},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -76,8 +76,8 @@ func TestDerive(t *testing.T) {
 
 func TestMultiSourceRevisions(t *testing.T) {
 	g := NewWithT(t)
-	w := work(1, 1, map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced"})
-	v := workv1.FeedbackValue{Name: propagation.FeedbackRevisions, Value: workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: ptr.To(`["abc","def"]`)}}
+	w := work(1, 1, map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced"})
+	v := workv1.FeedbackValue{Name: manifestwork.FeedbackRevisions, Value: workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: ptr.To(`["abc","def"]`)}}
 	w.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values = append(w.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values, v)
 	g.Expect(Observe(w).Revision).To(Equal("abc,def"))
 }
@@ -85,16 +85,16 @@ func TestMultiSourceRevisions(t *testing.T) {
 func TestDeriveOperationState(t *testing.T) {
 	g := NewWithT(t)
 	values := feedback("Healthy", "Synced", "v2")
-	values[propagation.FeedbackPhase] = "Succeeded"
-	values[propagation.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
-	values[propagation.FeedbackMessage] = "successfully synced (all tasks run)"
+	values[manifestwork.FeedbackPhase] = "Succeeded"
+	values[manifestwork.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
+	values[manifestwork.FeedbackMessage] = "successfully synced (all tasks run)"
 	st := Derive(Observe(work(1, 1, values)), v2)
 	g.Expect(st.Operation).To(Equal(&OperationState{
 		Operation: map[string]any{"sync": map[string]any{}},
 		Phase:     "Succeeded", StartedAt: "2026-11-21T10:00:00Z", Message: "successfully synced (all tasks run)",
 	}))
 
-	values[propagation.FeedbackOperation] = `{"sync":{"revision":"abc"},"initiatedBy":{"username":"admin"}}`
+	values[manifestwork.FeedbackOperation] = `{"sync":{"revision":"abc"},"initiatedBy":{"username":"admin"}}`
 	st = Derive(Observe(work(1, 1, values)), v2)
 	g.Expect(st.Operation.Operation).To(Equal(map[string]any{"sync": map[string]any{"revision": "abc"}, "initiatedBy": map[string]any{"username": "admin"}}))
 
@@ -182,15 +182,15 @@ func TestBehindTheFleet(t *testing.T) {
 // still reads Running on the hub: the hub shows it finished only in the write that clears it.
 func TestFinishedButUnsettledSyncStillRuns(t *testing.T) {
 	g := NewWithT(t)
-	carried := propagation.Deliveries{Sync: &propagation.Delivery{ID: "d1", Hash: "h"}}
+	carried := manifestwork.Deliveries{Sync: &manifestwork.Delivery{ID: "d1", Hash: "h"}}
 	obs := Observed{Applied: true, ContentApplied: true, Seen: true, Reported: true, Health: argocd.HealthHealthy, Sync: argocd.SyncOutOfSync,
 		Phase: "Succeeded", StartedAt: "2026-11-23T10:00:00Z", FinishedAt: "2026-11-23T10:00:05Z", Carried: carried,
-		Delivery: propagation.Reported{SyncStarted: "d1", Phase: "Succeeded", FinishedAt: "2026-11-23T10:00:05Z", ReconciledAt: "2026-11-23T10:00:01Z"}}
+		Delivery: manifestwork.Reported{SyncStarted: "d1", Phase: "Succeeded", FinishedAt: "2026-11-23T10:00:05Z", ReconciledAt: "2026-11-23T10:00:01Z"}}
 	st := Derive(obs, nil)
 	g.Expect(st.Operation.Phase).To(Equal("Running"))
 	g.Expect(st.Operation.FinishedAt).To(BeEmpty())
 	g.Expect(st.Health).To(Equal(argocd.HealthProgressing))
-	g.Expect(propagation.DeliveryID(st.Operation.Operation)).To(Equal("d1"))
+	g.Expect(manifestwork.DeliveryID(st.Operation.Operation)).To(Equal("d1"))
 
 	obs.Delivery.ReconciledAt = "2026-11-23T10:00:06Z"
 	st = Derive(obs, nil)
@@ -291,14 +291,14 @@ func TestReconciledAt(t *testing.T) {
 func TestResourcesAreCopiedToTheHub(t *testing.T) {
 	g := NewWithT(t)
 	values := feedback("Healthy", "Synced", "v2")
-	values[propagation.FeedbackResources] = `[{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"},"syncWave":-1,"requiresPruning":false}]`
+	values[manifestwork.FeedbackResources] = `[{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"},"syncWave":-1,"requiresPruning":false}]`
 	updated, changed := Apply(argocd.NewApplication(), Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(changed).To(BeTrue())
 	resources, _, _ := unstructured.NestedSlice(updated.Object, "status", "resources")
 	g.Expect(resources).To(Equal([]any{map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "guestbook", "name": "guestbook-ui",
 		"status": "Synced", "health": map[string]any{"status": "Healthy"}, "syncWave": int64(-1)}}))
 
-	values[propagation.FeedbackResources] = `{"not":"a list"}`
+	values[manifestwork.FeedbackResources] = `{"not":"a list"}`
 	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(updated.Object["status"]).NotTo(HaveKey("resources"), "what does not parse is not copied")
 	g.Expect(argocd.ConditionMessage(updated, FeedbackWarningCondition)).To(ContainSubstring("resources ignored: not a JSON list of objects"))
@@ -309,21 +309,21 @@ func TestResourcesAreCopiedToTheHub(t *testing.T) {
 func TestAFinishedOperationCarriesItsSyncResult(t *testing.T) {
 	g := NewWithT(t)
 	values := feedback("Healthy", "Synced", "v2")
-	values[propagation.FeedbackPhase] = "Succeeded"
-	values[propagation.FeedbackStartedAt] = "2026-11-25T10:00:00Z"
-	values[propagation.FeedbackFinishedAt] = "2026-11-25T10:00:01Z"
+	values[manifestwork.FeedbackPhase] = "Succeeded"
+	values[manifestwork.FeedbackStartedAt] = "2026-11-25T10:00:00Z"
+	values[manifestwork.FeedbackFinishedAt] = "2026-11-25T10:00:01Z"
 	updated, _ := Apply(argocd.NewApplication(), Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(nested(updated, "status", "operationState", "syncResult", "revision")).To(Equal("sha-v2"))
 
 	// A rollback (or sync --revision) synced another revision than the one the Application compares.
-	values[propagation.FeedbackSyncResultRevision] = "sha-v1"
+	values[manifestwork.FeedbackSyncResultRevision] = "sha-v1"
 	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(nested(updated, "status", "operationState", "syncResult", "revision")).To(Equal("sha-v1"))
 	g.Expect(nested(updated, "status", "sync", "revision")).To(Equal("sha-v2"))
-	delete(values, propagation.FeedbackSyncResultRevision)
+	delete(values, manifestwork.FeedbackSyncResultRevision)
 
-	values[propagation.FeedbackPhase] = "Running"
-	delete(values, propagation.FeedbackFinishedAt)
+	values[manifestwork.FeedbackPhase] = "Running"
+	delete(values, manifestwork.FeedbackFinishedAt)
 	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(updated.Object["status"].(map[string]any)["operationState"]).NotTo(HaveKey("syncResult"))
 }

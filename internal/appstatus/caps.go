@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // Caps on what a managed cluster reports. Its work agent writes its works' status, and a
@@ -164,7 +164,7 @@ func hubResources(raw string) (out []any, trimmed []string) {
 	if raw == "" {
 		return nil, nil
 	}
-	name := propagation.FeedbackResources
+	name := manifestwork.FeedbackResources
 	var list []map[string]any
 	if err := json.Unmarshal([]byte(raw), &list); err != nil {
 		return nil, []string{fmt.Sprintf("%s ignored: not a JSON list of objects (%d bytes)", name, len(raw))}
@@ -212,8 +212,8 @@ func hubResources(raw string) (out []any, trimmed []string) {
 // MaxSummaryListSize each; nil when it reported neither.
 func hubSummary(images, externalURLs string) (out map[string]any, trimmed []string) {
 	for _, l := range []struct{ feedback, key, raw string }{
-		{propagation.FeedbackImages, "images", images},
-		{propagation.FeedbackExternalURLs, "externalURLs", externalURLs},
+		{manifestwork.FeedbackImages, "images", images},
+		{manifestwork.FeedbackExternalURLs, "externalURLs", externalURLs},
 	} {
 		if l.raw == "" {
 			continue
@@ -257,10 +257,10 @@ func (r *feedbackReader) hubComparedTo(src *Source) *Source {
 		return nil
 	}
 	out := Source{
-		RepoURL:        r.cut(propagation.FeedbackComparedRepoURL, src.RepoURL, MaxComparedToLength),
-		TargetRevision: r.cut(propagation.FeedbackComparedRevision, src.TargetRevision, MaxComparedToLength),
-		Path:           r.cut(propagation.FeedbackComparedPath, src.Path, MaxComparedToLength),
-		Chart:          r.cut(propagation.FeedbackComparedChart, src.Chart, MaxComparedToLength),
+		RepoURL:        r.cut(manifestwork.FeedbackComparedRepoURL, src.RepoURL, MaxComparedToLength),
+		TargetRevision: r.cut(manifestwork.FeedbackComparedRevision, src.TargetRevision, MaxComparedToLength),
+		Path:           r.cut(manifestwork.FeedbackComparedPath, src.Path, MaxComparedToLength),
+		Chart:          r.cut(manifestwork.FeedbackComparedChart, src.Chart, MaxComparedToLength),
 	}
 	return &out
 }

@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // A compromised work agent writes every feedback value as a 1 MiB String (the ManifestWork CRD
@@ -27,25 +27,25 @@ func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
 			huge := strings.Repeat(fill, 1<<20)
 			values := map[string]string{}
 			for _, name := range []string{
-				propagation.FeedbackHealth, propagation.FeedbackSync, propagation.FeedbackRevision,
-				propagation.FeedbackPhase, propagation.FeedbackStartedAt, propagation.FeedbackFinishedAt,
-				propagation.FeedbackMessage, propagation.FeedbackSyncStarted, propagation.FeedbackSyncResultRevision,
+				manifestwork.FeedbackHealth, manifestwork.FeedbackSync, manifestwork.FeedbackRevision,
+				manifestwork.FeedbackPhase, manifestwork.FeedbackStartedAt, manifestwork.FeedbackFinishedAt,
+				manifestwork.FeedbackMessage, manifestwork.FeedbackSyncStarted, manifestwork.FeedbackSyncResultRevision,
 			} {
 				values[name] = huge
 			}
-			values[propagation.FeedbackOperation] = fmt.Sprintf(`{"sync":{"revision":%q}}`, huge)
+			values[manifestwork.FeedbackOperation] = fmt.Sprintf(`{"sync":{"revision":%q}}`, huge)
 			// A resource list of a million entries, each field huge, and fields Argo CD never writes.
 			entry := fmt.Sprintf(`{"kind":%q,"name":%q,"status":%q,"health":{"status":%q,"message":%q},"extra":%q}`, huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096])
-			values[propagation.FeedbackResources] = "[" + strings.Repeat(entry+",", 1000) + entry + "]"
+			values[manifestwork.FeedbackResources] = "[" + strings.Repeat(entry+",", 1000) + entry + "]"
 			// A history of a thousand entries, each value huge.
 			for k, v := range historyColumns(1, 1000) {
 				values[k] = v
 			}
 			column, _ := json.Marshal(strings.Split(strings.TrimSuffix(strings.Repeat(huge[:4096]+",", 1000), ","), ","))
-			values[propagation.FeedbackHistoryRevisions], values[propagation.FeedbackHistoryRepoURLs] = string(column), string(column)
-			values[propagation.FeedbackImages], values[propagation.FeedbackExternalURLs] = string(column), string(column)
-			values[propagation.FeedbackSourceType] = huge
-			for _, name := range []string{propagation.FeedbackComparedRepoURL, propagation.FeedbackComparedPath, propagation.FeedbackComparedRevision, propagation.FeedbackComparedChart} {
+			values[manifestwork.FeedbackHistoryRevisions], values[manifestwork.FeedbackHistoryRepoURLs] = string(column), string(column)
+			values[manifestwork.FeedbackImages], values[manifestwork.FeedbackExternalURLs] = string(column), string(column)
+			values[manifestwork.FeedbackSourceType] = huge
+			for _, name := range []string{manifestwork.FeedbackComparedRepoURL, manifestwork.FeedbackComparedPath, manifestwork.FeedbackComparedRevision, manifestwork.FeedbackComparedChart} {
 				values[name] = huge
 			}
 			obs := Observe(work(1, 1, values))
@@ -134,19 +134,19 @@ func TestObserveCapsWhatIsCopiedToTheHub(t *testing.T) {
 		limit int
 		read  func(Observed) string
 	}{
-		propagation.FeedbackHealth:      {limit: MaxWordLength, read: func(o Observed) string { return o.Health }},
-		propagation.FeedbackSync:        {limit: MaxWordLength, read: func(o Observed) string { return o.Sync }},
-		propagation.FeedbackRevision:    {limit: MaxRevisionLength, read: func(o Observed) string { return o.Revision }},
-		propagation.FeedbackPhase:       {limit: MaxWordLength, read: func(o Observed) string { return o.Phase }},
-		propagation.FeedbackStartedAt:   {limit: MaxTimeLength, read: func(o Observed) string { return o.StartedAt }},
-		propagation.FeedbackFinishedAt:  {limit: MaxTimeLength, read: func(o Observed) string { return o.FinishedAt }},
-		propagation.FeedbackMessage:     {limit: MaxMessageLength, read: func(o Observed) string { return o.Message }},
-		propagation.FeedbackSyncStarted: {limit: MaxWordLength, read: func(o Observed) string { return o.Delivery.SyncStarted }},
-		propagation.FeedbackRevisions: {value: fmt.Sprintf("[%q,%q]", huge, huge), limit: MaxRevisionLength,
+		manifestwork.FeedbackHealth:      {limit: MaxWordLength, read: func(o Observed) string { return o.Health }},
+		manifestwork.FeedbackSync:        {limit: MaxWordLength, read: func(o Observed) string { return o.Sync }},
+		manifestwork.FeedbackRevision:    {limit: MaxRevisionLength, read: func(o Observed) string { return o.Revision }},
+		manifestwork.FeedbackPhase:       {limit: MaxWordLength, read: func(o Observed) string { return o.Phase }},
+		manifestwork.FeedbackStartedAt:   {limit: MaxTimeLength, read: func(o Observed) string { return o.StartedAt }},
+		manifestwork.FeedbackFinishedAt:  {limit: MaxTimeLength, read: func(o Observed) string { return o.FinishedAt }},
+		manifestwork.FeedbackMessage:     {limit: MaxMessageLength, read: func(o Observed) string { return o.Message }},
+		manifestwork.FeedbackSyncStarted: {limit: MaxWordLength, read: func(o Observed) string { return o.Delivery.SyncStarted }},
+		manifestwork.FeedbackRevisions: {value: fmt.Sprintf("[%q,%q]", huge, huge), limit: MaxRevisionLength,
 			read: func(o Observed) string { return o.Revision }},
-		propagation.FeedbackSourceType:      {limit: MaxWordLength, read: func(o Observed) string { return o.SourceType }},
-		propagation.FeedbackComparedRepoURL: {limit: MaxComparedToLength, read: func(o Observed) string { return o.HubComparedTo.RepoURL }},
-		propagation.FeedbackComparedPath:    {limit: MaxComparedToLength, read: func(o Observed) string { return o.HubComparedTo.Path }},
+		manifestwork.FeedbackSourceType:      {limit: MaxWordLength, read: func(o Observed) string { return o.SourceType }},
+		manifestwork.FeedbackComparedRepoURL: {limit: MaxComparedToLength, read: func(o Observed) string { return o.HubComparedTo.RepoURL }},
+		manifestwork.FeedbackComparedPath:    {limit: MaxComparedToLength, read: func(o Observed) string { return o.HubComparedTo.Path }},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -166,7 +166,7 @@ func TestObserveCapsWhatIsCopiedToTheHub(t *testing.T) {
 	}
 
 	g := NewWithT(t)
-	obs := Observe(work(1, 1, map[string]string{propagation.FeedbackComparedRepoURL: huge, propagation.FeedbackReconciledAt: huge}))
+	obs := Observe(work(1, 1, map[string]string{manifestwork.FeedbackComparedRepoURL: huge, manifestwork.FeedbackReconciledAt: huge}))
 	g.Expect(obs.ComparedTo.RepoURL).To(Equal(huge), "compared with the hub's whole: a cut could only make the comparison wrong")
 	g.Expect(obs.HubComparedTo.RepoURL).To(HaveLen(MaxComparedToLength), "copied to the hub within its cap")
 }
@@ -186,16 +186,16 @@ func TestBadOperationsAreIgnoredWithAWarning(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			values := feedback("Healthy", "Synced", "v2")
-			values[propagation.FeedbackPhase], values[propagation.FeedbackStartedAt] = "Succeeded", "2026-11-21T10:00:00Z"
+			values[manifestwork.FeedbackPhase], values[manifestwork.FeedbackStartedAt] = "Succeeded", "2026-11-21T10:00:00Z"
 			if tt.raw == "" {
-				delete(values, propagation.FeedbackRevision)
-				values[propagation.FeedbackRevisions] = "abc"
+				delete(values, manifestwork.FeedbackRevision)
+				values[manifestwork.FeedbackRevisions] = "abc"
 				obs := Observe(work(1, 1, values))
 				g.Expect(obs.Revision).To(BeEmpty())
 				g.Expect(obs.Trimmed).To(ConsistOf("syncRevisions ignored: not a JSON list of strings (3 bytes)"))
 				return
 			}
-			values[propagation.FeedbackOperation] = tt.raw
+			values[manifestwork.FeedbackOperation] = tt.raw
 			st := Derive(Observe(work(1, 1, values)), v2)
 			g.Expect(st.Operation.Operation).To(Equal(map[string]any{"sync": map[string]any{}}), "the CRD needs one: an empty sync, never the raw value")
 			g.Expect(st.Warnings).To(ConsistOf(tt.warning))

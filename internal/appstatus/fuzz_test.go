@@ -11,7 +11,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // maxStatusWrite is what the caps guarantee for the status argocd-pull writes (see caps.go).
@@ -30,20 +30,20 @@ func FuzzFeedbackToStatus(f *testing.F) {
 	f.Add("", "", "", "", "", "", `null`, "", "", true, false)
 	f.Fuzz(func(t *testing.T, health, sync, revision, phase, startedAt, message, operation, comparedRevision, wantedRevision string, applied, raw bool) {
 		values := map[string]string{
-			propagation.FeedbackHealth:            health,
-			propagation.FeedbackSync:              sync,
-			propagation.FeedbackRevision:          revision,
-			propagation.FeedbackPhase:             phase,
-			propagation.FeedbackStartedAt:         startedAt,
-			propagation.FeedbackMessage:           message,
-			propagation.FeedbackOperation:         operation,
-			propagation.FeedbackSyncStarted:       message,
-			propagation.FeedbackComparedRepoURL:   "https://git.example/repo",
-			propagation.FeedbackComparedRevision:  comparedRevision,
-			propagation.FeedbackResources:         operation,
-			propagation.FeedbackHistoryIDs:        operation,
-			propagation.FeedbackHistoryDeployedAt: message,
-			propagation.FeedbackHistoryRevisions:  revision,
+			manifestwork.FeedbackHealth:            health,
+			manifestwork.FeedbackSync:              sync,
+			manifestwork.FeedbackRevision:          revision,
+			manifestwork.FeedbackPhase:             phase,
+			manifestwork.FeedbackStartedAt:         startedAt,
+			manifestwork.FeedbackMessage:           message,
+			manifestwork.FeedbackOperation:         operation,
+			manifestwork.FeedbackSyncStarted:       message,
+			manifestwork.FeedbackComparedRepoURL:   "https://git.example/repo",
+			manifestwork.FeedbackComparedRevision:  comparedRevision,
+			manifestwork.FeedbackResources:         operation,
+			manifestwork.FeedbackHistoryIDs:        operation,
+			manifestwork.FeedbackHistoryDeployedAt: message,
+			manifestwork.FeedbackHistoryRevisions:  revision,
 		}
 		appliedGen := int64(0)
 		if applied {

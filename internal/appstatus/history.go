@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // The managed Application's status.history (what argocd app history lists and argocd app
@@ -26,13 +26,13 @@ var historyFields = []struct {
 	feedback string
 	path     []string
 }{
-	{propagation.FeedbackHistoryRevisions, []string{"revision"}},
-	{propagation.FeedbackHistoryDeployedAt, []string{"deployedAt"}},
-	{propagation.FeedbackHistoryDeployStartedAt, []string{"deployStartedAt"}},
-	{propagation.FeedbackHistoryRepoURLs, []string{"source", "repoURL"}},
-	{propagation.FeedbackHistoryPaths, []string{"source", "path"}},
-	{propagation.FeedbackHistoryTargetRevisions, []string{"source", "targetRevision"}},
-	{propagation.FeedbackHistoryCharts, []string{"source", "chart"}},
+	{manifestwork.FeedbackHistoryRevisions, []string{"revision"}},
+	{manifestwork.FeedbackHistoryDeployedAt, []string{"deployedAt"}},
+	{manifestwork.FeedbackHistoryDeployStartedAt, []string{"deployStartedAt"}},
+	{manifestwork.FeedbackHistoryRepoURLs, []string{"source", "repoURL"}},
+	{manifestwork.FeedbackHistoryPaths, []string{"source", "path"}},
+	{manifestwork.FeedbackHistoryTargetRevisions, []string{"source", "targetRevision"}},
+	{manifestwork.FeedbackHistoryCharts, []string{"source", "chart"}},
 }
 
 // hubHistory rebuilds status.history from its columns: nil when the cluster reported none. A
@@ -40,19 +40,19 @@ var historyFields = []struct {
 // agent's cap, which it does not report) is left out of every entry; without deployedAt, which
 // the Application CRD requires, nothing is copied. trimmed says what was cut or left out.
 func hubHistory(values map[string]string) (out []any, trimmed []string) {
-	rawIDs, ok := values[propagation.FeedbackHistoryIDs]
+	rawIDs, ok := values[manifestwork.FeedbackHistoryIDs]
 	if !ok {
 		return nil, nil
 	}
 	ids, ok := column(rawIDs)
 	if !ok {
-		return nil, []string{fmt.Sprintf("%s ignored: not a list (%d bytes)", propagation.FeedbackHistoryIDs, len(rawIDs))}
+		return nil, []string{fmt.Sprintf("%s ignored: not a list (%d bytes)", manifestwork.FeedbackHistoryIDs, len(rawIDs))}
 	}
 	entries := make([]map[string]any, len(ids))
 	for i, v := range ids {
 		id, ok := historyID(v)
 		if !ok {
-			return nil, []string{fmt.Sprintf("%s ignored: not a list of IDs", propagation.FeedbackHistoryIDs)}
+			return nil, []string{fmt.Sprintf("%s ignored: not a list of IDs", manifestwork.FeedbackHistoryIDs)}
 		}
 		entries[i] = map[string]any{"id": id}
 	}
@@ -64,7 +64,7 @@ func hubHistory(values map[string]string) (out []any, trimmed []string) {
 		}
 		col, ok := column(raw)
 		if !ok || len(col) != len(entries) {
-			if f.feedback == propagation.FeedbackHistoryDeployedAt {
+			if f.feedback == manifestwork.FeedbackHistoryDeployedAt {
 				return nil, []string{fmt.Sprintf("history ignored: %s is not one per entry", f.feedback)}
 			}
 			trimmed = append(trimmed, fmt.Sprintf("history: %s left out, not one per entry", f.feedback))

@@ -12,7 +12,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // historyColumns are the history feedback values of n entries, IDs first..first+n-1, as the work
@@ -30,12 +30,12 @@ func historyColumns(first, n int) map[string]string {
 		return string(raw)
 	}
 	return map[string]string{
-		propagation.FeedbackHistoryIDs:             col(func(i int) any { return i }),
-		propagation.FeedbackHistoryRevisions:       col(func(i int) any { return fmt.Sprintf("%040d", i) }),
-		propagation.FeedbackHistoryDeployedAt:      col(func(i int) any { return fmt.Sprintf("2026-11-25T10:00:%02dZ", i%60) }),
-		propagation.FeedbackHistoryRepoURLs:        col(func(int) any { return "https://git.example/repo" }),
-		propagation.FeedbackHistoryPaths:           col(func(int) any { return "app" }),
-		propagation.FeedbackHistoryTargetRevisions: col(func(int) any { return "main" }),
+		manifestwork.FeedbackHistoryIDs:             col(func(i int) any { return i }),
+		manifestwork.FeedbackHistoryRevisions:       col(func(i int) any { return fmt.Sprintf("%040d", i) }),
+		manifestwork.FeedbackHistoryDeployedAt:      col(func(i int) any { return fmt.Sprintf("2026-11-25T10:00:%02dZ", i%60) }),
+		manifestwork.FeedbackHistoryRepoURLs:        col(func(int) any { return "https://git.example/repo" }),
+		manifestwork.FeedbackHistoryPaths:           col(func(int) any { return "app" }),
+		manifestwork.FeedbackHistoryTargetRevisions: col(func(int) any { return "main" }),
 	}
 }
 
@@ -64,7 +64,7 @@ func TestHistoryIsRebuiltFromItsColumns(t *testing.T) {
 	t.Run("a field some entries lack is left out of all", func(t *testing.T) {
 		g := NewWithT(t)
 		values := historyColumns(1, 3)
-		values[propagation.FeedbackHistoryCharts] = `["guestbook"]`
+		values[manifestwork.FeedbackHistoryCharts] = `["guestbook"]`
 		out, trimmed := hubHistory(values)
 		g.Expect(out).To(Equal([]any{entry(1), entry(2), entry(3)}))
 		g.Expect(trimmed).To(ConsistOf(ContainSubstring("historyCharts left out")))
@@ -72,7 +72,7 @@ func TestHistoryIsRebuiltFromItsColumns(t *testing.T) {
 	t.Run("deployedAt not one per entry (the CRD requires it): nothing copied", func(t *testing.T) {
 		g := NewWithT(t)
 		values := historyColumns(1, 3)
-		values[propagation.FeedbackHistoryDeployedAt] = `["2026-11-25T10:00:00Z"]`
+		values[manifestwork.FeedbackHistoryDeployedAt] = `["2026-11-25T10:00:00Z"]`
 		out, trimmed := hubHistory(values)
 		g.Expect(out).To(BeNil())
 		g.Expect(trimmed).To(ConsistOf(ContainSubstring("history ignored")))
@@ -81,7 +81,7 @@ func TestHistoryIsRebuiltFromItsColumns(t *testing.T) {
 		g := NewWithT(t)
 		for _, ids := range []string{`[1,"two",3]`, `[1,-2,3]`, `[1.5,2,3]`, `[1,2`, `x`} {
 			values := historyColumns(1, 3)
-			values[propagation.FeedbackHistoryIDs] = ids
+			values[manifestwork.FeedbackHistoryIDs] = ids
 			out, trimmed := hubHistory(values)
 			g.Expect(out).To(BeNil(), ids)
 			g.Expect(trimmed).To(HaveLen(1), ids)
@@ -92,7 +92,7 @@ func TestHistoryIsRebuiltFromItsColumns(t *testing.T) {
 		values := historyColumns(1, 1000)
 		huge := strings.Repeat("x", 4096)
 		urls, _ := json.Marshal(strings.Split(strings.TrimSuffix(strings.Repeat(huge+",", 1000), ","), ","))
-		values[propagation.FeedbackHistoryRepoURLs] = string(urls)
+		values[manifestwork.FeedbackHistoryRepoURLs] = string(urls)
 		out, trimmed := hubHistory(values)
 		g.Expect(out).To(HaveLen(MaxHistory))
 		g.Expect(out[MaxHistory-1].(map[string]any)["id"]).To(Equal(int64(1000)), "the newest kept")
@@ -116,7 +116,7 @@ func TestHistoryIsCopiedToTheHub(t *testing.T) {
 	one := work(2, 2, feedback("Healthy", "Synced", "v2"))
 	for k, v := range historyColumns(5, 1) {
 		val := workv1.FieldValue{Type: workv1.String, String: ptr.To(v)}
-		if k == propagation.FeedbackHistoryIDs {
+		if k == manifestwork.FeedbackHistoryIDs {
 			val = workv1.FieldValue{Type: workv1.Integer, Integer: ptr.To(int64(5))}
 		}
 		one.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values = append(one.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values, workv1.FeedbackValue{Name: k, Value: val})
@@ -142,9 +142,9 @@ func TestHistoryIsCopiedToTheHub(t *testing.T) {
 func TestSummaryComparedToAndSourceTypeAreCopied(t *testing.T) {
 	g := NewWithT(t)
 	values := feedback("Healthy", "Synced", "v2")
-	values[propagation.FeedbackImages] = `["nginx:1.27","redis:7"]`
-	values[propagation.FeedbackExternalURLs] = "https://guestbook.example" // one entry: the value itself
-	values[propagation.FeedbackSourceType] = "Directory"
+	values[manifestwork.FeedbackImages] = `["nginx:1.27","redis:7"]`
+	values[manifestwork.FeedbackExternalURLs] = "https://guestbook.example" // one entry: the value itself
+	values[manifestwork.FeedbackSourceType] = "Directory"
 	app := argocd.NewApplication()
 	app.Object["spec"] = map[string]any{"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}}
 	updated, changed := Apply(app, Derive(Observe(work(2, 2, values)), v2))
@@ -161,8 +161,8 @@ func TestSummaryComparedToAndSourceTypeAreCopied(t *testing.T) {
 	_, changed = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(changed).To(BeFalse(), "the same report writes nothing")
 
-	delete(values, propagation.FeedbackImages)
-	delete(values, propagation.FeedbackExternalURLs)
+	delete(values, manifestwork.FeedbackImages)
+	delete(values, manifestwork.FeedbackExternalURLs)
 	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(updated.Object["status"]).NotTo(HaveKey("summary"), "the hub shows the cluster's: none")
 }

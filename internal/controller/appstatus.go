@@ -20,13 +20,13 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // AppStatusReconciler writes what a managed cluster reports through a ManifestWork's status feedback
 // onto the hub Application: health, sync status and revision, and the last operation. In the same
 // write it clears the sync and refresh requests the managed cluster has finished (see
-// propagation.Clears).
+// manifestwork.Clears).
 type AppStatusReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
@@ -65,7 +65,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	if appstatus.Unanswered(app, obs) {
 		return ctrl.Result{}, nil // the work's first status requeues this
 	}
-	if propagation.Adopting(work) && !appstatus.Settled(obs, appstatus.WantedSource(app)) {
+	if manifestwork.Adopting(work) && !appstatus.Settled(obs, appstatus.WantedSource(app)) {
 		return ctrl.Result{}, nil // the hub keeps the upstream controller's status; the work's next status requeues this
 	}
 	siblings, err := r.rollingSiblings(ctx, app)
@@ -85,22 +85,22 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		}
 	}
 
-	// Whether the hub already shows the sync status the cluster settled on (see propagation.Clears).
-	hub := propagation.HubOf(app)
+	// Whether the hub already shows the sync status the cluster settled on (see manifestwork.Clears).
+	hub := manifestwork.HubOf(app)
 	obs.HubTerminating = hub.Terminating != "" && hub.Terminating == obs.Delivery.SyncStarted
 	hubSync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
 	obs.HubSynced = hubSync == appstatus.Derive(obs, appstatus.WantedSource(app)).Sync
 	st := appstatus.Derive(obs, appstatus.WantedSource(app))
 	hub.Synced = obs.HubSynced
-	if hubPhase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase"); hubPhase == propagation.PhaseTerminating &&
-		!obs.HubTerminating && st.Operation != nil && !propagation.Finished(st.Operation.Phase) {
+	if hubPhase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase"); hubPhase == manifestwork.PhaseTerminating &&
+		!obs.HubTerminating && st.Operation != nil && !manifestwork.Finished(st.Operation.Phase) {
 		// The status written below shows the operation running again: say why.
 		r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, ReasonTerminateNotDelivered, "Terminate",
 			"The operation running on cluster %s was not requested from the hub (its own Argo CD started it, an automated sync): "+
 				"argocd-pull carries argocd app terminate-op only to the syncs it delivered. Terminate it on the managed cluster, "+
 				"or delete the Application with --cascade, which terminates it first", work.Namespace)
 	}
-	clearSync, clearRefresh := propagation.Clears(hub, obs.Carried, obs.Delivery)
+	clearSync, clearRefresh := manifestwork.Clears(hub, obs.Carried, obs.Delivery)
 	if clearSync || clearRefresh {
 		// The request's answer: the time argocd app sync and argocd app get --refresh wait for.
 		st.ReconciledAt = appstatus.ReconciledAt(obs)
@@ -149,7 +149,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 // workOf is the ManifestWork of a pull-model hub Application, nil when it has none (yet). It is
 // the cache's own object, not a copy: the status controller only reads it (appstatus.Observe).
 func (r *AppStatusReconciler) workOf(ctx context.Context, app *unstructured.Unstructured) (*workv1.ManifestWork, error) {
-	target, pull, err := propagation.Decide(app)
+	target, pull, err := manifestwork.Decide(app)
 	if err != nil || !pull || !app.GetDeletionTimestamp().IsZero() {
 		return nil, nil
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 func TestFeedbackReachesTheHubApplication(t *testing.T) {
@@ -30,13 +30,13 @@ func TestFeedbackReachesTheHubApplication(t *testing.T) {
 	})
 
 	h.report("web", cluster, w.Generation, map[string]string{
-		propagation.FeedbackHealth:     "Degraded",
-		propagation.FeedbackSync:       "Synced",
-		propagation.FeedbackRevision:   "53e28ff20cc530b9ada2173fbbd64d48338583ba",
-		propagation.FeedbackPhase:      "Failed",
-		propagation.FeedbackStartedAt:  "2026-11-21T10:00:00Z",
-		propagation.FeedbackFinishedAt: "2026-11-21T10:00:05Z",
-		propagation.FeedbackMessage:    "one or more objects failed to apply",
+		manifestwork.FeedbackHealth:     "Degraded",
+		manifestwork.FeedbackSync:       "Synced",
+		manifestwork.FeedbackRevision:   "53e28ff20cc530b9ada2173fbbd64d48338583ba",
+		manifestwork.FeedbackPhase:      "Failed",
+		manifestwork.FeedbackStartedAt:  "2026-11-21T10:00:00Z",
+		manifestwork.FeedbackFinishedAt: "2026-11-21T10:00:05Z",
+		manifestwork.FeedbackMessage:    "one or more objects failed to apply",
 	})
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Degraded"))
 	app := h.getApp("web")
@@ -70,7 +70,7 @@ func TestMissingFeedbackValuesDoNotCrash(t *testing.T) {
 	w := h.work("web", cluster)
 	h.report("web", cluster, w.Generation, nil)
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Unknown"))
-	h.report("web", cluster, w.Generation, map[string]string{propagation.FeedbackHealth: "Healthy"})
+	h.report("web", cluster, w.Generation, map[string]string{manifestwork.FeedbackHealth: "Healthy"})
 	h.g.Consistently(func() string { return statusField(h.getApp("web"), "sync", "status") }, time.Second, 100*time.Millisecond).Should(Equal("Unknown"))
 	h.g.Expect(statusField(h.getApp("web"), "operationState", "phase")).To(BeEmpty())
 }
@@ -89,16 +89,16 @@ func TestHubStatusIsHonestForProgressiveSync(t *testing.T) {
 	h.app("web", cluster)
 	spoke := func(health, sync, compared, phase string) map[string]string {
 		v := map[string]string{
-			propagation.FeedbackHealth:           health,
-			propagation.FeedbackSync:             sync,
-			propagation.FeedbackRevision:         "sha-of-" + compared,
-			propagation.FeedbackComparedRepoURL:  "https://git.example/apps",
-			propagation.FeedbackComparedPath:     "guestbook",
-			propagation.FeedbackComparedRevision: compared,
+			manifestwork.FeedbackHealth:           health,
+			manifestwork.FeedbackSync:             sync,
+			manifestwork.FeedbackRevision:         "sha-of-" + compared,
+			manifestwork.FeedbackComparedRepoURL:  "https://git.example/apps",
+			manifestwork.FeedbackComparedPath:     "guestbook",
+			manifestwork.FeedbackComparedRevision: compared,
 		}
 		if phase != "" {
-			v[propagation.FeedbackPhase] = phase
-			v[propagation.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
+			v[manifestwork.FeedbackPhase] = phase
+			v[manifestwork.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
 		}
 		return v
 	}
@@ -150,8 +150,8 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	cluster := h.cluster()
 	h.app("web", cluster)
 	gen1 := h.work("web", cluster).Generation
-	h.report("web", cluster, gen1, map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced",
-		propagation.FeedbackPhase: "Succeeded", propagation.FeedbackStartedAt: "2026-11-21T09:00:00Z"})
+	h.report("web", cluster, gen1, map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced",
+		manifestwork.FeedbackPhase: "Succeeded", manifestwork.FeedbackStartedAt: "2026-11-21T09:00:00Z"})
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Healthy"))
 
 	op := map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{"revision": "v2"}}
@@ -185,15 +185,15 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	// spoke is the managed Application's feedback: delivery annotations, .operation and the last
 	// operation state.
 	spoke := func(synced, held, started, phase string, refresh string, refreshPending bool) map[string]string {
-		v := map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced",
-			propagation.FeedbackSyncDelivered: synced, propagation.FeedbackSyncHeld: held,
-			propagation.FeedbackRefreshDelivered: refresh, propagation.FeedbackPhase: phase, propagation.FeedbackStartedAt: "2026-11-21T09:00:00Z"}
+		v := map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced",
+			manifestwork.FeedbackSyncDelivered: synced, manifestwork.FeedbackSyncHeld: held,
+			manifestwork.FeedbackRefreshDelivered: refresh, manifestwork.FeedbackPhase: phase, manifestwork.FeedbackStartedAt: "2026-11-21T09:00:00Z"}
 		if started != "" {
-			v[propagation.FeedbackSyncStarted] = started
-			v[propagation.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
+			v[manifestwork.FeedbackSyncStarted] = started
+			v[manifestwork.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
 		}
 		if refreshPending {
-			v[propagation.FeedbackRefreshPending] = "hard"
+			v[manifestwork.FeedbackRefreshPending] = "hard"
 		}
 		for k, val := range v {
 			if val == "" {
@@ -207,7 +207,7 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	request(true, true)
 	w, id1 := carried("")
 	p := payload(t, w, 0)
-	h.g.Expect(propagation.DeliveryID(p.Object["operation"].(map[string]any))).To(Equal(id1))
+	h.g.Expect(manifestwork.DeliveryID(p.Object["operation"].(map[string]any))).To(Equal(id1))
 	h.g.Expect(p.GetAnnotations()).To(HaveKeyWithValue(argocd.RefreshAnnotation, "hard"))
 	refreshID := p.GetAnnotations()[api.RefreshDeliveryAnnotation]
 	h.g.Expect(refreshID).NotTo(BeEmpty())
@@ -224,7 +224,7 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	h.g.Eventually(hubRequests, timeout, interval).Should(Equal([]bool{true, false}))
 	h.g.Expect(h.getApp("web").GetAnnotations()).To(HaveKeyWithValue(api.RefreshDeliveredAnnotation, refreshID))
 	h.g.Consistently(func() string {
-		return propagation.DeliveryID(payload(t, h.work("web", cluster), 0).Object["operation"].(map[string]any))
+		return manifestwork.DeliveryID(payload(t, h.work("web", cluster), 0).Object["operation"].(map[string]any))
 	}, 2*time.Second, 100*time.Millisecond).Should(Equal(id1), "the running operation stays in the work")
 	h.g.Expect(hubRequests()).To(Equal([]bool{true, false}))
 	h.g.Expect(statusField(h.getApp("web"), "operationState", "phase")).To(Equal("Running"))
@@ -236,7 +236,7 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	app := h.getApp("web")
 	h.g.Expect(statusField(app, "operationState", "phase")).To(Equal("Succeeded"))
 	opState, _, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation")
-	h.g.Expect(propagation.DeliveryID(opState)).To(Equal(id1))
+	h.g.Expect(manifestwork.DeliveryID(opState)).To(Equal(id1))
 	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(ReasonDelivered)))
 	h.g.Eventually(func() map[string]string { return h.work("web", cluster).Annotations }, timeout, interval).ShouldNot(HaveKey(api.DeliveriesAnnotation))
 	h.g.Expect(payload(t, h.work("web", cluster), 0).Object).NotTo(HaveKey("operation"))
@@ -264,7 +264,7 @@ func TestRollingSyncClusterBehindItsFleetIsNotSynced(t *testing.T) {
 	h.app("step1", c1, ownedBy(set))
 	h.app("step2", c2, ownedBy(set))
 	at := func(sync, revision string) map[string]string {
-		return map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: sync, propagation.FeedbackRevision: revision}
+		return map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: sync, manifestwork.FeedbackRevision: revision}
 	}
 	hub := func(name string) []string {
 		app := h.getApp(name)
@@ -306,7 +306,7 @@ func TestARequestChangesNothingUntilAnsweredAndTheAnswerCarriesReconciledAt(t *t
 	cluster := h.cluster()
 	h.app("web", cluster)
 	gen := h.work("web", cluster).Generation
-	atRest := map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced"}
+	atRest := map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced"}
 	h.report("web", cluster, gen, atRest)
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Healthy"))
 	h.g.Expect(h.getApp("web").Object["status"]).NotTo(HaveKey("reconciledAt"), "nothing at rest")
@@ -330,8 +330,8 @@ func TestARequestChangesNothingUntilAnsweredAndTheAnswerCarriesReconciledAt(t *t
 
 	// Answered: the refresh cleared, with the time the cluster's Argo CD compared.
 	answered := maps.Clone(atRest)
-	answered[propagation.FeedbackRefreshDelivered] = refreshID
-	answered[propagation.FeedbackReconciledAt] = "2026-11-25T10:00:05Z"
+	answered[manifestwork.FeedbackRefreshDelivered] = refreshID
+	answered[manifestwork.FeedbackReconciledAt] = "2026-11-25T10:00:05Z"
 	h.report("web", cluster, w.Generation, answered)
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "reconciledAt") }, timeout, interval).Should(Equal("2026-11-25T10:00:05Z"))
 	h.g.Expect(h.getApp("web").GetAnnotations()).NotTo(HaveKey(argocd.RefreshAnnotation))
@@ -354,9 +354,9 @@ func TestTerminateOpIsCarriedToTheManagedCluster(t *testing.T) {
 		return id
 	}, timeout, interval).ShouldNot(BeEmpty())
 	running := func(extra map[string]string) map[string]string {
-		v := map[string]string{propagation.FeedbackHealth: "Progressing", propagation.FeedbackSync: "OutOfSync",
-			propagation.FeedbackSyncDelivered: id, propagation.FeedbackSyncHeld: id, propagation.FeedbackSyncStarted: id,
-			propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-11-25T10:00:00Z"}
+		v := map[string]string{manifestwork.FeedbackHealth: "Progressing", manifestwork.FeedbackSync: "OutOfSync",
+			manifestwork.FeedbackSyncDelivered: id, manifestwork.FeedbackSyncHeld: id, manifestwork.FeedbackSyncStarted: id,
+			manifestwork.FeedbackPhase: "Running", manifestwork.FeedbackStartedAt: "2026-11-25T10:00:00Z"}
 		maps.Copy(v, extra)
 		return v
 	}
@@ -365,7 +365,7 @@ func TestTerminateOpIsCarriedToTheManagedCluster(t *testing.T) {
 
 	// As Argo CD's API server does: the phase of the operation the hub shows, by an update.
 	h.updateApp("web", func(u *unstructured.Unstructured) {
-		h.g.Expect(unstructured.SetNestedField(u.Object, propagation.PhaseTerminating, "status", "operationState", "phase")).To(Succeed())
+		h.g.Expect(unstructured.SetNestedField(u.Object, manifestwork.PhaseTerminating, "status", "operationState", "phase")).To(Succeed())
 	})
 	attempt := func() string {
 		p := payload(t, h.work("web", cluster), 0)
@@ -375,16 +375,16 @@ func TestTerminateOpIsCarriedToTheManagedCluster(t *testing.T) {
 	h.g.Eventually(attempt, timeout, interval).Should(Equal("Terminating 1"))
 	h.g.Expect(payload(t, h.work("web", cluster), 0).Object).To(HaveKey("operation"), "carried beside the request it stops")
 	h.g.Consistently(func() string { return statusField(h.getApp("web"), "operationState", "phase") }, time.Second, 100*time.Millisecond).
-		Should(Equal(propagation.PhaseTerminating), "the hub keeps showing the request to terminate")
+		Should(Equal(manifestwork.PhaseTerminating), "the hub keeps showing the request to terminate")
 
 	// Applied, and Argo CD's controller wrote Running over it: a second attempt.
-	h.report("web", cluster, h.work("web", cluster).Generation, running(map[string]string{propagation.FeedbackTerminateDelivered: "1"}))
+	h.report("web", cluster, h.work("web", cluster).Generation, running(map[string]string{manifestwork.FeedbackTerminateDelivered: "1"}))
 	h.g.Eventually(attempt, timeout, interval).Should(Equal("Terminating 2"))
 
 	// Terminated there: the hub shows it, clears the request, and the work carries neither.
-	h.report("web", cluster, h.work("web", cluster).Generation, running(map[string]string{propagation.FeedbackTerminateDelivered: "2",
-		propagation.FeedbackSyncHeld: "", propagation.FeedbackPhase: "Failed", propagation.FeedbackMessage: "Operation terminated",
-		propagation.FeedbackFinishedAt: "2026-11-25T10:01:00Z", propagation.FeedbackReconciledAt: "2026-11-25T10:01:00Z"}))
+	h.report("web", cluster, h.work("web", cluster).Generation, running(map[string]string{manifestwork.FeedbackTerminateDelivered: "2",
+		manifestwork.FeedbackSyncHeld: "", manifestwork.FeedbackPhase: "Failed", manifestwork.FeedbackMessage: "Operation terminated",
+		manifestwork.FeedbackFinishedAt: "2026-11-25T10:01:00Z", manifestwork.FeedbackReconciledAt: "2026-11-25T10:01:00Z"}))
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "message") }, timeout, interval).Should(Equal("Operation terminated"))
 	h.g.Expect(statusField(h.getApp("web"), "operationState", "phase")).To(Equal("Failed"))
 	h.g.Expect(h.getApp("web").Object).NotTo(HaveKey("operation"))

@@ -14,7 +14,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
@@ -63,19 +63,19 @@ func TestACompromisedClusterCannotFreezeTheReport(t *testing.T) {
 	h.g.Eventually(func() string { return h.summary("web").Healthy }, timeout, interval).Should(Equal("1"))
 
 	failed := feedback("Degraded", "OutOfSync")
-	failed[propagation.FeedbackPhase] = "Failed"
-	failed[propagation.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
-	failed[propagation.FeedbackMessage] = strings.Repeat("m", 1<<20)
+	failed[manifestwork.FeedbackPhase] = "Failed"
+	failed[manifestwork.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
+	failed[manifestwork.FeedbackMessage] = strings.Repeat("m", 1<<20)
 	h.reportAsStrings("web-"+bad, bad, failed)
 	for _, app := range []string{"api-" + bad, "db-" + bad} {
 		values := feedback("Degraded", "OutOfSync")
-		values[propagation.FeedbackResources] = resourceList(app)
+		values[manifestwork.FeedbackResources] = resourceList(app)
 		h.reportAsStrings(app, bad, values)
 	}
 
 	// The healthy cluster changes later: the report follows.
 	later := feedback("Degraded", "OutOfSync")
-	later[propagation.FeedbackRevision] = "9f1c2a7e"
+	later[manifestwork.FeedbackRevision] = "9f1c2a7e"
 	h.report("web-"+good, good, h.work("web-"+good, good).Generation, later)
 	h.g.Eventually(func() []v1alpha1.ClusterCondition {
 		r, _ := h.getReport("web")
@@ -99,7 +99,7 @@ func TestACompromisedClusterCannotFreezeTheReport(t *testing.T) {
 	h.g.Expect(len(statusField(app, "operationState", "message"))).To(BeNumerically("<=", appstatus.MaxMessageLength))
 	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
 	h.g.Expect(conditions).To(ContainElement(And(HaveKeyWithValue("type", appstatus.FeedbackWarningCondition),
-		HaveKeyWithValue("message", ContainSubstring(propagation.FeedbackMessage)))))
+		HaveKeyWithValue("message", ContainSubstring(manifestwork.FeedbackMessage)))))
 }
 
 // Feedback that does not parse (an operation and a revision list that are not JSON) or holds
@@ -113,12 +113,12 @@ func TestMalformedFeedbackIsIgnoredWithAWarning(t *testing.T) {
 	h.app(name, cluster, ownedBy(set))
 	h.work(name, cluster)
 	values := feedback("Degraded", "OutOfSync")
-	delete(values, propagation.FeedbackRevision)
-	values[propagation.FeedbackRevisions] = `["53e28ff2", 1`
-	values[propagation.FeedbackPhase] = "Failed"
-	values[propagation.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
-	values[propagation.FeedbackOperation] = `{"sync": `
-	values[propagation.FeedbackMessage] = "\x1b[2J\x1b]0;owned\x07one or more objects failed"
+	delete(values, manifestwork.FeedbackRevision)
+	values[manifestwork.FeedbackRevisions] = `["53e28ff2", 1`
+	values[manifestwork.FeedbackPhase] = "Failed"
+	values[manifestwork.FeedbackStartedAt] = "2026-11-21T10:00:00Z"
+	values[manifestwork.FeedbackOperation] = `{"sync": `
+	values[manifestwork.FeedbackMessage] = "\x1b[2J\x1b]0;owned\x07one or more objects failed"
 	h.reportAsStrings(name, cluster, values)
 
 	h.g.Eventually(func() string { return statusField(h.getApp(name), "operationState", "phase") }, timeout, interval).Should(Equal("Failed"))
@@ -130,8 +130,8 @@ func TestMalformedFeedbackIsIgnoredWithAWarning(t *testing.T) {
 	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
 	h.g.Expect(conditions).To(ContainElement(And(HaveKeyWithValue("type", appstatus.FeedbackWarningCondition),
 		HaveKeyWithValue("message", And(
-			ContainSubstring(propagation.FeedbackOperation+" ignored: not a JSON object"),
-			ContainSubstring(propagation.FeedbackRevisions+" ignored: not a JSON list of strings"))))))
+			ContainSubstring(manifestwork.FeedbackOperation+" ignored: not a JSON object"),
+			ContainSubstring(manifestwork.FeedbackRevisions+" ignored: not a JSON list of strings"))))))
 
 	h.g.Eventually(func() []v1alpha1.ClusterCondition {
 		r, _ := h.getReport("web")

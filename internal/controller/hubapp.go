@@ -32,7 +32,7 @@ const (
 const ReasonTerminateNotDelivered = "TerminateNotDelivered"
 
 // ReasonFrozen is the reason of the Warning event recorded when a work is frozen (see
-// propagation.Freeze).
+// manifestwork.Freeze).
 const ReasonFrozen = "ManifestWorkFrozen"
 
 // hubAppConditions sets and clears argocd-pull's condition on hub Applications, and records an

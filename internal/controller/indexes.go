@@ -14,7 +14,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gather"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // Cache indexes.
@@ -22,7 +22,7 @@ const (
 	// workHubAppIndex indexes ManifestWorks by "<namespace>/<name>" of their hub Application.
 	workHubAppIndex = "argocd-pull.hubApplication"
 	// workPayloadIndex indexes ManifestWorks by "<cluster>/<namespace>/<name>" of the Application
-	// they carry (propagation.ManagedApplication).
+	// they carry (manifestwork.ManagedApplication).
 	workPayloadIndex = "argocd-pull.managedApplication"
 	// appClusterIndex indexes Applications by the managed cluster they target.
 	appClusterIndex = "argocd-pull.cluster"
@@ -39,7 +39,7 @@ func setupIndexes(mgr ctrl.Manager) error {
 		return fmt.Errorf("indexing ManifestWorks by hub Application: %w", err)
 	}
 	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workPayloadIndex, func(o client.Object) []string {
-		if key, ok := propagation.ManagedApplication(o.(*workv1.ManifestWork)); ok {
+		if key, ok := manifestwork.ManagedApplication(o.(*workv1.ManifestWork)); ok {
 			return []string{key}
 		}
 		return nil
@@ -72,7 +72,7 @@ func setupIndexes(mgr ctrl.Manager) error {
 
 // indexWorkByHubApp is the workHubAppIndex of a ManifestWork.
 func indexWorkByHubApp(o client.Object) []string {
-	if key, ok := propagation.HubApplicationOf(o); ok {
+	if key, ok := manifestwork.HubApplicationOf(o); ok {
 		return []string{key.String()}
 	}
 	return nil
@@ -87,12 +87,12 @@ func workOn(ctx context.Context, c client.Reader, cluster string, key types.Name
 	if err := c.List(ctx, works, opts...); err != nil {
 		return nil, fmt.Errorf("listing ManifestWorks of Application %s on %s: %w", key, cluster, err)
 	}
-	return propagation.Oldest(works.Items, func(*workv1.ManifestWork) bool { return true }), nil
+	return manifestwork.Oldest(works.Items, func(*workv1.ManifestWork) bool { return true }), nil
 }
 
 // requestForHubApplication maps a ManifestWork to its hub Application.
 func requestForHubApplication(_ context.Context, work client.Object) []reconcile.Request {
-	if key, ok := propagation.HubApplicationOf(work); ok {
+	if key, ok := manifestwork.HubApplicationOf(work); ok {
 		return []reconcile.Request{{NamespacedName: key}}
 	}
 	return nil

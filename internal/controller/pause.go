@@ -12,12 +12,13 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
-// pauseOf says whether and why app is paused (see propagation.PauseOf), from the cache: its
+// pauseOf says whether and why app is paused (see manifestwork.PauseOf), from the cache: its
 // ApplicationSet and the pause ConfigMap.
-func (r *PropagationReconciler) pauseOf(ctx context.Context, app *unstructured.Unstructured) (propagation.Pausing, bool, error) {
+func (r *PropagationReconciler) pauseOf(ctx context.Context, app *unstructured.Unstructured) (manifestwork.Pausing, bool, error) {
 	var appSet *unstructured.Unstructured
 	if name, ok := argocd.OwningApplicationSet(app); ok {
 		appSet = argocd.NewApplicationSet()
@@ -25,14 +26,14 @@ func (r *PropagationReconciler) pauseOf(ctx context.Context, app *unstructured.U
 		case apierrors.IsNotFound(err):
 			appSet = nil
 		case err != nil:
-			return propagation.Pausing{}, false, fmt.Errorf("reading ApplicationSet %s/%s: %w", app.GetNamespace(), name, err)
+			return manifestwork.Pausing{}, false, fmt.Errorf("reading ApplicationSet %s/%s: %w", app.GetNamespace(), name, err)
 		}
 	}
 	global, err := globalPause(ctx, r.Cache, r.Options.ArgoCDNamespace)
 	if err != nil {
-		return propagation.Pausing{}, false, err
+		return manifestwork.Pausing{}, false, err
 	}
-	p, paused := propagation.PauseOf(app, appSet, global)
+	p, paused := manifestwork.PauseOf(app, appSet, global)
 	return p, paused, nil
 }
 
@@ -45,12 +46,12 @@ func globalPause(ctx context.Context, c client.Reader, namespace string) (string
 	case err != nil:
 		return "", fmt.Errorf("reading ConfigMap %s/%s: %w", namespace, api.PauseConfigMap, err)
 	}
-	return propagation.PauseValue(cm.Data[api.PauseKey]), nil
+	return manifestwork.PauseValue(cm.Data[api.PauseKey]), nil
 }
 
 // pause switches the Application's held works to read only, once (propagation.PlanPause), writes
 // nothing else for it, and says so on it.
-func (r *PropagationReconciler) pause(ctx context.Context, app *unstructured.Unstructured, p propagation.Pausing, conditions hubAppConditions) error {
+func (r *PropagationReconciler) pause(ctx context.Context, app *unstructured.Unstructured, p manifestwork.Pausing, conditions hubAppConditions) error {
 	works, err := r.worksOf(ctx, client.ObjectKeyFromObject(app))
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/report"
 )
 
@@ -64,7 +64,7 @@ func TestPauseAtEachScope(t *testing.T) {
 			var paused *workv1.ManifestWork
 			h.g.Eventually(func() bool {
 				paused = h.writtenWork("web", cluster)
-				return propagation.Paused(paused)
+				return manifestwork.Paused(paused)
 			}, timeout, interval).Should(BeTrue(), "the work is paused")
 			cfg := paused.Spec.ManifestConfigs[0]
 			h.g.Expect(cfg.UpdateStrategy.Type).To(Equal(workv1.UpdateStrategyTypeReadOnly), "the agent stops applying and keeps reporting")
@@ -90,7 +90,7 @@ func TestPauseAtEachScope(t *testing.T) {
 			h.noWorkFor("newcomer")
 
 			// Status keeps flowing, and the report says paused.
-			h.agentWrites("web", cluster, paused.Generation, map[string]string{propagation.FeedbackHealth: "Degraded", propagation.FeedbackSync: "Synced"})
+			h.agentWrites("web", cluster, paused.Generation, map[string]string{manifestwork.FeedbackHealth: "Degraded", manifestwork.FeedbackSync: "Synced"})
 			h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Degraded"))
 			h.g.Eventually(func() []string {
 				r, err := h.getReport("fleet")
@@ -112,7 +112,7 @@ func TestPauseAtEachScope(t *testing.T) {
 			setPause("false")
 			h.g.Eventually(func() bool {
 				w := h.writtenWork("web", cluster)
-				return !propagation.Paused(w) && w.Spec.ManifestConfigs[0].UpdateStrategy.Type == workv1.UpdateStrategyTypeServerSideApply
+				return !manifestwork.Paused(w) && w.Spec.ManifestConfigs[0].UpdateStrategy.Type == workv1.UpdateStrategyTypeServerSideApply
 			}, timeout, interval).Should(BeTrue(), "held again")
 			resumed := payload(t, h.writtenWork("web", cluster), 0)
 			rev, _, _ := unstructured.NestedString(resumed.Object, "spec", "source", "targetRevision")
@@ -126,12 +126,12 @@ func TestPauseAtEachScope(t *testing.T) {
 			// Deleting a paused Application releases the managed one: the work turns CreateOnly
 			// with the Application orphaned, and goes once the agent applied that.
 			setPause("handing over")
-			h.g.Eventually(func() bool { return propagation.Paused(h.writtenWork("web", cluster)) }, timeout, interval).Should(BeTrue())
+			h.g.Eventually(func() bool { return manifestwork.Paused(h.writtenWork("web", cluster)) }, timeout, interval).Should(BeTrue())
 			h.g.Expect(h.c.Delete(context.Background(), h.getApp("web"))).To(Succeed())
 			var released *workv1.ManifestWork
 			h.g.Eventually(func() bool {
 				released = h.writtenWork("web", cluster)
-				return propagation.Released(released)
+				return manifestwork.Released(released)
 			}, timeout, interval).Should(BeTrue(), "released before it is deleted")
 			h.g.Expect(released.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules).To(ContainElement(HaveField("Resource", "applications")))
 			h.g.Consistently(func() error {

@@ -13,16 +13,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // workChangedForPropagation passes the ManifestWork events that concern the work's own
 // Application: its creation (unless justCreated: this process wrote it, unchanged since), its
 // deletion, changes to what it wrote (drift), feedback on a work carrying a sync or refresh
-// request (their delivery) or rewritten for its Application's deletion (propagation.FinalWork:
+// request (their delivery) or rewritten for its Application's deletion (manifestwork.FinalWork:
 // deleted once the operation there finished), telling whose its Application is
-// (propagation.ClaimOf: pending, free, foreign), or released (propagation.Release: deleted once
+// (manifestwork.ClaimOf: pending, free, foreign), or released (manifestwork.Release: deleted once
 // applied). Other feedback-only changes, the bulk of the traffic, are the status controller's;
 // what a work's creation or application means for other Applications (a collision, a refusal to
 // lift) is appsWaitingOn's.
@@ -40,7 +40,7 @@ func workChangedForPropagation(justCreated func(client.Object) bool) predicate.F
 			delivering = delivering || finalizing
 			// An adopting work applied: the upstream work's next step (see takeover.go).
 			_, adopting := newWork.Annotations[api.AdoptingAnnotation]
-			return delivering || adopting && propagation.AppliedAtGeneration(oldWork) != propagation.AppliedAtGeneration(newWork) || propagation.ClaimOf(oldWork) != propagation.ClaimOf(newWork) || propagation.Released(newWork) || oldWork.Generation != newWork.Generation ||
+			return delivering || adopting && manifestwork.AppliedAtGeneration(oldWork) != manifestwork.AppliedAtGeneration(newWork) || manifestwork.ClaimOf(oldWork) != manifestwork.ClaimOf(newWork) || manifestwork.Released(newWork) || oldWork.Generation != newWork.Generation ||
 				!newWork.DeletionTimestamp.IsZero() ||
 				!maps.Equal(oldWork.Labels, newWork.Labels) ||
 				!maps.Equal(oldWork.Annotations, newWork.Annotations)
@@ -56,7 +56,7 @@ func workCameWentOrApplied() predicate.Funcs {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldWork, okOld := e.ObjectOld.(*workv1.ManifestWork)
 			newWork, okNew := e.ObjectNew.(*workv1.ManifestWork)
-			return !okOld || !okNew || propagation.AppliedAtGeneration(oldWork) != propagation.AppliedAtGeneration(newWork)
+			return !okOld || !okNew || manifestwork.AppliedAtGeneration(oldWork) != manifestwork.AppliedAtGeneration(newWork)
 		},
 	}
 }
@@ -107,10 +107,10 @@ func beyondStatus() predicate.Funcs {
 // the status by Argo CD's API server (see propagation.planTerminate), "" when none.
 func terminating(app *unstructured.Unstructured) string {
 	// Every Application update passes here: the phase first, read in place.
-	if phase, _, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "operationState", "phase"); phase != propagation.PhaseTerminating {
+	if phase, _, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "operationState", "phase"); phase != manifestwork.PhaseTerminating {
 		return ""
 	}
-	return propagation.HubOf(app).Terminating
+	return manifestwork.HubOf(app).Terminating
 }
 
 // withoutStatus is what of an Application the propagation controller reads: everything but the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 func TestBeyondStatus(t *testing.T) {
@@ -57,12 +57,12 @@ func TestBeyondStatus(t *testing.T) {
 			}}
 		}, true},
 		"argocd app terminate-op (the operation's phase Terminating)": {func(u *unstructured.Unstructured) {
-			u.Object["status"] = map[string]any{"operationState": map[string]any{"phase": propagation.PhaseTerminating,
-				"operation": propagation.WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}
+			u.Object["status"] = map[string]any{"operationState": map[string]any{"phase": manifestwork.PhaseTerminating,
+				"operation": manifestwork.WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}
 		}, true},
 		"another operation phase": {func(u *unstructured.Unstructured) {
 			u.Object["status"] = map[string]any{"operationState": map[string]any{"phase": "Running",
-				"operation": propagation.WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}
+				"operation": manifestwork.WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}
 		}, false},
 		"another condition": {func(u *unstructured.Unstructured) {
 			u.Object["status"] = map[string]any{"health": map[string]any{"status": "Unknown"}, "conditions": []any{

@@ -19,6 +19,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gather"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
@@ -68,7 +69,7 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	}
 	conditions := hubAppConditions{client: r.Client, recorder: r.Recorder}
 
-	target, pull, err := propagation.Decide(app)
+	target, pull, err := manifestwork.Decide(app)
 	if !app.GetDeletionTimestamp().IsZero() {
 		return r.finalize(ctx, app, pull && err == nil)
 	}
@@ -132,7 +133,7 @@ func (r *PropagationReconciler) written(app *unstructured.Unstructured) {
 }
 
 // finalize deletes the Application's works. With Argo CD's resources finalizer, each work first
-// carries what its deletion needs (propagation.FinalWork), and the finalizer is removed only once
+// carries what its deletion needs (manifestwork.FinalWork), and the finalizer is removed only once
 // the works are gone, that is once the managed cluster deleted the Application and its resources.
 func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.Unstructured, pull bool) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(app)
@@ -148,7 +149,7 @@ func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.
 			deletable = append(deletable, *w)
 			continue
 		}
-		updated, wait, err := propagation.FinalWork(w, app.GetFinalizers(), appstatus.Observe(w).Delivery, time.Now())
+		updated, wait, err := manifestwork.FinalWork(w, app.GetFinalizers(), appstatus.Observe(w).Delivery, time.Now())
 		switch {
 		case err != nil:
 			return ctrl.Result{}, err
@@ -173,7 +174,7 @@ func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.
 		return ctrl.Result{}, err
 	}
 	finalizers := app.GetFinalizers()
-	kept := slices.DeleteFunc(slices.Clone(finalizers), propagation.IsResourcesFinalizer)
+	kept := slices.DeleteFunc(slices.Clone(finalizers), manifestwork.IsResourcesFinalizer)
 	if !pull || len(kept) == len(finalizers) {
 		return result, nil
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
@@ -89,7 +90,7 @@ func TestCreatesManifestWorkInClusterNamespace(t *testing.T) {
 		g.Expect(h.getApp(name).Object).NotTo(HaveKey("status"))
 	}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
 	// The cluster's first answer is written.
-	h.report(name, cluster, w.Generation, map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced"})
+	h.report(name, cluster, w.Generation, map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced"})
 	h.g.Eventually(func() string { return statusField(h.getApp(name), "health", "status") }, timeout, interval).Should(Equal("Healthy"))
 }
 
@@ -185,10 +186,10 @@ func TestDeleteTerminatesTheRunningOperationFirst(t *testing.T) {
 	cluster := h.cluster()
 	h.app("web", cluster, func(u *unstructured.Unstructured) { u.SetFinalizers([]string{argocd.ResourcesFinalizer}) })
 	w := h.work("web", cluster)
-	h.report("web", cluster, w.Generation, map[string]string{propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-11-25T10:00:00Z"})
+	h.report("web", cluster, w.Generation, map[string]string{manifestwork.FeedbackPhase: "Running", manifestwork.FeedbackStartedAt: "2026-11-25T10:00:00Z"})
 	// Held: the managed cluster reported its Application the hub's (a pending work carries
 	// nothing of the hub's there yet, and is deleted at once).
-	h.g.Eventually(func() bool { return propagation.Held(h.work("web", cluster)) }, timeout, interval).Should(BeTrue())
+	h.g.Eventually(func() bool { return manifestwork.Held(h.work("web", cluster)) }, timeout, interval).Should(BeTrue())
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "phase") }, timeout, interval).Should(Equal("Running"))
 
 	h.g.Expect(h.c.Delete(context.Background(), h.getApp("web"))).To(Succeed())
@@ -200,7 +201,7 @@ func TestDeleteTerminatesTheRunningOperationFirst(t *testing.T) {
 		}
 		phase, _, _ := unstructured.NestedString(payload(t, marked, 0).Object, "status", "operationState", "phase")
 		return phase
-	}, timeout, interval).Should(Equal(propagation.PhaseTerminating), "the work asks the managed cluster to terminate the operation")
+	}, timeout, interval).Should(Equal(manifestwork.PhaseTerminating), "the work asks the managed cluster to terminate the operation")
 	h.g.Expect(marked.DeletionTimestamp.IsZero()).To(BeTrue())
 	h.g.Consistently(func() bool {
 		got := &workv1.ManifestWork{}
@@ -208,8 +209,8 @@ func TestDeleteTerminatesTheRunningOperationFirst(t *testing.T) {
 	}, 2*time.Second, 100*time.Millisecond).Should(BeTrue(), "kept while the operation runs there")
 
 	// The agent applied it, and the managed cluster's Argo CD terminated the operation.
-	h.agentWrites("web", cluster, marked.Generation, map[string]string{propagation.FeedbackPhase: "Failed", propagation.FeedbackStartedAt: "2026-11-25T10:00:00Z",
-		propagation.FeedbackTerminateDelivered: "1"})
+	h.agentWrites("web", cluster, marked.Generation, map[string]string{manifestwork.FeedbackPhase: "Failed", manifestwork.FeedbackStartedAt: "2026-11-25T10:00:00Z",
+		manifestwork.FeedbackTerminateDelivered: "1"})
 	h.g.Eventually(func() bool {
 		got := &workv1.ManifestWork{}
 		err := h.c.Get(context.Background(), client.ObjectKeyFromObject(w), got)
@@ -240,7 +241,7 @@ func TestSweepRemovesWorksWhoseApplicationIsGone(t *testing.T) {
 	cluster := h.cluster()
 	orphan := &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: propagation.WorkName(h.ns, "deleted-while-we-were-down"), Namespace: cluster,
+			Name: manifestwork.WorkName(h.ns, "deleted-while-we-were-down"), Namespace: cluster,
 			Labels: map[string]string{api.ManagedByLabel: api.ManagedByValue},
 			Annotations: map[string]string{
 				api.HubApplicationNamespaceAnnotation: h.ns,
@@ -297,7 +298,7 @@ func TestBadInputIsReportedAndNothingElseIsAffected(t *testing.T) {
 		"payload too large": {
 			mutate: func(h *harness, app *unstructured.Unstructured) {
 				// Inline Helm values: the hub accepts them, a ManifestWork may not carry them.
-				_ = unstructured.SetNestedField(app.Object, strings.Repeat("x", propagation.MaxManifestsSize), "spec", "source", "helm", "values")
+				_ = unstructured.SetNestedField(app.Object, strings.Repeat("x", manifestwork.MaxManifestsSize), "spec", "source", "helm", "values")
 			},
 			reason:  propagation.ReasonPayloadTooLarge,
 			message: "the limit is 512000",
@@ -435,11 +436,11 @@ func TestAnApplicationAlreadyOnTheClusterIsLeftAlone(t *testing.T) {
 	cluster := h.cluster()
 	h.app("web", cluster, func(u *unstructured.Unstructured) { u.SetFinalizers([]string{argocd.ResourcesFinalizer}) })
 	w := h.writtenWork("web", cluster)
-	h.g.Expect(propagation.Held(w)).To(BeFalse(), "a new work only reads its Application")
+	h.g.Expect(manifestwork.Held(w)).To(BeFalse(), "a new work only reads its Application")
 
 	// The agent found one there: its feedback names no hub Application.
-	h.agentWrites("web", cluster, w.Generation, map[string]string{propagation.FeedbackManagedUID: "theirs",
-		propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced", propagation.FeedbackRevision: "their-commit"})
+	h.agentWrites("web", cluster, w.Generation, map[string]string{manifestwork.FeedbackManagedUID: "theirs",
+		manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced", manifestwork.FeedbackRevision: "their-commit"})
 	want := propagation.ReasonManagedAppExists + ": cluster " + cluster + " already has an Application " + h.ns + "/web that this hub did not deliver"
 	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(want))
 	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(propagation.ReasonManagedAppExists+": cluster "+cluster)),
@@ -458,10 +459,10 @@ func TestAnApplicationAlreadyOnTheClusterIsLeftAlone(t *testing.T) {
 		Should(Equal(before.ResourceVersion), "the work is not written while another Application holds the name")
 
 	// The other one is deleted there: the agent reports the name free, and the hub delivers.
-	h.report("web", cluster, w.Generation, map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced"})
+	h.report("web", cluster, w.Generation, map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced"})
 	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(BeEmpty())
 	held := h.work("web", cluster)
-	h.g.Expect(propagation.Held(held)).To(BeTrue())
+	h.g.Expect(manifestwork.Held(held)).To(BeTrue())
 	rev, _, _ := unstructured.NestedString(payload(t, held, 0).Object, "spec", "source", "targetRevision")
 	h.g.Expect(rev).To(Equal("v2"), "what changed meanwhile is delivered with the hold")
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Healthy"))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
@@ -93,7 +94,7 @@ func (r *PropagationReconciler) appsWaitingOn(ctx context.Context, o client.Obje
 	}
 	reqs = append(reqs, requestForHubApplication(ctx, o)...)
 	for _, w := range others {
-		if key, ok := propagation.HubApplicationOf(&w); ok {
+		if key, ok := manifestwork.HubApplicationOf(&w); ok {
 			reqs = append(reqs, reconcile.Request{NamespacedName: key})
 		}
 	}
@@ -107,7 +108,7 @@ func (r *PropagationReconciler) worksCarryingTheSame(ctx context.Context, o clie
 	if !ok {
 		return nil
 	}
-	managed, ok := propagation.ManagedApplication(work)
+	managed, ok := manifestwork.ManagedApplication(work)
 	if !ok {
 		return nil
 	}

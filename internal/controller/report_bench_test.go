@@ -8,7 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // BenchmarkFeedbackToReport measures the time from a feedback change written on a ManifestWork
@@ -47,7 +47,7 @@ func BenchmarkFeedbackToReport(b *testing.B) {
 		for i := range changes {
 			c := names[i%clusters]
 			rev := fmt.Sprintf("rev-%d", i)
-			h.report("latency-"+c, c, 1, map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced", propagation.FeedbackRevision: rev})
+			h.report("latency-"+c, c, 1, map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced", manifestwork.FeedbackRevision: rev})
 			written := time.Now()
 			for revisionIn(c) != rev {
 				if time.Since(written) > timeout {

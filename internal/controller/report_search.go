@@ -13,7 +13,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/search"
 )
 
@@ -50,7 +50,7 @@ func (s *reportSearch) tracked(ctx context.Context) (map[search.AppKey]types.Nam
 	out := map[search.AppKey]types.NamespacedName{}
 	for i := range works.Items {
 		w := &works.Items[i]
-		hubApp, linked := propagation.HubApplicationOf(w)
+		hubApp, linked := manifestwork.HubApplicationOf(w)
 		appSetNamespace, appSet, owned := strings.Cut(w.Annotations[api.HostingApplicationSetAnnotation], "/")
 		key, ok := searchKeyOf(w)
 		if !linked || !owned || !ok || appSetNamespace != hubApp.Namespace {
@@ -63,7 +63,7 @@ func (s *reportSearch) tracked(ctx context.Context) (map[search.AppKey]types.Nam
 
 // searchKeyOf is what Search is asked about a work: the Application it carries.
 func searchKeyOf(w *workv1.ManifestWork) (search.AppKey, bool) {
-	managed, ok := propagation.ManagedApplication(w)
+	managed, ok := manifestwork.ManagedApplication(w)
 	if !ok {
 		return search.AppKey{}, false
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // appSet creates an ApplicationSet in the test namespace.
@@ -54,7 +54,7 @@ func (h *harness) summary(name string) v1alpha1.ReportSummary {
 }
 
 func feedback(health, sync string) map[string]string {
-	return map[string]string{propagation.FeedbackHealth: health, propagation.FeedbackSync: sync, propagation.FeedbackRevision: "53e28ff2"}
+	return map[string]string{manifestwork.FeedbackHealth: health, manifestwork.FeedbackSync: sync, manifestwork.FeedbackRevision: "53e28ff2"}
 }
 
 func TestReportFollowsTheClusters(t *testing.T) {
@@ -84,10 +84,10 @@ func TestReportFollowsTheClusters(t *testing.T) {
 	// The documents' example: one cluster failing to sync, two Progressing.
 	forbidden := `Failed sync attempt to 53e28ff2: one or more objects failed to apply, reason: services is forbidden`
 	failing := feedback("Missing", "OutOfSync")
-	failing[propagation.FeedbackConditions] = fmt.Sprintf(`[{"type":"SyncError","message":%q}]`, forbidden)
+	failing[manifestwork.FeedbackConditions] = fmt.Sprintf(`[{"type":"SyncError","message":%q}]`, forbidden)
 	h.report("guestbook-"+c1, c1, 1, failing)
 	progressing := feedback("Progressing", "Synced")
-	progressing[propagation.FeedbackResources] = `[{"version":"v1","kind":"Service","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"}},` +
+	progressing[manifestwork.FeedbackResources] = `[{"version":"v1","kind":"Service","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"}},` +
 		`{"group":"apps","version":"v1","kind":"Deployment","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Progressing"}}]`
 	h.report("guestbook-"+c2, c2, 1, progressing)
 	h.report("guestbook-"+c3, c3, 1, progressing)
@@ -100,7 +100,7 @@ func TestReportFollowsTheClusters(t *testing.T) {
 		byCluster[cc.Cluster] = cc
 	}
 	h.g.Expect(byCluster[c1].Conditions).To(ConsistOf(v1alpha1.Condition{Type: "SyncError", Message: forbidden}))
-	h.g.Expect(byCluster[c1].App).To(Equal(h.ns + "/guestbook-" + c1 + "/" + c1 + "/" + propagation.WorkName(h.ns, "guestbook-"+c1)))
+	h.g.Expect(byCluster[c1].App).To(Equal(h.ns + "/guestbook-" + c1 + "/" + c1 + "/" + manifestwork.WorkName(h.ns, "guestbook-"+c1)))
 	h.g.Expect(byCluster[c2].SyncRevision).To(Equal("53e28ff2"))
 	h.g.Expect(r.Statuses.Resources).To(ConsistOf(
 		v1alpha1.ResourceRef{APIVersion: "v1", Kind: "Service", Namespace: "guestbook", Name: "guestbook-ui"},

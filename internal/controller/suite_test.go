@@ -28,7 +28,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
@@ -245,19 +245,19 @@ func (h *harness) updateApp(name string, mutate func(*unstructured.Unstructured)
 }
 
 func workKey(ns, app, cluster string) types.NamespacedName {
-	return types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(ns, app)}
+	return types.NamespacedName{Namespace: cluster, Name: manifestwork.WorkName(ns, app)}
 }
 
 // work waits for the work of the test's Application name on cluster and returns it.
 // work returns the Application's work on cluster as the work agent leaves it once it has created
 // the Application: the agent reports that the Application carries its hub Application's name, and
-// the controller holds the work (propagation.Hold), which the agent applies at once. Nothing else
+// the controller holds the work (manifestwork.Hold), which the agent applies at once. Nothing else
 // is reported. (On a work whose Application was another's, that one is gone and the agent created
 // the hub's.) writtenWork returns it as the controller wrote it.
 func (h *harness) work(name, cluster string) *workv1.ManifestWork {
 	h.t.Helper()
 	w := h.writtenWork(name, cluster)
-	if propagation.Held(w) {
+	if manifestwork.Held(w) {
 		return w
 	}
 	key := client.ObjectKeyFromObject(w)
@@ -274,7 +274,7 @@ func (h *harness) work(name, cluster string) *workv1.ManifestWork {
 		if err := h.c.Get(context.Background(), key, w); err != nil {
 			return err
 		}
-		if !propagation.Held(w) {
+		if !manifestwork.Held(w) {
 			return fmt.Errorf("ManifestWork %s not held yet", key)
 		}
 		testenv.SetAgentStatus(w, w.Generation, h.ns, name, nil)

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/argocd-pull/argocd-pull/internal/gather"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // Event reasons of a takeover (see propagation/takeover.go).
@@ -26,7 +26,7 @@ const (
 	ReasonAdopted  = "AdoptedUpstreamWork"
 )
 
-// upstreamWorks reads the works of the upstream pull controllers (propagation.UpstreamSelectors)
+// upstreamWorks reads the works of the upstream pull controllers (manifestwork.UpstreamSelectors)
 // from caches of their own: the manager's cache holds argocd-pull's works only. Once a fleet is
 // taken over they hold nothing.
 type upstreamWorks struct {
@@ -36,7 +36,7 @@ type upstreamWorks struct {
 // newUpstreamWorks creates the caches, indexed by hub Application, and adds them to mgr.
 func newUpstreamWorks(mgr ctrl.Manager) (*upstreamWorks, error) {
 	u := &upstreamWorks{}
-	for _, selector := range propagation.UpstreamSelectors() {
+	for _, selector := range manifestwork.UpstreamSelectors() {
 		c, err := cache.New(mgr.GetConfig(), cache.Options{
 			Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 			ByObject: map[client.Object]cache.ByObject{&workv1.ManifestWork{}: {Label: selector}},
@@ -67,7 +67,7 @@ func (u *upstreamWorks) of(ctx context.Context, cluster string, key types.Namesp
 		if err := c.List(ctx, works, opts...); err != nil {
 			return nil, fmt.Errorf("listing upstream ManifestWorks of Application %s: %w", key, err)
 		}
-		out = propagation.AppendUpstream(out, works.Items)
+		out = manifestwork.AppendUpstream(out, works.Items)
 	}
 	gather.SortOldestFirst(out)
 	return out, nil
@@ -89,7 +89,7 @@ func upstreamWorkChanged() predicate.Funcs {
 			o, okOld := e.ObjectOld.(*workv1.ManifestWork)
 			n, okNew := e.ObjectNew.(*workv1.ManifestWork)
 			return !okOld || !okNew || o.Generation != n.Generation || !n.DeletionTimestamp.IsZero() ||
-				propagation.AppliedAtGeneration(o) != propagation.AppliedAtGeneration(n)
+				manifestwork.AppliedAtGeneration(o) != manifestwork.AppliedAtGeneration(n)
 		},
 	}
 }

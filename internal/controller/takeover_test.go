@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/takeover"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
@@ -68,13 +69,13 @@ func TestAnUpstreamWorkIsAdoptedWithoutAGap(t *testing.T) {
 			generation := h.upstreamWork(upstream).Generation
 
 			ours := h.writtenWork("guestbook", cluster)
-			h.g.Expect(propagation.Held(ours)).To(BeTrue(), "held at once: the upstream work names this hub Application")
+			h.g.Expect(manifestwork.Held(ours)).To(BeTrue(), "held at once: the upstream work names this hub Application")
 			h.g.Expect(ours.Annotations).To(HaveKeyWithValue(api.AdoptingAnnotation, HavePrefix(upstream.Name+" ")))
 			h.g.Consistently(func() int64 { return h.upstreamWork(upstream).Generation }, 2*time.Second, 200*time.Millisecond).
 				Should(Equal(generation), "the upstream work is untouched until the agent applied argocd-pull's")
 
 			h.agentWrites("guestbook", cluster, ours.Generation, map[string]string{"healthStatus": "Healthy", "syncStatus": "Synced"})
-			h.g.Eventually(func() bool { return propagation.Released(h.upstreamWork(upstream)) }, timeout, interval).
+			h.g.Eventually(func() bool { return manifestwork.Released(h.upstreamWork(upstream)) }, timeout, interval).
 				Should(BeTrue(), "released: CreateOnly, its Application orphaned")
 			h.g.Consistently(func() error {
 				return h.c.Get(context.Background(), upstream, &workv1.ManifestWork{})
@@ -137,7 +138,7 @@ func TestARunningUpstreamControllerStopsTheTakeover(t *testing.T) {
 	original := h.upstreamWork(upstream).Spec
 	ours := h.writtenWork("guestbook", cluster)
 	h.agentWrites("guestbook", cluster, ours.Generation, map[string]string{"healthStatus": "Healthy"})
-	h.g.Eventually(func() bool { return propagation.Released(h.upstreamWork(upstream)) }, timeout, interval).Should(BeTrue())
+	h.g.Eventually(func() bool { return manifestwork.Released(h.upstreamWork(upstream)) }, timeout, interval).Should(BeTrue())
 
 	// The upstream controller reconciles its Application: its work as it writes it.
 	h.g.Eventually(func() error {
@@ -150,7 +151,7 @@ func TestARunningUpstreamControllerStopsTheTakeover(t *testing.T) {
 		ContainSubstring("still writes ManifestWork "+upstream.String()),
 		ContainSubstring("scale the argocd-pull-integration Deployment"),
 	))
-	h.g.Eventually(func() bool { return propagation.Paused(h.writtenWork("guestbook", cluster)) }, timeout, interval).Should(BeTrue())
+	h.g.Eventually(func() bool { return manifestwork.Paused(h.writtenWork("guestbook", cluster)) }, timeout, interval).Should(BeTrue())
 	h.agentAppliesUpstream(upstream, "guestbook")
 	h.g.Consistently(func() error {
 		return h.c.Get(context.Background(), upstream, &workv1.ManifestWork{})
@@ -190,7 +191,7 @@ func TestAnUpstreamWorkBeingDeletedIsLeftToFinish(t *testing.T) {
 	h.updateApp("guestbook", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{api.PullLabel: "true"}) })
 
 	ours := h.writtenWork("guestbook", cluster)
-	h.g.Expect(propagation.Held(ours)).To(BeTrue())
+	h.g.Expect(manifestwork.Held(ours)).To(BeTrue())
 	h.agentWrites("guestbook", cluster, ours.Generation, map[string]string{"healthStatus": "Healthy", "syncStatus": "Synced"})
 	h.g.Consistently(func() int64 { return h.upstreamWork(upstream).Generation }, 2*time.Second, 200*time.Millisecond).
 		Should(Equal(generation), "not released: it is being deleted")
@@ -215,9 +216,9 @@ func TestTheDryRunSeesWhatTheControllerSees(t *testing.T) {
 	h := start(t, func(o *Options, _ string) { o.AdoptUpstreamWorks = true; opts = *o })
 	cluster := h.cluster()
 	payroll := h.newApp("payroll", cluster)
-	work, err := propagation.DesiredWork(payroll, nil, propagation.Target{Cluster: cluster, AppNamespace: h.ns}, propagation.Deliveries{})
+	work, err := manifestwork.DesiredWork(payroll, nil, manifestwork.Target{Cluster: cluster, AppNamespace: h.ns}, manifestwork.Deliveries{})
 	h.g.Expect(err).NotTo(HaveOccurred())
-	work.Name = propagation.WorkName(h.ns, "guestbook") // the name guestbook's work would take
+	work.Name = manifestwork.WorkName(h.ns, "guestbook") // the name guestbook's work would take
 	h.create(work)
 	h.create(payroll)
 	h.g.Eventually(func() string { return h.condition("payroll") }, timeout, interval).Should(BeEmpty())

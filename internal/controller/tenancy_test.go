@@ -16,6 +16,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 	"github.com/argocd-pull/argocd-pull/internal/test/searchtest"
@@ -170,7 +171,7 @@ func TestTheYoungerWorkYieldsOnceTheOlderIsApplied(t *testing.T) {
 	// second later (creation times have a one-second granularity; within one second the names
 	// decide which is first).
 	time.Sleep(time.Until(first.CreationTimestamp.Add(1100 * time.Millisecond)))
-	younger, err := propagation.DesiredWork(web, nil, propagation.Target{Cluster: cluster, AppNamespace: team.ns}, propagation.Deliveries{})
+	younger, err := manifestwork.DesiredWork(web, nil, manifestwork.Target{Cluster: cluster, AppNamespace: team.ns}, manifestwork.Deliveries{})
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.create(younger)
 	h.g.Consistently(func() []workv1.ManifestWork { return team.worksOf("web") }, 2*time.Second, 200*time.Millisecond).
@@ -196,7 +197,7 @@ func TestTheOlderWorkCreatedSecondStillWins(t *testing.T) {
 		// test. second's work must sort first: swap the platform's and the tenant's roles as the
 		// names fall.
 		first, second := h, team
-		if propagation.WorkName(h.ns, name) < propagation.WorkName(team.ns, name) {
+		if manifestwork.WorkName(h.ns, name) < manifestwork.WorkName(team.ns, name) {
 			first, second = team, h
 		}
 		mutate := func(x *harness) func(*unstructured.Unstructured) {
@@ -211,7 +212,7 @@ func TestTheOlderWorkCreatedSecondStillWins(t *testing.T) {
 		// second's Application first (refused: first's work carries its managed Application),
 		// so that its work, written next, is not swept as an orphan.
 		app := second.app(name, cluster, mutate(second))
-		secondWork, err := propagation.DesiredWork(app, nil, propagation.Target{Cluster: cluster, AppNamespace: team.ns}, propagation.Deliveries{})
+		secondWork, err := manifestwork.DesiredWork(app, nil, manifestwork.Target{Cluster: cluster, AppNamespace: team.ns}, manifestwork.Deliveries{})
 		h.g.Expect(err).NotTo(HaveOccurred())
 		if err := h.c.Create(context.Background(), secondWork); err != nil {
 			t.Logf("attempt %d: writing the second work: %v; again", attempt, err)
@@ -243,9 +244,9 @@ func TestAWorkOfAnotherApplicationIsNeverTaken(t *testing.T) {
 	h.project("victims", victims.ns)
 	payroll := victims.newApp("payroll", cluster)
 	onProject("victims")(payroll)
-	work, err := propagation.DesiredWork(payroll, nil, propagation.Target{Cluster: cluster, AppNamespace: victims.ns}, propagation.Deliveries{})
+	work, err := manifestwork.DesiredWork(payroll, nil, manifestwork.Target{Cluster: cluster, AppNamespace: victims.ns}, manifestwork.Deliveries{})
 	h.g.Expect(err).NotTo(HaveOccurred())
-	work.Name = propagation.WorkName(h.ns, "attacker")
+	work.Name = manifestwork.WorkName(h.ns, "attacker")
 	h.create(work)
 	h.create(payroll)
 	h.g.Eventually(func() string { return victims.condition("payroll") }, timeout, interval).Should(BeEmpty())
@@ -266,8 +267,8 @@ func TestWorksOfAnEarlierReleaseKeepTheirName(t *testing.T) {
 	h := start(t)
 	cluster := h.cluster()
 	app := h.newApp("web", cluster)
-	target := propagation.Target{Cluster: cluster, AppNamespace: h.ns}
-	old, err := propagation.DesiredWork(app, nil, target, propagation.Deliveries{})
+	target := manifestwork.Target{Cluster: cluster, AppNamespace: h.ns}
+	old, err := manifestwork.DesiredWork(app, nil, target, manifestwork.Deliveries{})
 	h.g.Expect(err).NotTo(HaveOccurred())
 	old.Name = "web-0123abcd"
 	old.Annotations[api.SpecHashAnnotation] = "from-an-earlier-release"

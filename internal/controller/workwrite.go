@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
@@ -35,17 +36,17 @@ type workWrite struct {
 }
 
 // write carries w out. A create or update stamps the work written now
-// (propagation.StampWritten); deleting a work already gone is done. The error wraps the
+// (manifestwork.StampWritten); deleting a work already gone is done. The error wraps the
 // apiserver's, so that callers can tell a conflict or a missing work.
 func (r *PropagationReconciler) write(ctx context.Context, w workWrite) error {
 	ctrl.LoggerFrom(ctx).Info(w.why, append([]any{"manifestWork", klog.KObj(w.work)}, w.kv...)...)
 	var err error
 	switch w.op {
 	case metrics.OpCreate:
-		propagation.StampWritten(w.work, time.Now())
+		manifestwork.StampWritten(w.work, time.Now())
 		err = r.Create(ctx, w.work)
 	case metrics.OpUpdate:
-		propagation.StampWritten(w.work, time.Now())
+		manifestwork.StampWritten(w.work, time.Now())
 		err = r.Update(ctx, w.work)
 	case metrics.OpDelete:
 		var opts []client.DeleteOption
@@ -113,7 +114,7 @@ func (r *PropagationReconciler) executeStep(ctx context.Context, app *unstructur
 		return r.write(ctx, workWrite{op: metrics.OpDelete, work: w, kv: []any{"other", step.Other},
 			why: "Deleting ManifestWork: another Application delivers the same managed-cluster Application"})
 	case step.Action == propagation.ActRelease && step.Upstream:
-		writer := propagation.UpstreamWriter(w)
+		writer := manifestwork.UpstreamWriter(w)
 		if err := r.write(ctx, workWrite{op: metrics.OpUpdate, work: w, kv: []any{"writer", writer},
 			why: "Releasing the upstream ManifestWork: its Application belongs to argocd-pull's work too"}); err != nil {
 			return client.IgnoreNotFound(err)
@@ -126,7 +127,7 @@ func (r *PropagationReconciler) executeStep(ctx context.Context, app *unstructur
 		return client.IgnoreNotFound(r.write(ctx, workWrite{op: metrics.OpUpdate, work: w,
 			why: "Releasing paused ManifestWork before deleting it: the managed cluster keeps its Application"}))
 	case step.Action == propagation.ActDelete && step.Upstream:
-		writer := propagation.UpstreamWriter(w)
+		writer := manifestwork.UpstreamWriter(w)
 		err := r.write(ctx, workWrite{op: metrics.OpDelete, work: w, exact: true, kv: []any{"writer", writer},
 			why: "Deleting the released upstream ManifestWork: the agent leaves its Application to argocd-pull's work"})
 		switch {

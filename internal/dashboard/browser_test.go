@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
@@ -87,9 +87,9 @@ func TestThePageInChromium(t *testing.T) {
 	// A change on a cluster: the hub's watch delivers it, the page shows it, no reload.
 	app := genApp(appSetName(0), clusterName(3))
 	values := feedback("OutOfSync", "Degraded", "fedcba9876543210fedcba9876543210fedcba98")
-	values[propagation.FeedbackPhase] = "Failed"
-	values[propagation.FeedbackStartedAt] = "2026-11-25T10:00:00Z"
-	values[propagation.FeedbackMessage] = `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>one or more objects failed to apply`
+	values[manifestwork.FeedbackPhase] = "Failed"
+	values[manifestwork.FeedbackStartedAt] = "2026-11-25T10:00:00Z"
+	values[manifestwork.FeedbackMessage] = `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>one or more objects failed to apply`
 	f.SetWork(genWork(t, app, values))
 	waitFor(t, ctx, "the failing cell", `document.querySelector('`+cellSelector(clusterName(3), appSetName(0))+`')?.dataset.state === 'failing'`)
 	if reloads := eval[int](t, ctx, `performance.getEntriesByType('navigation').length`); reloads != 1 {

@@ -13,7 +13,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/report"
 )
 
@@ -469,6 +469,6 @@ func clusterOf(c *clusterv1.ManagedCluster) Cluster {
 
 // workOwner is "namespace/name" of the hub Application w points back to.
 func workOwner(w *workv1.ManifestWork) (string, bool) {
-	key, ok := propagation.HubApplicationOf(w)
+	key, ok := manifestwork.HubApplicationOf(w)
 	return key.String(), ok
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/report"
 )
 
@@ -152,9 +152,9 @@ func TestFleetBoundsWhatClustersWrite(t *testing.T) {
 	app := genApp("web", "c1")
 	f.SetApplication(app)
 	values := feedback("OutOfSync", "Degraded", strings.Repeat("r", 10_000))
-	values[propagation.FeedbackPhase] = "Failed"
-	values[propagation.FeedbackStartedAt] = "2026-11-25T10:00:00Z"
-	values[propagation.FeedbackMessage] = strings.Repeat("<script>alert(1)</script>", 40_000)
+	values[manifestwork.FeedbackPhase] = "Failed"
+	values[manifestwork.FeedbackStartedAt] = "2026-11-25T10:00:00Z"
+	values[manifestwork.FeedbackMessage] = strings.Repeat("<script>alert(1)</script>", 40_000)
 	f.SetWork(genWork(t, app, values))
 	e := only(t, f.Snapshot().Entries)
 	if e.State != StateFailing || len(e.Revision) > maxRevision || len(e.Error) > maxError {

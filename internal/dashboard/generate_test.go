@@ -12,7 +12,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
@@ -75,28 +75,28 @@ func genApp(appSet, cluster string) *unstructured.Unstructured {
 // genWork is the held work of app, applied, with the cluster's feedback values.
 func genWork(t testing.TB, app *unstructured.Unstructured, values map[string]string) *workv1.ManifestWork {
 	t.Helper()
-	target, _, err := propagation.Decide(app)
+	target, _, err := manifestwork.Decide(app)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := propagation.DesiredWork(app, nil, target, propagation.Deliveries{})
+	w, err := manifestwork.DesiredWork(app, nil, target, manifestwork.Deliveries{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w, err = propagation.Hold(w); err != nil {
+	if w, err = manifestwork.Hold(w); err != nil {
 		t.Fatal(err)
 	}
 	w.Generation = 1
 	if values == nil {
 		values = map[string]string{}
 	}
-	values[propagation.FeedbackManagedUID] = "uid-" + app.GetName()
+	values[manifestwork.FeedbackManagedUID] = "uid-" + app.GetName()
 	testenv.SetAgentStatus(w, 1, app.GetNamespace(), app.GetName(), values)
 	return w
 }
 
 func feedback(sync, health, revision string) map[string]string {
-	return map[string]string{propagation.FeedbackSync: sync, propagation.FeedbackHealth: health, propagation.FeedbackRevision: revision}
+	return map[string]string{manifestwork.FeedbackSync: sync, manifestwork.FeedbackHealth: health, manifestwork.FeedbackRevision: revision}
 }
 
 // generate fills f with clusters x appSets Applications, all Synced and Healthy, clusters labelled

@@ -18,7 +18,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/report"
 )
 
@@ -146,7 +146,7 @@ func stateOf(cc v1alpha1.ClusterCondition) string {
 func appSetOf(u *unstructured.Unstructured) (AppSet, map[string]rollout) {
 	a := AppSet{Key: u.GetNamespace() + "/" + u.GetName()}
 	v, _ := argocd.Annotation(u, api.PausedAnnotation)
-	a.Paused = propagation.PauseValue(v) != ""
+	a.Paused = manifestwork.PauseValue(v) != ""
 	if typ, _, _ := unstructured.NestedString(u.Object, "spec", "strategy", "type"); typ == "RollingSync" {
 		steps, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "strategy", "rollingSync", "steps")
 		list, _ := steps.([]any)

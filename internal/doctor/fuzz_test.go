@@ -12,7 +12,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // FuzzDecideApplicationSet: whatever an ApplicationSet holds, the doctor answers with a known
@@ -74,7 +74,7 @@ func FuzzDecideApplicationSet(f *testing.F) {
 			stamped[k] = v
 		}
 		app.SetAnnotations(stamped)
-		target, pull, err := propagation.Decide(app)
+		target, pull, err := manifestwork.Decide(app)
 		if err != nil || !pull {
 			t.Fatalf("the doctor passes a template whose Applications the controller refuses (pull %v): %v; markers %v %v", pull, err, labels, stamped)
 		}

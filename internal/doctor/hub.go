@@ -20,7 +20,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/hubapis"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // memo is a value read at most once per run: the checks run one after another and share what
@@ -268,7 +268,7 @@ func (h *hub) pullApplications(ctx context.Context) ([]pullApp, error) {
 		var apps []pullApp
 		for i := range list.Items {
 			app := &list.Items[i]
-			target, pull, err := propagation.Decide(app)
+			target, pull, err := manifestwork.Decide(app)
 			if err != nil || !pull {
 				continue
 			}

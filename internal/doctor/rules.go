@@ -13,6 +13,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gather"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
@@ -52,7 +53,7 @@ func checkApplicationRules(ctx context.Context, h *hub) []Result {
 	checked := 0
 	for i := range apps {
 		app := &apps[i]
-		target, pull, err := propagation.Decide(app)
+		target, pull, err := manifestwork.Decide(app)
 		if err == nil && !pull {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
@@ -23,7 +24,7 @@ type Works interface {
 	// Of are argocd-pull's works that point back to the hub Application key, on every cluster.
 	Of(ctx context.Context, key types.NamespacedName) ([]workv1.ManifestWork, error)
 	// Carrying are argocd-pull's works on cluster whose payload is the managed-cluster Application
-	// managed (propagation.ManagedKey).
+	// managed (manifestwork.ManagedKey).
 	Carrying(ctx context.Context, cluster, managed string) ([]workv1.ManifestWork, error)
 	// Upstream are the upstream pull controllers' works of the hub Application key on cluster,
 	// oldest first.
@@ -59,7 +60,7 @@ type Result struct {
 // Read reads through r and works every fact the ladder decides on about app, whose markers gave
 // target: propagation.ReadFacts, then the works. Nothing but its works is read for an Application
 // whose markers name no cluster.
-func Read(ctx context.Context, r client.Reader, works Works, p propagation.Policy, app *unstructured.Unstructured, target propagation.Target) (Result, error) {
+func Read(ctx context.Context, r client.Reader, works Works, p propagation.Policy, app *unstructured.Unstructured, target manifestwork.Target) (Result, error) {
 	var res Result
 	f, err := propagation.ReadFacts(ctx, r, p, app, target)
 	if err != nil {
@@ -70,7 +71,7 @@ func Read(ctx context.Context, r client.Reader, works Works, p propagation.Polic
 	if res.Works, err = works.Of(ctx, key); err != nil || target.Cluster == "" {
 		return res, err
 	}
-	f.Existing = propagation.Oldest(res.Works, func(w *workv1.ManifestWork) bool { return w.Namespace == target.Cluster })
+	f.Existing = manifestwork.Oldest(res.Works, func(w *workv1.ManifestWork) bool { return w.Namespace == target.Cluster })
 	if f.Existing == nil {
 		if f.NameTakenBy, err = nameTakenBy(ctx, r, target.Cluster, key); err != nil {
 			return res, err
@@ -87,13 +88,13 @@ func Read(ctx context.Context, r client.Reader, works Works, p propagation.Polic
 		f.Upstream = &upstream[0]
 	}
 	if res.Rival != nil {
-		owner, _ := propagation.HubApplicationOf(res.Rival)
+		owner, _ := manifestwork.HubApplicationOf(res.Rival)
 		f.DeliveredBy = owner.String()
 	}
 	if f.Existing != nil {
 		obs := appstatus.Observe(f.Existing)
 		f.Carried, f.Reported = obs.Carried, obs.Delivery
-		f.Carried.Operation, f.Carried.RefreshValue = propagation.PayloadRequests(f.Existing)
+		f.Carried.Operation, f.Carried.RefreshValue = manifestwork.PayloadRequests(f.Existing)
 	}
 	res.Facts = f
 	return res, nil
@@ -104,14 +105,14 @@ func Read(ctx context.Context, r client.Reader, works Works, p propagation.Polic
 // back to another Application.
 func nameTakenBy(ctx context.Context, r client.Reader, cluster string, key types.NamespacedName) (string, error) {
 	work := &workv1.ManifestWork{}
-	name := types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(key.Namespace, key.Name)}
+	name := types.NamespacedName{Namespace: cluster, Name: manifestwork.WorkName(key.Namespace, key.Name)}
 	if err := r.Get(ctx, name, work); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", nil
 		}
 		return "", fmt.Errorf("reading ManifestWork %s: %w", name, err)
 	}
-	if owner, ok := propagation.HubApplicationOf(work); !ok || owner != key {
+	if owner, ok := manifestwork.HubApplicationOf(work); !ok || owner != key {
 		return owner.String(), nil
 	}
 	return "", nil
@@ -120,16 +121,16 @@ func nameTakenBy(ctx context.Context, r client.Reader, cluster string, key types
 // rival is the work of another hub Application that carries the managed-cluster Application
 // this one (key) would deliver to target and is older than this one's (existing, nil when none):
 // the first one keeps it. Nil when there is none.
-func rival(ctx context.Context, works Works, target propagation.Target, key types.NamespacedName, existing *workv1.ManifestWork) (*workv1.ManifestWork, error) {
-	carrying, err := works.Carrying(ctx, target.Cluster, propagation.ManagedKey(target, key.Name))
+func rival(ctx context.Context, works Works, target manifestwork.Target, key types.NamespacedName, existing *workv1.ManifestWork) (*workv1.ManifestWork, error) {
+	carrying, err := works.Carrying(ctx, target.Cluster, manifestwork.ManagedKey(target, key.Name))
 	if err != nil {
 		return nil, err
 	}
-	first := propagation.Oldest(carrying, func(w *workv1.ManifestWork) bool {
-		owner, ok := propagation.HubApplicationOf(w)
+	first := manifestwork.Oldest(carrying, func(w *workv1.ManifestWork) bool {
+		owner, ok := manifestwork.HubApplicationOf(w)
 		return !ok || owner != key
 	})
-	if first == nil || existing != nil && !propagation.OlderThan(first, existing) {
+	if first == nil || existing != nil && !manifestwork.OlderThan(first, existing) {
 		return nil, nil
 	}
 	return first, nil

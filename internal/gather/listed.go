@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // Listed finds works by listing the hub, for the commands, which have no controller cache and its
@@ -32,12 +32,12 @@ func (l *Listed) list(ctx context.Context) error {
 		return fmt.Errorf("listing argocd-pull's ManifestWorks: %w", err)
 	}
 	l.ours = ours.Items
-	for _, selector := range propagation.UpstreamSelectors() {
+	for _, selector := range manifestwork.UpstreamSelectors() {
 		works := &workv1.ManifestWorkList{}
 		if err := l.Reader.List(ctx, works, client.MatchingLabelsSelector{Selector: selector}); err != nil {
 			return fmt.Errorf("listing the upstream pull controllers' ManifestWorks: %w", err)
 		}
-		l.upstream = propagation.AppendUpstream(l.upstream, works.Items)
+		l.upstream = manifestwork.AppendUpstream(l.upstream, works.Items)
 	}
 	l.listed = true
 	return nil
@@ -58,7 +58,7 @@ func (l *Listed) Carrying(ctx context.Context, cluster, managed string) ([]workv
 	}
 	var out []workv1.ManifestWork
 	for _, w := range l.ours {
-		if carried, ok := propagation.ManagedApplication(&w); ok && w.Namespace == cluster && carried == managed {
+		if carried, ok := manifestwork.ManagedApplication(&w); ok && w.Namespace == cluster && carried == managed {
 			out = append(out, w)
 		}
 	}
@@ -79,20 +79,20 @@ func (l *Listed) Upstream(ctx context.Context, cluster string, key types.Namespa
 func pointingBackTo(list []workv1.ManifestWork, cluster string, key types.NamespacedName) []workv1.ManifestWork {
 	var out []workv1.ManifestWork
 	for _, w := range list {
-		if owner, ok := propagation.HubApplicationOf(&w); ok && owner == key && (cluster == "" || w.Namespace == cluster) {
+		if owner, ok := manifestwork.HubApplicationOf(&w); ok && owner == key && (cluster == "" || w.Namespace == cluster) {
 			out = append(out, w)
 		}
 	}
 	return out
 }
 
-// SortOldestFirst orders works by creation, then name (propagation.OlderThan).
+// SortOldestFirst orders works by creation, then name (manifestwork.OlderThan).
 func SortOldestFirst(works []workv1.ManifestWork) {
 	slices.SortFunc(works, func(a, b workv1.ManifestWork) int {
 		switch {
-		case propagation.OlderThan(&a, &b):
+		case manifestwork.OlderThan(&a, &b):
 			return -1
-		case propagation.OlderThan(&b, &a):
+		case manifestwork.OlderThan(&b, &a):
 			return 1
 		}
 		return 0

@@ -28,7 +28,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // Write operations, the values of the operation label.
@@ -259,10 +259,10 @@ func StaleClusters(works []workv1.ManifestWork, clusters []clusterv1.ManagedClus
 			stale[w.Namespace] = true
 			continue
 		}
-		if propagation.AppliedAtGeneration(w) {
+		if manifestwork.AppliedAtGeneration(w) {
 			continue
 		}
-		if written, ok := propagation.WrittenAt(w); ok && now.Sub(written) > staleAfter {
+		if written, ok := manifestwork.WrittenAt(w); ok && now.Sub(written) > staleAfter {
 			stale[w.Namespace] = true
 		}
 	}

@@ -1,3 +1,7 @@
+// Package propagation is the delivery policy: from the facts about a pull-model Application
+// (read.go, gathered by internal/gather) the refusal ladder decides whether it is delivered and
+// with which ManifestWork (ladder.go), and the plan every work write that follows (plan.go). The
+// ManifestWork itself, and every form it takes, is internal/manifestwork's.
 package propagation
 
 import (
@@ -11,6 +15,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
@@ -71,8 +76,8 @@ type Facts struct {
 	// carries the same managed-cluster Application (cluster, namespace, name); empty when none.
 	DeliveredBy string
 	// Reported is what the managed cluster reported through Existing; Carried what Existing carries.
-	Reported Reported
-	Carried  Deliveries
+	Reported manifestwork.Reported
+	Carried  manifestwork.Deliveries
 	// NewDeliveryID returns a fresh delivery ID (see PlanDeliveries).
 	NewDeliveryID func() string
 }
@@ -97,7 +102,7 @@ func refuse(reason, format string, args ...any) Verdict {
 // Call it for Applications whose markers Decide accepted as pull-model.
 func Ladder(f Facts) (Verdict, error) {
 	app := f.App
-	target, pull, err := Decide(app)
+	target, pull, err := manifestwork.Decide(app)
 	switch {
 	case err != nil:
 		return refuse(ReasonInvalidMarkers, "%s", err.Error()), nil
@@ -138,58 +143,58 @@ func Ladder(f Facts) (Verdict, error) {
 	case f.Upstream != nil && !f.Policy.AdoptUpstream:
 		return refuse(ReasonUpstreamWork,
 			"ManifestWork %s/%s of %s delivers this Application; argocd-pull leaves it as it is: stop that controller (%s), then run argocd-pull with --adopt-upstream-works to take the Application over without redeploying it (docs/migration.md)",
-			f.Upstream.Namespace, f.Upstream.Name, UpstreamWriter(f.Upstream), stopUpstream(f.Upstream)), nil
-	case f.Upstream != nil && !upstreamCarries(f.Upstream, ManagedKey(target, app.GetName())):
-		carried, _ := ManagedApplication(f.Upstream)
+			f.Upstream.Namespace, f.Upstream.Name, manifestwork.UpstreamWriter(f.Upstream), manifestwork.StopUpstream(f.Upstream)), nil
+	case f.Upstream != nil && !manifestwork.UpstreamCarries(f.Upstream, manifestwork.ManagedKey(target, app.GetName())):
+		carried, _ := manifestwork.ManagedApplication(f.Upstream)
 		return refuse(ReasonUpstreamWork,
 			"ManifestWork %s/%s of %s delivers this Application as %q, argocd-pull would deliver %s/%s/%s: it is not adopted and left as it is; delete it to deliver this Application (that deletes what it delivered)",
-			f.Upstream.Namespace, f.Upstream.Name, UpstreamWriter(f.Upstream), carried, target.Cluster, target.AppNamespace, app.GetName()), nil
-	case UpstreamRunning(f.Existing, f.Upstream):
+			f.Upstream.Namespace, f.Upstream.Name, manifestwork.UpstreamWriter(f.Upstream), carried, target.Cluster, target.AppNamespace, app.GetName()), nil
+	case manifestwork.UpstreamRunning(f.Existing, f.Upstream):
 		return refuse(ReasonUpstreamRunning,
 			"%s still writes ManifestWork %s/%s (changed or written again since argocd-pull began to adopt it): argocd-pull paused its own work and leaves the Application to it; stop that controller (%s), then delete ManifestWork %s/%s and argocd-pull adopts the Application anew",
-			UpstreamWriter(f.Upstream), f.Upstream.Namespace, f.Upstream.Name, stopUpstream(f.Upstream), f.Existing.Namespace, f.Existing.Name), nil
+			manifestwork.UpstreamWriter(f.Upstream), f.Upstream.Namespace, f.Upstream.Name, manifestwork.StopUpstream(f.Upstream), f.Existing.Namespace, f.Existing.Name), nil
 	case f.Existing == nil && f.NameTakenBy != "":
 		return refuse(ReasonWorkNameTaken, "the ManifestWork name %s/%s belongs to Application %s; rename this Application",
-			target.Cluster, WorkName(ns, app.GetName()), f.NameTakenBy), nil
+			target.Cluster, manifestwork.WorkName(ns, app.GetName()), f.NameTakenBy), nil
 	case f.DeliveredBy != "":
 		return refuse(ReasonAlreadyDelivered, "Application %s already delivers the Application %s/%s to cluster %s; one hub Application per managed-cluster Application",
 			f.DeliveredBy, target.AppNamespace, app.GetName(), target.Cluster), nil
-	case ClaimOf(f.Existing) == ClaimForeign && f.Upstream == nil:
+	case manifestwork.ClaimOf(f.Existing) == manifestwork.ClaimForeign && f.Upstream == nil:
 		return refuse(ReasonManagedAppExists,
 			"cluster %s already has an Application %s/%s that this hub did not deliver (it lacks the annotation %s=%s/%s); nothing of it is changed or deleted: delete it there and the hub delivers this one, or rename this Application",
 			target.Cluster, target.AppNamespace, app.GetName(), api.HubApplicationAnnotation, ns, app.GetName()), nil
 	}
 	newID := f.NewDeliveryID
 	if newID == nil {
-		newID = NewDeliveryID
+		newID = manifestwork.NewDeliveryID
 	}
-	hub := HubOf(app)
-	deliveries := PlanDeliveries(hub, f.Carried, f.Reported, newID)
+	hub := manifestwork.HubOf(app)
+	deliveries := manifestwork.PlanDeliveries(hub, f.Carried, f.Reported, newID)
 	carried := f.Project
 	if project == argocd.DefaultProject {
 		carried = nil // every Argo CD has its own
 	}
 	target.ArgoCDNamespace = f.Policy.ArgoCDNamespace
-	claim := ClaimOf(f.Existing)
+	claim := manifestwork.ClaimOf(f.Existing)
 	// An Application an upstream work delivers for this very hub Application is adopted: held at once.
-	held := claim == ClaimOurs || claim == ClaimFree || f.Upstream != nil
-	desired := func(d Deliveries) (*workv1.ManifestWork, error) {
-		w, err := DesiredWork(app, carried, target, d)
+	held := claim == manifestwork.ClaimOurs || claim == manifestwork.ClaimFree || f.Upstream != nil
+	desired := func(d manifestwork.Deliveries) (*workv1.ManifestWork, error) {
+		w, err := manifestwork.DesiredWork(app, carried, target, d)
 		if err != nil || !held {
 			return w, err
 		}
-		return Hold(w)
+		return manifestwork.Hold(w)
 	}
 	work, err := desired(deliveries)
-	if errors.Is(err, ErrPayloadTooLarge) {
+	if errors.Is(err, manifestwork.ErrPayloadTooLarge) {
 		return refuse(ReasonPayloadTooLarge, "%s", err.Error()), nil
 	}
 	if err != nil {
 		return Verdict{}, err
 	}
-	if kept, ok := KeepCleared(hub, f.Carried, deliveries); ok && f.Existing != nil {
+	if kept, ok := manifestwork.KeepCleared(hub, f.Carried, deliveries); ok && f.Existing != nil {
 		// A request the hub cleared stays while the other is carried, unless the work changes anyway.
-		if w, err := desired(kept); err == nil && UpToDate(f.Existing, w) {
+		if w, err := desired(kept); err == nil && manifestwork.UpToDate(f.Existing, w) {
 			work = w
 		}
 	}
@@ -201,10 +206,10 @@ func Ladder(f Facts) (Verdict, error) {
 	// adopting while it is there, as adopted once it is gone.
 	mark := ""
 	if f.Existing != nil {
-		mark = markOf(f.Existing)
+		mark = manifestwork.MarkOf(f.Existing)
 	}
 	if mark == "" && f.Upstream != nil {
-		mark = adoptionMark(f.Upstream)
+		mark = manifestwork.AdoptionMark(f.Upstream)
 	}
 	if mark != "" {
 		key := api.AdoptedAnnotation
@@ -212,7 +217,7 @@ func Ladder(f Facts) (Verdict, error) {
 			key = api.AdoptingAnnotation
 		}
 		work.Annotations[key] = mark
-		if work, err = rehash(work); err != nil {
+		if work, err = manifestwork.Rehash(work); err != nil {
 			return Verdict{}, err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
@@ -140,7 +141,7 @@ func TestLadder(t *testing.T) {
 		"payload too large": {
 			facts: facts(func(f *Facts) {
 				f.App = pullApp(func(u *unstructured.Unstructured) {
-					u.Object["spec"].(map[string]any)["source"].(map[string]any)["helm"] = map[string]any{"values": strings.Repeat("x", MaxManifestsSize)}
+					u.Object["spec"].(map[string]any)["source"].(map[string]any)["helm"] = map[string]any{"values": strings.Repeat("x", manifestwork.MaxManifestsSize)}
 				})
 			}),
 			wantReason: ReasonPayloadTooLarge, wantMessage: "the limit is",
@@ -184,13 +185,13 @@ func TestLadderCarriesRequests(t *testing.T) {
 	v, err := Ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Refusal).To(BeNil())
-	g.Expect(ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
+	g.Expect(manifestwork.ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
 
-	f.Existing, f.Carried = v.Work, ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation])
+	f.Existing, f.Carried = v.Work, manifestwork.ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation])
 	f.NewDeliveryID = func() string { return "d2" }
 	again, err := Ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(UpToDate(v.Work, again.Work)).To(BeTrue(), "the same request keeps its delivery: nothing to write")
+	g.Expect(manifestwork.UpToDate(v.Work, again.Work)).To(BeTrue(), "the same request keeps its delivery: nothing to write")
 }
 
 // A request the hub cleared stays in the payload while the other is carried: a rewrite would make
@@ -205,8 +206,8 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 			NewDeliveryID: func() string { ids++; return fmt.Sprintf("d%d", ids) }}
 		if existing != nil {
 			f.Existing = existing
-			f.Carried = ParseDeliveries(existing.Annotations[api.DeliveriesAnnotation])
-			f.Carried.Operation, f.Carried.RefreshValue = PayloadRequests(existing)
+			f.Carried = manifestwork.ParseDeliveries(existing.Annotations[api.DeliveriesAnnotation])
+			f.Carried.Operation, f.Carried.RefreshValue = manifestwork.PayloadRequests(existing)
 		}
 		v, err := Ladder(f)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -227,23 +228,23 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 	syncCleared := func(u *unstructured.Unstructured) {
 		delete(u.Object, "operation")
 		u.Object["status"] = map[string]any{"operationState": map[string]any{"phase": "Succeeded",
-			"operation": WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}
+			"operation": manifestwork.WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}
 	}
 
 	t.Run("refresh cleared first, then the sync", func(t *testing.T) {
 		g := NewWithT(t)
 		ids = 0
 		both := ladder(g, requested, nil)
-		g.Expect(ParseDeliveries(both.Annotations[api.DeliveriesAnnotation])).To(Equal(Deliveries{Sync: &Delivery{ID: "d1", Hash: contentHash(map[string]any{"sync": map[string]any{}})}, Refresh: &Delivery{ID: "d2", Hash: contentHash("hard")}}))
+		g.Expect(manifestwork.ParseDeliveries(both.Annotations[api.DeliveriesAnnotation])).To(Equal(manifestwork.Deliveries{Sync: &manifestwork.Delivery{ID: "d1", Hash: manifestwork.ContentHash(map[string]any{"sync": map[string]any{}})}, Refresh: &manifestwork.Delivery{ID: "d2", Hash: manifestwork.ContentHash("hard")}}))
 
 		app := pullApp(func(u *unstructured.Unstructured) { u.Object = requested.DeepCopy().Object; refreshCleared(u) })
-		g.Expect(UpToDate(both, ladder(g, app, both))).To(BeTrue(), "the cleared refresh stays while the sync is carried: nothing to write")
+		g.Expect(manifestwork.UpToDate(both, ladder(g, app, both))).To(BeTrue(), "the cleared refresh stays while the sync is carried: nothing to write")
 
 		moved := app.DeepCopy()
 		_ = unstructured.SetNestedField(moved.Object, "v2", "spec", "source", "targetRevision")
 		changed := ladder(g, moved, both)
-		g.Expect(ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Refresh).To(BeNil(), "a change rewrites the work anyway: the cleared refresh leaves with it")
-		g.Expect(ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
+		g.Expect(manifestwork.ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Refresh).To(BeNil(), "a change rewrites the work anyway: the cleared refresh leaves with it")
+		g.Expect(manifestwork.ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
 
 		syncCleared(app)
 		g.Expect(ladder(g, app, both).Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "both cleared: both leave in one write")
@@ -253,7 +254,7 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 		ids = 0
 		both := ladder(g, requested, nil)
 		app := pullApp(func(u *unstructured.Unstructured) { u.Object = requested.DeepCopy().Object; syncCleared(u) })
-		g.Expect(UpToDate(both, ladder(g, app, both))).To(BeTrue(), "the cleared sync stays while the refresh is carried: nothing to write")
+		g.Expect(manifestwork.UpToDate(both, ladder(g, app, both))).To(BeTrue(), "the cleared sync stays while the refresh is carried: nothing to write")
 		refreshCleared(app)
 		g.Expect(ladder(g, app, both).Annotations).NotTo(HaveKey(api.DeliveriesAnnotation))
 	})
@@ -263,7 +264,7 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 		both := ladder(g, requested, nil)
 		app := pullApp(func(u *unstructured.Unstructured) { u.Object = requested.DeepCopy().Object; refreshCleared(u) })
 		app.Object["operation"] = map[string]any{"sync": map[string]any{"prune": true}}
-		next := ParseDeliveries(ladder(g, app, both).Annotations[api.DeliveriesAnnotation])
+		next := manifestwork.ParseDeliveries(ladder(g, app, both).Annotations[api.DeliveriesAnnotation])
 		g.Expect(next.Refresh).To(BeNil(), "the new request rewrites the work: the cleared refresh is not applied again")
 		g.Expect(next.Sync.ID).To(Equal("d3"))
 	})
@@ -312,4 +313,43 @@ func TestPolicyNamespaces(t *testing.T) {
 	all := Policy{ArgoCDNamespace: "argocd", PullNamespaces: []string{"team-a", "*"}}
 	g.Expect(all.Namespaces()).To(Equal([]string{"*"}))
 	g.Expect(all.Allows("anything")).To(BeTrue())
+}
+
+// An Application of the same name that was on the managed cluster before: the hub refuses with a
+// reason and writes nothing; once the name is free there, it holds the work.
+func TestLadderClaims(t *testing.T) {
+	g := NewWithT(t)
+	facts := Facts{
+		App:    pullApp(),
+		Policy: Policy{ArgoCDNamespace: "argocd"},
+		Cluster: &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1", Labels: map[string]string{
+			clusterv1beta2.ClusterSetLabel: "gitops",
+		}}},
+		Bindings:         tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "gitops"}}}},
+		ClusterNamespace: true,
+	}
+	first, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(first.Work).NotTo(BeNil())
+	g.Expect(manifestwork.Held(first.Work)).To(BeFalse(), "the first delivery only reads")
+
+	facts.Existing = reported(first.Work, "there", "", "u1")
+	foreign, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(foreign.Work).To(BeNil())
+	g.Expect(foreign.Refusal.Reason).To(Equal(ReasonManagedAppExists))
+	g.Expect(foreign.Refusal.Message).To(ContainSubstring("cluster cluster1 already has an Application argocd/guestbook-cluster1"))
+	g.Expect(foreign.Refusal.Message).To(ContainSubstring(api.HubApplicationAnnotation + "=argocd/guestbook-cluster1"))
+	g.Expect(Revokes(foreign.Refusal.Reason)).To(BeFalse(), "nothing to freeze: the work changes nothing there")
+
+	facts.Existing = reported(first.Work, "absent", "", "")
+	ours, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(manifestwork.Held(ours.Work)).To(BeTrue())
+	g.Expect(manifestwork.UpToDate(facts.Existing, ours.Work)).To(BeFalse(), "holding is one write")
+
+	facts.Existing = reported(ours.Work, "there", "", "")
+	again, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(manifestwork.UpToDate(facts.Existing, again.Work)).To(BeTrue(), "a held work stays held: nothing to write")
 }

@@ -4,6 +4,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // Action is what a reconcile does to one ManifestWork.
@@ -65,7 +66,7 @@ type Plan struct {
 // work is created or updated, and an upstream work of the same Application is taken over one step
 // at a time (NextTakeoverStep).
 func PlanDelivery(f Facts, v Verdict, works []workv1.ManifestWork, rival *workv1.ManifestWork) (Plan, error) {
-	target, _, _ := Decide(f.App)
+	target, _, _ := manifestwork.Decide(f.App)
 	if v.Refusal != nil {
 		return planRefusal(f, *v.Refusal, target, works, rival)
 	}
@@ -78,28 +79,28 @@ func PlanDelivery(f Facts, v Verdict, works []workv1.ManifestWork, rival *workv1
 	switch {
 	case f.Existing == nil:
 		plan.Steps = append(plan.Steps, Step{Action: ActCreate, Work: desired})
-	case !UpToDate(f.Existing, desired):
+	case !manifestwork.UpToDate(f.Existing, desired):
 		plan.Steps = append(plan.Steps, Step{Action: ActUpdate, Work: UpdatedWork(f.Existing, desired)})
 	}
 	if f.Upstream == nil {
 		return plan, nil
 	}
-	switch NextTakeoverStep(f.Existing, f.Upstream) {
-	case TakeoverRelease:
-		released, err := Release(f.Upstream)
+	switch manifestwork.NextTakeoverStep(f.Existing, f.Upstream) {
+	case manifestwork.TakeoverRelease:
+		released, err := manifestwork.Release(f.Upstream)
 		if err != nil {
 			return Plan{}, err
 		}
 		if released != nil {
 			plan.Steps = append(plan.Steps, Step{Action: ActRelease, Work: released, Upstream: true, Other: f.Existing.Name})
 		}
-	case TakeoverDelete:
+	case manifestwork.TakeoverDelete:
 		plan.Steps = append(plan.Steps, Step{Action: ActDelete, Work: f.Upstream, Upstream: true})
 	}
 	return plan, nil
 }
 
-func planRefusal(f Facts, refusal Refusal, target Target, works []workv1.ManifestWork, rival *workv1.ManifestWork) (Plan, error) {
+func planRefusal(f Facts, refusal Refusal, target manifestwork.Target, works []workv1.ManifestWork, rival *workv1.ManifestWork) (Plan, error) {
 	plan := Plan{Refusal: &refusal}
 	for i := range works {
 		w := &works[i]
@@ -108,7 +109,7 @@ func planRefusal(f Facts, refusal Refusal, target Target, works []workv1.Manifes
 		case !w.DeletionTimestamp.IsZero():
 			continue
 		case onTarget && refusal.Reason == ReasonUpstreamRunning:
-			paused, err := Pause(w, "the upstream pull controller still writes its ManifestWork")
+			paused, err := manifestwork.Pause(w, "the upstream pull controller still writes its ManifestWork")
 			if err != nil {
 				return Plan{}, err
 			}
@@ -117,7 +118,7 @@ func planRefusal(f Facts, refusal Refusal, target Target, works []workv1.Manifes
 			}
 			continue
 		case onTarget && refusal.Reason == ReasonAlreadyDelivered:
-			if carried, _ := ManagedApplication(w); carried == ManagedKey(target, f.App.GetName()) && rival != nil && AppliedAtGeneration(rival) {
+			if carried, _ := manifestwork.ManagedApplication(w); carried == manifestwork.ManagedKey(target, f.App.GetName()) && rival != nil && manifestwork.AppliedAtGeneration(rival) {
 				plan.Steps = append(plan.Steps, Step{Action: ActYield, Work: w, Other: rival.Namespace + "/" + rival.Name})
 			}
 			// Otherwise w carries another managed-cluster Application (deleting it would delete
@@ -126,7 +127,7 @@ func planRefusal(f Facts, refusal Refusal, target Target, works []workv1.Manifes
 		case onTarget && !Revokes(refusal.Reason):
 			continue
 		}
-		frozen, err := Freeze(w, refusal.Reason)
+		frozen, err := manifestwork.Freeze(w, refusal.Reason)
 		if err != nil {
 			return Plan{}, err
 		}
@@ -148,11 +149,11 @@ func PlanRemoval(works []workv1.ManifestWork, keep *workv1.ManifestWork) ([]Step
 		switch {
 		case keep != nil && w.Namespace == keep.Namespace && w.Name == keep.Name, !w.DeletionTimestamp.IsZero():
 			continue
-		case !DeleteNow(w):
-			if Released(w) {
+		case !manifestwork.DeleteNow(w):
+			if manifestwork.Released(w) {
 				continue // its next status requeues the Application
 			}
-			released, err := Release(w)
+			released, err := manifestwork.Release(w)
 			if err != nil {
 				return nil, err
 			}
@@ -179,7 +180,7 @@ func PlanPause(works []workv1.ManifestWork, reason string) ([]Step, error) {
 		if !w.DeletionTimestamp.IsZero() {
 			continue
 		}
-		paused, err := Pause(w, reason)
+		paused, err := manifestwork.Pause(w, reason)
 		if err != nil {
 			return nil, err
 		}
@@ -202,7 +203,7 @@ func UpdatedWork(existing, desired *workv1.ManifestWork) *workv1.ManifestWork {
 			delete(updated.Annotations, k)
 		}
 	}
-	if since := RequestsOnlySince(existing, desired); since != "" {
+	if since := manifestwork.RequestsOnlySince(existing, desired); since != "" {
 		updated.Annotations[api.RequestsOnlyAnnotation] = since
 	} else {
 		delete(updated.Annotations, api.RequestsOnlyAnnotation)

@@ -9,6 +9,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/test/upstreamwork"
 )
 
@@ -36,7 +37,7 @@ func TestPlanDelivery(t *testing.T) {
 	g := NewWithT(t)
 	app := pullApp()
 	work := func(cluster string, mutate ...func(*workv1.ManifestWork) *workv1.ManifestWork) *workv1.ManifestWork {
-		w, err := DesiredWork(app, nil, Target{Cluster: cluster, AppNamespace: "argocd"}, Deliveries{})
+		w, err := manifestwork.DesiredWork(app, nil, manifestwork.Target{Cluster: cluster, AppNamespace: "argocd"}, manifestwork.Deliveries{})
 		g.Expect(err).NotTo(HaveOccurred())
 		w.Generation = 1
 		for _, m := range mutate {
@@ -45,23 +46,23 @@ func TestPlanDelivery(t *testing.T) {
 		return w
 	}
 	held := func(w *workv1.ManifestWork) *workv1.ManifestWork {
-		out, err := Hold(w)
+		out, err := manifestwork.Hold(w)
 		g.Expect(err).NotTo(HaveOccurred())
 		return out
 	}
 	paused := func(w *workv1.ManifestWork) *workv1.ManifestWork {
-		out, err := Pause(w, "incident")
+		out, err := manifestwork.Pause(w, "incident")
 		g.Expect(err).NotTo(HaveOccurred())
 		return out
 	}
 	released := func(w *workv1.ManifestWork) *workv1.ManifestWork {
-		out, err := Release(w)
+		out, err := manifestwork.Release(w)
 		g.Expect(err).NotTo(HaveOccurred())
 		out.Generation = w.Generation + 1
 		return out
 	}
 	frozen := func(w *workv1.ManifestWork) *workv1.ManifestWork {
-		out, err := Freeze(w, ReasonClusterNotBound)
+		out, err := manifestwork.Freeze(w, ReasonClusterNotBound)
 		g.Expect(err).NotTo(HaveOccurred())
 		return out
 	}
@@ -74,7 +75,7 @@ func TestPlanDelivery(t *testing.T) {
 	// A work of another hub Application carrying the same managed-cluster Application, older.
 	rival := func(answered bool) *workv1.ManifestWork {
 		other := pullApp(func(u *unstructured.Unstructured) { u.SetNamespace("team-b") })
-		w, err := DesiredWork(other, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
+		w, err := manifestwork.DesiredWork(other, nil, manifestwork.Target{Cluster: "cluster1", AppNamespace: "argocd"}, manifestwork.Deliveries{})
 		g.Expect(err).NotTo(HaveOccurred())
 		w.Generation = 1
 		if answered {
@@ -105,7 +106,7 @@ func TestPlanDelivery(t *testing.T) {
 		"changed: updated": {
 			existing: func() *workv1.ManifestWork {
 				before := pullApp(func(u *unstructured.Unstructured) { u.Object["spec"].(map[string]any)["project"] = "before" })
-				w, err := DesiredWork(before, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
+				w, err := manifestwork.DesiredWork(before, nil, manifestwork.Target{Cluster: "cluster1", AppNamespace: "argocd"}, manifestwork.Deliveries{})
 				g.Expect(err).NotTo(HaveOccurred())
 				return w
 			}(),
@@ -190,11 +191,11 @@ func TestPlanDelivery(t *testing.T) {
 
 func TestPlanPausePausesEachHeldWorkOnce(t *testing.T) {
 	g := NewWithT(t)
-	pending, err := DesiredWork(pullApp(), nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
+	pending, err := manifestwork.DesiredWork(pullApp(), nil, manifestwork.Target{Cluster: "cluster1", AppNamespace: "argocd"}, manifestwork.Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
-	held, err := Hold(pending)
+	held, err := manifestwork.Hold(pending)
 	g.Expect(err).NotTo(HaveOccurred())
-	again, err := Pause(held, "incident")
+	again, err := manifestwork.Pause(held, "incident")
 	g.Expect(err).NotTo(HaveOccurred())
 	other := held.DeepCopy()
 	other.Namespace = "cluster2"

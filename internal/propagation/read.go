@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
@@ -53,8 +54,8 @@ func (p Policy) Allows(ns string) bool {
 // its cluster, the bindings of its namespace, the cluster's namespace on the hub and its
 // AppProject. gather.Read, the one gatherer of the controller, the doctor and the takeover's dry
 // run, reads them here; nothing is read for an Application whose markers name no cluster.
-func ReadFacts(ctx context.Context, r client.Reader, p Policy, app *unstructured.Unstructured, target Target) (Facts, error) {
-	f := Facts{App: app, Policy: p, NewDeliveryID: NewDeliveryID}
+func ReadFacts(ctx context.Context, r client.Reader, p Policy, app *unstructured.Unstructured, target manifestwork.Target) (Facts, error) {
+	f := Facts{App: app, Policy: p, NewDeliveryID: manifestwork.NewDeliveryID}
 	if target.Cluster == "" {
 		return f, nil
 	}

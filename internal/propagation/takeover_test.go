@@ -4,87 +4,18 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
-	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 	"github.com/argocd-pull/argocd-pull/internal/test/upstreamwork"
 )
-
-// upstreamOf is the work writer wrote for app, as the apiserver holds it: a UID, generation 1.
-func upstreamOf(t *testing.T, writer upstreamwork.Writer, app *unstructured.Unstructured, appSet string) *workv1.ManifestWork {
-	t.Helper()
-	w, err := upstreamwork.Work(writer, app, nil, appSet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.UID, w.Generation = types.UID("upstream-uid-1"), 1
-	return w
-}
-
-// applied returns work as the agent reports it once applied at its generation: the work Applied,
-// its Application applied and available.
-func applied(work *workv1.ManifestWork) *workv1.ManifestWork {
-	out := work.DeepCopy()
-	out.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, ObservedGeneration: out.Generation}}
-	out.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
-		ResourceMeta: workv1.ManifestResourceMeta{Group: argocd.Group, Kind: "Application", Resource: "applications"},
-		Conditions: []metav1.Condition{
-			{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue},
-			{Type: workv1.ManifestAvailable, Status: metav1.ConditionTrue},
-		},
-	}}
-	return out
-}
-
-func TestUpstreamWorksAreRecognised(t *testing.T) {
-	app := pullApp()
-	for name, tt := range map[string]struct {
-		work func() *workv1.ManifestWork
-		want bool
-	}{
-		"OCM basic":                       {work: func() *workv1.ManifestWork { return upstreamOf(t, upstreamwork.OCMBasic, app, "") }, want: true},
-		"OCM basic, of an ApplicationSet": {work: func() *workv1.ManifestWork { return upstreamOf(t, upstreamwork.OCMBasic, app, "guestbook") }, want: true},
-		"RHACM":                           {work: func() *workv1.ManifestWork { return upstreamOf(t, upstreamwork.RHACM, app, "") }, want: true},
-		// RHACM replaces the labels of an ApplicationSet's work: no pull label.
-		"RHACM, of an ApplicationSet": {work: func() *workv1.ManifestWork { return upstreamOf(t, upstreamwork.RHACM, app, "guestbook") }, want: true},
-		"argocd-pull's own": {work: func() *workv1.ManifestWork {
-			w := upstreamOf(t, upstreamwork.OCMBasic, app, "guestbook")
-			w.Labels[api.ManagedByLabel] = api.ManagedByValue
-			return w
-		}},
-		"no back-link to a hub Application": {work: func() *workv1.ManifestWork {
-			w := upstreamOf(t, upstreamwork.OCMBasic, app, "")
-			delete(w.Annotations, api.HubApplicationNameAnnotation)
-			return w
-		}},
-		"another addon's work": {work: func() *workv1.ManifestWork {
-			w := upstreamOf(t, upstreamwork.OCMBasic, app, "")
-			w.Labels = map[string]string{"app": "x"}
-			return w
-		}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			w := tt.work()
-			g.Expect(IsUpstream(w)).To(Equal(tt.want))
-			if tt.want {
-				key, ok := ManagedApplication(w)
-				g.Expect(ok).To(BeTrue())
-				g.Expect(key).To(Equal("cluster1/argocd/guestbook-cluster1"), "the Application is found after RHACM's Namespace")
-			}
-		})
-	}
-	g := NewWithT(t)
-	g.Expect(UpstreamWriter(upstreamOf(t, upstreamwork.RHACM, app, ""))).To(HavePrefix("RHACM"))
-	g.Expect(UpstreamWriter(upstreamOf(t, upstreamwork.OCMBasic, app, ""))).To(HavePrefix("OCM"))
-}
 
 func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1", Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "gitops"}}}
@@ -105,7 +36,7 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 		v, err := Ladder(facts(nil))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(v.Refusal).To(BeNil())
-		g.Expect(Held(v.Work)).To(BeTrue(), "no pending claim: the upstream work names this hub Application")
+		g.Expect(manifestwork.Held(v.Work)).To(BeTrue(), "no pending claim: the upstream work names this hub Application")
 		g.Expect(v.Work.Annotations).To(HaveKeyWithValue(api.AdoptingAnnotation, upstream.Name+" upstream-uid-1 1"))
 		g.Expect(v.Work.Annotations[api.SpecHashAnnotation]).NotTo(BeEmpty())
 
@@ -116,7 +47,7 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 		again, err := Ladder(facts(func(f *Facts) { f.Existing = existing }))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(again.Refusal).To(BeNil())
-		g.Expect(UpToDate(existing, again.Work)).To(BeTrue(), "nothing to write")
+		g.Expect(manifestwork.UpToDate(existing, again.Work)).To(BeTrue(), "nothing to write")
 	})
 	t.Run("the upstream work gone: the record stays, as adopted", func(t *testing.T) {
 		g := NewWithT(t)
@@ -127,8 +58,8 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(done.Work.Annotations).To(HaveKeyWithValue(api.AdoptedAnnotation, existing.Annotations[api.AdoptingAnnotation]))
 		g.Expect(done.Work.Annotations).NotTo(HaveKey(api.AdoptingAnnotation))
-		g.Expect(Adopting(done.Work)).To(BeFalse())
-		g.Expect(UpToDate(existing, done.Work)).To(BeFalse(), "one write records it")
+		g.Expect(manifestwork.Adopting(done.Work)).To(BeFalse())
+		g.Expect(manifestwork.UpToDate(existing, done.Work)).To(BeFalse(), "one write records it")
 		g.Expect(done.Work.Spec).To(Equal(existing.Spec), "the payload is the same: the agent applies nothing new")
 
 		// Its controller writes the upstream work again after all.
@@ -182,45 +113,6 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 	})
 }
 
-func TestUpstreamRunning(t *testing.T) {
-	app := pullApp()
-	upstream := upstreamOf(t, upstreamwork.OCMBasic, app, "")
-	ours := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{api.AdoptingAnnotation: adoptionMark(upstream)}}}
-	released, err := Release(upstream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	released.Generation = 2
-	revertedAfterRelease := upstream.DeepCopy()
-	revertedAfterRelease.Generation = 3
-	recreated := upstream.DeepCopy()
-	recreated.UID = "upstream-uid-2"
-	changedBeforeRelease := upstream.DeepCopy()
-	changedBeforeRelease.Generation = 2
-	beingDeleted := released.DeepCopy()
-	beingDeleted.Generation = 3 // the apiserver counts a custom resource's deletion as a generation
-	now := metav1.Now()
-	beingDeleted.DeletionTimestamp = &now
-	for name, tt := range map[string]struct {
-		ours, upstream *workv1.ManifestWork
-		want           bool
-	}{
-		"as recorded":                       {ours: ours, upstream: upstream},
-		"released by argocd-pull":           {ours: ours, upstream: released},
-		"released, then deleted":            {ours: ours, upstream: beingDeleted},
-		"changed before the release":        {ours: ours, upstream: changedBeforeRelease, want: true},
-		"the release reverted":              {ours: ours, upstream: revertedAfterRelease, want: true},
-		"written again after the deletion":  {ours: ours, upstream: recreated, want: true},
-		"nothing recorded":                  {ours: &workv1.ManifestWork{}, upstream: recreated},
-		"no upstream work":                  {ours: ours},
-		"a malformed mark is not a verdict": {ours: &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{api.AdoptingAnnotation: "x"}}}, upstream: upstream},
-	} {
-		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(UpstreamRunning(tt.ours, tt.upstream)).To(Equal(tt.want))
-		})
-	}
-}
-
 func TestNextTakeoverStep(t *testing.T) {
 	app := pullApp()
 	upstream := applied(upstreamOf(t, upstreamwork.RHACM, app, ""))
@@ -232,7 +124,7 @@ func TestNextTakeoverStep(t *testing.T) {
 	}
 	ours := v.Work
 	ours.Generation = 1
-	released, err := Release(upstream)
+	released, err := manifestwork.Release(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,24 +132,24 @@ func TestNextTakeoverStep(t *testing.T) {
 	deleting := upstream.DeepCopy()
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
-	paused, err := Pause(applied(ours), "x")
+	paused, err := manifestwork.Pause(applied(ours), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, tt := range map[string]struct {
 		ours, upstream *workv1.ManifestWork
-		want           TakeoverStep
+		want           manifestwork.TakeoverStep
 	}{
-		"ours not written yet":        {upstream: upstream, want: TakeoverWait},
-		"ours not applied yet":        {ours: ours, upstream: upstream, want: TakeoverWait},
-		"ours paused":                 {ours: paused, upstream: upstream, want: TakeoverWait},
-		"ours applied: release":       {ours: applied(ours), upstream: upstream, want: TakeoverRelease},
-		"released, not applied yet":   {ours: applied(ours), upstream: released, want: TakeoverWait},
-		"the release applied: delete": {ours: applied(ours), upstream: applied(released), want: TakeoverDelete},
-		"being deleted already":       {ours: applied(ours), upstream: deleting, want: TakeoverWait},
+		"ours not written yet":        {upstream: upstream, want: manifestwork.TakeoverWait},
+		"ours not applied yet":        {ours: ours, upstream: upstream, want: manifestwork.TakeoverWait},
+		"ours paused":                 {ours: paused, upstream: upstream, want: manifestwork.TakeoverWait},
+		"ours applied: release":       {ours: applied(ours), upstream: upstream, want: manifestwork.TakeoverRelease},
+		"released, not applied yet":   {ours: applied(ours), upstream: released, want: manifestwork.TakeoverWait},
+		"the release applied: delete": {ours: applied(ours), upstream: applied(released), want: manifestwork.TakeoverDelete},
+		"being deleted already":       {ours: applied(ours), upstream: deleting, want: manifestwork.TakeoverWait},
 	} {
 		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(NextTakeoverStep(tt.ours, tt.upstream)).To(Equal(tt.want))
+			NewWithT(t).Expect(manifestwork.NextTakeoverStep(tt.ours, tt.upstream)).To(Equal(tt.want))
 		})
 	}
 }

@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // longResources is a resource list of about size bytes (valid JSON) whose names, each of
@@ -25,7 +25,7 @@ func longResources(prefix, fill string, nameLength, size int) string {
 
 // compromised is a member whose work agent wrote values into its feedback as it liked.
 func compromised(cluster string, values map[string]string) Member {
-	all := map[string]string{propagation.FeedbackHealth: "Degraded", propagation.FeedbackSync: "OutOfSync", propagation.FeedbackRevision: "r1"}
+	all := map[string]string{manifestwork.FeedbackHealth: "Degraded", manifestwork.FeedbackSync: "OutOfSync", manifestwork.FeedbackRevision: "r1"}
 	for k, v := range values {
 		all[k] = v
 	}
@@ -37,26 +37,26 @@ func compromised(cluster string, values map[string]string) Member {
 func TestOneClusterCannotOverflowTheReport(t *testing.T) {
 	mib := 1 << 20
 	tests := map[string][]Member{
-		"a 1 MiB revision": {compromised("bad", map[string]string{propagation.FeedbackRevision: strings.Repeat("r", mib)})},
-		"a 1 MiB health":   {compromised("bad", map[string]string{propagation.FeedbackHealth: strings.Repeat("h", mib)})},
+		"a 1 MiB revision": {compromised("bad", map[string]string{manifestwork.FeedbackRevision: strings.Repeat("r", mib)})},
+		"a 1 MiB health":   {compromised("bad", map[string]string{manifestwork.FeedbackHealth: strings.Repeat("h", mib)})},
 		"1.3 MB of resources with 4 KB names": {compromised("bad", map[string]string{
-			propagation.FeedbackResources: longResources("a", "x", 4096, 1_300_000)})},
+			manifestwork.FeedbackResources: longResources("a", "x", 4096, 1_300_000)})},
 		"1.3 MB of resources that JSON escapes": {compromised("bad", map[string]string{
-			propagation.FeedbackResources: longResources("a", "<", 200, 1_300_000)})},
+			manifestwork.FeedbackResources: longResources("a", "<", 200, 1_300_000)})},
 		"two works of 1.3 MB of resources on one cluster": {
-			compromised("bad", map[string]string{propagation.FeedbackResources: longResources("a", "x", 4096, 1_300_000)}),
-			compromised("bad", map[string]string{propagation.FeedbackResources: longResources("b", "x", 4096, 1_300_000)}),
+			compromised("bad", map[string]string{manifestwork.FeedbackResources: longResources("a", "x", 4096, 1_300_000)}),
+			compromised("bad", map[string]string{manifestwork.FeedbackResources: longResources("b", "x", 4096, 1_300_000)}),
 		},
 		"1.3 MB of resources that do not parse": {compromised("bad", map[string]string{
-			propagation.FeedbackResources: "[" + strings.Repeat(`{"name":"x"},`, 100_000)})},
+			manifestwork.FeedbackResources: "[" + strings.Repeat(`{"name":"x"},`, 100_000)})},
 		"a condition with a 1 MiB type": {compromised("bad", map[string]string{
-			propagation.FeedbackConditions: mustJSON([]map[string]string{{"type": strings.Repeat("T", mib), "message": "m"}})})},
+			manifestwork.FeedbackConditions: mustJSON([]map[string]string{{"type": strings.Repeat("T", mib), "message": "m"}})})},
 	}
 	for name, bad := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			good := m("good", reported(map[string]string{propagation.FeedbackHealth: "Degraded", propagation.FeedbackSync: "OutOfSync",
-				propagation.FeedbackRevision: "53e28ff2"}))
+			good := m("good", reported(map[string]string{manifestwork.FeedbackHealth: "Degraded", manifestwork.FeedbackSync: "OutOfSync",
+				manifestwork.FeedbackRevision: "53e28ff2"}))
 			out, _ := Build(append([]Member{good}, bad...), Options{Now: now})
 			data, err := json.Marshal(out)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -73,14 +73,14 @@ func TestOneClusterCannotOverflowTheReport(t *testing.T) {
 // it takes.
 func TestBoundReachesTheBudget(t *testing.T) {
 	worst := func() []Member {
-		members := fleet(2000, 3, map[string]string{propagation.FeedbackRevision: strings.Repeat("<", 4096)})
+		members := fleet(2000, 3, map[string]string{manifestwork.FeedbackRevision: strings.Repeat("<", 4096)})
 		for i := range 4 {
 			members = append(members, compromised(fmt.Sprintf("bad-%d", i), map[string]string{
-				propagation.FeedbackResources:  longResources(fmt.Sprint(i), "<", 240, 1_300_000),
-				propagation.FeedbackMessage:    strings.Repeat("<", 1<<20),
-				propagation.FeedbackPhase:      "Failed",
-				propagation.FeedbackStartedAt:  strings.Repeat("<", 1<<20),
-				propagation.FeedbackConditions: mustJSON([]map[string]string{{"type": strings.Repeat("<", 1<<20), "message": strings.Repeat("<", 1<<20)}}),
+				manifestwork.FeedbackResources:  longResources(fmt.Sprint(i), "<", 240, 1_300_000),
+				manifestwork.FeedbackMessage:    strings.Repeat("<", 1<<20),
+				manifestwork.FeedbackPhase:      "Failed",
+				manifestwork.FeedbackStartedAt:  strings.Repeat("<", 1<<20),
+				manifestwork.FeedbackConditions: mustJSON([]map[string]string{{"type": strings.Repeat("<", 1<<20), "message": strings.Repeat("<", 1<<20)}}),
 			}))
 		}
 		return members
@@ -115,28 +115,28 @@ func TestFeedbackListsAreReadWithinCaps(t *testing.T) {
 		note      string
 	}{
 		"more resources than the cap": {
-			values:    map[string]string{propagation.FeedbackResources: mustJSON(many)},
+			values:    map[string]string{manifestwork.FeedbackResources: mustJSON(many)},
 			resources: MaxResourcesPerCluster, note: "resources: the first 2000 of 3000 read",
 		},
 		"a name longer than Kubernetes allows": {
-			values:    map[string]string{propagation.FeedbackResources: mustJSON([]map[string]any{resource("ok"), resource(strings.Repeat("n", 254))})},
+			values:    map[string]string{manifestwork.FeedbackResources: mustJSON([]map[string]any{resource("ok"), resource(strings.Repeat("n", 254))})},
 			resources: 1, note: "resources: 1 with a field over 253 bytes ignored",
 		},
 		"resources that do not parse": {
-			values: map[string]string{propagation.FeedbackResources: `[{"name":`},
+			values: map[string]string{manifestwork.FeedbackResources: `[{"name":`},
 			note:   "resources ignored: not a JSON list (9 bytes)",
 		},
 		"a condition type over the cap": {
-			values:    map[string]string{propagation.FeedbackConditions: mustJSON([]map[string]string{{"type": strings.Repeat("T", 1000), "message": "m"}})},
+			values:    map[string]string{manifestwork.FeedbackConditions: mustJSON([]map[string]string{{"type": strings.Repeat("T", 1000), "message": "m"}})},
 			condition: v1alpha1.Condition{Type: strings.Repeat("T", 39) + "... [cut from 1000 bytes]", Message: "m"},
 			note:      "conditions: 1 with a type over 64 bytes cut",
 		},
 		"conditions that do not parse": {
-			values: map[string]string{propagation.FeedbackConditions: `{"type":"SyncError"}`},
+			values: map[string]string{manifestwork.FeedbackConditions: `{"type":"SyncError"}`},
 			note:   "conditions ignored: not a JSON list (20 bytes)",
 		},
 		"a 1 MiB message": {
-			values:    map[string]string{propagation.FeedbackPhase: "Failed", propagation.FeedbackStartedAt: "t", propagation.FeedbackMessage: strings.Repeat("m", 1<<20)},
+			values:    map[string]string{manifestwork.FeedbackPhase: "Failed", manifestwork.FeedbackStartedAt: "t", manifestwork.FeedbackMessage: strings.Repeat("m", 1<<20)},
 			condition: v1alpha1.Condition{Type: ConditionSyncError, Message: strings.Repeat("m", 509) + "..."},
 			note:      "operationStateMessage cut from 1048576 to 8192 bytes",
 		},
@@ -145,7 +145,7 @@ func TestFeedbackListsAreReadWithinCaps(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			out, _ := Build([]Member{compromised("bad", tt.values), m("good", reported(map[string]string{
-				propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced", propagation.FeedbackResources: "[]"}))}, Options{Now: now})
+				manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced", manifestwork.FeedbackResources: "[]"}))}, Options{Now: now})
 			g.Expect(out.Resources).To(HaveLen(tt.resources))
 			bad := out.ClusterConditions[0]
 			g.Expect(bad.Cluster).To(Equal("bad"))
@@ -158,8 +158,8 @@ func TestFeedbackListsAreReadWithinCaps(t *testing.T) {
 	}
 
 	g := NewWithT(t)
-	out, _ := Build([]Member{m("good", reported(map[string]string{propagation.FeedbackHealth: "Degraded", propagation.FeedbackSync: "OutOfSync",
-		propagation.FeedbackResources: mustJSON(many[:10])}))}, Options{Now: now})
+	out, _ := Build([]Member{m("good", reported(map[string]string{manifestwork.FeedbackHealth: "Degraded", manifestwork.FeedbackSync: "OutOfSync",
+		manifestwork.FeedbackResources: mustJSON(many[:10])}))}, Options{Now: now})
 	g.Expect(out.Notes).To(BeEmpty(), "nothing said of honest feedback")
 	g.Expect(out.ClusterConditions[0].Conditions).To(BeEmpty())
 }

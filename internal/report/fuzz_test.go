@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // FuzzBuild: whatever the clusters report (huge or odd messages, resource and condition lists that
@@ -24,14 +24,14 @@ func FuzzBuild(f *testing.F) {
 		n := int(clusters % 600)
 		budget := minSizeBudget + int(budgetExtra%(256*1024))
 		extra := map[string]string{
-			propagation.FeedbackMessage:    message,
-			propagation.FeedbackResources:  resources,
-			propagation.FeedbackConditions: conditions,
+			manifestwork.FeedbackMessage:    message,
+			manifestwork.FeedbackResources:  resources,
+			manifestwork.FeedbackConditions: conditions,
 		}
 		members := fleet(n, 3, extra)
 		for i := range members {
 			if i%2 == 1 {
-				values := map[string]string{propagation.FeedbackHealth: health, propagation.FeedbackSync: sync}
+				values := map[string]string{manifestwork.FeedbackHealth: health, manifestwork.FeedbackSync: sync}
 				for k, v := range extra {
 					values[k] = v
 				}

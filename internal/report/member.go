@@ -11,7 +11,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // NewMember is what a hub Application says about its cluster's entry: its target cluster, its work's
@@ -19,7 +19,7 @@ import (
 // that is not pull-model. When its markers do not decide a target (err), the entry carries the error
 // and the caller attaches no work.
 func NewMember(app *unstructured.Unstructured) (m Member, pull bool, err error) {
-	target, pull, err := propagation.Decide(app)
+	target, pull, err := manifestwork.Decide(app)
 	if err == nil && !pull {
 		return Member{}, false, nil
 	}
@@ -28,7 +28,7 @@ func NewMember(app *unstructured.Unstructured) (m Member, pull bool, err error) 
 		Cluster:          cluster,
 		AppNamespace:     app.GetNamespace(),
 		AppName:          app.GetName(),
-		WorkName:         propagation.WorkName(app.GetNamespace(), app.GetName()),
+		WorkName:         manifestwork.WorkName(app.GetNamespace(), app.GetName()),
 		Wanted:           appstatus.WantedSource(app),
 		PropagationError: argocd.ConditionMessage(app, api.PropagationErrorCondition),
 		Paused:           argocd.ConditionMessage(app, api.PausedCondition),
@@ -46,7 +46,7 @@ func NewMember(app *unstructured.Unstructured) (m Member, pull bool, err error) 
 func (m *Member) Attach(work *workv1.ManifestWork, cluster *clusterv1.ManagedCluster) {
 	if work != nil {
 		m.Work, m.WorkName = work, work.Name
-		if t, ok := propagation.WrittenAt(work); ok {
+		if t, ok := manifestwork.WrittenAt(work); ok {
 			m.WorkWrittenAt = t
 		}
 	}

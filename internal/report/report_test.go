@@ -16,7 +16,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -37,7 +37,7 @@ func reported(values map[string]string) *workv1.ManifestWork {
 	var fv []workv1.FeedbackValue
 	for k, v := range values {
 		val := workv1.FieldValue{Type: workv1.String, String: ptr.To(v)}
-		if k == propagation.FeedbackResources || k == propagation.FeedbackConditions {
+		if k == manifestwork.FeedbackResources || k == manifestwork.FeedbackConditions {
 			val = workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: ptr.To(v)}
 		}
 		fv = append(fv, workv1.FeedbackValue{Name: k, Value: val})
@@ -61,12 +61,12 @@ const syncErrorMessage = `Failed sync attempt to 53e28ff20cc530b9ada2173fbbd64d4
 func TestBuildReproducesTheDocumentsExample(t *testing.T) {
 	g := NewWithT(t)
 	out, _ := Build([]Member{
-		m("pcluster2", reported(map[string]string{propagation.FeedbackHealth: "Progressing", propagation.FeedbackSync: "Synced"})),
+		m("pcluster2", reported(map[string]string{manifestwork.FeedbackHealth: "Progressing", manifestwork.FeedbackSync: "Synced"})),
 		m("cluster1", reported(map[string]string{
-			propagation.FeedbackHealth: "Missing", propagation.FeedbackSync: "OutOfSync",
-			propagation.FeedbackConditions: mustJSON([]map[string]string{{"type": "SyncError", "message": syncErrorMessage, "lastTransitionTime": "2026-11-21T10:00:00Z"}}),
+			manifestwork.FeedbackHealth: "Missing", manifestwork.FeedbackSync: "OutOfSync",
+			manifestwork.FeedbackConditions: mustJSON([]map[string]string{{"type": "SyncError", "message": syncErrorMessage, "lastTransitionTime": "2026-11-21T10:00:00Z"}}),
 		})),
-		m("pcluster1", reported(map[string]string{propagation.FeedbackHealth: "Progressing", propagation.FeedbackSync: "Synced"})),
+		m("pcluster1", reported(map[string]string{manifestwork.FeedbackHealth: "Progressing", manifestwork.FeedbackSync: "Synced"})),
 	}, Options{Now: now})
 
 	g.Expect(out.Summary).To(Equal(v1alpha1.ReportSummary{Clusters: "3", Healthy: "0", InProgress: "2", NotHealthy: "3", NotSynced: "1", Synced: "2"}))
@@ -106,13 +106,13 @@ func TestSummarize(t *testing.T) {
 func TestConditionsOnlyForClustersNotSyncedAndHealthy(t *testing.T) {
 	g := NewWithT(t)
 	failed := reported(map[string]string{
-		propagation.FeedbackHealth: "Degraded", propagation.FeedbackSync: "Synced",
-		propagation.FeedbackPhase: "Failed", propagation.FeedbackStartedAt: "2026-11-21T10:00:00Z",
-		propagation.FeedbackMessage: strings.Repeat("é", 400),
+		manifestwork.FeedbackHealth: "Degraded", manifestwork.FeedbackSync: "Synced",
+		manifestwork.FeedbackPhase: "Failed", manifestwork.FeedbackStartedAt: "2026-11-21T10:00:00Z",
+		manifestwork.FeedbackMessage: strings.Repeat("é", 400),
 	})
 	healthy := reported(map[string]string{
-		propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced",
-		propagation.FeedbackConditions: mustJSON([]map[string]string{{"type": "SharedResourceWarning", "message": "ignored while healthy"}}),
+		manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced",
+		manifestwork.FeedbackConditions: mustJSON([]map[string]string{{"type": "SharedResourceWarning", "message": "ignored while healthy"}}),
 	})
 	out, _ := Build([]Member{m("a", failed), m("b", healthy)}, Options{Now: now})
 	a, b := out.ClusterConditions[0], out.ClusterConditions[1]
@@ -131,10 +131,10 @@ func TestRetriedSyncIsASyncError(t *testing.T) {
 	// As Argo CD v3.2 words it.
 	retrying := "one or more objects failed to apply, reason: ConfigMap \"guestbook-extra\" is invalid: data: Forbidden: field is immutable. Retrying attempt #4 at 2:52AM."
 	out, _ := Build([]Member{
-		m("a", reported(map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "OutOfSync",
-			propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "t", propagation.FeedbackMessage: retrying})),
-		m("b", reported(map[string]string{propagation.FeedbackHealth: "Progressing", propagation.FeedbackSync: "OutOfSync",
-			propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "t", propagation.FeedbackMessage: "one or more tasks are running"})),
+		m("a", reported(map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "OutOfSync",
+			manifestwork.FeedbackPhase: "Running", manifestwork.FeedbackStartedAt: "t", manifestwork.FeedbackMessage: retrying})),
+		m("b", reported(map[string]string{manifestwork.FeedbackHealth: "Progressing", manifestwork.FeedbackSync: "OutOfSync",
+			manifestwork.FeedbackPhase: "Running", manifestwork.FeedbackStartedAt: "t", manifestwork.FeedbackMessage: "one or more tasks are running"})),
 	}, Options{Now: now})
 	g.Expect(out.ClusterConditions[0].Conditions).To(Equal([]v1alpha1.Condition{{Type: ConditionSyncError, Message: retrying}}))
 	g.Expect(out.ClusterConditions[1].Conditions).To(BeEmpty(), "a sync in progress is not an error")
@@ -146,8 +146,8 @@ func TestConditionListIsCapped(t *testing.T) {
 	for i := range 9 {
 		many = append(many, map[string]string{"type": fmt.Sprintf("Error%d", i), "message": "m"})
 	}
-	out, _ := Build([]Member{m("a", reported(map[string]string{propagation.FeedbackHealth: "Degraded", propagation.FeedbackSync: "OutOfSync",
-		propagation.FeedbackConditions: mustJSON(many)}))}, Options{Now: now})
+	out, _ := Build([]Member{m("a", reported(map[string]string{manifestwork.FeedbackHealth: "Degraded", manifestwork.FeedbackSync: "OutOfSync",
+		manifestwork.FeedbackConditions: mustJSON(many)}))}, Options{Now: now})
 	conds := out.ClusterConditions[0].Conditions
 	g.Expect(conds).To(HaveLen(5))
 	g.Expect(conds[4]).To(Equal(v1alpha1.Condition{Type: "More", Message: "5 more conditions not shown"}))
@@ -165,8 +165,8 @@ func TestResourcesAreDeployedOnesDeduplicated(t *testing.T) {
 	}
 	failedToDeploy := map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "guestbook", "name": "forbidden", "status": "OutOfSync", "health": map[string]any{"status": "Missing"}}
 	out, _ := Build([]Member{
-		m("a", reported(map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced", propagation.FeedbackResources: resources()})),
-		m("b", reported(map[string]string{propagation.FeedbackHealth: "Degraded", propagation.FeedbackSync: "OutOfSync", propagation.FeedbackResources: resources(failedToDeploy)})),
+		m("a", reported(map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced", manifestwork.FeedbackResources: resources()})),
+		m("b", reported(map[string]string{manifestwork.FeedbackHealth: "Degraded", manifestwork.FeedbackSync: "OutOfSync", manifestwork.FeedbackResources: resources(failedToDeploy)})),
 	}, Options{Now: now})
 	g.Expect(out.Resources).To(Equal([]v1alpha1.ResourceRef{
 		{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "guestbook", Name: "guestbook-ui"},
@@ -178,7 +178,7 @@ func TestResourcesAreDeployedOnesDeduplicated(t *testing.T) {
 func TestMissingResourceFeedbackIsExplained(t *testing.T) {
 	g := NewWithT(t)
 	out, _ := Build([]Member{
-		m("a", reported(map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced"})),
+		m("a", reported(map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced"})),
 		m("b", nil), // not propagated yet: nothing expected from it
 	}, Options{Now: now})
 	g.Expect(out.Resources).To(BeEmpty())
@@ -187,8 +187,8 @@ func TestMissingResourceFeedbackIsExplained(t *testing.T) {
 
 func TestSearchFillsWhatFeedbackLacks(t *testing.T) {
 	g := NewWithT(t)
-	searched := m("a", reported(map[string]string{propagation.FeedbackHealth: "Degraded", propagation.FeedbackSync: "OutOfSync",
-		propagation.FeedbackConditions: mustJSON([]map[string]string{{"type": "SyncError", "message": "from feedback"}})}))
+	searched := m("a", reported(map[string]string{manifestwork.FeedbackHealth: "Degraded", manifestwork.FeedbackSync: "OutOfSync",
+		manifestwork.FeedbackConditions: mustJSON([]map[string]string{{"type": "SyncError", "message": "from feedback"}})}))
 	searched.Searched = true
 	searched.SearchResources = []v1alpha1.ResourceRef{{APIVersion: "v1", Kind: "Service", Name: "ui", Namespace: "guestbook"}}
 	searched.SearchConditions = []v1alpha1.Condition{{Type: "SyncError", Message: "from search"}, {Type: "SharedResourceWarning", Message: "shared"}}
@@ -201,7 +201,7 @@ func TestSearchFillsWhatFeedbackLacks(t *testing.T) {
 }
 
 func TestStaleClusters(t *testing.T) {
-	healthy := map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced", propagation.FeedbackRevision: "abc"}
+	healthy := map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced", manifestwork.FeedbackRevision: "abc"}
 	down := available("down")
 	down.Status.Conditions[0].Status = metav1.ConditionUnknown
 	down.Status.Conditions[0].Reason = "ManagedClusterLeaseUpdateStopped"
@@ -276,7 +276,7 @@ func TestBoundedAtFiveThousandClusters(t *testing.T) {
 		extra          map[string]string
 	}{
 		"all healthy":                       {0, nil},
-		"all healthy, with their resources": {0, map[string]string{propagation.FeedbackResources: resources}},
+		"all healthy, with their resources": {0, map[string]string{manifestwork.FeedbackResources: resources}},
 		"one in ten failing":                {10, nil},
 		"every cluster failing":             {1, nil},
 	}
@@ -306,14 +306,14 @@ func fleet(n, failingEvery int, extra map[string]string) []Member {
 	for i := range n {
 		cluster := fmt.Sprintf("cluster-%04d", i)
 		values := map[string]string{
-			propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced",
-			propagation.FeedbackRevision: "53e28ff20cc530b9ada2173fbbd64d48338583ba",
-			propagation.FeedbackPhase:    "Succeeded", propagation.FeedbackStartedAt: "2026-11-21T10:00:00Z",
+			manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced",
+			manifestwork.FeedbackRevision: "53e28ff20cc530b9ada2173fbbd64d48338583ba",
+			manifestwork.FeedbackPhase:    "Succeeded", manifestwork.FeedbackStartedAt: "2026-11-21T10:00:00Z",
 		}
 		maps.Copy(values, extra)
 		if failingEvery > 0 && i%failingEvery == 0 {
-			values[propagation.FeedbackHealth], values[propagation.FeedbackSync] = "Degraded", "OutOfSync"
-			values[propagation.FeedbackPhase], values[propagation.FeedbackMessage] = "Failed", syncErrorMessage
+			values[manifestwork.FeedbackHealth], values[manifestwork.FeedbackSync] = "Degraded", "OutOfSync"
+			values[manifestwork.FeedbackPhase], values[manifestwork.FeedbackMessage] = "Failed", syncErrorMessage
 		}
 		x := m(cluster, reported(values))
 		x.AppName = "guestbook-allclusters-app-set-" + cluster

@@ -17,6 +17,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gather"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
@@ -48,12 +49,12 @@ type Entry struct {
 func List(ctx context.Context, c client.Reader, policy propagation.Policy) ([]Entry, error) {
 	policy.AdoptUpstream = true
 	var upstream []workv1.ManifestWork
-	for _, selector := range propagation.UpstreamSelectors() {
+	for _, selector := range manifestwork.UpstreamSelectors() {
 		works := &workv1.ManifestWorkList{}
 		if err := c.List(ctx, works, client.MatchingLabelsSelector{Selector: selector}); err != nil {
 			return nil, fmt.Errorf("listing the upstream pull controllers' ManifestWorks: %w", err)
 		}
-		upstream = propagation.AppendUpstream(upstream, works.Items)
+		upstream = manifestwork.AppendUpstream(upstream, works.Items)
 	}
 	out := make([]Entry, 0, len(upstream))
 	works := &gather.Listed{Reader: c}
@@ -76,8 +77,8 @@ func List(ctx context.Context, c client.Reader, policy propagation.Policy) ([]En
 // entry reads what the propagation controller reads about the hub Application upstream names
 // (gather.Read), and decides.
 func entry(ctx context.Context, c client.Reader, works gather.Works, policy propagation.Policy, upstream *workv1.ManifestWork) (Entry, error) {
-	key, _ := propagation.HubApplicationOf(upstream)
-	e := Entry{Cluster: upstream.Namespace, Application: key.String(), Work: upstream.Name, Writer: propagation.UpstreamWriter(upstream)}
+	key, _ := manifestwork.HubApplicationOf(upstream)
+	e := Entry{Cluster: upstream.Namespace, Application: key.String(), Work: upstream.Name, Writer: manifestwork.UpstreamWriter(upstream)}
 	app := argocd.NewApplication()
 	switch err := c.Get(ctx, key, app); {
 	case apierrors.IsNotFound(err):
@@ -85,7 +86,7 @@ func entry(ctx context.Context, c client.Reader, works gather.Works, policy prop
 	case err != nil:
 		return e, fmt.Errorf("reading Application %s: %w", key, err)
 	}
-	target, pull, err := propagation.Decide(app)
+	target, pull, err := manifestwork.Decide(app)
 	if err != nil || !pull {
 		return Decide(e, app, propagation.Facts{}, err), nil
 	}
@@ -131,10 +132,10 @@ func Decide(e Entry, app *unstructured.Unstructured, facts propagation.Facts, ma
 		e.Plan, e.Detail = PlanAdopt, "argocd-pull writes its ManifestWork, then releases and deletes this one once the agent applied each"
 	default:
 		e.Plan = PlanAdopting
-		switch propagation.NextTakeoverStep(facts.Existing, facts.Upstream) {
-		case propagation.TakeoverRelease:
+		switch manifestwork.NextTakeoverStep(facts.Existing, facts.Upstream) {
+		case manifestwork.TakeoverRelease:
 			e.Detail = "next: release this work (ManifestWork " + facts.Existing.Name + " holds the Application)"
-		case propagation.TakeoverDelete:
+		case manifestwork.TakeoverDelete:
 			e.Detail = "next: delete this released work"
 		default:
 			e.Detail = "waiting for the work agent to apply ManifestWork " + facts.Existing.Name + " or this work's release"

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/report"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
@@ -95,7 +95,7 @@ func asksReconciledAt(w *workv1.ManifestWork) bool {
 	for _, mc := range w.Spec.ManifestConfigs {
 		for _, rule := range mc.FeedbackRules {
 			for _, p := range rule.JsonPaths {
-				if p.Name == propagation.FeedbackReconciledAt {
+				if p.Name == manifestwork.FeedbackReconciledAt {
 					return true
 				}
 			}
@@ -169,7 +169,7 @@ func (a *agents) reconciled(ctx context.Context, key types.NamespacedName) error
 		return nil
 	}
 	values := maps.Clone(st.values)
-	values[propagation.FeedbackReconciledAt] = time.Now().UTC().Format(time.RFC3339)
+	values[manifestwork.FeedbackReconciledAt] = time.Now().UTC().Format(time.RFC3339)
 	st.values = values
 	ns, name, gen := st.appNs, st.appName, st.generation
 	a.mu.Unlock()
@@ -243,9 +243,9 @@ func (a *agents) run(ctx context.Context) {
 // apply reports a work Applied with the initial feedback.
 func (a *agents) apply(ctx context.Context, key types.NamespacedName) error {
 	return a.writeStatus(ctx, key, map[string]string{
-		propagation.FeedbackHealth: "Progressing", propagation.FeedbackSync: "OutOfSync", propagation.FeedbackRevision: initialRevision,
-		propagation.FeedbackPhase: "Running", propagation.FeedbackStartedAt: "2026-01-01T00:00:00Z",
-		propagation.FeedbackResources: sampleResources, propagation.FeedbackConditions: "[]"})
+		manifestwork.FeedbackHealth: "Progressing", manifestwork.FeedbackSync: "OutOfSync", manifestwork.FeedbackRevision: initialRevision,
+		manifestwork.FeedbackPhase: "Running", manifestwork.FeedbackStartedAt: "2026-01-01T00:00:00Z",
+		manifestwork.FeedbackResources: sampleResources, manifestwork.FeedbackConditions: "[]"})
 }
 
 // sampleResources is the .status.resources a managed Argo CD reports for a small app (a
@@ -289,11 +289,11 @@ func (a *agents) remember(key types.NamespacedName, generation int64, appNs, app
 		st = &workState{}
 		a.state[key] = st
 	}
-	if values[propagation.FeedbackResources] == "" && st.values != nil {
-		values[propagation.FeedbackResources], values[propagation.FeedbackConditions] = st.values[propagation.FeedbackResources], st.values[propagation.FeedbackConditions]
+	if values[manifestwork.FeedbackResources] == "" && st.values != nil {
+		values[manifestwork.FeedbackResources], values[manifestwork.FeedbackConditions] = st.values[manifestwork.FeedbackResources], st.values[manifestwork.FeedbackConditions]
 	}
-	if at := st.values[propagation.FeedbackReconciledAt]; at != "" {
-		values[propagation.FeedbackReconciledAt] = at
+	if at := st.values[manifestwork.FeedbackReconciledAt]; at != "" {
+		values[manifestwork.FeedbackReconciledAt] = at
 	}
 	st.appNs, st.appName, st.generation, st.values = appNs, appName, generation, values
 	if st.next.IsZero() && a.resync > 0 {
@@ -303,7 +303,7 @@ func (a *agents) remember(key types.NamespacedName, generation int64, appNs, app
 
 // change writes new feedback for the Application of appSet on cluster: Healthy, Synced, revision.
 func (a *agents) change(ctx context.Context, appSet, cluster, revision string) error {
-	key := types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(argoNamespace, appName(appSet, cluster))}
+	key := types.NamespacedName{Namespace: cluster, Name: manifestwork.WorkName(argoNamespace, appName(appSet, cluster))}
 	a.mu.Lock()
 	ch := change{revision: revision, written: time.Now()}
 	if listed, ok := a.reportListed[appSet]; ok && report.UnlistedAreHealthy(a.reportNotes[appSet]) && !listed[cluster] {
@@ -317,10 +317,10 @@ func (a *agents) change(ctx context.Context, appSet, cluster, revision string) e
 		deployments = st.deployments
 	}
 	a.mu.Unlock()
-	values := map[string]string{propagation.FeedbackHealth: "Healthy", propagation.FeedbackSync: "Synced", propagation.FeedbackRevision: revision,
-		propagation.FeedbackPhase: "Succeeded", propagation.FeedbackStartedAt: "2026-01-01T00:00:00Z",
+	values := map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced", manifestwork.FeedbackRevision: revision,
+		manifestwork.FeedbackPhase: "Succeeded", manifestwork.FeedbackStartedAt: "2026-01-01T00:00:00Z",
 		// What a managed Argo CD reports besides: the summary, and a history one deployment longer.
-		propagation.FeedbackSourceType: "Directory", propagation.FeedbackImages: `["gcr.io/heptio-images/ks-guestbook-demo:0.2"]`}
+		manifestwork.FeedbackSourceType: "Directory", manifestwork.FeedbackImages: `["gcr.io/heptio-images/ks-guestbook-demo:0.2"]`}
 	maps.Copy(values, historyFeedback(deployments, revision))
 	for {
 		err := a.writeStatus(ctx, key, values)
@@ -352,9 +352,9 @@ func historyFeedback(n int, revision string) map[string]string {
 		return string(raw)
 	}
 	return map[string]string{
-		propagation.FeedbackHistoryIDs: column(ids), propagation.FeedbackHistoryRevisions: column(revisions),
-		propagation.FeedbackHistoryDeployedAt: column(times), propagation.FeedbackHistoryDeployStartedAt: column(times),
-		propagation.FeedbackHistoryRepoURLs: column(urls), propagation.FeedbackHistoryPaths: column(paths),
-		propagation.FeedbackHistoryTargetRevisions: column(targets),
+		manifestwork.FeedbackHistoryIDs: column(ids), manifestwork.FeedbackHistoryRevisions: column(revisions),
+		manifestwork.FeedbackHistoryDeployedAt: column(times), manifestwork.FeedbackHistoryDeployStartedAt: column(times),
+		manifestwork.FeedbackHistoryRepoURLs: column(urls), manifestwork.FeedbackHistoryPaths: column(paths),
+		manifestwork.FeedbackHistoryTargetRevisions: column(targets),
 	}
 }

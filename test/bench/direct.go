@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 )
 
@@ -38,11 +38,11 @@ func directCreate(ctx context.Context, base *rest.Config, f fleet, concurrency i
 	for i := range works {
 		set, cluster := f.appSets[i/len(f.clusters)], f.clusters[i%len(f.clusters)]
 		app := pullApplication(set, cluster, metav1.OwnerReference{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: set})
-		target, _, err := propagation.Decide(app)
+		target, _, err := manifestwork.Decide(app)
 		if err != nil {
 			return 0, fmt.Errorf("the benchmark's Application is not a valid pull-model Application: %w", err)
 		}
-		w, err := propagation.DesiredWork(app, nil, target, propagation.Deliveries{})
+		w, err := manifestwork.DesiredWork(app, nil, target, manifestwork.Deliveries{})
 		if err != nil {
 			return 0, err
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // prices is what one write of each kind costs the apiserver (and etcd) in CPU, measured one
@@ -53,11 +53,11 @@ func measurePrices(ctx context.Context, c client.Client, n, entries int) (prices
 	}
 	var err error
 	if p.WorkCreateMs, _, err = apiserverCPU(n, func(i int) error {
-		target, _, err := propagation.Decide(apps[i])
+		target, _, err := manifestwork.Decide(apps[i])
 		if err != nil {
 			return err
 		}
-		w, err := propagation.DesiredWork(apps[i], nil, target, propagation.Deliveries{})
+		w, err := manifestwork.DesiredWork(apps[i], nil, target, manifestwork.Deliveries{})
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func measurePrices(ctx context.Context, c client.Client, n, entries int) (prices
 	for k := range entries {
 		cluster := fmt.Sprintf("cluster%04d", k)
 		r.Statuses.ClusterConditions = append(r.Statuses.ClusterConditions, v1alpha1.ClusterCondition{
-			Cluster: cluster, App: fmt.Sprintf("argocd/%s/%s/%s", appName("prices", cluster), cluster, propagation.WorkName(argoNamespace, appName("prices", cluster))),
+			Cluster: cluster, App: fmt.Sprintf("argocd/%s/%s/%s", appName("prices", cluster), cluster, manifestwork.WorkName(argoNamespace, appName("prices", cluster))),
 			SyncStatus: "Synced", HealthStatus: "Healthy", OperationStatePhase: "Succeeded",
 			OperationStateStartedAt: time.Now().UTC().Format(time.RFC3339), SyncRevision: priceRevision})
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
@@ -111,8 +112,8 @@ func TestAnApplicationAlreadyOnTheManagedClusterIsLeftAlone(t *testing.T) {
 	})
 	eventually(t, "the work held", step, func(ctx context.Context) (bool, error) {
 		work := &workv1.ManifestWork{}
-		err := hub.Get(ctx, types.NamespacedName{Namespace: clusterName, Name: propagation.WorkName(key.Namespace, key.Name)}, work)
-		return err == nil && propagation.Held(work), client.IgnoreNotFound(err)
+		err := hub.Get(ctx, types.NamespacedName{Namespace: clusterName, Name: manifestwork.WorkName(key.Namespace, key.Name)}, work)
+		return err == nil && manifestwork.Held(work), client.IgnoreNotFound(err)
 	})
 	eventually(t, "automated sync dropped on the hub", step, func(ctx context.Context) (bool, error) {
 		app := application(key.Name)

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // A paused work with the real work agent: the agent stops applying it (a manifest changed in the
@@ -24,7 +24,7 @@ func TestAPausedWorkIsNotAppliedAndKeepsReporting(t *testing.T) {
 	ctx := context.Background()
 	hub, spoke := lab.hub.Client, lab.spoke.Client
 	key, argo := pullApp(t, "paused")
-	workKey := types.NamespacedName{Namespace: clusterName, Name: propagation.WorkName(key.Namespace, key.Name)}
+	workKey := types.NamespacedName{Namespace: clusterName, Name: manifestwork.WorkName(key.Namespace, key.Name)}
 	work := func() *workv1.ManifestWork {
 		w := &workv1.ManifestWork{}
 		if err := hub.Get(ctx, workKey, w); err != nil {
@@ -32,7 +32,7 @@ func TestAPausedWorkIsNotAppliedAndKeepsReporting(t *testing.T) {
 		}
 		return w
 	}
-	eventually(t, "the work held", step, func(ctx context.Context) (bool, error) { return propagation.Held(work()), nil })
+	eventually(t, "the work held", step, func(ctx context.Context) (bool, error) { return manifestwork.Held(work()), nil })
 
 	eventually(t, "pausing the hub Application", step, func(ctx context.Context) (bool, error) {
 		app := application(key.Name)
@@ -47,7 +47,7 @@ func TestAPausedWorkIsNotAppliedAndKeepsReporting(t *testing.T) {
 	})
 	eventually(t, "the agent took the paused work", step, func(ctx context.Context) (bool, error) {
 		w := work()
-		return propagation.Paused(w) && appliedAt(w), nil
+		return manifestwork.Paused(w) && appliedAt(w), nil
 	})
 	// The agent applies a held work whenever its manifest changes; a paused one, never. Change the
 	// paused work's manifest as nothing else would (the controller writes nothing while paused).

@@ -16,7 +16,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 const step = 30 * time.Second
@@ -236,7 +236,7 @@ func (a managedArgoCD) started() (string, string) {
 	}
 	startedAt, _, _ := unstructured.NestedString(got.Object, "status", "operationState", "startedAt")
 	op, _, _ := unstructured.NestedMap(got.Object, "status", "operationState", "operation")
-	return startedAt, propagation.DeliveryID(op)
+	return startedAt, manifestwork.DeliveryID(op)
 }
 
 func hubRequests(ctx context.Context, key types.NamespacedName) (sync, refresh bool, err error) {

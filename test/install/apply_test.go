@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/argocd-pull/argocd-pull/internal/localproc"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
@@ -525,7 +525,7 @@ spec:
 	t.Cleanup(func() {
 		_, _ = k.runErr("delete", "application", "-n", argoCDNamespace, app, "--ignore-not-found", "--wait=false")
 	})
-	work := propagation.WorkName(argoCDNamespace, app)
+	work := manifestwork.WorkName(argoCDNamespace, app)
 	check("the pull-model Application is propagated", func() error {
 		out, err := k.runErr("get", "manifestwork", "-n", "cluster1", work,
 			"-o", `jsonpath={.metadata.annotations.apps\.open-cluster-management\.io/hub-application-name}`)

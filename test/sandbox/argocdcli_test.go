@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
 
@@ -386,7 +386,7 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 // guestbookWorkOf is the ManifestWork of hub Application key on cluster.
 func guestbookWorkOf(hub client.Client, cluster string, key types.NamespacedName) (*workv1.ManifestWork, error) {
 	w := &workv1.ManifestWork{}
-	err := hub.Get(ctx, types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(key.Namespace, key.Name)}, w)
+	err := hub.Get(ctx, types.NamespacedName{Namespace: cluster, Name: manifestwork.WorkName(key.Namespace, key.Name)}, w)
 	return w, err
 }
 

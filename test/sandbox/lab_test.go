@@ -25,7 +25,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
 
@@ -262,7 +262,7 @@ func TestAFleetAtRestWritesNothingToTheHub(t *testing.T) {
 func guestbookWork(hub client.Client, cluster string) (*workv1.ManifestWork, error) {
 	w := &workv1.ManifestWork{}
 	key := appKey(cluster)
-	err := hub.Get(ctx, types.NamespacedName{Namespace: cluster, Name: propagation.WorkName(key.Namespace, key.Name)}, w)
+	err := hub.Get(ctx, types.NamespacedName{Namespace: cluster, Name: manifestwork.WorkName(key.Namespace, key.Name)}, w)
 	return w, err
 }
 
@@ -407,7 +407,7 @@ func TestSyncErrorOnOneClusterOnly(t *testing.T) {
 	var workSaw, pageSaw time.Time
 	eventually(t, "a sync error for cluster2 on the hub's ManifestWork and in the fleet view", 2*time.Minute, "cluster2-argocd-application-controller.log", func() (bool, error) {
 		now := time.Now()
-		if workSaw.IsZero() && strings.Contains(feedbackValue(hub, "cluster2", appKey("cluster2"), propagation.FeedbackMessage), "immutable") {
+		if workSaw.IsZero() && strings.Contains(feedbackValue(hub, "cluster2", appKey("cluster2"), manifestwork.FeedbackMessage), "immutable") {
 			workSaw = now
 		}
 		if pageSaw.IsZero() && page.state("cluster2") == "failing" {

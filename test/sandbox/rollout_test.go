@@ -20,7 +20,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
 
@@ -231,7 +231,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 				}
 				op, _, _ := unstructured.NestedMap(app.Object, "status", "operationState", "operation")
 				started, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "startedAt")
-				if id := propagation.DeliveryID(op); id != "" && started != "" {
+				if id := manifestwork.DeliveryID(op); id != "" && started != "" {
 					runsMu.Lock()
 					if runs[cluster+" "+id] == nil {
 						runs[cluster+" "+id] = map[string]bool{}

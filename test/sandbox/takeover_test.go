@@ -21,7 +21,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 	"github.com/argocd-pull/argocd-pull/internal/test/upstreamwork"
 )
@@ -226,7 +226,7 @@ func TestTakeoverFromTheUpstreamControllers(t *testing.T) {
 	eventually(t, "an upstream work released", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
 		for _, key := range upstream {
 			w := &workv1.ManifestWork{}
-			if err := hub.Get(ctx, key, w); err == nil && propagation.Released(w) || apierrors.IsNotFound(err) {
+			if err := hub.Get(ctx, key, w); err == nil && manifestwork.Released(w) || apierrors.IsNotFound(err) {
 				return true, nil
 			}
 		}
@@ -283,7 +283,7 @@ func TestTakeoverFromTheUpstreamControllers(t *testing.T) {
 	if err := hub.Get(ctx, client.ObjectKeyFromObject(refusedWork), refusedAfter); err != nil {
 		t.Fatalf("the refused Application's upstream work: %v", err)
 	}
-	if refusedAfter.Generation != refusedBefore.Generation || propagation.Released(refusedAfter) {
+	if refusedAfter.Generation != refusedBefore.Generation || manifestwork.Released(refusedAfter) {
 		t.Errorf("the refused Application's upstream work was changed (generation %d, was %d)", refusedAfter.Generation, refusedBefore.Generation)
 	}
 
@@ -463,7 +463,7 @@ func TestTheWayBackToAnUpstreamController(t *testing.T) {
 	eventually(t, "argocd-pull's work paused", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
 		w := &workv1.ManifestWork{}
 		err := hub.Get(ctx, client.ObjectKeyFromObject(&ours[0]), w)
-		return err == nil && propagation.Paused(w), err
+		return err == nil && manifestwork.Paused(w), err
 	})
 	// 2. The other controller writes its work; the agent applies it.
 	hubApp := argocd.NewApplication()
@@ -480,7 +480,7 @@ func TestTheWayBackToAnUpstreamController(t *testing.T) {
 	eventually(t, "the other controller's work applied", time.Minute, "cluster1-work-agent.log", func() (bool, error) {
 		w := &workv1.ManifestWork{}
 		err := hub.Get(ctx, client.ObjectKeyFromObject(theirs), w)
-		return err == nil && propagation.AppliedAtGeneration(w), err
+		return err == nil && manifestwork.AppliedAtGeneration(w), err
 	})
 	// 3. Delete argocd-pull's work.
 	if err := hub.Delete(ctx, &ours[0]); err != nil {

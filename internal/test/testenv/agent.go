@@ -6,7 +6,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
-	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // SetAgentStatus writes into w the status the OCM work agent reports for a work carrying the
@@ -14,13 +14,13 @@ import (
 // 0), and the Application's status feedback values by name. Controller tests and the scale
 // benchmark stand in for the agent with it.
 //
-// A pending work (propagation.ClaimOf) only reads its Application: unless values name its UID
+// A pending work (manifestwork.ClaimOf) only reads its Application: unless values name its UID
 // (FeedbackManagedUID: an Application is there, and values are its feedback), the agent reports
 // it absent, with no feedback. The Application of a held work is there.
 func SetAgentStatus(w *workv1.ManifestWork, appliedGeneration int64, namespace, name string, values map[string]string) {
 	now := metav1.Now()
 	available := metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionTrue, Reason: "ResourceAvailable", LastTransitionTime: now}
-	if _, there := values[propagation.FeedbackManagedUID]; !propagation.Held(w) && !there {
+	if _, there := values[manifestwork.FeedbackManagedUID]; !manifestwork.Held(w) && !there {
 		available = metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionFalse, Reason: "ResourceNotAvailable", LastTransitionTime: now}
 		values = nil
 	}
@@ -33,7 +33,7 @@ func SetAgentStatus(w *workv1.ManifestWork, appliedGeneration int64, namespace, 
 	fv := make([]workv1.FeedbackValue, 0, len(values))
 	for k, v := range values {
 		value := workv1.FieldValue{Type: workv1.String, String: ptr.To(v)}
-		if k == propagation.FeedbackResources || k == propagation.FeedbackConditions || k == propagation.FeedbackOperation {
+		if k == manifestwork.FeedbackResources || k == manifestwork.FeedbackConditions || k == manifestwork.FeedbackOperation {
 			value = workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: ptr.To(v)}
 		}
 		fv = append(fv, workv1.FeedbackValue{Name: k, Value: value})

@@ -1,4 +1,4 @@
-package propagation
+package manifestwork
 
 import (
 	"k8s.io/apimachinery/pkg/types"

@@ -1,7 +1,11 @@
-// Package propagation decides, without side effects, what the hub writes for a pull-model
-// Application: whether it is one, where it goes, and the ManifestWork that carries it. The one
-// exception is read.go, which reads the facts of a decision through the reader it is given.
-package propagation
+// Package manifestwork is the contract between the hub and the managed clusters: the markers of a
+// pull-model Application (where it goes), the ManifestWork that carries it (its name, payload,
+// feedback rules and back-link), the forms a work takes (claimed and held, paused, released,
+// frozen, finalized), the sync and refresh requests it delivers once, and how the upstream pull
+// controllers' works are recognised and taken over. Pure functions, no side effects. The status
+// side (appstatus, report, the dashboard) reads works through it; what the hub decides to write is
+// internal/propagation's.
+package manifestwork
 
 import (
 	"errors"

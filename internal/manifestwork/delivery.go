@@ -1,4 +1,4 @@
-package propagation
+package manifestwork
 
 import (
 	"crypto/rand"
@@ -221,7 +221,7 @@ func planSync(hub Hub, carried Deliveries, reported Reported, newID func() strin
 		}
 		return nil, nil
 	}
-	hash := contentHash(withoutDeliveryInfo(hub.Operation))
+	hash := ContentHash(withoutDeliveryInfo(hub.Operation))
 	switch {
 	case d == nil:
 	case d.Hash != hash:
@@ -303,7 +303,7 @@ func planRefresh(hub Hub, d *Delivery, reported Reported, newID func() string) *
 	if hub.Refresh == "" {
 		return nil
 	}
-	hash := contentHash(hub.Refresh)
+	hash := ContentHash(hub.Refresh)
 	if d != nil && d.Hash == hash && hub.RefreshCleared != d.ID {
 		return d
 	}
@@ -339,11 +339,11 @@ func sameDelivery(a, b *Delivery) bool { return a != nil && b != nil && *a == *b
 // that very request.
 func Clears(hub Hub, carried Deliveries, reported Reported) (sync, refresh bool) {
 	if d := carried.Sync; hub.Operation != nil && reported.readyToClear(d, hub.Synced) && hub.SyncCleared != d.ID &&
-		contentHash(withoutDeliveryInfo(hub.Operation)) == d.Hash {
+		ContentHash(withoutDeliveryInfo(hub.Operation)) == d.Hash {
 		sync = true
 	}
 	if d := carried.Refresh; hub.Refresh != "" && reported.refreshDone(d) && hub.RefreshCleared != d.ID &&
-		contentHash(hub.Refresh) == d.Hash {
+		ContentHash(hub.Refresh) == d.Hash {
 		refresh = true
 	}
 	return sync, refresh
@@ -420,7 +420,7 @@ func withoutDeliveryInfo(op map[string]any) map[string]any {
 	return out
 }
 
-func contentHash(v any) string {
+func ContentHash(v any) string {
 	raw, _ := json.Marshal(v)
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])

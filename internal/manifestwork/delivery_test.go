@@ -1,4 +1,4 @@
-package propagation
+package manifestwork
 
 import (
 	"testing"
@@ -13,9 +13,9 @@ import (
 func TestPlanDeliveries(t *testing.T) {
 	opA := map[string]any{"sync": map[string]any{"revision": "main"}}
 	opB := map[string]any{"sync": map[string]any{"revision": "v2"}}
-	a := &Delivery{ID: "d1", Hash: contentHash(withoutDeliveryInfo(opA))}
+	a := &Delivery{ID: "d1", Hash: ContentHash(withoutDeliveryInfo(opA))}
 	carriedOp := WithDeliveryID(opA, "d1")
-	refresh := &Delivery{ID: "r1", Hash: contentHash("hard")}
+	refresh := &Delivery{ID: "r1", Hash: ContentHash("hard")}
 	const fresh = "new"
 
 	tests := map[string]struct {
@@ -73,7 +73,7 @@ func TestPlanDeliveries(t *testing.T) {
 		"a newer request while the previous one waits: the newer wins": {
 			hub: Hub{Operation: opB}, carried: Deliveries{Sync: a, Operation: carriedOp},
 			reported: Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d0", Phase: "Succeeded"},
-			want:     Deliveries{Sync: &Delivery{ID: fresh, Hash: contentHash(opB)}},
+			want:     Deliveries{Sync: &Delivery{ID: fresh, Hash: ContentHash(opB)}},
 		},
 		"a newer request while the previous one runs: held until it finishes": {
 			hub: Hub{Operation: opB}, carried: Deliveries{Sync: a, Operation: carriedOp},
@@ -83,7 +83,7 @@ func TestPlanDeliveries(t *testing.T) {
 		"a newer request after the previous one finished: delivered": {
 			hub: Hub{Operation: opB}, carried: Deliveries{Sync: a, Operation: carriedOp},
 			reported: Reported{SyncDelivered: "d1", SyncStarted: "d1", Phase: "Succeeded"},
-			want:     Deliveries{Sync: &Delivery{ID: fresh, Hash: contentHash(opB)}},
+			want:     Deliveries{Sync: &Delivery{ID: fresh, Hash: ContentHash(opB)}},
 		},
 		"lost on the managed cluster (another operation finished over it): sent again": {
 			hub: Hub{Operation: opA}, carried: Deliveries{Sync: a, Operation: carriedOp},
@@ -156,7 +156,7 @@ func TestPlanDeliveries(t *testing.T) {
 		},
 		"normal after hard: a new delivery": {
 			hub: Hub{Refresh: "normal"}, carried: Deliveries{Refresh: refresh},
-			want: Deliveries{Refresh: &Delivery{ID: fresh, Hash: contentHash("normal")}},
+			want: Deliveries{Refresh: &Delivery{ID: fresh, Hash: ContentHash("normal")}},
 		},
 		"sync and refresh together": {
 			hub:  Hub{Operation: opA, Refresh: "hard"},
@@ -173,8 +173,8 @@ func TestPlanDeliveries(t *testing.T) {
 
 func TestClears(t *testing.T) {
 	opA := map[string]any{"sync": map[string]any{"revision": "main"}}
-	a := &Delivery{ID: "d1", Hash: contentHash(opA)}
-	refresh := &Delivery{ID: "r1", Hash: contentHash("hard")}
+	a := &Delivery{ID: "d1", Hash: ContentHash(opA)}
+	refresh := &Delivery{ID: "r1", Hash: ContentHash("hard")}
 	both := Deliveries{Sync: a, Refresh: refresh}
 	tests := map[string]struct {
 		hub                       Hub
@@ -277,7 +277,7 @@ func TestRollingSyncRequestsArePinned(t *testing.T) {
 	g.Expect(got.Sync.Revision).To(BeEmpty())
 
 	// The pin is kept while the request is in flight, whatever the cluster reports since.
-	carried := Deliveries{Sync: &Delivery{ID: "d1", Hash: contentHash(rolling), Revision: "r3"}}
+	carried := Deliveries{Sync: &Delivery{ID: "d1", Hash: ContentHash(rolling), Revision: "r3"}}
 	got = PlanDeliveries(Hub{Operation: rolling, ComparedRevision: "r4"}, carried, Reported{}, func() string { return "d2" })
 	g.Expect(got.Sync).To(Equal(carried.Sync))
 }

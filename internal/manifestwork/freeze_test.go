@@ -1,4 +1,4 @@
-package propagation
+package manifestwork
 
 import (
 	"testing"
@@ -16,10 +16,10 @@ func TestFreezeStopsSyncingAndKeepsTheRest(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(work.Annotations).To(HaveKey(api.DeliveriesAnnotation))
 
-	frozen, err := Freeze(work, ReasonClusterNotBound)
+	frozen, err := Freeze(work, "ClusterNotBoundToNamespace")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(frozen.Name).To(Equal(work.Name))
-	g.Expect(frozen.Annotations).To(HaveKeyWithValue(api.FrozenAnnotation, ReasonClusterNotBound))
+	g.Expect(frozen.Annotations).To(HaveKeyWithValue(api.FrozenAnnotation, "ClusterNotBoundToNamespace"))
 	g.Expect(frozen.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation))
 	g.Expect(UpToDate(work, frozen)).To(BeFalse(), "a frozen work is written")
 
@@ -30,16 +30,16 @@ func TestFreezeStopsSyncingAndKeepsTheRest(t *testing.T) {
 	g.Expect(automated).To(BeFalse(), "no new commit is synced")
 	_, policy, _ := unstructured.NestedFieldNoCopy(payload.Object, "spec", "syncPolicy")
 	g.Expect(policy).To(BeFalse(), "an empty syncPolicy arrives as null, which Argo CD's CRD refuses")
-	g.Expect(payload.GetAnnotations()).To(HaveKeyWithValue(api.FrozenAnnotation, ReasonClusterNotBound))
+	g.Expect(payload.GetAnnotations()).To(HaveKeyWithValue(api.FrozenAnnotation, "ClusterNotBoundToNamespace"))
 	g.Expect(payload.GetAnnotations()).NotTo(HaveKey(api.SyncDeliveryAnnotation))
 	source, _, _ := unstructured.NestedMap(payload.Object, "spec", "source")
 	g.Expect(source).To(HaveKeyWithValue("repoURL", "https://git.example/repo"), "what runs stays as it is")
 	g.Expect(payload.GetFinalizers()).To(Equal(app.GetFinalizers()))
 
-	again, err := Freeze(frozen, ReasonClusterNotBound)
+	again, err := Freeze(frozen, "ClusterNotBoundToNamespace")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(BeNil(), "frozen once")
-	other, err := Freeze(frozen, ReasonNamespaceNotAllowed)
+	other, err := Freeze(frozen, "NamespaceNotAllowed")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(other.Annotations).To(HaveKeyWithValue(api.FrozenAnnotation, ReasonNamespaceNotAllowed), "the reason shown is the current one")
+	g.Expect(other.Annotations).To(HaveKeyWithValue(api.FrozenAnnotation, "NamespaceNotAllowed"), "the reason shown is the current one")
 }

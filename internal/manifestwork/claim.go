@@ -1,4 +1,4 @@
-package propagation
+package manifestwork
 
 import (
 	"slices"
@@ -118,7 +118,7 @@ func Held(work *workv1.ManifestWork) bool {
 func Hold(work *workv1.ManifestWork) (*workv1.ManifestWork, error) {
 	out := work.DeepCopy()
 	holdSpec(&out.Spec)
-	return rehash(out)
+	return Rehash(out)
 }
 
 // pendingConfig is the configuration of a new work's Application: read only, with the claim's

@@ -1,4 +1,4 @@
-package propagation
+package manifestwork
 
 import (
 	"encoding/json"
@@ -78,7 +78,7 @@ func FinalWork(work *workv1.ManifestWork, finalizers []string, reported Reported
 	}
 	// Its feedback then matters to the propagation controller (see controller/predicates.go).
 	out.Annotations = withAnnotation(out.Annotations, api.FinalizingAnnotation, "true")
-	updated, err := rehash(out)
+	updated, err := Rehash(out)
 	return updated, 0, err
 }
 

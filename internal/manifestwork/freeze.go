@@ -1,4 +1,4 @@
-package propagation
+package manifestwork
 
 import (
 	"encoding/json"

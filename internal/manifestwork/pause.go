@@ -1,4 +1,4 @@
-package propagation
+package manifestwork
 
 import (
 	"slices"
@@ -80,7 +80,7 @@ func Pause(work *workv1.ManifestWork, reason string) (*workv1.ManifestWork, erro
 	out := work.DeepCopy()
 	applicationConfig(&out.Spec).UpdateStrategy = &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeReadOnly}
 	out.Annotations = withAnnotation(out.Annotations, api.PausedAnnotation, reason)
-	return rehash(out)
+	return Rehash(out)
 }
 
 // Released reports whether work lets its Application go: CreateOnly, the Application orphaned.
@@ -111,7 +111,7 @@ func Release(work *workv1.ManifestWork) (*workv1.ManifestWork, error) {
 			d.SelectivelyOrphan.OrphaningRules = append(d.SelectivelyOrphan.OrphaningRules, rule)
 		}
 	}
-	return rehash(out)
+	return Rehash(out)
 }
 
 // DeleteNow reports whether work may be deleted now; otherwise it is paused and must first be
@@ -139,8 +139,8 @@ func orphansApplication(spec *workv1.ManifestWorkSpec) bool {
 	})
 }
 
-// rehash sets the spec hash of a work derived from an existing one.
-func rehash(work *workv1.ManifestWork) (*workv1.ManifestWork, error) {
+// Rehash sets the spec hash of a work derived from an existing one.
+func Rehash(work *workv1.ManifestWork) (*workv1.ManifestWork, error) {
 	delete(work.Annotations, api.SpecHashAnnotation)
 	delete(work.Annotations, api.WrittenAtAnnotation)
 	hash, err := specHash(work)

@@ -1,4 +1,4 @@
-package propagation
+package manifestwork
 
 import (
 	"encoding/json"
@@ -16,32 +16,12 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/test/workfixture"
 )
 
+// pullApp is the fixture's pull-model Application (workfixture.PullApp).
 func pullApp(mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
-	app := argocd.NewApplication()
-	app.SetName("guestbook-cluster1")
-	app.SetNamespace("argocd")
-	app.SetLabels(map[string]string{api.PullLabel: "true", "team": "web"})
-	app.SetAnnotations(map[string]string{
-		api.ClusterAnnotation:          "cluster1",
-		argocd.SkipReconcileAnnotation: "true",
-		"note":                         "kept",
-	})
-	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
-	app.SetResourceVersion("42")
-	app.SetUID("uid-1")
-	app.Object["spec"] = map[string]any{
-		"project":     "default",
-		"source":      map[string]any{"repoURL": "https://git.example/repo", "path": "guestbook", "targetRevision": "main"},
-		"destination": map[string]any{"server": "https://cluster1-control-plane:6443", "namespace": "guestbook"},
-		"syncPolicy":  map[string]any{"automated": map[string]any{"prune": true}},
-	}
-	app.Object["status"] = map[string]any{"health": map[string]any{"status": "Healthy"}}
-	for _, m := range mutate {
-		m(app)
-	}
-	return app
+	return workfixture.PullApp(mutate...)
 }
 
 func setAnnotation(k, v string) func(*unstructured.Unstructured) {

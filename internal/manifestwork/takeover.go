@@ -1,4 +1,4 @@
-package propagation
+package manifestwork
 
 import (
 	"fmt"
@@ -95,16 +95,16 @@ func writtenByRHACM(work *workv1.ManifestWork) bool {
 	return work.Spec.DeleteOption != nil || work.Labels[api.UpstreamAppSetHashLabel] != ""
 }
 
-// stopUpstream says how to stop the controller that wrote work.
-func stopUpstream(work *workv1.ManifestWork) string {
+// StopUpstream says how to stop the controller that wrote work.
+func StopUpstream(work *workv1.ManifestWork) string {
 	if writtenByRHACM(work) {
 		return "set pullModel.basic.disabled: true in the ConfigMap multicluster-integrations-config of RHACM's namespace"
 	}
 	return "scale the argocd-pull-integration Deployment (--mode=basic) to 0"
 }
 
-// adoptionMark is the value of api.AdoptingAnnotation for upstream as it is now.
-func adoptionMark(upstream *workv1.ManifestWork) string {
+// AdoptionMark is the value of api.AdoptingAnnotation for upstream as it is now.
+func AdoptionMark(upstream *workv1.ManifestWork) string {
 	return fmt.Sprintf("%s %s %d", upstream.Name, upstream.UID, upstream.Generation)
 }
 
@@ -118,8 +118,8 @@ func parseMark(v string) (name, uid string, generation int64, ok bool) {
 	return f[0], f[1], g, err == nil
 }
 
-// markOf is the record of the upstream work ours adopts or adopted, "" when none.
-func markOf(ours *workv1.ManifestWork) string {
+// MarkOf is the record of the upstream work ours adopts or adopted, "" when none.
+func MarkOf(ours *workv1.ManifestWork) string {
 	if v := ours.Annotations[api.AdoptingAnnotation]; v != "" {
 		return v
 	}
@@ -141,7 +141,7 @@ func UpstreamRunning(ours, upstream *workv1.ManifestWork) bool {
 	if ours == nil || upstream == nil {
 		return false
 	}
-	name, uid, generation, ok := parseMark(markOf(ours))
+	name, uid, generation, ok := parseMark(MarkOf(ours))
 	if !ok || !upstream.DeletionTimestamp.IsZero() {
 		// Being deleted (the apiserver counts the deletion as a generation of its own): nothing
 		// rewrites a work on its way out, and none of its name is written again before it is gone.
@@ -187,9 +187,9 @@ func NextTakeoverStep(ours, upstream *workv1.ManifestWork) TakeoverStep {
 	return TakeoverWait
 }
 
-// upstreamCarries reports whether upstream carries the managed-cluster Application managed
+// UpstreamCarries reports whether upstream carries the managed-cluster Application managed
 // ("cluster/namespace/name"): only then is it this Application's delivery, to adopt.
-func upstreamCarries(upstream *workv1.ManifestWork, managed string) bool {
+func UpstreamCarries(upstream *workv1.ManifestWork, managed string) bool {
 	key, ok := ManagedApplication(upstream)
 	return ok && key == managed
 }
