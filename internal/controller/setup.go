@@ -73,7 +73,7 @@ type Options struct {
 	// Argo CD namespace, granted read access to Placements and PlacementDecisions there.
 	ApplicationSetServiceAccount string
 	// AdoptUpstreamWorks takes over the Applications the upstream pull controllers (RHACM, OCM
-	// basic mode) deliver, without redeploying them (propagation/takeover.go). Off, those
+	// basic mode) deliver, without redeploying them (manifestwork/takeover.go). Off, those
 	// Applications are refused and their works left as they are.
 	AdoptUpstreamWorks bool
 }

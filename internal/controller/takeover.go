@@ -20,7 +20,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 )
 
-// Event reasons of a takeover (see propagation/takeover.go).
+// Event reasons of a takeover (see manifestwork/takeover.go).
 const (
 	ReasonAdopting = "AdoptingUpstreamWork"
 	ReasonAdopted  = "AdoptedUpstreamWork"

@@ -1,7 +1,7 @@
 // Package takeover lists what the controller does, with --adopt-upstream-works, with each work of
 // the upstream pull controllers on the hub (argocd-pull takeover --dry-run): it reads what the
 // propagation controller reads (internal/gather) and decides with the same ladder
-// (propagation/takeover.go). It only reads.
+// (manifestwork/takeover.go). It only reads.
 package takeover
 
 import (
