@@ -66,7 +66,7 @@ const (
 	PausedCondition = "PullPausedWarning"
 )
 
-// Pausing delivery (internal/propagation/pause.go).
+// Pausing delivery (internal/manifestwork/pause.go).
 const (
 	// PausedAnnotation, on a hub Application or ApplicationSet, pauses the delivery of that
 	// Application, or of every Application of that ApplicationSet. Any value but "false" pauses;
@@ -80,7 +80,7 @@ const (
 	PauseKey       = "paused"
 )
 
-// The delivery of sync and refresh requests (internal/propagation/delivery.go).
+// The delivery of sync and refresh requests (internal/manifestwork/delivery.go).
 const (
 	// DeliveriesAnnotation, on the ManifestWork, records the requests the payload carries.
 	DeliveriesAnnotation = "apps.open-cluster-management.io/pull-deliveries"
@@ -97,7 +97,7 @@ const (
 	// DeliveryInfoName is the name of the .operation.info entry that holds the delivery ID.
 	DeliveryInfoName = "argocd-pull.delivery"
 	// FinalizingAnnotation, on the ManifestWork of a hub Application being deleted, says the work
-	// carries what the deletion needs before it is deleted (internal/propagation/finalize.go).
+	// carries what the deletion needs before it is deleted (internal/manifestwork/finalize.go).
 	FinalizingAnnotation = "apps.open-cluster-management.io/pull-finalizing"
 	// RequestsOnlyAnnotation, on the ManifestWork, is "G/N": its generation N differs from its
 	// generation G by the requests it carries alone. Applied at G, the managed cluster's
@@ -126,7 +126,7 @@ const (
 // otherwise: upstream Argo CD's. RHACM and the documents use openshift-gitops.
 const DefaultArgoCDNamespace = "argocd"
 
-// Taking over from the upstream pull controllers (internal/propagation/takeover.go).
+// Taking over from the upstream pull controllers (internal/manifestwork/takeover.go).
 const (
 	// UpstreamAppSetHashLabel is on the ApplicationSet works of RHACM's propagation controller.
 	UpstreamAppSetHashLabel = "apps.open-cluster-management.io/application-set-hash"
