@@ -312,9 +312,9 @@ func Unanswered(app *unstructured.Unstructured, obs Observed) bool {
 	return !health && !sync
 }
 
-// Apply writes st into a copy of the hub Application's status and returns it, with changed false
+// WithStatus writes st into a copy of the hub Application's status and returns it, with changed false
 // when the status already says the same. Fields argocd-pull does not own are kept.
-func Apply(app *unstructured.Unstructured, st Status) (updated *unstructured.Unstructured, changed bool) {
+func WithStatus(app *unstructured.Unstructured, st Status) (updated *unstructured.Unstructured, changed bool) {
 	updated = app.DeepCopy()
 	status, _, _ := unstructured.NestedMap(updated.Object, "status")
 	if status == nil {

@@ -110,7 +110,7 @@ func TestApplyKeepsOtherFieldsAndReportsNoChange(t *testing.T) {
 		"conditions": []any{map[string]any{"type": "X", "message": "kept"}},
 	}
 	st := Status{Health: "Healthy", Sync: "Synced", Revision: "abc", Operation: &OperationState{Operation: map[string]any{"sync": map[string]any{}}, Phase: "Succeeded", StartedAt: "t"}}
-	updated, changed := Apply(app, st)
+	updated, changed := WithStatus(app, st)
 	g.Expect(changed).To(BeTrue())
 	g.Expect(nested(updated, "status", "health", "status")).To(Equal("Healthy"))
 	g.Expect(nested(updated, "status", "health", "message")).To(Equal("kept"))
@@ -119,7 +119,7 @@ func TestApplyKeepsOtherFieldsAndReportsNoChange(t *testing.T) {
 	g.Expect(updated.Object["status"].(map[string]any)).To(HaveKey("conditions"))
 	g.Expect(app.Object["status"].(map[string]any)["health"].(map[string]any)["status"]).To(Equal("Unknown"), "input not modified")
 
-	_, changed = Apply(updated, st)
+	_, changed = WithStatus(updated, st)
 	g.Expect(changed).To(BeFalse())
 }
 
@@ -292,14 +292,14 @@ func TestResourcesAreCopiedToTheHub(t *testing.T) {
 	g := NewWithT(t)
 	values := feedback("Healthy", "Synced", "v2")
 	values[manifestwork.FeedbackResources] = `[{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"guestbook-ui","status":"Synced","health":{"status":"Healthy"},"syncWave":-1,"requiresPruning":false}]`
-	updated, changed := Apply(argocd.NewApplication(), Derive(Observe(work(2, 2, values)), v2))
+	updated, changed := WithStatus(argocd.NewApplication(), Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(changed).To(BeTrue())
 	resources, _, _ := unstructured.NestedSlice(updated.Object, "status", "resources")
 	g.Expect(resources).To(Equal([]any{map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "guestbook", "name": "guestbook-ui",
 		"status": "Synced", "health": map[string]any{"status": "Healthy"}, "syncWave": int64(-1)}}))
 
 	values[manifestwork.FeedbackResources] = `{"not":"a list"}`
-	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
+	updated, _ = WithStatus(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(updated.Object["status"]).NotTo(HaveKey("resources"), "what does not parse is not copied")
 	g.Expect(argocd.ConditionMessage(updated, FeedbackWarningCondition)).To(ContainSubstring("resources ignored: not a JSON list of objects"))
 }
@@ -312,18 +312,18 @@ func TestAFinishedOperationCarriesItsSyncResult(t *testing.T) {
 	values[manifestwork.FeedbackPhase] = "Succeeded"
 	values[manifestwork.FeedbackStartedAt] = "2026-11-25T10:00:00Z"
 	values[manifestwork.FeedbackFinishedAt] = "2026-11-25T10:00:01Z"
-	updated, _ := Apply(argocd.NewApplication(), Derive(Observe(work(2, 2, values)), v2))
+	updated, _ := WithStatus(argocd.NewApplication(), Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(nested(updated, "status", "operationState", "syncResult", "revision")).To(Equal("sha-v2"))
 
 	// A rollback (or sync --revision) synced another revision than the one the Application compares.
 	values[manifestwork.FeedbackSyncResultRevision] = "sha-v1"
-	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
+	updated, _ = WithStatus(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(nested(updated, "status", "operationState", "syncResult", "revision")).To(Equal("sha-v1"))
 	g.Expect(nested(updated, "status", "sync", "revision")).To(Equal("sha-v2"))
 	delete(values, manifestwork.FeedbackSyncResultRevision)
 
 	values[manifestwork.FeedbackPhase] = "Running"
 	delete(values, manifestwork.FeedbackFinishedAt)
-	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
+	updated, _ = WithStatus(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(updated.Object["status"].(map[string]any)["operationState"]).NotTo(HaveKey("syncResult"))
 }

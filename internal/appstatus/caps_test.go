@@ -51,7 +51,7 @@ func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
 			obs := Observe(work(1, 1, values))
 			app := argocd.NewApplication()
 			app.Object["spec"] = map[string]any{"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}}
-			updated, changed := Apply(app, Derive(obs, nil))
+			updated, changed := WithStatus(app, Derive(obs, nil))
 			g.Expect(changed).To(BeTrue())
 			g.Expect(nested(updated, "status", "sync", "comparedTo", "source", "repoURL")).To(HaveLen(MaxComparedToLength))
 			if fill == "x" {
@@ -210,7 +210,7 @@ func TestApplyWarnsOfCutFeedback(t *testing.T) {
 	app := argocd.NewApplication()
 	app.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "SharedResourceWarning", "message": "kept"}}}
 	st := Status{Health: "Healthy", Sync: "Synced", Warnings: []string{"operationStateMessage cut from 1048576 to 8192 bytes"}}
-	warned, changed := Apply(app, st)
+	warned, changed := WithStatus(app, st)
 	g.Expect(changed).To(BeTrue())
 	conditions, _, _ := unstructured.NestedSlice(warned.Object, "status", "conditions")
 	g.Expect(conditions).To(ConsistOf(
@@ -218,18 +218,18 @@ func TestApplyWarnsOfCutFeedback(t *testing.T) {
 		map[string]any{"type": FeedbackWarningCondition, "message": "the managed cluster reported values over argocd-pull's caps or that do not parse: " +
 			"operationStateMessage cut from 1048576 to 8192 bytes"},
 	))
-	_, changed = Apply(warned, st)
+	_, changed = WithStatus(warned, st)
 	g.Expect(changed).To(BeFalse())
 
 	st.Warnings = nil
-	cleared, changed := Apply(warned, st)
+	cleared, changed := WithStatus(warned, st)
 	g.Expect(changed).To(BeTrue())
 	conditions, _, _ = unstructured.NestedSlice(cleared.Object, "status", "conditions")
 	g.Expect(conditions).To(ConsistOf(map[string]any{"type": "SharedResourceWarning", "message": "kept"}))
 
-	none, _ := Apply(argocd.NewApplication(), st)
+	none, _ := WithStatus(argocd.NewApplication(), st)
 	g.Expect(none.Object["status"]).NotTo(HaveKey("conditions"), "no empty list where there was none")
-	alone, _ := Apply(argocd.NewApplication(), Status{Warnings: []string{"x"}})
-	cleared, _ = Apply(alone, st)
+	alone, _ := WithStatus(argocd.NewApplication(), Status{Warnings: []string{"x"}})
+	cleared, _ = WithStatus(alone, st)
 	g.Expect(cleared.Object["status"]).NotTo(HaveKey("conditions"))
 }

@@ -84,7 +84,7 @@ func FuzzFeedbackToStatus(f *testing.F) {
 			t.Fatalf("%s/%s derived for a generation the cluster has not applied", st.Sync, st.Health)
 		}
 
-		updated, _ := Apply(argocd.NewApplication(), st)
+		updated, _ := WithStatus(argocd.NewApplication(), st)
 		data, err := json.Marshal(updated.Object["status"])
 		if err != nil {
 			t.Fatalf("the status does not encode: %v", err)

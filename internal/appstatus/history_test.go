@@ -121,19 +121,19 @@ func TestHistoryIsCopiedToTheHub(t *testing.T) {
 		}
 		one.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values = append(one.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values, workv1.FeedbackValue{Name: k, Value: val})
 	}
-	updated, changed := Apply(argocd.NewApplication(), Derive(Observe(w), v2))
+	updated, changed := WithStatus(argocd.NewApplication(), Derive(Observe(w), v2))
 	g.Expect(changed).To(BeTrue())
 	history, _, _ := unstructured.NestedSlice(updated.Object, "status", "history")
 	g.Expect(history).To(HaveLen(2))
 	g.Expect(history[1]).To(HaveKeyWithValue("id", int64(2)))
 
-	updated, _ = Apply(updated, Derive(Observe(one), v2))
+	updated, _ = WithStatus(updated, Derive(Observe(one), v2))
 	history, _, _ = unstructured.NestedSlice(updated.Object, "status", "history")
 	g.Expect(history).To(HaveLen(1))
 	g.Expect(history[0]).To(HaveKeyWithValue("id", int64(5)))
 	g.Expect(history[0]).To(HaveKeyWithValue("source", HaveKeyWithValue("repoURL", "https://git.example/repo")))
 
-	updated, _ = Apply(updated, Derive(Observe(work(2, 2, feedback("Healthy", "Synced", "v2"))), v2))
+	updated, _ = WithStatus(updated, Derive(Observe(work(2, 2, feedback("Healthy", "Synced", "v2"))), v2))
 	g.Expect(updated.Object["status"]).NotTo(HaveKey("history"), "the hub shows the cluster's: none")
 }
 
@@ -147,7 +147,7 @@ func TestSummaryComparedToAndSourceTypeAreCopied(t *testing.T) {
 	values[manifestwork.FeedbackSourceType] = "Directory"
 	app := argocd.NewApplication()
 	app.Object["spec"] = map[string]any{"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}}
-	updated, changed := Apply(app, Derive(Observe(work(2, 2, values)), v2))
+	updated, changed := WithStatus(app, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(changed).To(BeTrue())
 	g.Expect(updated.Object["status"]).To(HaveKeyWithValue("summary", map[string]any{
 		"images": []any{"nginx:1.27", "redis:7"}, "externalURLs": []any{"https://guestbook.example"}}))
@@ -158,11 +158,11 @@ func TestSummaryComparedToAndSourceTypeAreCopied(t *testing.T) {
 		"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"},
 	}))
 
-	_, changed = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
+	_, changed = WithStatus(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(changed).To(BeFalse(), "the same report writes nothing")
 
 	delete(values, manifestwork.FeedbackImages)
 	delete(values, manifestwork.FeedbackExternalURLs)
-	updated, _ = Apply(updated, Derive(Observe(work(2, 2, values)), v2))
+	updated, _ = WithStatus(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(updated.Object["status"]).NotTo(HaveKey("summary"), "the hub shows the cluster's: none")
 }

@@ -105,7 +105,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		// The request's answer: the time argocd app sync and argocd app get --refresh wait for.
 		st.ReconciledAt = appstatus.ReconciledAt(obs)
 	}
-	updated, changed := appstatus.Apply(app, st)
+	updated, changed := appstatus.WithStatus(app, st)
 	if clearSync {
 		delete(updated.Object, "operation")
 	}
@@ -149,7 +149,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 // workOf is the ManifestWork of a pull-model hub Application, nil when it has none (yet). It is
 // the cache's own object, not a copy: the status controller only reads it (appstatus.Observe).
 func (r *AppStatusReconciler) workOf(ctx context.Context, app *unstructured.Unstructured) (*workv1.ManifestWork, error) {
-	target, pull, err := manifestwork.Decide(app)
+	target, pull, err := manifestwork.ReadMarkers(app)
 	if err != nil || !pull || !app.GetDeletionTimestamp().IsZero() {
 		return nil, nil
 	}

@@ -69,7 +69,7 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	}
 	conditions := hubAppConditions{client: r.Client, recorder: r.Recorder}
 
-	target, pull, err := manifestwork.Decide(app)
+	target, pull, err := manifestwork.ReadMarkers(app)
 	if !app.GetDeletionTimestamp().IsZero() {
 		return r.finalize(ctx, app, pull && err == nil)
 	}

@@ -75,7 +75,7 @@ func genApp(appSet, cluster string) *unstructured.Unstructured {
 // genWork is the held work of app, applied, with the cluster's feedback values.
 func genWork(t testing.TB, app *unstructured.Unstructured, values map[string]string) *workv1.ManifestWork {
 	t.Helper()
-	target, _, err := manifestwork.Decide(app)
+	target, _, err := manifestwork.ReadMarkers(app)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func FuzzDecideApplicationSet(f *testing.F) {
 			stamped[k] = v
 		}
 		app.SetAnnotations(stamped)
-		target, pull, err := manifestwork.Decide(app)
+		target, pull, err := manifestwork.ReadMarkers(app)
 		if err != nil || !pull {
 			t.Fatalf("the doctor passes a template whose Applications the controller refuses (pull %v): %v; markers %v %v", pull, err, labels, stamped)
 		}

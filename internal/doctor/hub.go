@@ -268,7 +268,7 @@ func (h *hub) pullApplications(ctx context.Context) ([]pullApp, error) {
 		var apps []pullApp
 		for i := range list.Items {
 			app := &list.Items[i]
-			target, pull, err := manifestwork.Decide(app)
+			target, pull, err := manifestwork.ReadMarkers(app)
 			if err != nil || !pull {
 				continue
 			}

@@ -71,7 +71,7 @@ func pulls(appset *unstructured.Unstructured) bool {
 
 func isTemplated(s string) bool { return strings.Contains(s, "{{") }
 
-// stampedMarkersRefused is the controller's own verdict (manifestwork.Decide) on the markers of an
+// stampedMarkersRefused is the controller's own verdict (manifestwork.ReadMarkers) on the markers of an
 // Application the template generates, each generator parameter ('{{...}}') standing for a valid
 // name: nil when it would take the Application.
 func stampedMarkersRefused(appset *unstructured.Unstructured, labels, annotations map[string]string) error {
@@ -86,7 +86,7 @@ func stampedMarkersRefused(appset *unstructured.Unstructured, labels, annotation
 		stamped[k] = v
 	}
 	app.SetAnnotations(stamped)
-	_, _, err := manifestwork.Decide(app)
+	_, _, err := manifestwork.ReadMarkers(app)
 	return err
 }
 

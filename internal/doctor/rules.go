@@ -53,7 +53,7 @@ func checkApplicationRules(ctx context.Context, h *hub) []Result {
 	checked := 0
 	for i := range apps {
 		app := &apps[i]
-		target, pull, err := manifestwork.Decide(app)
+		target, pull, err := manifestwork.ReadMarkers(app)
 		if err == nil && !pull {
 			continue
 		}

@@ -47,10 +47,10 @@ func FuzzWorkName(f *testing.F) {
 	})
 }
 
-// FuzzDecide: the markers of any Application either make a target whose cluster and namespace are
+// FuzzReadMarkers: the markers of any Application either make a target whose cluster and namespace are
 // valid names, or an ErrInvalidMarkers, or say it is not a pull-model Application; a label that is
 // not a bool is never taken for one.
-func FuzzDecide(f *testing.F) {
+func FuzzReadMarkers(f *testing.F) {
 	f.Add(true, "true", "cluster1", "", "argocd")
 	f.Add(true, "false", "cluster1", "", "argocd")
 	f.Add(true, "yes", "cluster1", "", "argocd")
@@ -68,7 +68,7 @@ func FuzzDecide(f *testing.F) {
 		}
 		app.SetAnnotations(map[string]string{api.ClusterAnnotation: cluster, api.AppNamespaceAnnotation: appNamespace})
 
-		target, pull, err := Decide(app)
+		target, pull, err := ReadMarkers(app)
 		switch {
 		case err != nil:
 			if !errors.Is(err, ErrInvalidMarkers) {

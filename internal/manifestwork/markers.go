@@ -35,10 +35,10 @@ type Target struct {
 	ArgoCDNamespace string
 }
 
-// Decide reads the pull-model markers of a hub Application. pull is false for Applications that
+// ReadMarkers reads the pull-model markers of a hub Application. pull is false for Applications that
 // are not pull-model ones (no label, or a false one): they must be left alone. A label that is
 // not a bool, or a missing or invalid cluster annotation, is an ErrInvalidMarkers.
-func Decide(app *unstructured.Unstructured) (target Target, pull bool, err error) {
+func ReadMarkers(app *unstructured.Unstructured) (target Target, pull bool, err error) {
 	value, ok := argocd.Label(app, api.PullLabel)
 	if !ok {
 		return Target{}, false, nil

@@ -40,7 +40,7 @@ func setLabel(k, v string) func(*unstructured.Unstructured) {
 	}
 }
 
-func TestDecide(t *testing.T) {
+func TestReadMarkers(t *testing.T) {
 	tests := map[string]struct {
 		app     *unstructured.Unstructured
 		want    Target
@@ -69,7 +69,7 @@ func TestDecide(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, pull, err := Decide(tt.app)
+			got, pull, err := ReadMarkers(tt.app)
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 				g.Expect(errors.Is(err, ErrInvalidMarkers)).To(BeTrue())

@@ -99,10 +99,10 @@ func refuse(reason, format string, args ...any) Verdict {
 
 // Ladder decides, from the facts, whether a pull-model Application is delivered and with which
 // ManifestWork. Each rung refuses with a reason a person can act on; the first that fails wins.
-// Call it for Applications whose markers Decide accepted as pull-model.
+// Call it for Applications whose markers manifestwork.ReadMarkers accepted as pull-model.
 func Ladder(f Facts) (Verdict, error) {
 	app := f.App
-	target, pull, err := manifestwork.Decide(app)
+	target, pull, err := manifestwork.ReadMarkers(app)
 	switch {
 	case err != nil:
 		return refuse(ReasonInvalidMarkers, "%s", err.Error()), nil

@@ -66,7 +66,7 @@ type Plan struct {
 // work is created or updated, and an upstream work of the same Application is taken over one step
 // at a time (NextTakeoverStep).
 func PlanDelivery(f Facts, v Verdict, works []workv1.ManifestWork, rival *workv1.ManifestWork) (Plan, error) {
-	target, _, _ := manifestwork.Decide(f.App)
+	target, _, _ := manifestwork.ReadMarkers(f.App)
 	if v.Refusal != nil {
 		return planRefusal(f, *v.Refusal, target, works, rival)
 	}

@@ -19,7 +19,7 @@ import (
 // that is not pull-model. When its markers do not decide a target (err), the entry carries the error
 // and the caller attaches no work.
 func NewMember(app *unstructured.Unstructured) (m Member, pull bool, err error) {
-	target, pull, err := manifestwork.Decide(app)
+	target, pull, err := manifestwork.ReadMarkers(app)
 	if err == nil && !pull {
 		return Member{}, false, nil
 	}

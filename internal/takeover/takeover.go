@@ -82,13 +82,13 @@ func entry(ctx context.Context, c client.Reader, works gather.Works, policy prop
 	app := argocd.NewApplication()
 	switch err := c.Get(ctx, key, app); {
 	case apierrors.IsNotFound(err):
-		return Decide(e, nil, propagation.Facts{}, nil), nil
+		return PlanEntry(e, nil, propagation.Facts{}, nil), nil
 	case err != nil:
 		return e, fmt.Errorf("reading Application %s: %w", key, err)
 	}
-	target, pull, err := manifestwork.Decide(app)
+	target, pull, err := manifestwork.ReadMarkers(app)
 	if err != nil || !pull {
-		return Decide(e, app, propagation.Facts{}, err), nil
+		return PlanEntry(e, app, propagation.Facts{}, err), nil
 	}
 	g, err := gather.Read(ctx, c, works, policy, app, target)
 	if err != nil {
@@ -101,13 +101,13 @@ func entry(ctx context.Context, c client.Reader, works gather.Works, policy prop
 		facts.Upstream = upstream
 	}
 	facts.NewDeliveryID = func() string { return "takeover" }
-	return Decide(e, app, facts, nil), nil
+	return PlanEntry(e, app, facts, nil), nil
 }
 
-// Decide fills the plan of e, the upstream work facts.Upstream (nil when it is not on the
+// PlanEntry fills the plan of e, the upstream work facts.Upstream (nil when it is not on the
 // Application's cluster) of app (nil when it does not exist), from the ladder's verdict on facts;
 // markersErr is the Application's invalid markers, if any.
-func Decide(e Entry, app *unstructured.Unstructured, facts propagation.Facts, markersErr error) Entry {
+func PlanEntry(e Entry, app *unstructured.Unstructured, facts propagation.Facts, markersErr error) Entry {
 	switch {
 	case app == nil:
 		e.Plan, e.Detail = PlanLeft, "its hub Application does not exist: argocd-pull leaves the work (the upstream controller would delete it)"

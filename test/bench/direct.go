@@ -38,7 +38,7 @@ func directCreate(ctx context.Context, base *rest.Config, f fleet, concurrency i
 	for i := range works {
 		set, cluster := f.appSets[i/len(f.clusters)], f.clusters[i%len(f.clusters)]
 		app := pullApplication(set, cluster, metav1.OwnerReference{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: set})
-		target, _, err := manifestwork.Decide(app)
+		target, _, err := manifestwork.ReadMarkers(app)
 		if err != nil {
 			return 0, fmt.Errorf("the benchmark's Application is not a valid pull-model Application: %w", err)
 		}

@@ -53,7 +53,7 @@ func measurePrices(ctx context.Context, c client.Client, n, entries int) (prices
 	}
 	var err error
 	if p.WorkCreateMs, _, err = apiserverCPU(n, func(i int) error {
-		target, _, err := manifestwork.Decide(apps[i])
+		target, _, err := manifestwork.ReadMarkers(apps[i])
 		if err != nil {
 			return err
 		}
