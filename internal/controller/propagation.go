@@ -132,8 +132,8 @@ func (r *PropagationReconciler) written(app *unstructured.Unstructured) {
 	}
 }
 
-// finalize deletes the Application's works. With Argo CD's resources finalizer, each work first
-// carries what its deletion needs (manifestwork.FinalWork), and the finalizer is removed only once
+// finalize deletes the Application's works (propagation.PlanFinalize). With Argo CD's resources
+// finalizer, each work first carries what its deletion needs, and the finalizer is removed only once
 // the works are gone, that is once the managed cluster deleted the Application and its resources.
 func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.Unstructured, pull bool) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(app)
@@ -141,34 +141,15 @@ func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var result ctrl.Result
-	deletable := works[:0:0]
-	for i := range works {
-		w := &works[i]
-		if !pull || !w.DeletionTimestamp.IsZero() {
-			deletable = append(deletable, *w)
-			continue
-		}
-		updated, wait, err := manifestwork.FinalWork(w, app.GetFinalizers(), appstatus.Observe(w).Delivery, time.Now())
-		switch {
-		case err != nil:
-			return ctrl.Result{}, err
-		case updated != nil:
-			if err := r.write(ctx, workWrite{op: metrics.OpUpdate, work: updated,
-				why: "Updating ManifestWork before deleting it: what its Application's deletion needs reaches the managed cluster first"}); err != nil {
-				return ctrl.Result{}, err
-			}
-		case wait > 0:
-			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
-				result.RequeueAfter = wait
-			}
-		default:
-			deletable = append(deletable, *w)
-		}
-	}
-	if err := r.remove(ctx, nil, deletable, nil); err != nil {
+	steps, wait, err := propagation.PlanFinalize(works, app.GetFinalizers(), pull,
+		func(w *workv1.ManifestWork) manifestwork.Reported { return appstatus.Observe(w).Delivery }, time.Now())
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if _, err := r.execute(ctx, app, steps); err != nil {
+		return ctrl.Result{}, err
+	}
+	result := ctrl.Result{RequeueAfter: wait}
 	upstreamLeft, err := r.deleteUpstream(ctx, key)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -1,6 +1,8 @@
 package propagation
 
 import (
+	"time"
+
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -28,6 +30,9 @@ const (
 	ActRelease Action = "Release"
 	// ActDelete deletes a work the Application no longer needs, or a released upstream work.
 	ActDelete Action = "Delete"
+	// ActFinalize writes into the work of an Application being deleted what the deletion needs
+	// on the managed cluster, before the work goes (FinalWork).
+	ActFinalize Action = "Finalize"
 )
 
 // Step is one work write of a plan.
@@ -169,6 +174,41 @@ func PlanRemoval(works []workv1.ManifestWork, keep *workv1.ManifestWork) ([]Step
 		steps = append(steps, step)
 	}
 	return steps, nil
+}
+
+// PlanFinalize decides the work writes for a hub Application being deleted (pull: a valid
+// pull-model one). Each of its works first carries what the deletion needs on the managed cluster
+// (manifestwork.FinalWork: Argo CD's finalizers, a terminate of the running operation), or waits
+// for the cluster's answer up to manifestwork.FinalGrace, and then goes (PlanRemoval). reported
+// reads what a work's cluster reported about its requests. wait is the soonest a waiting work is
+// to be looked at again (0: none waits).
+func PlanFinalize(works []workv1.ManifestWork, finalizers []string, pull bool, reported func(*workv1.ManifestWork) manifestwork.Reported, now time.Time) (steps []Step, wait time.Duration, err error) {
+	var deletable []workv1.ManifestWork
+	for i := range works {
+		w := &works[i]
+		if !pull || !w.DeletionTimestamp.IsZero() {
+			deletable = append(deletable, *w)
+			continue
+		}
+		final, after, err := manifestwork.FinalWork(w, finalizers, reported(w), now)
+		switch {
+		case err != nil:
+			return nil, 0, err
+		case final != nil:
+			steps = append(steps, Step{Action: ActFinalize, Work: final})
+		case after > 0:
+			if wait == 0 || after < wait {
+				wait = after
+			}
+		default:
+			deletable = append(deletable, *w)
+		}
+	}
+	removal, err := PlanRemoval(deletable, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(steps, removal...), wait, nil
 }
 
 // PlanPause decides how the Application's works are paused for reason: each held one is made read

@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +10,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/test/upstreamwork"
 )
@@ -227,4 +229,50 @@ func workCarrying(t *testing.T, w *workv1.ManifestWork, name string) *workv1.Man
 		out.Spec.Workload.Manifests[i].Raw = raw
 	}
 	return out
+}
+
+// The works of an Application being deleted: each first carries what the deletion needs on the
+// managed cluster (manifestwork.FinalWork), or waits for the cluster's answer, then goes.
+func TestPlanFinalize(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	app := pullApp()
+	desired, err := manifestwork.DesiredWork(app, nil, manifestwork.Target{Cluster: "cluster1", AppNamespace: "argocd"}, manifestwork.Deliveries{})
+	g.Expect(err).NotTo(HaveOccurred())
+	held, err := manifestwork.Hold(desired)
+	g.Expect(err).NotTo(HaveOccurred())
+	held.Generation = 3
+	manifestwork.StampWritten(held, now.Add(-time.Hour))
+	work := applied(held)
+	name := "cluster1/" + work.Name
+	cascade := []string{argocd.ResourcesFinalizer}
+	phase := func(p string) func(*workv1.ManifestWork) manifestwork.Reported {
+		return func(*workv1.ManifestWork) manifestwork.Reported { return manifestwork.Reported{Phase: p} }
+	}
+
+	steps0, wait, err := PlanFinalize([]workv1.ManifestWork{*work}, cascade, false, phase("Running"), now)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(steps(steps0)).To(Equal([]step{{Action: ActDelete, Work: name}}), "not a pull-model Application: its works go at once")
+	g.Expect(wait).To(BeZero())
+
+	steps1, _, err := PlanFinalize([]workv1.ManifestWork{*work}, nil, true, phase("Running"), now)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(steps(steps1)).To(Equal([]step{{Action: ActDelete, Work: name}}), "no resources finalizer: nothing to carry first")
+
+	steps2, _, err := PlanFinalize([]workv1.ManifestWork{*work}, cascade, true, phase("Running"), now)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(steps(steps2)).To(Equal([]step{{Action: ActFinalize, Work: name}}), "an operation running: a terminate and the finalizer are written first")
+
+	final := applied(steps2[0].Work)
+	manifestwork.StampWritten(final, now.Add(-30*time.Second))
+	steps3, wait, err := PlanFinalize([]workv1.ManifestWork{*final}, cascade, true, phase("Terminating"), now)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(steps(steps3)).To(BeEmpty())
+	g.Expect(wait).To(Equal(manifestwork.FinalGrace-30*time.Second), "waits for the cluster's answer, up to the grace")
+
+	gone := work.DeepCopy()
+	gone.DeletionTimestamp = &metav1.Time{Time: now}
+	steps4, _, err := PlanFinalize([]workv1.ManifestWork{*gone}, cascade, true, phase("Running"), now)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(steps(steps4)).To(BeEmpty(), "a work being deleted is left to finish")
 }
