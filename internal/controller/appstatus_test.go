@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -390,4 +392,31 @@ func TestTerminateOpIsCarriedToTheManagedCluster(t *testing.T) {
 	h.g.Expect(h.getApp("web").Object).NotTo(HaveKey("operation"))
 	h.g.Eventually(func() map[string]any { return payload(t, h.work("web", cluster), 0).Object }, timeout, interval).
 		ShouldNot(Or(HaveKey("operation"), HaveKey("status")))
+}
+
+// argocd app terminate-op on an operation the managed cluster started itself (an automated sync
+// there, no request of the hub's) is not carried: a Warning event says why and what to do, the
+// hub shows the operation running again, and the work carries no request to terminate.
+func TestTerminateOpOfAnOperationTheHubDidNotDeliverIsExplained(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	h.app("web", cluster)
+	running := map[string]string{manifestwork.FeedbackHealth: "Progressing", manifestwork.FeedbackSync: "OutOfSync",
+		manifestwork.FeedbackPhase: "Running", manifestwork.FeedbackStartedAt: "2026-11-25T10:00:00Z"}
+	h.report("web", cluster, h.work("web", cluster).Generation, running)
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "phase") }, timeout, interval).Should(Equal("Running"))
+
+	h.updateApp("web", func(u *unstructured.Unstructured) {
+		h.g.Expect(unstructured.SetNestedField(u.Object, manifestwork.PhaseTerminating, "status", "operationState", "phase")).To(Succeed())
+	})
+	h.g.Eventually(func() []corev1.Event { return h.events("web") }, timeout, interval).Should(ContainElement(And(
+		HaveField("Type", corev1.EventTypeWarning),
+		HaveField("Reason", ReasonTerminateNotDelivered),
+		HaveField("Message", And(ContainSubstring("The operation running on cluster "+cluster+" was not requested from the hub"),
+			ContainSubstring("Terminate it on the managed cluster"))),
+	)))
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "phase") }, timeout, interval).
+		Should(Equal("Running"), "the hub shows what the cluster runs")
+	h.g.Consistently(func() map[string]string { return payload(t, h.work("web", cluster), 0).GetAnnotations() }, 2*time.Second, 200*time.Millisecond).
+		ShouldNot(HaveKey(api.TerminateDeliveryAnnotation), "nothing to terminate is carried")
 }
