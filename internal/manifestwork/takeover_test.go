@@ -12,10 +12,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/test/workfixture"
 )
 
-var (
-	upstreamOf = workfixture.UpstreamOf
-	applied    = workfixture.Applied
-)
+var upstreamOf = workfixture.UpstreamOf
 
 func TestUpstreamWorksAreRecognised(t *testing.T) {
 	app := pullApp()
