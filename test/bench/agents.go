@@ -42,10 +42,11 @@ type agents struct {
 	pending     map[string]change // by "<appset>/<cluster>"
 	appLatency  []time.Duration
 	repLatency  []time.Duration
-	reported    map[string]int      // report name -> clusters at initialRevision
-	reportSize  map[string]int      // report name -> bytes of its last version
-	appSize     map[string]int      // "<appset>/<cluster>" -> bytes of its hub Application's last version
-	reportNotes map[string][]string // report name -> the notes of its last version
+	reported    map[string]int       // report name -> clusters at initialRevision
+	reportSize  map[string]int       // report name -> bytes of its last version
+	appSize     map[string]int       // "<appset>/<cluster>" -> bytes of its hub Application's last version
+	delivered   map[string]time.Time // "<appset>/<cluster>" -> when its hub Application first showed the initial revision
+	reportNotes map[string][]string  // report name -> the notes of its last version
 	// reportListed is, per report name, the clusters its last version lists, and its notes say
 	// whether the others are Synced and Healthy (report.UnlistedAreHealthy).
 	reportListed map[string]map[string]bool
@@ -86,7 +87,7 @@ type change struct {
 
 func newAgents(c client.Client, workers int, resync, jitter time.Duration) *agents {
 	return &agents{c: c, workers: workers, works: map[types.NamespacedName]bool{}, pending: map[string]change{},
-		reported: map[string]int{}, reportSize: map[string]int{}, appSize: map[string]int{}, reportNotes: map[string][]string{}, reportListed: map[string]map[string]bool{}, queue: make(chan types.NamespacedName, 1<<16),
+		reported: map[string]int{}, reportSize: map[string]int{}, appSize: map[string]int{}, delivered: map[string]time.Time{}, reportNotes: map[string][]string{}, reportListed: map[string]map[string]bool{}, queue: make(chan types.NamespacedName, 1<<16),
 		resync: resync, jitter: jitter, state: map[types.NamespacedName]*workState{}}
 }
 

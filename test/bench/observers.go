@@ -33,6 +33,9 @@ func (a *agents) appEvent(app *unstructured.Unstructured) {
 	defer a.mu.Unlock()
 	key := owner + "/" + ann[api.ClusterAnnotation]
 	a.appSize[key] = size
+	if _, seen := a.delivered[key]; !seen && rev == initialRevision {
+		a.delivered[key] = now
+	}
 	if ch, ok := a.pending[key]; ok && !ch.app && ch.revision == rev {
 		ch.app = true
 		a.appLatency = append(a.appLatency, now.Sub(ch.written))
@@ -170,4 +173,17 @@ func summarize(sorted []time.Duration) percentiles {
 		return float64(sorted[int(p*float64(len(sorted)-1))].Microseconds()) / 1000
 	}
 	return percentiles{Count: len(sorted), P50ms: at(0.5), P90ms: at(0.9), P99ms: at(0.99), MaxMs: at(1)}
+}
+
+// firstDeliveries are, for every Application whose hub Application showed its cluster's first
+// answer, how long after since that was: the time to first delivery of each, sorted.
+func (a *agents) firstDeliveries(since time.Time) []time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]time.Duration, 0, len(a.delivered))
+	for _, at := range a.delivered {
+		out = append(out, at.Sub(since))
+	}
+	slices.Sort(out)
+	return out
 }

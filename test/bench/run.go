@@ -153,12 +153,14 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 		return res, err
 	}
 	res.InitialReportSeconds = time.Since(ctl.started).Seconds()
+	res.FirstDelivery = summarize(ag.firstDeliveries(ctl.started))
 	res.PropagationCPU = readCPUClock(ctl).since(propagationStart)
 	ctl.heapProfile(ctx, cfg, fmt.Sprintf("heap-%d.pprof", clusters))
 	if propagated, err := ctl.scrape(ctx); err == nil {
 		res.RequestsPerApplication = total(propagated.Requests) / float64(f.apps())
 	}
-	cfg.progress("every report shows all %d clusters after %.1fs; %.2f controller requests per Application until then (CPU: %s)", clusters, res.InitialReportSeconds, res.RequestsPerApplication, res.PropagationCPU)
+	cfg.progress("every report shows all %d clusters after %.1fs; %.2f controller requests per Application until then (CPU: %s); first delivery per Application after the controller's start: %s",
+		clusters, res.InitialReportSeconds, res.RequestsPerApplication, res.PropagationCPU, res.FirstDelivery)
 
 	// Status latency.
 	before, err := ctl.scrape(ctx)

@@ -59,6 +59,7 @@ func (r Report) Markdown() string {
 	row("every report complete (every Application delivered) after", func(x Result) string {
 		return Thousands1(x.InitialReportSeconds) + " s"
 	})
+	row("first delivery per Application, from the controller's start, p50 / p90 / p99", func(x Result) string { return latencyCell(x.FirstDelivery) })
 	row("controller requests per Application until then", func(x Result) string { return fmt.Sprintf("%.2f", x.RequestsPerApplication) })
 	row("CPU from the controller's start until then", func(x Result) string { return x.PropagationCPU.String() })
 	row("feedback -> hub Application p50 / p90 / p99", func(x Result) string { return latencyCell(x.AppStatusLatency) })

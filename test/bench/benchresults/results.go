@@ -67,11 +67,14 @@ type Result struct {
 	DirectAnsweredCPU CPUShare `json:"directAnsweredCPU"`
 	PropagationCPU    CPUShare `json:"propagationCPU"`
 
-	InitialReportSeconds float64     `json:"initialReportSeconds"`
-	AppStatusLatency     Percentiles `json:"appStatusLatency"`
-	ReportLatency        Percentiles `json:"reportLatency"`
-	ChangesPerSecond     float64     `json:"changesPerSecond"`
-	WritesPerChange      float64     `json:"controllerWritesPerChange"`
+	InitialReportSeconds float64 `json:"initialReportSeconds"`
+	// FirstDelivery is, per Application, the time from the controller's start until its hub
+	// Application showed its cluster's first answer (the initial revision): its first delivery.
+	FirstDelivery    Percentiles `json:"firstDelivery"`
+	AppStatusLatency Percentiles `json:"appStatusLatency"`
+	ReportLatency    Percentiles `json:"reportLatency"`
+	ChangesPerSecond float64     `json:"changesPerSecond"`
+	WritesPerChange  float64     `json:"controllerWritesPerChange"`
 
 	Controller Usage              `json:"controller"`
 	Requests   map[string]float64 `json:"controllerRequests"`
