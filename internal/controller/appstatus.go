@@ -128,7 +128,8 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		patch = client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})
 	}
 	if clearSync || clearRefresh {
-		ctrl.LoggerFrom(ctx).Info("Clearing the requests the managed cluster finished", "manifestWork", klog.KObj(work), "sync", clearSync, "refresh", clearRefresh)
+		ctrl.LoggerFrom(ctx).Info("Clearing the requests the managed cluster finished", "manifestWork", klog.KObj(work), "sync", clearSync, "refresh", clearRefresh,
+			"carried", obs.Carried.String(), "phase", obs.Delivery.Phase, "started", obs.Delivery.SyncStarted)
 	}
 	if conditionsChanged && len(obs.Trimmed) > 0 {
 		ctrl.LoggerFrom(ctx).Info("Cutting the managed cluster's feedback to its caps", "manifestWork", klog.KObj(work), "cut", obs.Trimmed)

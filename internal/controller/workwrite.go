@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
@@ -89,7 +90,7 @@ func (r *PropagationReconciler) executeStep(ctx context.Context, app *unstructur
 	}
 	switch {
 	case step.Action == propagation.ActCreate:
-		if err := r.write(ctx, workWrite{op: metrics.OpCreate, work: w, why: "Creating ManifestWork"}); err != nil {
+		if err := r.write(ctx, workWrite{op: metrics.OpCreate, work: w, why: "Creating ManifestWork", kv: requestsOf(w)}); err != nil {
 			return err
 		}
 		r.created.add(w, time.Now())
@@ -98,7 +99,7 @@ func (r *PropagationReconciler) executeStep(ctx context.Context, app *unstructur
 		// refusals, moves, freezes and deliveries.
 		r.written(app)
 	case step.Action == propagation.ActUpdate:
-		if err := r.write(ctx, workWrite{op: metrics.OpUpdate, work: w, why: "Updating ManifestWork"}); err != nil {
+		if err := r.write(ctx, workWrite{op: metrics.OpUpdate, work: w, why: "Updating ManifestWork", kv: requestsOf(w)}); err != nil {
 			return err
 		}
 		r.written(app)
@@ -165,4 +166,13 @@ func (r *PropagationReconciler) remove(ctx context.Context, app *unstructured.Un
 	}
 	_, err = r.execute(ctx, app, steps)
 	return err
+}
+
+// requestsOf are the log values of the sync and refresh requests a work carries
+// (api.DeliveriesAnnotation), none when it carries none.
+func requestsOf(w *workv1.ManifestWork) []any {
+	if d := w.Annotations[api.DeliveriesAnnotation]; d != "" {
+		return []any{"requests", d}
+	}
+	return nil
 }

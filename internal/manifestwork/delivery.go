@@ -312,6 +312,9 @@ func planRefresh(hub Hub, d *Delivery, reported Reported, newID func() string) *
 
 // KeepCleared puts back into next the request the hub has cleared, as the work carries it, while
 // the other request the work carries stays unchanged; ok is false when there is none to put back.
+// A refresh counts as cleared when the hub recorded it (RefreshDeliveredAnnotation) or when the
+// managed cluster reported it finished and the hub no longer asks for it: the ApplicationSet
+// controller rewrites the annotations of the Applications it generates, and drops that record.
 //
 // The work agent re-applies the whole manifest whenever it changes. Dropping a finished refresh
 // while a sync is carried would apply the sync's .operation again, and if the managed Argo CD had
@@ -319,10 +322,11 @@ func planRefresh(hub Hub, d *Delivery, reported Reported, newID func() string) *
 // refresh is carried would refresh again. So a request the hub cleared leaves the payload together
 // with the other, or with a change the payload carries anyway (Ladder keeps the work as it is only
 // when nothing else changed).
-func KeepCleared(hub Hub, carried, next Deliveries) (Deliveries, bool) {
+func KeepCleared(hub Hub, carried, next Deliveries, reported Reported) (Deliveries, bool) {
 	kept := next
+	refreshCleared := carried.Refresh != nil && (hub.RefreshCleared == carried.Refresh.ID || reported.refreshDone(carried.Refresh))
 	switch {
-	case next.Refresh == nil && carried.Refresh != nil && hub.RefreshCleared == carried.Refresh.ID && sameDelivery(next.Sync, carried.Sync):
+	case next.Refresh == nil && refreshCleared && sameDelivery(next.Sync, carried.Sync):
 		kept.Refresh, kept.RefreshValue = carried.Refresh, carried.RefreshValue
 	case next.Sync == nil && carried.Sync != nil && carried.Operation != nil && hub.SyncCleared == carried.Sync.ID && sameDelivery(next.Refresh, carried.Refresh):
 		kept.Sync, kept.Operation = carried.Sync, carried.Operation

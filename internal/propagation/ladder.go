@@ -192,7 +192,7 @@ func Ladder(f Facts) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	if kept, ok := manifestwork.KeepCleared(hub, f.Carried, deliveries); ok && f.Existing != nil {
+	if kept, ok := manifestwork.KeepCleared(hub, f.Carried, deliveries, f.Reported); ok && f.Existing != nil {
 		// A request the hub cleared stays while the other is carried, unless the work changes anyway.
 		if w, err := desired(kept); err == nil && manifestwork.UpToDate(f.Existing, w) {
 			work = w

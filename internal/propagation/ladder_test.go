@@ -249,6 +249,27 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 		syncCleared(app)
 		g.Expect(ladder(g, app, both).Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "both cleared: both leave in one write")
 	})
+	t.Run("refresh cleared first, its marker then dropped by the ApplicationSet controller", func(t *testing.T) {
+		// The ApplicationSet controller rewrites the annotations of the Applications it generates
+		// from its template: it drops the hub's record of the cleared refresh (seen in the lab).
+		// The cluster's report that it finished the refresh keeps it in the work all the same.
+		g := NewWithT(t)
+		ids = 0
+		both := ladder(g, requested, nil)
+		app := pullApp(func(u *unstructured.Unstructured) {
+			u.Object = requested.DeepCopy().Object
+			refreshCleared(u)
+			delete(u.Object["metadata"].(map[string]any)["annotations"].(map[string]any), api.RefreshDeliveredAnnotation)
+		})
+		f := Facts{App: app, Policy: Policy{ArgoCDNamespace: "argocd"}, Cluster: cluster, ClusterNamespace: true, Bindings: global,
+			NewDeliveryID: func() string { ids++; return fmt.Sprintf("d%d", ids) }, Existing: both,
+			Carried:  manifestwork.ParseDeliveries(both.Annotations[api.DeliveriesAnnotation]),
+			Reported: manifestwork.Reported{RefreshDelivered: "d2", SyncDelivered: "d1", SyncHeld: "d1"}}
+		f.Carried.Operation, f.Carried.RefreshValue = manifestwork.PayloadRequests(both)
+		v, err := Ladder(f)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(manifestwork.UpToDate(both, v.Work)).To(BeTrue(), "the refresh the cluster finished stays while the sync is carried: re-applying the sync could run it twice")
+	})
 	t.Run("sync cleared first, then the refresh", func(t *testing.T) {
 		g := NewWithT(t)
 		ids = 0
