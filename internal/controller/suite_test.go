@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,6 +96,11 @@ func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 			cancel()
 			if err := <-done; err != nil {
 				t.Errorf("manager stopped with an error: %v", err)
+				if strings.Contains(err.Error(), "grace period") {
+					// Which runnable did not stop: the goroutines of this package's code and of
+					// controller-runtime, as they are now.
+					t.Logf("goroutines at the missed shutdown:\n%s", runnableStacks())
+				}
 			}
 		})
 	}
@@ -390,4 +397,20 @@ func (h *harness) agentWrites(name, cluster string, appliedGeneration int64, val
 func statusField(app *unstructured.Unstructured, path ...string) string {
 	v, _, _ := unstructured.NestedString(app.Object, append([]string{"status"}, path...)...)
 	return v
+}
+
+// runnableStacks are the stacks of the goroutines running argocd-pull's or controller-runtime's
+// code, for a manager that missed its shutdown grace.
+func runnableStacks() string {
+	var buf strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 2); err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, g := range strings.Split(buf.String(), "\n\n") {
+		if strings.Contains(g, "sigs.k8s.io/controller-runtime") || strings.Contains(g, "argocd-pull/internal/") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
