@@ -62,11 +62,11 @@ type Result struct {
 // whose markers name no cluster.
 func Read(ctx context.Context, r client.Reader, works Works, p propagation.Policy, app *unstructured.Unstructured, target manifestwork.Target) (Result, error) {
 	var res Result
-	f, err := propagation.ReadFacts(ctx, r, p, app, target)
-	if err != nil {
+	var err error
+	if res.Facts, err = propagation.ReadFacts(ctx, r, p, app, target); err != nil {
 		return res, err
 	}
-	res.Facts = f
+	f := &res.Facts
 	key := client.ObjectKeyFromObject(app)
 	if res.Works, err = works.Of(ctx, key); err != nil || target.Cluster == "" {
 		return res, err
@@ -96,7 +96,6 @@ func Read(ctx context.Context, r client.Reader, works Works, p propagation.Polic
 		f.Carried, f.Reported = obs.Carried, obs.Delivery
 		f.Carried.Operation, f.Carried.RefreshValue = manifestwork.PayloadRequests(f.Existing)
 	}
-	res.Facts = f
 	return res, nil
 }
 

@@ -65,6 +65,14 @@ func (l *Listed) Carrying(ctx context.Context, cluster, managed string) ([]workv
 	return out, nil
 }
 
+// AllUpstream are every upstream pull controller's work on the hub, each once.
+func (l *Listed) AllUpstream(ctx context.Context) ([]workv1.ManifestWork, error) {
+	if err := l.list(ctx); err != nil {
+		return nil, err
+	}
+	return l.upstream, nil
+}
+
 // Upstream are the upstream works of key on cluster, oldest first.
 func (l *Listed) Upstream(ctx context.Context, cluster string, key types.NamespacedName) ([]workv1.ManifestWork, error) {
 	if err := l.list(ctx); err != nil {

@@ -48,16 +48,12 @@ type Entry struct {
 // adoption on, does with it; sorted by cluster, then Application.
 func List(ctx context.Context, c client.Reader, policy propagation.Policy) ([]Entry, error) {
 	policy.AdoptUpstream = true
-	var upstream []workv1.ManifestWork
-	for _, selector := range manifestwork.UpstreamSelectors() {
-		works := &workv1.ManifestWorkList{}
-		if err := c.List(ctx, works, client.MatchingLabelsSelector{Selector: selector}); err != nil {
-			return nil, fmt.Errorf("listing the upstream pull controllers' ManifestWorks: %w", err)
-		}
-		upstream = manifestwork.AppendUpstream(upstream, works.Items)
+	works := &gather.Listed{Reader: c}
+	upstream, err := works.AllUpstream(ctx)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Entry, 0, len(upstream))
-	works := &gather.Listed{Reader: c}
 	for i := range upstream {
 		e, err := entry(ctx, c, works, policy, &upstream[i])
 		if err != nil {
