@@ -138,6 +138,7 @@ func Observe(work *workv1.ManifestWork) Observed {
 		FinishedAt:         obs.FinishedAt,
 		ReconciledAt:       obs.ReconciledAt,
 		SyncStatus:         obs.Sync,
+		Revision:           obs.Revision,
 	}
 	obs.Operation = r.operation(manifestwork.FeedbackOperation)
 	compared := Source{

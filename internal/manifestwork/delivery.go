@@ -94,8 +94,8 @@ type Reported struct {
 	TerminateDelivered string
 	// FinishedAt is when the last operation finished, ReconciledAt when its Argo CD last compared
 	// the Application with Git (both its clock, RFC 3339, to the second); SyncStatus is the result
-	// of that comparison.
-	FinishedAt, ReconciledAt, SyncStatus string
+	// of that comparison, and Revision the revision it compared with (status.sync.revision).
+	FinishedAt, ReconciledAt, SyncStatus, Revision string
 }
 
 // PhaseTerminating is the operation phase in which Argo CD stops a running operation.
@@ -116,13 +116,20 @@ func (r Reported) syncDone(d *Delivery) bool {
 // has just synced still reads OutOfSync, and a RollingSync ApplicationSet that saw the request
 // cleared and OutOfSync would request another sync. A sync that Succeeded is settled once the
 // cluster reads Synced, or compared in a later second than it finished (an Application that stays
-// OutOfSync after a sync); a failed one once compared since (it stays OutOfSync: another request
-// is the ApplicationSet's retry).
+// OutOfSync after a sync), or compares a revision other than the one it was pinned to; a failed
+// one once compared since (it stays OutOfSync: another request is the ApplicationSet's retry).
 func (r Reported) syncSettled(d *Delivery) bool {
 	if !r.syncDone(d) {
 		return false
 	}
 	if r.Phase == "Succeeded" && r.SyncStatus == "Synced" {
+		return true
+	}
+	if d.Revision != "" && r.Revision != "" && r.Revision != d.Revision {
+		// A request pinned to a revision (see pinnedRevision) the cluster no longer compares
+		// with: a commit landed meanwhile. It synced the pinned one and stays OutOfSync at the new
+		// one whatever comparison comes next; waiting for one would hold it until Argo CD's next
+		// periodic reconciliation.
 		return true
 	}
 	finished, errF := time.Parse(time.RFC3339, r.FinishedAt)

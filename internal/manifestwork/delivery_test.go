@@ -313,3 +313,31 @@ func TestTerminateTravelsWithItsRequest(t *testing.T) {
 	g.Expect(payload.Object).NotTo(HaveKey("status"), "no request to terminate: no status in the payload")
 	g.Expect(payload.GetAnnotations()).NotTo(HaveKey(api.TerminateDeliveryAnnotation))
 }
+
+// A RollingSync request is pinned to the revision its cluster compared when it came (see
+// pinnedRevision). When a commit lands while it is delivered, the cluster syncs the pinned
+// revision and stays OutOfSync at the new one: no comparison after the sync can make it Synced. It
+// is settled as soon as it finished; waiting for a comparison in a later second held it (and the
+// RollingSync step) until Argo CD's next periodic reconciliation, minutes later. Seen in the
+// rollout benchmark.
+func TestAPinnedSyncOvertakenByACommitIsClearedOnceFinished(t *testing.T) {
+	g := NewWithT(t)
+	op := map[string]any{"initiatedBy": map[string]any{"username": RollingSyncUser}, "sync": map[string]any{}}
+	pinned := Deliveries{Sync: &Delivery{ID: "d1", Hash: ContentHash(op), Revision: "v1-commit"}}
+	finished := Reported{SyncStarted: "d1", Phase: "Succeeded", SyncStatus: "OutOfSync",
+		FinishedAt: "2026-11-23T10:00:05Z", ReconciledAt: "2026-11-23T10:00:05Z"}
+
+	overtaken := finished
+	overtaken.Revision = "v2-commit"
+	sync, _ := Clears(Hub{Operation: op}, pinned, overtaken)
+	g.Expect(sync).To(BeTrue(), "the cluster compares v2 and synced v1: settled")
+
+	same := finished
+	same.Revision = "v1-commit"
+	sync, _ = Clears(Hub{Operation: op}, pinned, same)
+	g.Expect(sync).To(BeFalse(), "OutOfSync at the synced revision: the comparison after the sync may not have come yet")
+
+	unpinned := Deliveries{Sync: &Delivery{ID: "d1", Hash: ContentHash(op)}}
+	sync, _ = Clears(Hub{Operation: op}, unpinned, overtaken)
+	g.Expect(sync).To(BeFalse(), "an unpinned request synced whatever the cluster resolved: wait for the comparison")
+}
