@@ -26,9 +26,9 @@ func argoEnv(kubeconfig string) []string {
 	return []string{"ARGOCD_FAKE_IN_CLUSTER=true", "KUBECONFIG=" + kubeconfig, "ARGOCD_GPG_ENABLED=false"}
 }
 
-// installArgoConfig applies Argo CD's base ConfigMaps and Secret (with the server key every
+// InstallArgoConfig applies Argo CD's base ConfigMaps and Secret (with the server key every
 // component needs) into the Argo CD namespace.
-func installArgoConfig(ctx context.Context, c client.Client, root string) error {
+func InstallArgoConfig(ctx context.Context, c client.Client, root, namespace string) error {
 	dir, err := assets.ArgoCDModuleDir(root)
 	if err != nil {
 		return err
@@ -46,7 +46,7 @@ func installArgoConfig(ctx context.Context, c client.Client, root string) error 
 		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
 			return fmt.Errorf("reading %s: %w", f, err)
 		}
-		obj.SetNamespace(ArgoNamespace)
+		obj.SetNamespace(namespace)
 		if obj.GetKind() == "Secret" {
 			obj.Object["stringData"] = map[string]any{"server.secretkey": "argocd-pull-sandbox"}
 		}
@@ -108,6 +108,19 @@ func startManagedArgoCD(dir, bin string, c *Cluster, ports *portBook) error {
 	return err
 }
 
+// ApplicationSetControllerArgs are the arguments and environment of `argocd
+// argocd-applicationset-controller` on a hub of the given kubeconfig, for the Argo CD namespace,
+// listening on the given addresses: with progressive syncs on, so that RollingSync ApplicationSets
+// roll out step by step (see docs/status.md), and no repo-server (no Git generator).
+func ApplicationSetControllerArgs(kubeconfig, namespace, metrics, probes, webhook string) (args, env []string) {
+	return []string{"argocd-applicationset-controller",
+		"--kubeconfig=" + kubeconfig, "--namespace=" + namespace,
+		"--metrics-addr=" + metrics, "--probe-addr=" + probes, "--webhook-addr=" + webhook,
+		"--argocd-repo-server=127.0.0.1:1", "--repo-server-plaintext", "--logformat=text",
+		"--enable-progressive-syncs",
+	}, argoEnv(kubeconfig)
+}
+
 // startApplicationSetController starts the hub's ApplicationSet controller.
 func startApplicationSetController(dir, bin string, hub *Cluster, ports *portBook) error {
 	metrics, err := ports.port("hub-argocd-applicationset-controller-metrics")
@@ -123,14 +136,8 @@ func startApplicationSetController(dir, bin string, hub *Cluster, ports *portBoo
 	if err != nil {
 		return err
 	}
-	_, err = start(dir, "hub-argocd-applicationset-controller", bin, []string{"argocd-applicationset-controller",
-		"--kubeconfig=" + hub.Kubeconfig, "--namespace=" + ArgoNamespace,
-		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metrics), "--probe-addr=127.0.0.1:" + strconv.Itoa(probes),
-		"--webhook-addr=" + webhook,
-		"--argocd-repo-server=127.0.0.1:1", "--repo-server-plaintext", "--logformat=text",
-		// RollingSync ApplicationSets roll out step by step (see docs/status.md).
-		"--enable-progressive-syncs",
-	}, argoEnv(hub.Kubeconfig)...)
+	args, env := ApplicationSetControllerArgs(hub.Kubeconfig, ArgoNamespace, "127.0.0.1:"+strconv.Itoa(metrics), "127.0.0.1:"+strconv.Itoa(probes), webhook)
+	_, err = start(dir, "hub-argocd-applicationset-controller", bin, args, env...)
 	return err
 }
 
@@ -274,11 +281,12 @@ func applyDocumentsApplicationSet(ctx context.Context, c client.Client, root, re
 	return appSet, nil
 }
 
-// createDefaultProject creates Argo CD's default AppProject, which argocd-server would create.
-func createDefaultProject(ctx context.Context, c client.Client) error {
+// CreateDefaultProject creates Argo CD's default AppProject in namespace, which argocd-server
+// would create.
+func CreateDefaultProject(ctx context.Context, c client.Client, namespace string) error {
 	p := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
-		"metadata": map[string]any{"name": "default", "namespace": ArgoNamespace},
+		"metadata": map[string]any{"name": "default", "namespace": namespace},
 		"spec": map[string]any{
 			"sourceRepos":              []any{"*"},
 			"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},

@@ -186,10 +186,10 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		if err != nil {
 			return lab, err
 		}
-		if err := installArgoConfig(ctx, cl, root); err != nil {
+		if err := InstallArgoConfig(ctx, cl, root, ArgoNamespace); err != nil {
 			return lab, fmt.Errorf("%s: %w", c.Name, err)
 		}
-		if err := createDefaultProject(ctx, cl); err != nil {
+		if err := CreateDefaultProject(ctx, cl, ArgoNamespace); err != nil {
 			return lab, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		if c != lab.Hub {

@@ -72,10 +72,18 @@ func parallel(ctx context.Context, n, workers int, do func(ctx context.Context, 
 	return first
 }
 
-// create makes the hub state: the Argo CD namespace, a ManagedClusterSet bound to it, the
-// clusters (Available) with their namespaces and leases, the ApplicationSets, and their
+// create makes the hub state: the clusters (createClusters), the ApplicationSets, and their
 // Applications.
 func (f fleet) create(ctx context.Context, c client.Client, workers int, lease time.Duration, progress func(string, ...any)) error {
+	if err := f.createClusters(ctx, c, workers, lease, progress); err != nil {
+		return err
+	}
+	return f.createApplications(ctx, c, workers, progress)
+}
+
+// createClusters makes the Argo CD namespace, a ManagedClusterSet bound to it, and the clusters
+// (Available) with their namespaces and leases.
+func (f fleet) createClusters(ctx context.Context, c client.Client, workers int, lease time.Duration, progress func(string, ...any)) error {
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNamespace}},
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: clusterSet}},
@@ -110,6 +118,12 @@ func (f fleet) create(ctx context.Context, c client.Client, workers int, lease t
 		return fmt.Errorf("creating clusters: %w", err)
 	}
 	progress("%d ManagedClusters, Available, with their namespaces", len(f.clusters))
+	return nil
+}
+
+// createApplications makes the ApplicationSets and one pull-model Application per cluster of
+// each, as the ApplicationSet controller would.
+func (f fleet) createApplications(ctx context.Context, c client.Client, workers int, progress func(string, ...any)) error {
 	owners := make([]metav1.OwnerReference, len(f.appSets))
 	for i, name := range f.appSets {
 		set := &unstructured.Unstructured{}
@@ -124,7 +138,7 @@ func (f fleet) create(ctx context.Context, c client.Client, workers int, lease t
 		owners[i] = metav1.OwnerReference{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: name, UID: set.GetUID(),
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	}
-	err = parallel(ctx, f.apps(), workers, func(ctx context.Context, i int) error {
+	err := parallel(ctx, f.apps(), workers, func(ctx context.Context, i int) error {
 		set, cluster := i/len(f.clusters), f.clusters[i%len(f.clusters)]
 		return c.Create(ctx, pullApplication(f.appSets[set], cluster, owners[set]))
 	})

@@ -26,8 +26,10 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/argocd-pull/argocd-pull/internal/assets"
 	"github.com/argocd-pull/argocd-pull/internal/cli"
 	"github.com/argocd-pull/argocd-pull/internal/controller"
+	"github.com/argocd-pull/argocd-pull/test/bench/benchresults"
 )
 
 func main() {
@@ -59,6 +61,12 @@ func run() error {
 	flag.DurationVar(&cfg.lease, "lease-duration", 60*time.Second, "Each cluster's lease duration: its simulated registration agent renews its lease on the hub this often, plus up to a quarter of it (OCM's default; 0: no leases)")
 	flag.Float64Var(&cfg.steadyRate, "steady-change-rate", 30, "Feedback changes a second during the steady-state phase")
 	flag.DurationVar(&cfg.profile, "cpu-profile", 0, "Keep a CPU profile of the controller this long from the start of propagation and of the steady state, in --logs (0: none)")
+	scenarios := flag.String("scenarios", "fleet,rollouts", "Which scenarios to run at each size: fleet (propagation, status latency, steady state, restart), rollouts (RollingSync rollouts with the real ApplicationSet controller)")
+	rolloutOut := flag.String("rollouts-out", "test/bench/results/rollouts", "Directory for the rollout scenarios' results.json and results.md")
+	rc := rolloutConfig{}
+	flag.DurationVar(&rc.syncFor, "sync-duration", 5*time.Second, "How long each simulated Argo CD's sync runs (rollouts)")
+	flag.IntVar(&rc.steps, "rollout-steps", 10, "RollingSync steps of the rollout ApplicationSets")
+	flag.IntVar(&rc.concurrent, "concurrent-rollouts", 10, "RollingSync ApplicationSets rolling out a revision at once in the last rollout scenario (<2: skipped)")
 	extra := flag.String("controller-args", "", "More flags for the controller, space-separated (e.g. \"--report-interval-per-cluster=2ms\")")
 	flag.Parse()
 	cfg.qps = float32(*qps)
@@ -91,19 +99,51 @@ func run() error {
 	report := benchReport{Machine: machine(), ControllerVersion: controllerVersion(cfg.controller), Started: started.UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"go run ./test/bench"}, withoutMachinePaths(os.Args[1:])...), " ")}
 	// The results are written after each size, so that a larger size that fails (or is stopped)
 	// keeps the smaller ones.
-	for _, n := range counts {
-		cfg.progress("N=%d clusters, A=%d ApplicationSets: %d Applications", n, *appSets, n**appSets)
-		res, err := measure(ctx, cfg, n, *appSets)
-		if err != nil {
-			return fmt.Errorf("at N=%d: %w", n, err)
-		}
-		report.Results = append(report.Results, res)
-		report.Seconds = time.Since(started).Seconds()
-		if err := writeResults(report, *out); err != nil {
-			return err
+	runFleet, runRollouts := false, false
+	for _, s := range strings.Split(*scenarios, ",") {
+		switch strings.TrimSpace(s) {
+		case "fleet":
+			runFleet = true
+		case "rollouts":
+			runRollouts = true
+		default:
+			return fmt.Errorf("--scenarios: %q is neither fleet nor rollouts", s)
 		}
 	}
-	fmt.Print(report.Markdown())
+	rollouts := benchresults.RolloutReport{Machine: report.Machine, ControllerVersion: report.ControllerVersion, ArgoCDVersion: argoCDVersion(),
+		Started: report.Started, Command: report.Command}
+	for _, n := range counts {
+		if runFleet {
+			cfg.progress("N=%d clusters, A=%d ApplicationSets: %d Applications", n, *appSets, n**appSets)
+			res, err := measure(ctx, cfg, n, *appSets)
+			if err != nil {
+				return fmt.Errorf("at N=%d: %w", n, err)
+			}
+			report.Results = append(report.Results, res)
+			report.Seconds = time.Since(started).Seconds()
+			if err := writeResults(report, *out); err != nil {
+				return err
+			}
+		}
+		if runRollouts {
+			cfg.progress("rollouts, N=%d clusters: RollingSync in %d steps, %s syncs", n, rc.steps, rc.syncFor)
+			done := len(rollouts.Results)
+			_, err := measureRollouts(ctx, cfg, rc, n, func(res benchresults.RolloutResult) error {
+				rollouts.Results = append(rollouts.Results[:done], res)
+				rollouts.Seconds = time.Since(started).Seconds()
+				return writeRolloutResults(rollouts, *rolloutOut)
+			})
+			if err != nil {
+				return fmt.Errorf("rollouts at N=%d: %w", n, err)
+			}
+		}
+	}
+	if runFleet {
+		fmt.Print(report.Markdown())
+	}
+	if runRollouts {
+		fmt.Print(rollouts.RolloutMarkdown())
+	}
 	cfg.progress("done; results in %s", *out)
 	return nil
 }
@@ -118,6 +158,20 @@ func writeResults(report benchReport, dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(report.Markdown()), 0o644)
+}
+
+// argoCDVersion is the version of the Argo CD binaries the rollouts run: the directory
+// make argocd-assets built them in.
+func argoCDVersion() string {
+	root, err := assets.RepoRoot()
+	if err != nil {
+		return "unknown"
+	}
+	dir, err := assets.ArgoCDBinDir(root)
+	if err != nil {
+		return "unknown"
+	}
+	return filepath.Base(dir)
 }
 
 // controllerVersion is what the measured binary says it is: its release and commit.

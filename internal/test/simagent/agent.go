@@ -1,0 +1,284 @@
+// Package simagent stands in, on the hub side, for the managed clusters of a fleet: each
+// cluster's OCM work agent, which applies the ManifestWorks argocd-pull writes and reports their
+// status feedback, and its Argo CD, which refreshes the Application, runs the syncs it is asked
+// for (or its automated policy starts) and records them. The scale benchmark's rollout scenarios
+// run it against a real apiserver, the real ApplicationSet controller and argocd-pull.
+//
+// What it does as the real components do:
+//
+//   - the agent applies a work's Application manifest only when the manifest changed, so what
+//     Argo CD cleared (.operation once finished) stays cleared until the next change, and a
+//     finished request the manifest still carries after a change runs again (a redelivery,
+//     counted in App.Starts);
+//
+//   - a pending work (OCM's ReadOnly) creates nothing and reports the Application absent;
+//
+//   - feedback is read with the work's own rules, as the agent's status reader reads them
+//     (Feedback), and written when it changes, as the agent's watch-based feedback does;
+//
+//   - Argo CD reports a new targetRevision OutOfSync at its commit, starts a requested sync at
+//     once, finishes it after Behaviour.SyncDuration (Succeeded, or Failed for a revision
+//     Behaviour.Fails names), removes .operation, deploys, and adds to the history.
+//
+//   - Argo CD compares each Application again every Behaviour.Resync (plus jitter), which changes
+//     its reconciledAt: written to the hub when the work asks for it (while it carries a request).
+//
+// What the real components do that it does not (kinder than a real fleet):
+//   - one process and one client connection for every cluster, where each real agent has its own
+//     connection to the hub;
+//   - one status write per change, where the agent writes its Applied condition and the feedback
+//     in two; no write for the agent's periodic resync (every 10 s it re-reads, and writes only a
+//     change, so this is the same on the hub);
+//   - Argo CD starts a sync the instant .operation arrives and no sync retries (a failed sync of
+//     the ApplicationSet controller's, which asks for 5 retries, fails once);
+//   - no resources, health checks or hooks: an Application is Healthy once anything was deployed;
+//   - a work's deletion deletes its Application at once (no finalizers run).
+package simagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+)
+
+// Fleet is the work agents and Argo CDs of every simulated cluster.
+type Fleet struct {
+	c         client.Client
+	behaviour Behaviour
+	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
+
+	mu    sync.Mutex
+	works map[types.NamespacedName]*cluster
+
+	// Writes counts the status writes to the hub.
+	Writes atomic.Int64
+	// OnChange, when set, is called (outside any lock) with the work's key and its Application
+	// after the simulation changed it; it must not keep the object.
+	OnChange func(key types.NamespacedName, app *App, now time.Time)
+}
+
+// cluster is what one work's agent and Argo CD hold.
+type cluster struct {
+	work     *workv1.ManifestWork // the last version seen
+	app      App
+	reported *workv1.ManifestWorkStatus // what the agent last wrote
+	timer    *time.Timer
+}
+
+// New returns the fleet, writing to the hub with c.
+func New(c client.Client, b Behaviour) *Fleet {
+	return &Fleet{c: c, behaviour: b, works: map[types.NamespacedName]*cluster{},
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](50*time.Millisecond, 5*time.Second))}
+}
+
+// Observe takes a ManifestWork as a cluster's agent receives it (added or updated).
+func (f *Fleet) Observe(w *workv1.ManifestWork) {
+	key := client.ObjectKeyFromObject(w)
+	f.mu.Lock()
+	c := f.works[key]
+	if c == nil {
+		c = &cluster{}
+		f.works[key] = c
+	}
+	c.work = w
+	f.mu.Unlock()
+	f.queue.Add(key)
+}
+
+// Forget takes a deleted ManifestWork: its Application is gone with it.
+func (f *Fleet) Forget(key types.NamespacedName) {
+	f.mu.Lock()
+	if c := f.works[key]; c != nil && c.timer != nil {
+		c.timer.Stop()
+	}
+	delete(f.works, key)
+	f.mu.Unlock()
+}
+
+// App returns a copy of what the simulation holds for the work key: the managed Application, its
+// operations' starts; false when there is none.
+func (f *Fleet) App(key types.NamespacedName) (App, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.works[key]
+	if c == nil || c.app.Object == nil {
+		return App{}, false
+	}
+	return c.app.snapshot(), true
+}
+
+// Run works on the queue with workers goroutines until ctx ends.
+func (f *Fleet) Run(ctx context.Context, workers int) {
+	go func() {
+		<-ctx.Done()
+		f.queue.ShutDown()
+	}()
+	for range workers {
+		go func() {
+			for {
+				key, quit := f.queue.Get()
+				if quit {
+					return
+				}
+				if err := f.sync(ctx, key); err != nil && ctx.Err() == nil {
+					f.queue.AddRateLimited(key)
+				} else {
+					f.queue.Forget(key)
+				}
+				f.queue.Done(key)
+			}
+		}()
+	}
+}
+
+// sync is one work's agent and Argo CD acting now: apply the work's manifest if it changed, let
+// Argo CD act, and report what changed.
+func (f *Fleet) sync(ctx context.Context, key types.NamespacedName) error {
+	now := time.Now()
+	f.mu.Lock()
+	c := f.works[key]
+	if c == nil {
+		f.mu.Unlock()
+		return nil
+	}
+	w := c.work
+	changed := false
+	if manifestwork.Held(w) {
+		if manifest, ok := applicationManifest(w); ok {
+			changed = c.app.Apply(manifest, now, f.behaviour)
+		}
+	}
+	next, stepped := c.app.Step(now, f.behaviour)
+	changed = changed || stepped
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	if !next.IsZero() {
+		c.timer = time.AfterFunc(time.Until(next), func() { f.queue.Add(key) })
+	}
+	status := agentStatus(w, &c.app, now)
+	write := c.reported == nil || !sameStatus(c.reported, status)
+	var app App
+	notify := changed && f.OnChange != nil
+	if notify {
+		app = c.app.snapshot()
+	}
+	f.mu.Unlock()
+	if notify {
+		f.OnChange(key, &app, now)
+	}
+	if !write {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	f.Writes.Add(1)
+	out := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := f.c.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("status of %s: %w", key, err)
+	}
+	f.mu.Lock()
+	if c := f.works[key]; c != nil {
+		c.reported = status
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+// applicationManifest is the Application manifest the work carries.
+func applicationManifest(w *workv1.ManifestWork) (map[string]any, bool) {
+	for _, m := range w.Spec.Workload.Manifests {
+		var obj map[string]any
+		if json.Unmarshal(m.Raw, &obj) == nil && obj["kind"] == argocd.ApplicationGVK.Kind {
+			return obj, true
+		}
+	}
+	return nil, false
+}
+
+// agentStatus is the status the work agent reports for w with app on the cluster: Applied and
+// Available at w's generation, the Application's conditions and its feedback by w's rules.
+func agentStatus(w *workv1.ManifestWork, app *App, now time.Time) *workv1.ManifestWorkStatus {
+	at := metav1.NewTime(now)
+	manifest, _ := applicationManifest(w)
+	name, namespace := "", ""
+	if meta, ok := manifest["metadata"].(map[string]any); ok {
+		name, _ = meta["name"].(string)
+		namespace, _ = meta["namespace"].(string)
+	}
+	available := metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionTrue, Reason: "ResourceAvailable", Message: "Resource is available", LastTransitionTime: at}
+	var values []workv1.FeedbackValue
+	if app.Object == nil {
+		available = metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionFalse, Reason: "ResourceNotAvailable", Message: "Resource is not available", LastTransitionTime: at}
+	} else {
+		for _, cfg := range w.Spec.ManifestConfigs {
+			if cfg.ResourceIdentifier.Group == argocd.Group && cfg.ResourceIdentifier.Resource == "applications" {
+				values = Feedback(app.Object, cfg.FeedbackRules)
+			}
+		}
+	}
+	return &workv1.ManifestWorkStatus{
+		Conditions: []metav1.Condition{
+			{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete", ObservedGeneration: w.Generation, LastTransitionTime: at},
+			{Type: workv1.WorkAvailable, Status: metav1.ConditionTrue, Reason: "ResourcesAvailable", ObservedGeneration: w.Generation, LastTransitionTime: at},
+		},
+		ResourceStatus: workv1.ManifestResourceStatus{Manifests: []workv1.ManifestCondition{{
+			ResourceMeta:    workv1.ManifestResourceMeta{Group: argocd.Group, Version: "v1alpha1", Kind: "Application", Resource: "applications", Name: name, Namespace: namespace},
+			StatusFeedbacks: workv1.StatusFeedbackResult{Values: values},
+			Conditions: []metav1.Condition{
+				{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestComplete", LastTransitionTime: at}, available},
+		}}},
+	}
+}
+
+// sameStatus compares two reports without their transition times.
+func sameStatus(a, b *workv1.ManifestWorkStatus) bool {
+	strip := func(s *workv1.ManifestWorkStatus) *workv1.ManifestWorkStatus {
+		s = s.DeepCopy()
+		for i := range s.Conditions {
+			s.Conditions[i].LastTransitionTime = metav1.Time{}
+		}
+		for i := range s.ResourceStatus.Manifests {
+			for j := range s.ResourceStatus.Manifests[i].Conditions {
+				s.ResourceStatus.Manifests[i].Conditions[j].LastTransitionTime = metav1.Time{}
+			}
+		}
+		return s
+	}
+	return equality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+// Redeliveries counts the sync requests some cluster's Argo CD started more than once.
+func (f *Fleet) Redeliveries() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.works {
+		for id, starts := range c.app.Starts {
+			if id != "" && starts > 1 {
+				n++
+			}
+		}
+	}
+	return n
+}

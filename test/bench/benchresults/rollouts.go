@@ -1,0 +1,249 @@
+package benchresults
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// RolloutReport is one run of the rollout scenarios (test/bench/results/rollouts/results.json):
+// the real ApplicationSet controller and argocd-pull on a real apiserver, the clusters simulated
+// (internal/test/simagent).
+type RolloutReport struct {
+	Machine           string          `json:"machine"`
+	Started           string          `json:"started"`
+	Command           string          `json:"command"`
+	ControllerVersion string          `json:"controllerVersion,omitempty"`
+	ArgoCDVersion     string          `json:"argocdVersion,omitempty"`
+	Seconds           float64         `json:"seconds"`
+	Results           []RolloutResult `json:"results"`
+}
+
+// LoadRollouts reads a rollout results file.
+func LoadRollouts(path string) (RolloutReport, error) {
+	var r RolloutReport
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// RolloutResult is what one size measured.
+type RolloutResult struct {
+	Clusters int `json:"clusters"`
+	// SyncSeconds is how long each simulated Argo CD's sync runs; Steps the RollingSync steps.
+	SyncSeconds float64 `json:"syncSeconds"`
+	Steps       int     `json:"steps"`
+
+	// FirstRollout: a new RollingSync ApplicationSet, from its creation until every Application is
+	// Synced and Healthy at its first revision.
+	FirstRollout *Rollout `json:"firstRollout,omitempty"`
+	// NewRevision: a new revision committed to it (its template's targetRevision).
+	NewRevision *Rollout `json:"newRevision,omitempty"`
+	// FailingRevision: a revision whose sync fails on every cluster, then the next one.
+	FailingRevision *FailingRollout `json:"failingRevision,omitempty"`
+	// NoRollingSync: a revision committed to an ApplicationSet without a strategy, whose
+	// Applications sync themselves (automated sync policy).
+	NoRollingSync *Rollout `json:"noRollingSync,omitempty"`
+	// Concurrent: a new revision committed to several RollingSync ApplicationSets at once.
+	Concurrent *Rollout `json:"concurrent,omitempty"`
+
+	Controller               Usage `json:"controller"`
+	ApplicationSetController Usage `json:"applicationSetController"`
+	// AgentWrites counts the simulated agents' status writes, and Redeliveries the sync requests
+	// a cluster's Argo CD started twice over the whole run (each must start once).
+	AgentWrites  int64 `json:"agentWrites"`
+	Redeliveries int   `json:"redeliveries"`
+}
+
+// Rollout is one revision reaching a set of Applications.
+type Rollout struct {
+	ApplicationSets int `json:"applicationSets"`
+	Applications    int `json:"applications"`
+	// Complete says every Application reached the revision within the scenario's patience.
+	Complete bool `json:"complete"`
+	// Seconds: from the commit (or the ApplicationSet's creation) until the last Application was
+	// Synced and Healthy at the revision on the hub (Succeeded, as the ApplicationSet controller
+	// requires to go on).
+	Seconds float64 `json:"seconds"`
+	// AgentsSeconds is the clusters' own share: the sync duration times the steps.
+	AgentsSeconds float64 `json:"agentsSeconds"`
+	// Ratio is Seconds / AgentsSeconds.
+	Ratio float64 `json:"ratio"`
+	// Steps: per RollingSync step, when its last Application was done; one entry without steps.
+	Steps []Step `json:"steps"`
+	// HubAddedPerStep summarises each step's length minus the sync duration: what the hub (the
+	// ApplicationSet controller, argocd-pull, the apiserver, the agents' writes) added.
+	HubAddedPerStep Percentiles `json:"hubAddedPerStep"`
+	// Per Application: RequestLag from the previous step done (the commit for the first) until the
+	// ApplicationSet controller's sync request was on the hub Application; Delivery from that
+	// request (without RollingSync: from the commit, the Applications syncing themselves) until the
+	// cluster started the sync; Status from the sync's end on the cluster until
+	// the hub Application showed it done.
+	RequestLag Percentiles `json:"requestLag"`
+	Delivery   Percentiles `json:"delivery"`
+	Status     Percentiles `json:"status"`
+	// FirstDelivery (a new ApplicationSet only): from its creation until each Application was on
+	// its cluster.
+	FirstDelivery *Percentiles `json:"firstDelivery,omitempty"`
+	// ReportSeconds (without RollingSync): from the commit until the report showed every cluster
+	// at the revision.
+	ReportSeconds float64 `json:"reportSeconds,omitempty"`
+}
+
+// Step is one RollingSync step of a rollout.
+type Step struct {
+	Step         int     `json:"step"`
+	Applications int     `json:"applications"`
+	DoneSeconds  float64 `json:"doneSeconds"` // since the commit
+	Seconds      float64 `json:"seconds"`     // since the previous step was done
+	HubAdded     float64 `json:"hubAddedSeconds"`
+}
+
+// FailingRollout is a revision that fails on the first step's clusters.
+type FailingRollout struct {
+	// FirstStepFailedSeconds: from the commit until the hub showed every Application of the first
+	// step Failed.
+	FirstStepFailedSeconds float64 `json:"firstStepFailedSeconds"`
+	// WatchedSeconds: then the later steps were watched this long, and BeyondFirstStep counts
+	// their Applications whose cluster started a sync of the failing revision (0: the rollout
+	// stopped at the first step).
+	WatchedSeconds  float64 `json:"watchedSeconds"`
+	BeyondFirstStep int     `json:"beyondFirstStep"`
+	// Fixed is the next revision, committed after it, rolled out through every step.
+	Fixed *Rollout `json:"fixed,omitempty"`
+}
+
+// RolloutMarkdown renders the report as the results.md beside its results.json.
+func (r RolloutReport) RolloutMarkdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Rollout benchmark results\n\n`%s` on %s, %s (%.0f s).\n\n", r.Command, r.Machine, r.Started, r.Seconds)
+	if r.ControllerVersion != "" {
+		fmt.Fprintf(&b, "argocd-pull: %s; Argo CD: %s.\n\n", r.ControllerVersion, r.ArgoCDVersion)
+	}
+	b.WriteString(r.RolloutTable())
+	for _, res := range r.Results {
+		fmt.Fprintf(&b, "\n## N=%d: per step of the new revision\n\n", res.Clusters)
+		if res.NewRevision != nil {
+			b.WriteString(stepTable(res.NewRevision.Steps))
+		}
+	}
+	return b.String()
+}
+
+// RolloutTable is the summary table of the rollout scenarios, one column per size.
+func (r RolloutReport) RolloutTable() string {
+	var b strings.Builder
+	b.WriteString("| |")
+	for _, res := range r.Results {
+		fmt.Fprintf(&b, " N=%d |", res.Clusters)
+	}
+	b.WriteString("\n|---|")
+	for range r.Results {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	row := func(name string, cell func(RolloutResult) string) {
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, res := range r.Results {
+			fmt.Fprintf(&b, " %s |", cell(res))
+		}
+		b.WriteString("\n")
+	}
+	rollout := func(ro *Rollout) string {
+		if ro == nil {
+			return "-"
+		}
+		done := ""
+		if !ro.Complete {
+			done = " (incomplete)"
+		}
+		return fmt.Sprintf("%.1f s for %d Applications, %.2fx the agents' %.0f s%s", ro.Seconds, ro.Applications, ro.Ratio, ro.AgentsSeconds, done)
+	}
+	row("sync duration, steps", func(res RolloutResult) string { return fmt.Sprintf("%.0f s, %d", res.SyncSeconds, res.Steps) })
+	row("a new RollingSync ApplicationSet, to every cluster", func(res RolloutResult) string { return rollout(res.FirstRollout) })
+	row("its first delivery per Application", func(res RolloutResult) string {
+		if res.FirstRollout == nil || res.FirstRollout.FirstDelivery == nil {
+			return "-"
+		}
+		return seconds(*res.FirstRollout.FirstDelivery)
+	})
+	row("a new revision, step by step", func(res RolloutResult) string { return rollout(res.NewRevision) })
+	row("hub added per step (p50 / max)", func(res RolloutResult) string {
+		if res.NewRevision == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f / %.1f s", res.NewRevision.HubAddedPerStep.P50ms/1000, res.NewRevision.HubAddedPerStep.MaxMs/1000)
+	})
+	row("per Application: request after the previous step", func(res RolloutResult) string {
+		return latency(res.NewRevision, func(r *Rollout) Percentiles { return r.RequestLag })
+	})
+	row("per Application: request to sync start on the cluster", func(res RolloutResult) string {
+		return latency(res.NewRevision, func(r *Rollout) Percentiles { return r.Delivery })
+	})
+	row("per Application: sync end to the hub Application", func(res RolloutResult) string {
+		return latency(res.NewRevision, func(r *Rollout) Percentiles { return r.Status })
+	})
+	row("a failing revision: Applications beyond the first step that synced it", func(res RolloutResult) string {
+		if res.FailingRevision == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%d (watched %.0f s after the first step failed)", res.FailingRevision.BeyondFirstStep, res.FailingRevision.WatchedSeconds)
+	})
+	row("the next revision after it", func(res RolloutResult) string {
+		if res.FailingRevision == nil {
+			return "-"
+		}
+		return rollout(res.FailingRevision.Fixed)
+	})
+	row("without RollingSync: a new revision on every cluster", func(res RolloutResult) string { return rollout(res.NoRollingSync) })
+	row("without RollingSync: sync end to the hub Application", func(res RolloutResult) string {
+		return latency(res.NoRollingSync, func(r *Rollout) Percentiles { return r.Status })
+	})
+	row("without RollingSync: the report at the revision", func(res RolloutResult) string {
+		if res.NoRollingSync == nil || res.NoRollingSync.ReportSeconds == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f s", res.NoRollingSync.ReportSeconds)
+	})
+	row("concurrent RollingSync ApplicationSets, a new revision each", func(res RolloutResult) string {
+		if res.Concurrent == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%d sets: %s", res.Concurrent.ApplicationSets, rollout(res.Concurrent))
+	})
+	row("sync requests started twice on a cluster", func(res RolloutResult) string { return fmt.Sprint(res.Redeliveries) })
+	row("argocd-pull: peak RSS, CPU", func(res RolloutResult) string {
+		return fmt.Sprintf("%.0f MiB, %.0f s", res.Controller.PeakRSSMiB, res.Controller.CPUSeconds)
+	})
+	row("ApplicationSet controller: peak RSS, CPU", func(res RolloutResult) string {
+		return fmt.Sprintf("%.0f MiB, %.0f s", res.ApplicationSetController.PeakRSSMiB, res.ApplicationSetController.CPUSeconds)
+	})
+	return b.String()
+}
+
+func seconds(p Percentiles) string {
+	return fmt.Sprintf("p50 %.1f s, p99 %.1f s", p.P50ms/1000, p.P99ms/1000)
+}
+
+func latency(r *Rollout, of func(*Rollout) Percentiles) string {
+	if r == nil || of(r).Count == 0 {
+		return "-"
+	}
+	p := of(r)
+	return fmt.Sprintf("p50 %.2f s, p99 %.2f s", p.P50ms/1000, p.P99ms/1000)
+}
+
+func stepTable(steps []Step) string {
+	var b strings.Builder
+	b.WriteString("| step | Applications | done after | step length | hub added |\n|---|---|---|---|---|\n")
+	for _, s := range steps {
+		fmt.Fprintf(&b, "| %d | %d | %.1f s | %.1f s | %.1f s |\n", s.Step+1, s.Applications, s.DoneSeconds, s.Seconds, s.HubAdded)
+	}
+	return b.String()
+}

@@ -1,0 +1,357 @@
+// The rollout scenarios: a revision committed to RollingSync ApplicationSets walks through the
+// fleet step by step, driven by the real ApplicationSet controller, delivered by argocd-pull, and
+// synced by the simulated clusters in a set time. See docs/benchmarks.md.
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+	"github.com/argocd-pull/argocd-pull/internal/test/simagent"
+	"github.com/argocd-pull/argocd-pull/test/bench/benchresults"
+)
+
+type rolloutConfig struct {
+	syncFor    time.Duration // each simulated sync's length
+	steps      int           // RollingSync steps
+	concurrent int           // ApplicationSets rolling out at once in the last scenario (<2: skipped)
+}
+
+// failingSuffix marks the targetRevisions whose sync fails on every simulated cluster.
+const failingSuffix = "-fails"
+
+// rolloutAppSet is an ApplicationSet of the documents' pull-model template over the bench
+// placement's clusters: with steps > 0, a RollingSync in that many steps, each Application in
+// step (its cluster's number - 1) mod steps (a label the template derives from the cluster's
+// name); with steps 0, no strategy, and the Applications sync themselves (automated policy).
+func rolloutAppSet(name, revision string, steps int) *unstructured.Unstructured {
+	labels := map[string]any{api.PullLabel: "true"}
+	syncPolicy := map[string]any{"syncOptions": []any{"CreateNamespace=true"}}
+	spec := map[string]any{
+		"goTemplate":        true,
+		"goTemplateOptions": []any{"missingkey=error"},
+		"generators": []any{map[string]any{"clusterDecisionResource": map[string]any{
+			"configMapRef":        "ocm-placement-generator",
+			"labelSelector":       map[string]any{"matchLabels": map[string]any{"cluster.open-cluster-management.io/placement": rolloutPlacement}},
+			"requeueAfterSeconds": int64(180),
+		}}},
+	}
+	if steps > 0 {
+		labels[stepLabel] = fmt.Sprintf(`{{ mod (sub (atoi (trimPrefix "cluster" .name)) 1) %d }}`, steps)
+		var list []any
+		for s := range steps {
+			list = append(list, map[string]any{"matchExpressions": []any{map[string]any{"key": stepLabel, "operator": "In", "values": []any{fmt.Sprint(s)}}}})
+		}
+		spec["strategy"] = map[string]any{"type": "RollingSync", "rollingSync": map[string]any{"steps": list}}
+	} else {
+		syncPolicy["automated"] = map[string]any{"prune": true}
+	}
+	spec["template"] = map[string]any{
+		"metadata": map[string]any{
+			"name":   "{{ .name }}-" + name,
+			"labels": labels,
+			"annotations": map[string]any{
+				api.ClusterAnnotation:          "{{ .name }}",
+				api.AppNamespaceAnnotation:     argoNamespace,
+				argocd.SkipReconcileAnnotation: "true",
+			},
+		},
+		"spec": map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps.git", "path": "guestbook", "targetRevision": revision},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "guestbook"},
+			"syncPolicy":  syncPolicy,
+		},
+	}
+	set := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	set.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	set.SetNamespace(argoNamespace)
+	set.SetName(name)
+	return set
+}
+
+// commit changes the revision the ApplicationSet's template deploys, as a commit to the file
+// that holds it would.
+func (h *rolloutHub) commit(ctx context.Context, appSet, revision string) error {
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"source": map[string]any{"targetRevision": revision}}}}})
+	set := &unstructured.Unstructured{}
+	set.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	set.SetNamespace(argoNamespace)
+	set.SetName(appSet)
+	return h.c.Patch(ctx, set, client.RawPatch(types.MergePatchType, patch))
+}
+
+// await waits until every Application of appSets (clusters each) is done at revision, and returns
+// the rollout's figures since start.
+func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, clusters int, start time.Time, revision string, steps int, syncFor time.Duration) (benchresults.Rollout, error) {
+	commit := simagent.Resolve(revision)
+	want := clusters * len(appSets)
+	patience := 2*time.Minute + time.Duration(want)*100*time.Millisecond + time.Duration(max(steps, 1))*(syncFor+30*time.Second)
+	err := waitFor(ctx, patience, what, h.logPath, func() (bool, string) {
+		done, requested, started := 0, 0, 0
+		for _, a := range h.obs.snapshot(appSets...) {
+			if _, ok := a.done[commit]; ok {
+				done++
+			}
+			if _, ok := a.requested[commit]; ok {
+				requested++
+			}
+			if _, ok := a.started[commit]; ok {
+				started++
+			}
+		}
+		return done == want, fmt.Sprintf("%d of %d Applications done (%d requested, %d started on their clusters)", done, want, requested, started)
+	})
+	figures := rolloutFigures(h.obs.snapshot(appSets...), start, commit, max(steps, 1), syncFor)
+	if err != nil {
+		for _, a := range h.obs.snapshot(appSets...) {
+			if _, ok := a.done[commit]; !ok {
+				// ctx may be done (the run stopped): the explanation reads on its own.
+				explainCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err = fmt.Errorf("%w\n%s", err, h.explain(explainCtx, a.name))
+				cancel()
+				break
+			}
+		}
+	}
+	return figures, err
+}
+
+// explain describes one Application that did not arrive: the hub Application's request and
+// operation, its work's deliveries, and the simulated cluster's Application.
+func (h *rolloutHub) explain(ctx context.Context, name string) string {
+	app := argocd.NewApplication()
+	if err := h.c.Get(ctx, types.NamespacedName{Namespace: argoNamespace, Name: name}, app); err != nil {
+		return fmt.Sprintf("%s: %v", name, err)
+	}
+	status, _, _ := unstructured.NestedMap(app.Object, "status")
+	delete(status, "resources")
+	delete(status, "history")
+	hub, _ := json.Marshal(map[string]any{"operation": app.Object["operation"], "status": status})
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "%s on the hub: %s\n", name, hub)
+	key := types.NamespacedName{Namespace: app.GetAnnotations()[api.ClusterAnnotation], Name: manifestwork.WorkName(argoNamespace, name)}
+	w := &workv1.ManifestWork{}
+	if err := h.c.Get(ctx, key, w); err == nil {
+		op, _ := manifestwork.PayloadRequests(w)
+		fmt.Fprintf(b, "its work (generation %d): deliveries %s, payload .operation %v\n", w.Generation, w.Annotations[api.DeliveriesAnnotation], op)
+	}
+	if sim, ok := h.sim.App(key); ok {
+		running, _ := sim.Syncing()
+		fmt.Fprintf(b, "on its cluster: .operation %v, operationState %v, sync starts by delivery %v, running %q, deployed %q", sim.Object["operation"],
+			sim.Object["status"].(map[string]any)["operationState"], sim.Starts, running, sim.Deployed())
+	}
+	return b.String()
+}
+
+// measureRollouts runs the rollout scenarios at one size on a fresh hub; keep is called with the
+// result after each scenario, so that a later one that fails keeps the earlier ones.
+func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters int, keep func(benchresults.RolloutResult) error) (res benchresults.RolloutResult, err error) {
+	res = benchresults.RolloutResult{Clusters: clusters, SyncSeconds: rc.syncFor.Seconds(), Steps: rc.steps}
+	b := simagent.Behaviour{SyncDuration: rc.syncFor, Fails: func(target string) bool { return strings.HasSuffix(target, failingSuffix) },
+		Resync: cfg.resync, Jitter: cfg.jitter}
+	f := newFleet(clusters, 0)
+	h, err := startRolloutHub(ctx, cfg, f, b)
+	if err != nil {
+		return res, err
+	}
+	defer h.stop()
+	finish := func() error {
+		res.AgentWrites, res.Redeliveries = h.sim.Writes.Load(), h.sim.Redeliveries()
+		if u, err := h.ctl.usage(); err == nil {
+			res.Controller = u
+		}
+		if u, err := procUsage(h.appSets.PID()); err == nil {
+			res.ApplicationSetController = u
+		}
+		return keep(res)
+	}
+	report := func(name string, r benchresults.Rollout) {
+		cfg.progress("%s: %.1fs for %d Applications (%.2fx the agents' %.0fs); hub added per step %s; request lag %s; request to sync start %s; sync end to the hub %s",
+			name, r.Seconds, r.Applications, r.Ratio, r.AgentsSeconds, r.HubAddedPerStep, r.RequestLag, r.Delivery, r.Status)
+	}
+
+	// A new RollingSync ApplicationSet: its first revision, step by step.
+	start := time.Now()
+	if err := h.c.Create(ctx, rolloutAppSet("rollout01", "v1", rc.steps)); err != nil {
+		return res, err
+	}
+	first, err := h.await(ctx, "the first rollout of a new ApplicationSet", []string{"rollout01"}, clusters, start, "v1", rc.steps, rc.syncFor)
+	var deliveries []time.Duration
+	for _, a := range h.obs.snapshot("rollout01") {
+		if !a.onCluster.IsZero() {
+			deliveries = append(deliveries, a.onCluster.Sub(start))
+		}
+	}
+	fd := sorted(deliveries)
+	first.FirstDelivery = &fd
+	res.FirstRollout = &first
+	report("first rollout", first)
+	cfg.progress("    first delivery per Application: %s", fd)
+	if err != nil {
+		return res, finishWith(finish, err)
+	}
+
+	// A new revision.
+	start = time.Now()
+	if err := h.commit(ctx, "rollout01", "v2"); err != nil {
+		return res, err
+	}
+	next, err := h.await(ctx, "a new revision through every step", []string{"rollout01"}, clusters, start, "v2", rc.steps, rc.syncFor)
+	res.NewRevision = &next
+	report("new revision", next)
+	for _, s := range next.Steps {
+		cfg.progress("    step %2d: %4d Applications, done after %6.1fs, step %5.1fs, hub added %5.1fs", s.Step+1, s.Applications, s.DoneSeconds, s.Seconds, s.HubAdded)
+	}
+	if err := finishWith(finish, err); err != nil {
+		return res, err
+	}
+
+	// A failing revision: the rollout stops at the first step; the next revision goes through.
+	if res.FailingRevision, err = h.failingRevision(ctx, cfg, rc, clusters); err != nil {
+		return res, finishWith(finish, err)
+	}
+	report("after a failing revision, the next one", *res.FailingRevision.Fixed)
+	if err := finish(); err != nil {
+		return res, err
+	}
+
+	// Without RollingSync: every Application syncs itself.
+	start = time.Now()
+	if err := h.c.Create(ctx, rolloutAppSet("plain01", "v1", 0)); err != nil {
+		return res, err
+	}
+	if _, err := h.await(ctx, "an ApplicationSet without RollingSync, its first revision", []string{"plain01"}, clusters, start, "v1", 0, rc.syncFor); err != nil {
+		return res, finishWith(finish, err)
+	}
+	start = time.Now()
+	if err := h.commit(ctx, "plain01", "v2"); err != nil {
+		return res, err
+	}
+	plain, err := h.await(ctx, "a new revision without RollingSync", []string{"plain01"}, clusters, start, "v2", 0, rc.syncFor)
+	if err == nil {
+		err = waitFor(ctx, 5*time.Minute, "the report at the new revision", h.logPath, func() (bool, string) {
+			_, ok := h.obs.reportAt("plain01", simagent.Resolve("v2"))
+			return ok, "not yet"
+		})
+	}
+	if at, ok := h.obs.reportAt("plain01", simagent.Resolve("v2")); ok {
+		plain.ReportSeconds = at.Sub(start).Seconds()
+	}
+	res.NoRollingSync = &plain
+	report("without RollingSync", plain)
+	cfg.progress("    the report at the new revision after %.1fs", plain.ReportSeconds)
+	if err := finishWith(finish, err); err != nil || rc.concurrent < 2 {
+		return res, err
+	}
+
+	// Several RollingSync ApplicationSets rolling out a new revision at once.
+	sets := []string{"rollout01"}
+	start = time.Now()
+	for i := 2; i <= rc.concurrent; i++ {
+		name := fmt.Sprintf("rollout%02d", i)
+		sets = append(sets, name)
+		if err := h.c.Create(ctx, rolloutAppSet(name, "v4", rc.steps)); err != nil {
+			return res, err
+		}
+	}
+	if _, err := h.await(ctx, fmt.Sprintf("the first rollout of %d more ApplicationSets", rc.concurrent-1), sets[1:], clusters, start, "v4", rc.steps, rc.syncFor); err != nil {
+		return res, finishWith(finish, err)
+	}
+	start = time.Now()
+	for _, set := range sets {
+		if err := h.commit(ctx, set, "v5"); err != nil {
+			return res, err
+		}
+	}
+	concurrent, err := h.await(ctx, fmt.Sprintf("a new revision in %d ApplicationSets at once", len(sets)), sets, clusters, start, "v5", rc.steps, rc.syncFor)
+	res.Concurrent = &concurrent
+	report(fmt.Sprintf("%d ApplicationSets at once", len(sets)), concurrent)
+	return res, finishWith(finish, err)
+}
+
+// failingRevision commits a revision whose sync fails, waits until every Application of the
+// first step failed it, watches the later steps, then commits the next revision (v4) and waits
+// for it everywhere.
+func (h *rolloutHub) failingRevision(ctx context.Context, cfg config, rc rolloutConfig, clusters int) (*benchresults.FailingRollout, error) {
+	out := &benchresults.FailingRollout{}
+	bad := "v3" + failingSuffix
+	commit := simagent.Resolve(bad)
+	start := time.Now()
+	if err := h.commit(ctx, "rollout01", bad); err != nil {
+		return out, err
+	}
+	err := waitFor(ctx, 10*time.Minute, "the first step failing the failing revision", h.logPath, func() (bool, string) {
+		failed, inStep := 0, 0
+		for _, a := range h.obs.snapshot("rollout01") {
+			if a.step == 0 {
+				inStep++
+				if _, ok := a.failed[commit]; ok {
+					failed++
+				}
+			}
+		}
+		return inStep > 0 && failed == inStep, fmt.Sprintf("%d of %d Applications of the first step failed", failed, inStep)
+	})
+	if err != nil {
+		return out, err
+	}
+	out.FirstStepFailedSeconds = time.Since(start).Seconds()
+	watch := 3*rc.syncFor + 15*time.Second
+	select {
+	case <-ctx.Done():
+		return out, ctx.Err()
+	case <-time.After(watch):
+	}
+	out.WatchedSeconds = watch.Seconds()
+	for _, a := range h.obs.snapshot("rollout01") {
+		if _, started := a.started[commit]; started && a.step != 0 {
+			out.BeyondFirstStep++
+		}
+	}
+	cfg.progress("failing revision: the first step failed after %.1fs; %d Applications beyond it synced it in the %.0fs after", out.FirstStepFailedSeconds, out.BeyondFirstStep, out.WatchedSeconds)
+	start = time.Now()
+	if err := h.commit(ctx, "rollout01", "v4"); err != nil {
+		return out, err
+	}
+	fixed, err := h.await(ctx, "the next revision after the failing one", []string{"rollout01"}, clusters, start, "v4", rc.steps, rc.syncFor)
+	out.Fixed = &fixed
+	return out, err
+}
+
+// finishWith records the result so far and returns err, or the recording's error.
+func finishWith(finish func() error, err error) error {
+	if ferr := finish(); err == nil {
+		return ferr
+	}
+	return err
+}
+
+// writeRolloutResults writes results.json and results.md of the rollout scenarios into dir.
+func writeRolloutResults(report benchresults.RolloutReport, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(report.RolloutMarkdown()), 0o644)
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/assets"
+	"github.com/argocd-pull/argocd-pull/internal/localproc"
+	"github.com/argocd-pull/argocd-pull/internal/sandbox"
+	"github.com/argocd-pull/argocd-pull/internal/scheme"
+	"github.com/argocd-pull/argocd-pull/internal/test/simagent"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+)
+
+// rolloutPlacement is the Placement the rollout ApplicationSets take their clusters from.
+const rolloutPlacement = "bench-placement"
+
+// rolloutHub is a hub for the rollout scenarios: a real apiserver with the fleet's clusters, the
+// real OCM placement controller, argocd-pull, the real ApplicationSet controller with progressive
+// syncs, and the clusters simulated (simagent), one watch of its namespace each.
+type rolloutHub struct {
+	env       *testenv.Env
+	c         client.Client
+	ctl       *controllerProcess
+	appSets   *localproc.Process
+	placement *localproc.Process
+	sim       *simagent.Fleet
+	obs       *rolloutObserver
+	logPath   string // argocd-pull's log
+	cancel    context.CancelFunc
+}
+
+func startRolloutHub(ctx context.Context, cfg config, f fleet, b simagent.Behaviour) (h *rolloutHub, err error) {
+	h = &rolloutHub{obs: newRolloutObserver()}
+	root, err := assets.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	crds, err := assets.HubCRDs(root)
+	if err != nil {
+		return nil, err
+	}
+	ocmAPI, err := assets.OCMAPIDir(root)
+	if err != nil {
+		return nil, err
+	}
+	// The placement controller also reads AddOnPlacementScores.
+	if h.env, err = testenv.StartWithCRDs(append(crds, filepath.Join(ocmAPI, "cluster", "v1alpha1"))...); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			h.stop()
+		}
+	}()
+	rc := rest.CopyConfig(h.env.Config)
+	rc.QPS, rc.Burst = -1, 0
+	s, err := scheme.New()
+	if err != nil {
+		return h, err
+	}
+	if h.c, err = client.New(rc, client.Options{Scheme: s}); err != nil {
+		return h, err
+	}
+	if err := f.createClusters(ctx, h.c, cfg.workers, cfg.lease, cfg.progress); err != nil {
+		return h, err
+	}
+	if err := sandbox.InstallArgoConfig(ctx, h.c, root, argoNamespace); err != nil {
+		return h, err
+	}
+	if err := sandbox.CreateDefaultProject(ctx, h.c, argoNamespace); err != nil {
+		return h, err
+	}
+	for _, obj := range []client.Object{
+		// The lab's Placement: every cluster of the set, unreachable ones kept.
+		&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: rolloutPlacement, Namespace: argoNamespace},
+			Spec: clusterv1beta1.PlacementSpec{ClusterSets: []string{clusterSet}, Tolerations: []clusterv1beta1.Toleration{
+				{Key: clusterv1.ManagedClusterTaintUnreachable, Operator: clusterv1beta1.TolerationOpExists},
+				{Key: clusterv1.ManagedClusterTaintUnavailable, Operator: clusterv1beta1.TolerationOpExists},
+			}}},
+		&gitopsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Name: "argo-ocm-importer", Namespace: argoNamespace},
+			Spec: gitopsv1beta1.GitOpsClusterSpec{
+				ArgoServer:   gitopsv1beta1.ArgoServerSpec{Cluster: "notused", ArgoNamespace: argoNamespace},
+				PlacementRef: &corev1.ObjectReference{Kind: "Placement", APIVersion: "cluster.open-cluster-management.io/v1beta1", Name: rolloutPlacement},
+			}},
+	} {
+		if err := h.c.Create(ctx, obj); err != nil {
+			return h, fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+
+	kubeconfig := filepath.Join(cfg.logDir, fmt.Sprintf("rollout-hub-%d.kubeconfig", len(f.clusters)))
+	if err := h.env.WriteKubeconfig(kubeconfig); err != nil {
+		return h, err
+	}
+	ocmBin, err := assets.OCMBinDir(root)
+	if err != nil {
+		return h, err
+	}
+	listen, err := localproc.FreeAddr()
+	if err != nil {
+		return h, err
+	}
+	if h.placement, err = localproc.Start(filepath.Join(cfg.logDir, fmt.Sprintf("rollout-placement-%d.log", len(f.clusters))),
+		filepath.Join(ocmBin, "placement"), []string{"--kubeconfig=" + kubeconfig, "--disable-leader-election", "--listen=" + listen}); err != nil {
+		return h, err
+	}
+	h.logPath = filepath.Join(cfg.logDir, fmt.Sprintf("rollout-controller-%d.log", len(f.clusters)))
+	if h.ctl, err = startController(ctx, cfg.controller, kubeconfig, h.logPath, cfg.controllerArgs()); err != nil {
+		return h, err
+	}
+	if err := waitFor(ctx, 5*time.Minute, "the GitOpsCluster Ready (every cluster registered with Argo CD)", h.logPath, func() (bool, string) {
+		gc := &gitopsv1beta1.GitOpsCluster{}
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: argoNamespace, Name: "argo-ocm-importer"}, gc); err != nil {
+			return false, err.Error()
+		}
+		ready := meta.FindStatusCondition(gc.Status.Conditions, gitopsv1beta1.ReadyCondition)
+		if ready == nil {
+			return false, "no Ready condition yet"
+		}
+		return ready.Status == metav1.ConditionTrue, ready.Message
+	}); err != nil {
+		return h, err
+	}
+	cfg.progress("the OCM placement controller, argocd-pull; the GitOpsCluster registered %d clusters", len(f.clusters))
+
+	cctx, cancel := context.WithCancel(ctx)
+	h.cancel = cancel
+	h.sim = simagent.New(h.c, b)
+	h.sim.OnChange = h.obs.simEvent
+	if err := h.watch(cctx, rc, f); err != nil {
+		return h, err
+	}
+	h.sim.Run(cctx, cfg.workers)
+	(&registrationAgents{c: h.c, clusters: f.clusters, duration: cfg.lease}).run(cctx)
+
+	argoBin, err := assets.ArgoCDBinDir(root)
+	if err != nil {
+		return h, err
+	}
+	addrs := make([]string, 3)
+	for i := range addrs {
+		if addrs[i], err = localproc.FreeAddr(); err != nil {
+			return h, err
+		}
+	}
+	args, env := sandbox.ApplicationSetControllerArgs(kubeconfig, argoNamespace, addrs[0], addrs[1], addrs[2])
+	if h.appSets, err = localproc.Start(filepath.Join(cfg.logDir, fmt.Sprintf("rollout-applicationset-controller-%d.log", len(f.clusters))),
+		filepath.Join(argoBin, "argocd"), args, env...); err != nil {
+		return h, err
+	}
+	cfg.progress("the Argo CD ApplicationSet controller (progressive syncs), %d simulated clusters", len(f.clusters))
+	return h, nil
+}
+
+// watch starts the simulated agents' watches (one per cluster namespace) and the observer's
+// (the hub Applications and reports).
+func (h *rolloutHub) watch(ctx context.Context, rc *rest.Config, f fleet) error {
+	s, err := scheme.New()
+	if err != nil {
+		return err
+	}
+	perCluster := make(map[string]cache.Config, len(f.clusters))
+	for _, cluster := range f.clusters {
+		perCluster[cluster] = cache.Config{}
+	}
+	c, err := cache.New(rc, cache.Options{Scheme: s, ByObject: map[client.Object]cache.ByObject{
+		&workv1.ManifestWork{}: {Namespaces: perCluster}}})
+	if err != nil {
+		return err
+	}
+	handle := func(obj client.Object, h toolscache.ResourceEventHandler) error {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return err
+		}
+		_, err = inf.AddEventHandler(h)
+		return err
+	}
+	if err := handle(&workv1.ManifestWork{}, toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { h.observeWork(o) },
+		UpdateFunc: func(_, o any) { h.observeWork(o) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if w, ok := o.(*workv1.ManifestWork); ok {
+				h.sim.Forget(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	onApp := func(o any) {
+		if app, ok := o.(*unstructured.Unstructured); ok {
+			h.obs.hubEvent(app)
+		}
+	}
+	if err := handle(argocd.NewApplication(), toolscache.ResourceEventHandlerFuncs{AddFunc: onApp, UpdateFunc: func(_, o any) { onApp(o) }}); err != nil {
+		return err
+	}
+	onReport := func(o any) {
+		if r, ok := o.(*v1alpha1.MulticlusterApplicationSetReport); ok {
+			h.obs.reportEvent(r)
+		}
+	}
+	if err := handle(&v1alpha1.MulticlusterApplicationSetReport{}, toolscache.ResourceEventHandlerFuncs{AddFunc: onReport, UpdateFunc: func(_, o any) { onReport(o) }}); err != nil {
+		return err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("the benchmark's cache did not sync")
+	}
+	return nil
+}
+
+func (h *rolloutHub) observeWork(o any) {
+	if w, ok := o.(*workv1.ManifestWork); ok {
+		h.sim.Observe(w)
+	}
+}
+
+// stop stops every process of the hub and the apiserver.
+func (h *rolloutHub) stop() {
+	if h.cancel != nil {
+		h.cancel()
+	}
+	for _, p := range []*localproc.Process{h.appSets, h.placement} {
+		if p != nil {
+			p.Stop()
+		}
+	}
+	if h.ctl != nil {
+		h.ctl.Stop()
+	}
+	if h.env != nil {
+		_ = h.env.Stop()
+	}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestRolloutFigures(t *testing.T) {
+	g := NewWithT(t)
+	commit := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return commit.Add(time.Duration(s * float64(time.Second))) }
+	app := func(set string, step int, requested, started, finished, done float64) observed {
+		return observed{appSet: set, step: step,
+			requested: map[string]time.Time{"c": at(requested)}, started: map[string]time.Time{"c": at(started)},
+			finished: map[string]time.Time{"c": at(finished)}, done: map[string]time.Time{"c": at(done)}}
+	}
+	apps := []observed{
+		app("a", 0, 0.5, 0.6, 5.6, 6.0),
+		app("a", 0, 0.7, 0.8, 5.8, 6.5),
+		app("a", 1, 7.0, 7.1, 12.1, 12.5),
+		app("b", 1, 7.5, 7.6, 12.6, 13.5),
+	}
+	r := rolloutFigures(apps, commit, "c", 2, 5*time.Second)
+	g.Expect(r.Complete).To(BeTrue())
+	g.Expect(r.ApplicationSets).To(Equal(2))
+	g.Expect(r.Seconds).To(BeNumerically("~", 13.5, 1e-9))
+	g.Expect(r.AgentsSeconds).To(Equal(10.0))
+	g.Expect(r.Ratio).To(BeNumerically("~", 1.35, 1e-9))
+	g.Expect(r.Steps).To(HaveLen(2))
+	g.Expect(r.Steps[0].Applications).To(Equal(2))
+	g.Expect(r.Steps[0].Seconds).To(BeNumerically("~", 6.5, 1e-9))
+	g.Expect(r.Steps[0].HubAdded).To(BeNumerically("~", 1.5, 1e-9))
+	g.Expect(r.Steps[1].Seconds).To(BeNumerically("~", 7.0, 1e-9), "from the first step's last Application")
+	g.Expect(r.Steps[1].DoneSeconds).To(BeNumerically("~", 13.5, 1e-9))
+	g.Expect(r.RequestLag.MaxMs).To(BeNumerically("~", 1000, 1e-6), "the second step's requests count from the first step's end (6.5 s)")
+	g.Expect(r.Delivery.P50ms).To(BeNumerically("~", 100, 1e-6))
+	g.Expect(r.Status.MaxMs).To(BeNumerically("~", 900, 1e-6))
+
+	// One Application short: incomplete, and its step's figures are of the others.
+	apps[3].done = map[string]time.Time{}
+	r = rolloutFigures(apps, commit, "c", 2, 5*time.Second)
+	g.Expect(r.Complete).To(BeFalse())
+	g.Expect(r.Steps[1].Applications).To(Equal(1))
+
+	// Without RollingSync: one step, the clusters' own syncs timed from the commit.
+	plain := []observed{{appSet: "p", step: -1, started: map[string]time.Time{"c": at(0.4)}, finished: map[string]time.Time{"c": at(5.4)},
+		done: map[string]time.Time{"c": at(5.5)}, requested: map[string]time.Time{}}}
+	r = rolloutFigures(plain, commit, "c", 1, 5*time.Second)
+	g.Expect(r.Complete).To(BeTrue())
+	g.Expect(r.Delivery.P50ms).To(BeNumerically("~", 400, 1e-6))
+	g.Expect(r.Steps[0].HubAdded).To(BeNumerically("~", 0.5, 1e-9))
+}
