@@ -31,11 +31,11 @@ func run() error {
 		if err != nil || d.IsDir() || d.Name() != "results.json" {
 			return err
 		}
-		r, err := benchresults.Load(path)
+		md, err := benchresults.RenderFile(path)
 		if err != nil {
 			return err
 		}
-		return writeIfChanged(filepath.Join(filepath.Dir(path), "results.md"), r.Markdown())
+		return writeIfChanged(filepath.Join(filepath.Dir(path), "results.md"), md)
 	})
 	if err != nil {
 		return err

@@ -181,8 +181,8 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 		return keep(res)
 	}
 	report := func(name string, r benchresults.Rollout) {
-		cfg.progress("%s: %.1fs for %d Applications (%.2fx the agents' %.0fs); hub added per step %s; request lag %s; request to sync start %s; sync end to the hub %s",
-			name, r.Seconds, r.Applications, r.Ratio, r.AgentsSeconds, r.HubAddedPerStep, r.RequestLag, r.Delivery, r.Status)
+		cfg.progress("%s: %.1fs for %d Applications (%.2fx the agents' %.0fs), %.2f syncs each; hub added per step %s; request lag %s; request to sync start %s; sync end to the hub %s",
+			name, r.Seconds, r.Applications, r.Ratio, r.AgentsSeconds, r.SyncsPerApplication, r.HubAddedPerStep, r.RequestLag, r.Delivery, r.Status)
 	}
 
 	// A new RollingSync ApplicationSet: its first revision, step by step.
@@ -218,6 +218,15 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 		cfg.progress("    step %2d: %4d Applications, done after %6.1fs, step %5.1fs, hub added %5.1fs", s.Step+1, s.Applications, s.DoneSeconds, s.Seconds, s.HubAdded)
 	}
 	if err := finishWith(finish, err); err != nil {
+		return res, err
+	}
+
+	// A second commit while the first is part-way through.
+	if res.SecondCommit, err = h.secondCommit(ctx, cfg, rc, clusters); err != nil {
+		return res, finishWith(finish, err)
+	}
+	report("a second commit mid-rollout", *res.SecondCommit.Rollout)
+	if err := finish(); err != nil {
 		return res, err
 	}
 
@@ -265,31 +274,31 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 	for i := 2; i <= rc.concurrent; i++ {
 		name := fmt.Sprintf("rollout%02d", i)
 		sets = append(sets, name)
-		if err := h.c.Create(ctx, rolloutAppSet(name, "v4", rc.steps)); err != nil {
+		if err := h.c.Create(ctx, rolloutAppSet(name, "v6", rc.steps)); err != nil {
 			return res, err
 		}
 	}
-	if _, err := h.await(ctx, fmt.Sprintf("the first rollout of %d more ApplicationSets", rc.concurrent-1), sets[1:], clusters, start, "v4", rc.steps, rc.syncFor); err != nil {
+	if _, err := h.await(ctx, fmt.Sprintf("the first rollout of %d more ApplicationSets", rc.concurrent-1), sets[1:], clusters, start, "v6", rc.steps, rc.syncFor); err != nil {
 		return res, finishWith(finish, err)
 	}
 	start = time.Now()
 	for _, set := range sets {
-		if err := h.commit(ctx, set, "v5"); err != nil {
+		if err := h.commit(ctx, set, "v7"); err != nil {
 			return res, err
 		}
 	}
-	concurrent, err := h.await(ctx, fmt.Sprintf("a new revision in %d ApplicationSets at once", len(sets)), sets, clusters, start, "v5", rc.steps, rc.syncFor)
+	concurrent, err := h.await(ctx, fmt.Sprintf("a new revision in %d ApplicationSets at once", len(sets)), sets, clusters, start, "v7", rc.steps, rc.syncFor)
 	res.Concurrent = &concurrent
 	report(fmt.Sprintf("%d ApplicationSets at once", len(sets)), concurrent)
 	return res, finishWith(finish, err)
 }
 
 // failingRevision commits a revision whose sync fails, waits until every Application of the
-// first step failed it, watches the later steps, then commits the next revision (v4) and waits
+// first step failed it, watches the later steps, then commits the next revision (v6) and waits
 // for it everywhere.
 func (h *rolloutHub) failingRevision(ctx context.Context, cfg config, rc rolloutConfig, clusters int) (*benchresults.FailingRollout, error) {
 	out := &benchresults.FailingRollout{}
-	bad := "v3" + failingSuffix
+	bad := "v5" + failingSuffix
 	commit := simagent.Resolve(bad)
 	start := time.Now()
 	if err := h.commit(ctx, "rollout01", bad); err != nil {
@@ -325,11 +334,46 @@ func (h *rolloutHub) failingRevision(ctx context.Context, cfg config, rc rollout
 	}
 	cfg.progress("failing revision: the first step failed after %.1fs; %d Applications beyond it synced it in the %.0fs after", out.FirstStepFailedSeconds, out.BeyondFirstStep, out.WatchedSeconds)
 	start = time.Now()
+	if err := h.commit(ctx, "rollout01", "v6"); err != nil {
+		return out, err
+	}
+	fixed, err := h.await(ctx, "the next revision after the failing one", []string{"rollout01"}, clusters, start, "v6", rc.steps, rc.syncFor)
+	out.Fixed = &fixed
+	return out, err
+}
+
+// secondCommit commits v3, waits until a third of its steps are done, commits v4 and waits for
+// it everywhere, checking that it went through the steps in order and that no Application counted
+// as done at v4 before its cluster synced v4.
+func (h *rolloutHub) secondCommit(ctx context.Context, cfg config, rc rolloutConfig, clusters int) (*benchresults.SecondCommit, error) {
+	out := &benchresults.SecondCommit{StepsDoneBefore: max(1, rc.steps/3)}
+	v3 := simagent.Resolve("v3")
+	if err := h.commit(ctx, "rollout01", "v3"); err != nil {
+		return out, err
+	}
+	err := waitFor(ctx, 10*time.Minute, fmt.Sprintf("the first %d steps of v3", out.StepsDoneBefore), h.logPath, func() (bool, string) {
+		done, want := 0, 0
+		for _, a := range h.obs.snapshot("rollout01") {
+			if a.step < out.StepsDoneBefore {
+				want++
+				if _, ok := a.done[v3]; ok {
+					done++
+				}
+			}
+		}
+		return want > 0 && done == want, fmt.Sprintf("%d of %d Applications", done, want)
+	})
+	if err != nil {
+		return out, err
+	}
+	start := time.Now()
 	if err := h.commit(ctx, "rollout01", "v4"); err != nil {
 		return out, err
 	}
-	fixed, err := h.await(ctx, "the next revision after the failing one", []string{"rollout01"}, clusters, start, "v4", rc.steps, rc.syncFor)
-	out.Fixed = &fixed
+	second, err := h.await(ctx, "a second commit's revision through every step", []string{"rollout01"}, clusters, start, "v4", rc.steps, rc.syncFor)
+	out.Rollout = &second
+	out.OutOfOrder, out.DoneWithoutSync = checkOrder(h.obs.snapshot("rollout01"), simagent.Resolve("v4"), rc.steps)
+	cfg.progress("a second commit after %d steps of the first: %d Applications requested out of order, %d done without a sync", out.StepsDoneBefore, out.OutOfOrder, out.DoneWithoutSync)
 	return out, err
 }
 

@@ -5,6 +5,8 @@
 package main
 
 import (
+	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,6 +37,12 @@ type observed struct {
 	finished  map[string]time.Time
 	failed    map[string]time.Time
 	done      map[string]time.Time
+	// syncs counts, by commit, the syncs its cluster started (runs is the count seen so far).
+	syncs map[string]int
+	runs  int
+	// operation is the hub Application's .operation last seen (JSON), "" when none: a request is
+	// new when it appears or changes, and counts for the commit the hub compared with then.
+	operation string
 }
 
 type rolloutObserver struct {
@@ -52,7 +60,7 @@ func (o *rolloutObserver) app(name string) *observed {
 	a := o.apps[name]
 	if a == nil {
 		a = &observed{name: name, step: -1, requested: map[string]time.Time{}, started: map[string]time.Time{}, finished: map[string]time.Time{},
-			failed: map[string]time.Time{}, done: map[string]time.Time{}}
+			failed: map[string]time.Time{}, done: map[string]time.Time{}, syncs: map[string]int{}}
 		o.apps[name] = a
 	}
 	return a
@@ -71,7 +79,11 @@ func (o *rolloutObserver) hubEvent(app *unstructured.Unstructured) {
 	sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
 	health, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
 	phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
-	_, requested := app.Object["operation"]
+	operation := ""
+	if op, ok := app.Object["operation"]; ok && op != nil {
+		raw, _ := json.Marshal(op)
+		operation = string(raw)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	a := o.app(app.GetName())
@@ -84,9 +96,10 @@ func (o *rolloutObserver) hubEvent(app *unstructured.Unstructured) {
 			a.step = step
 		}
 	}
-	if requested {
+	if operation != "" && operation != a.operation {
 		first(a.requested, revision, now)
 	}
+	a.operation = operation
 	switch {
 	case sync == "Synced" && health == "Healthy" && phase == "Succeeded":
 		first(a.done, revision, now)
@@ -105,6 +118,10 @@ func (o *rolloutObserver) simEvent(_ types.NamespacedName, app *simagent.App, no
 	}
 	if revision, ok := app.Syncing(); ok {
 		first(a.started, revision, now)
+		if runs := app.Runs(); runs > a.runs {
+			a.syncs[revision] += runs - a.runs
+			a.runs = runs
+		}
 	}
 	first(a.finished, app.Deployed(), now)
 }
@@ -149,6 +166,7 @@ func (o *rolloutObserver) snapshot(appSets ...string) []observed {
 	for _, a := range o.apps {
 		if slices.Contains(appSets, a.appSet) {
 			c := *a
+			c.syncs = maps.Clone(a.syncs)
 			for _, m := range []*map[string]time.Time{&c.requested, &c.started, &c.finished, &c.failed, &c.done} {
 				copied := make(map[string]time.Time, len(*m))
 				for k, v := range *m {
@@ -228,7 +246,9 @@ func rolloutFigures(apps []observed, commit time.Time, revision string, steps in
 		added = append(added, length-syncFor)
 	}
 	var lag, delivery, status []time.Duration
+	syncs := 0
 	for _, a := range apps {
+		syncs += a.syncs[revision]
 		s := stepOf(a)
 		if s < 0 || s >= steps {
 			continue
@@ -249,6 +269,9 @@ func rolloutFigures(apps []observed, commit time.Time, revision string, steps in
 			status = append(status, done.Sub(finished))
 		}
 	}
+	if len(apps) > 0 {
+		r.SyncsPerApplication = float64(syncs) / float64(len(apps))
+	}
 	r.HubAddedPerStep, r.RequestLag, r.Delivery, r.Status = sorted(added), sorted(lag), sorted(delivery), sorted(status)
 	return r
 }
@@ -256,4 +279,27 @@ func rolloutFigures(apps []observed, commit time.Time, revision string, steps in
 func sorted(d []time.Duration) benchresults.Percentiles {
 	slices.Sort(d)
 	return summarize(d)
+}
+
+// checkOrder counts, for a RollingSync rollout of commit, the Applications whose sync was
+// requested before every Application of the previous step was done at commit, and those the hub
+// showed done at commit before their cluster had finished syncing it.
+func checkOrder(apps []observed, commit string, steps int) (outOfOrder, doneWithoutSync int) {
+	stepDone := make([]time.Time, steps)
+	for _, a := range apps {
+		if done, ok := a.done[commit]; ok && a.step >= 0 && a.step < steps && done.After(stepDone[a.step]) {
+			stepDone[a.step] = done
+		}
+	}
+	for _, a := range apps {
+		if requested, ok := a.requested[commit]; ok && a.step > 0 && a.step < steps && requested.Before(stepDone[a.step-1]) {
+			outOfOrder++
+		}
+		done, isDone := a.done[commit]
+		finished, synced := a.finished[commit]
+		if isDone && (!synced || done.Before(finished)) {
+			doneWithoutSync++
+		}
+	}
+	return outOfOrder, doneWithoutSync
 }

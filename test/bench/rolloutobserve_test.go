@@ -52,3 +52,25 @@ func TestRolloutFigures(t *testing.T) {
 	g.Expect(r.Delivery.P50ms).To(BeNumerically("~", 400, 1e-6))
 	g.Expect(r.Steps[0].HubAdded).To(BeNumerically("~", 0.5, 1e-9))
 }
+
+func TestCheckOrder(t *testing.T) {
+	g := NewWithT(t)
+	commit := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return commit.Add(time.Duration(s * float64(time.Second))) }
+	app := func(step int, requested, finished, done float64) observed {
+		o := observed{step: step, requested: map[string]time.Time{"c": at(requested)}, finished: map[string]time.Time{}, done: map[string]time.Time{"c": at(done)}}
+		if finished >= 0 {
+			o.finished["c"] = at(finished)
+		}
+		return o
+	}
+	inOrder := []observed{app(0, 0, 5, 6), app(0, 0, 5, 7), app(1, 7.5, 12.5, 13)}
+	outOfOrder, without := checkOrder(inOrder, "c", 2)
+	g.Expect(outOfOrder).To(Equal(0))
+	g.Expect(without).To(Equal(0))
+
+	early := []observed{app(0, 0, 5, 6), app(0, 0, 5, 7), app(1, 6.5, 11.5, 12), app(1, 8, -1, 9)}
+	outOfOrder, without = checkOrder(early, "c", 2)
+	g.Expect(outOfOrder).To(Equal(1), "requested at 6.5 s, before the first step's last Application (7 s)")
+	g.Expect(without).To(Equal(1), "done at the commit with no sync of it on its cluster")
+}

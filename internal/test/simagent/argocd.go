@@ -275,6 +275,15 @@ func (a *App) Syncing() (string, bool) {
 	return a.running.revision, true
 }
 
+// Runs counts the operations Argo CD started on the Application, requested or its own.
+func (a *App) Runs() int {
+	n := 0
+	for _, starts := range a.Starts {
+		n += starts
+	}
+	return n
+}
+
 // Deployed is the commit the last successful sync deployed, "" before any.
 func (a *App) Deployed() string { return a.deployed }
 

@@ -64,12 +64,12 @@ func Fill(doc, dir string) (string, error) {
 	var errs []string
 	doc = tableMarker.ReplaceAllStringFunc(doc, func(m string) string {
 		parts := tableMarker.FindStringSubmatch(m)
-		r, err := Load(filepath.Join(dir, parts[2]))
+		table, err := tableFile(filepath.Join(dir, parts[2]))
 		if err != nil {
 			errs = append(errs, err.Error())
 			return m
 		}
-		return parts[1] + r.Markdown() + parts[4]
+		return parts[1] + table + parts[4]
 	})
 	doc = figureMarker.ReplaceAllStringFunc(doc, func(m string) string {
 		parts := figureMarker.FindStringSubmatch(m)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -45,6 +46,8 @@ type RolloutResult struct {
 	FirstRollout *Rollout `json:"firstRollout,omitempty"`
 	// NewRevision: a new revision committed to it (its template's targetRevision).
 	NewRevision *Rollout `json:"newRevision,omitempty"`
+	// SecondCommit: a revision committed while the previous one is part-way through its steps.
+	SecondCommit *SecondCommit `json:"secondCommit,omitempty"`
 	// FailingRevision: a revision whose sync fails on every cluster, then the next one.
 	FailingRevision *FailingRollout `json:"failingRevision,omitempty"`
 	// NoRollingSync: a revision committed to an ApplicationSet without a strategy, whose
@@ -88,6 +91,10 @@ type Rollout struct {
 	RequestLag Percentiles `json:"requestLag"`
 	Delivery   Percentiles `json:"delivery"`
 	Status     Percentiles `json:"status"`
+	// SyncsPerApplication is the syncs of the revision the clusters started, per Application: 1
+	// when each was asked once; more when the ApplicationSet controller asked a step's sync again
+	// and the second request ran too.
+	SyncsPerApplication float64 `json:"syncsPerApplication"`
 	// FirstDelivery (a new ApplicationSet only): from its creation until each Application was on
 	// its cluster.
 	FirstDelivery *Percentiles `json:"firstDelivery,omitempty"`
@@ -103,6 +110,20 @@ type Step struct {
 	DoneSeconds  float64 `json:"doneSeconds"` // since the commit
 	Seconds      float64 `json:"seconds"`     // since the previous step was done
 	HubAdded     float64 `json:"hubAddedSeconds"`
+}
+
+// SecondCommit is a commit made mid-rollout: the new revision must go through every step again,
+// in order, and a step done at the earlier revision never counts for it.
+type SecondCommit struct {
+	// StepsDoneBefore is how many steps had the first revision when the second was committed.
+	StepsDoneBefore int `json:"stepsDoneBefore"`
+	// Rollout is the second revision, from its commit.
+	Rollout *Rollout `json:"rollout"`
+	// OutOfOrder counts Applications whose sync of the second revision was requested before
+	// every Application of the step before theirs was done at it; DoneWithoutSync those the hub
+	// showed done at it before their cluster had synced it. Both must be 0.
+	OutOfOrder      int `json:"outOfOrder"`
+	DoneWithoutSync int `json:"doneWithoutSync"`
 }
 
 // FailingRollout is a revision that fails on the first step's clusters.
@@ -189,6 +210,19 @@ func (r RolloutReport) RolloutTable() string {
 	row("per Application: sync end to the hub Application", func(res RolloutResult) string {
 		return latency(res.NewRevision, func(r *Rollout) Percentiles { return r.Status })
 	})
+	row("syncs per Application (1: each asked once)", func(res RolloutResult) string {
+		if res.NewRevision == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", res.NewRevision.SyncsPerApplication)
+	})
+	row("a second commit mid-rollout: the new revision", func(res RolloutResult) string {
+		if res.SecondCommit == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%s; committed after %d steps; %d out of order, %d done without a sync", rollout(res.SecondCommit.Rollout),
+			res.SecondCommit.StepsDoneBefore, res.SecondCommit.OutOfOrder, res.SecondCommit.DoneWithoutSync)
+	})
 	row("a failing revision: Applications beyond the first step that synced it", func(res RolloutResult) string {
 		if res.FailingRevision == nil {
 			return "-"
@@ -246,4 +280,28 @@ func stepTable(steps []Step) string {
 		fmt.Fprintf(&b, "| %d | %d | %.1f s | %.1f s | %.1f s |\n", s.Step+1, s.Applications, s.DoneSeconds, s.Seconds, s.HubAdded)
 	}
 	return b.String()
+}
+
+// IsRollouts says whether a results file, named by its path, holds the rollout scenarios: those
+// are kept in a directory named rollouts.
+func IsRollouts(path string) bool { return filepath.Base(filepath.Dir(path)) == "rollouts" }
+
+// RenderFile is the results.md of a results.json, of either kind.
+func RenderFile(path string) (string, error) {
+	if IsRollouts(path) {
+		r, err := LoadRollouts(path)
+		return r.RolloutMarkdown(), err
+	}
+	r, err := Load(path)
+	return r.Markdown(), err
+}
+
+// tableFile is the table a bench-table marker shows for a results file, of either kind.
+func tableFile(path string) (string, error) {
+	if IsRollouts(path) {
+		r, err := LoadRollouts(path)
+		return r.RolloutTable(), err
+	}
+	r, err := Load(path)
+	return r.Markdown(), err
 }
