@@ -1,6 +1,7 @@
 package appstatus
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -326,4 +327,34 @@ func TestAFinishedOperationCarriesItsSyncResult(t *testing.T) {
 	delete(values, manifestwork.FeedbackFinishedAt)
 	updated, _ = WithStatus(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(updated.Object["status"].(map[string]any)["operationState"]).NotTo(HaveKey("syncResult"))
+}
+
+// ObserveSync reads a RollingSync sibling by what Behind and MarkedBehind compare, as Observe
+// reads it, for every state a work can be in.
+func TestObserveSyncReadsWhatObserveReads(t *testing.T) {
+	revisions := work(2, 2, feedback("Healthy", "OutOfSync", "v2"))
+	revisions.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values = append(revisions.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values,
+		workv1.FeedbackValue{Name: manifestwork.FeedbackRevisions, Value: workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: ptr.To(`["abc","def"]`)}})
+	works := map[string]*workv1.ManifestWork{
+		"reported":         work(2, 2, feedback("Healthy", "Synced", "v2")),
+		"OutOfSync":        work(2, 2, feedback("Progressing", "OutOfSync", "v3")),
+		"not applied":      work(2, 1, feedback("Healthy", "Synced", "v1")),
+		"never reported":   work(1, 0, nil),
+		"no feedback":      work(2, 2, nil),
+		"several sources":  revisions,
+		"an overlong word": work(2, 2, feedback("Healthy", strings.Repeat("x", 2*MaxWordLength), "v2")),
+	}
+	for name, w := range works {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			full, light := Observe(w), ObserveSync(w)
+			g.Expect(light.ContentApplied).To(Equal(full.ContentApplied))
+			g.Expect(light.Health).To(Equal(full.Health))
+			g.Expect(light.Sync).To(Equal(full.Sync))
+			g.Expect(light.Revision).To(Equal(full.Revision))
+			for _, other := range works {
+				g.Expect(Behind(Observe(other), []Observed{light})).To(Equal(Behind(Observe(other), []Observed{full})))
+			}
+		})
+	}
 }

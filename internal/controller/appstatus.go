@@ -179,8 +179,9 @@ func (r *AppStatusReconciler) rollingSiblings(ctx context.Context, app *unstruct
 	if strategy, _, _ := unstructured.NestedString(appSet.Object, "spec", "strategy", "type"); strategy != "RollingSync" {
 		return out, nil
 	}
+	// The cache's own objects, not copies: they are only read (write copies what it writes).
 	list := argocd.NewApplicationList()
-	if err := r.List(ctx, list, client.MatchingFields{appOwnerIndex: app.GetNamespace() + "/" + name}); err != nil {
+	if err := r.List(ctx, list, client.MatchingFields{appOwnerIndex: app.GetNamespace() + "/" + name}, client.UnsafeDisableDeepCopy); err != nil {
 		return out, fmt.Errorf("listing the Applications of ApplicationSet %s/%s: %w", app.GetNamespace(), name, err)
 	}
 	for i := range list.Items {
@@ -199,7 +200,7 @@ func (r *AppStatusReconciler) rollingSiblings(ctx context.Context, app *unstruct
 			continue
 		}
 		out.apps = append(out.apps, sibling)
-		out.observed = append(out.observed, appstatus.Observe(work))
+		out.observed = append(out.observed, appstatus.ObserveSync(work))
 	}
 	return out, nil
 }
