@@ -190,9 +190,14 @@ func (o *rolloutObserver) reportAt(appSet, revision string) (time.Time, bool) {
 
 // rolloutFigures computes one rollout's figures from what was observed of its Applications:
 // revision committed at commit, RollingSync steps (1 without RollingSync: every Application in one
-// step, step labels ignored), each sync lasting syncFor.
+// step, step labels ignored), each sync lasting syncFor. Several ApplicationSets roll out on their
+// own: a step's length and an Application's request lag are measured within its ApplicationSet,
+// and the Steps list, per step, the last ApplicationSet to finish it.
 func rolloutFigures(apps []observed, commit time.Time, revision string, steps int, syncFor time.Duration) benchresults.Rollout {
-	sets := map[string]bool{}
+	type setStep struct {
+		set  string
+		step int
+	}
 	r := benchresults.Rollout{Applications: len(apps), Complete: len(apps) > 0, AgentsSeconds: float64(steps) * syncFor.Seconds()}
 	stepOf := func(a observed) int {
 		if steps == 1 {
@@ -200,23 +205,25 @@ func rolloutFigures(apps []observed, commit time.Time, revision string, steps in
 		}
 		return a.step
 	}
-	stepDone := make([]time.Time, steps)
+	sets := map[string]bool{}
+	done := map[setStep]time.Time{} // when each ApplicationSet's step was done
 	counts := make([]int, steps)
 	var last time.Time
 	for _, a := range apps {
 		sets[a.appSet] = true
 		s := stepOf(a)
-		done, ok := a.done[revision]
+		at, ok := a.done[revision]
 		if !ok || s < 0 || s >= steps {
 			r.Complete = false
 			continue
 		}
 		counts[s]++
-		if done.After(stepDone[s]) {
-			stepDone[s] = done
+		k := setStep{a.appSet, s}
+		if at.After(done[k]) {
+			done[k] = at
 		}
-		if done.After(last) {
-			last = done
+		if at.After(last) {
+			last = at
 		}
 	}
 	r.ApplicationSets = len(sets)
@@ -226,24 +233,34 @@ func rolloutFigures(apps []observed, commit time.Time, revision string, steps in
 	if r.AgentsSeconds > 0 {
 		r.Ratio = r.Seconds / r.AgentsSeconds
 	}
-	// previous is when the step before s was done: the commit for the first step.
-	previous := func(s int) time.Time {
+	// previous is when the step before s of set was done: the commit for the first step.
+	previous := func(set string, s int) time.Time {
 		for s--; s >= 0; s-- {
-			if !stepDone[s].IsZero() {
-				return stepDone[s]
+			if at := done[setStep{set, s}]; !at.IsZero() {
+				return at
 			}
 		}
 		return commit
 	}
 	var added []time.Duration
 	for s := range steps {
-		if stepDone[s].IsZero() {
-			continue
+		var step benchresults.Step
+		found := false
+		for set := range sets {
+			at := done[setStep{set, s}]
+			if at.IsZero() {
+				continue
+			}
+			found = true
+			length := at.Sub(previous(set, s))
+			added = append(added, length-syncFor)
+			step.DoneSeconds = max(step.DoneSeconds, at.Sub(commit).Seconds())
+			step.Seconds = max(step.Seconds, length.Seconds())
 		}
-		length := stepDone[s].Sub(previous(s))
-		r.Steps = append(r.Steps, benchresults.Step{Step: s, Applications: counts[s], DoneSeconds: stepDone[s].Sub(commit).Seconds(),
-			Seconds: length.Seconds(), HubAdded: (length - syncFor).Seconds()})
-		added = append(added, length-syncFor)
+		if found {
+			step.Step, step.Applications, step.HubAdded = s, counts[s], step.Seconds-syncFor.Seconds()
+			r.Steps = append(r.Steps, step)
+		}
 	}
 	var lag, delivery, status []time.Duration
 	syncs := 0
@@ -256,7 +273,7 @@ func rolloutFigures(apps []observed, commit time.Time, revision string, steps in
 		requested, asked := a.requested[revision]
 		started, began := a.started[revision]
 		if asked {
-			lag = append(lag, requested.Sub(previous(s)))
+			lag = append(lag, requested.Sub(previous(a.appSet, s)))
 		}
 		switch {
 		case asked && began:
@@ -265,8 +282,8 @@ func rolloutFigures(apps []observed, commit time.Time, revision string, steps in
 			delivery = append(delivery, started.Sub(commit)) // the Application's own automated sync
 		}
 		finished, ended := a.finished[revision]
-		if done, ok := a.done[revision]; ok && ended {
-			status = append(status, done.Sub(finished))
+		if at, ok := a.done[revision]; ok && ended {
+			status = append(status, at.Sub(finished))
 		}
 	}
 	if len(apps) > 0 {

@@ -20,11 +20,11 @@ func TestRolloutFigures(t *testing.T) {
 		app("a", 0, 0.5, 0.6, 5.6, 6.0),
 		app("a", 0, 0.7, 0.8, 5.8, 6.5),
 		app("a", 1, 7.0, 7.1, 12.1, 12.5),
-		app("b", 1, 7.5, 7.6, 12.6, 13.5),
+		app("a", 1, 7.5, 7.6, 12.6, 13.5),
 	}
 	r := rolloutFigures(apps, commit, "c", 2, 5*time.Second)
 	g.Expect(r.Complete).To(BeTrue())
-	g.Expect(r.ApplicationSets).To(Equal(2))
+	g.Expect(r.ApplicationSets).To(Equal(1))
 	g.Expect(r.Seconds).To(BeNumerically("~", 13.5, 1e-9))
 	g.Expect(r.AgentsSeconds).To(Equal(10.0))
 	g.Expect(r.Ratio).To(BeNumerically("~", 1.35, 1e-9))
@@ -43,6 +43,22 @@ func TestRolloutFigures(t *testing.T) {
 	r = rolloutFigures(apps, commit, "c", 2, 5*time.Second)
 	g.Expect(r.Complete).To(BeFalse())
 	g.Expect(r.Steps[1].Applications).To(Equal(1))
+
+	// Two ApplicationSets roll out on their own: each step counts from its own set's previous
+	// step (b finishes its first step late; a's second step starts before that).
+	both := []observed{
+		app("a", 0, 0.5, 0.6, 5.6, 6.0), app("a", 0, 0.7, 0.8, 5.8, 6.5),
+		app("a", 1, 7.0, 7.1, 12.1, 12.5), app("a", 1, 7.5, 7.6, 12.6, 13.5),
+		app("b", 0, 3.0, 3.1, 8.1, 9.0), app("b", 1, 9.5, 9.6, 14.6, 15.0),
+	}
+	r = rolloutFigures(both, commit, "c", 2, 5*time.Second)
+	g.Expect(r.ApplicationSets).To(Equal(2))
+	// Lags: a 0.5, 0.7, 0.5, 1.0; b 3.0, 0.5 (p90: 1.0). Counted from b's first step, a's second
+	// step would read -2.0 and -1.5 (p90: 0.7).
+	g.Expect(r.RequestLag.P90ms).To(BeNumerically("~", 1000, 1e-6))
+	g.Expect(r.Steps[0].DoneSeconds).To(BeNumerically("~", 9.0, 1e-9), "the last set to finish the step")
+	g.Expect(r.Steps[1].Seconds).To(BeNumerically("~", 7.0, 1e-9), "a's second step, 6.5 s to 13.5 s, the longer of the two")
+	g.Expect(r.HubAddedPerStep.Count).To(Equal(4))
 
 	// Without RollingSync: one step, the clusters' own syncs timed from the commit.
 	plain := []observed{{appSet: "p", step: -1, started: map[string]time.Time{"c": at(0.4)}, finished: map[string]time.Time{"c": at(5.4)},
