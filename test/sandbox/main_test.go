@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/argocd-pull/argocd-pull/internal/assets"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
@@ -33,6 +36,8 @@ const staleAfter = 15 * time.Second
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The tests' own clients log nothing worth reading: the lab's processes log to its directory.
+	ctrl.SetLogger(logr.Discard())
 	if testing.Short() {
 		os.Exit(m.Run())
 	}

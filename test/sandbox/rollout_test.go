@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
@@ -332,3 +334,105 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 
 // regexpImmutable matches Argo CD's message for a change to an immutable ConfigMap.
 var regexpImmutable = regexp.MustCompile(`(?i)immutable`)
+
+// appSetStatusOf is the ApplicationSet controller's status for one Application of set
+// ("Waiting", "Pending", "Progressing", "Healthy"), "" when it lists none.
+func appSetStatusOf(hub client.Client, set, app string) string {
+	s := &unstructured.Unstructured{}
+	s.SetGroupVersionKind(argocd.ApplicationSetGVK)
+	if hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: set}, s) != nil {
+		return ""
+	}
+	statuses, _, _ := unstructured.NestedSlice(s.Object, "status", "applicationStatus")
+	for _, st := range statuses {
+		if m, ok := st.(map[string]any); ok && m["application"] == app {
+			status, _ := m["status"].(string)
+			return status
+		}
+	}
+	return ""
+}
+
+// A RollingSync step whose cluster is cut off: the rollout waits at that step and never counts it
+// done (its hub Application shows the new spec not applied: Progressing, OutOfSync), and the report
+// says why (StaleStatus); once the cluster is back, the rollout finishes.
+func TestRollingSyncWaitsForAStaleStep(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	commit := func(revision string) string {
+		t.Helper()
+		sha, err := lab.CommitFiles("stale step "+revision, map[string]string{"stale/rollout.yaml": configMap("stale", nil, map[string]string{"revision": revision})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sha
+	}
+	key := func(cluster string) types.NamespacedName {
+		return types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: cluster + "-stale"}
+	}
+	healthyAt := func(cluster, sha string) bool {
+		sync, health, revision := hubState(hub, key(cluster))
+		return sync == "Synced" && health == "Healthy" && revision == sha
+	}
+	manifest := strings.NewReplacer("name: rollout\n", "name: stale-rollout\n", "'{{name}}-rollout'", "'{{name}}-stale'",
+		"path: rollout", "path: stale", "namespace: rollout", "namespace: stale").Replace(rolloutAppSet)
+	appSet := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &appSet.Object); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(appSet.Object, lab.RepoURL, "spec", "template", "spec", "source", "repoURL")
+	sha1 := commit("one")
+	if err := hub.Create(ctx, appSet); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, appSet) })
+	eventually(t, "revision one Synced and Healthy on both clusters", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		return healthyAt("cluster1", sha1) && healthyAt("cluster2", sha1), nil
+	})
+
+	// cluster2 (the second step) is cut off; a new revision is committed.
+	if err := lab.Stop("cluster2-agents"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lab.Start(ctx, "cluster2-agents") })
+	sha2 := commit("two")
+	eventually(t, "cluster1 at revision two", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		return healthyAt("cluster1", sha2), nil
+	})
+	window := 5*sandbox.LeaseDurationSeconds*time.Second + time.Minute
+	eventually(t, "cluster2 stale in the ApplicationSet's report", window, "hub-argocd-pull.log", func() (bool, error) {
+		r := &v1alpha1.MulticlusterApplicationSetReport{}
+		if err := hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "stale-rollout"}, r); err != nil {
+			return false, err
+		}
+		for _, cc := range r.Statuses.ClusterConditions {
+			if cc.Cluster == "cluster2" && len(cc.Conditions) > 0 && cc.Conditions[0].Type == "StaleStatus" {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("report: %+v", r.Statuses.ClusterConditions)
+	})
+	// The step waits: cluster2 is never counted done at revision two while it is cut off.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if healthyAt("cluster2", sha2) {
+			t.Fatal("cluster2's hub Application reads Synced and Healthy at revision two while cut off")
+		}
+		if status := appSetStatusOf(hub, "stale-rollout", key("cluster2").Name); status == "Healthy" {
+			// Healthy at revision one is what it was; at two it must not be: the ApplicationSet
+			// status names no revision, so read the hub Application's alongside.
+			if _, _, revision := hubState(hub, key("cluster2")); revision == sha2 {
+				t.Fatal("the ApplicationSet counts cluster2's step done at revision two while it is cut off")
+			}
+		}
+		if configMapData(spokes["cluster2"], "stale", "stale", "revision") == "two" {
+			t.Fatal("revision two reached cluster2 while it was cut off")
+		}
+	}
+
+	if err := lab.Start(ctx, "cluster2-agents"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "cluster2 at revision two once back", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		return healthyAt("cluster2", sha2) && configMapData(spokes["cluster2"], "stale", "stale", "revision") == "two", nil
+	})
+}
