@@ -217,8 +217,8 @@ func (r RolloutReport) RolloutTable() string {
 		return fmt.Sprintf("%.2f", res.NewRevision.SyncsPerApplication)
 	})
 	row("a second commit mid-rollout: the new revision", func(res RolloutResult) string {
-		if res.SecondCommit == nil {
-			return "-"
+		if res.SecondCommit == nil || res.SecondCommit.Rollout == nil {
+			return "-" // not run, or stopped before the second commit
 		}
 		return fmt.Sprintf("%s; committed after %d steps; %d out of order, %d done without a sync", rollout(res.SecondCommit.Rollout),
 			res.SecondCommit.StepsDoneBefore, res.SecondCommit.OutOfOrder, res.SecondCommit.DoneWithoutSync)
