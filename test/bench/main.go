@@ -96,7 +96,8 @@ func run() error {
 	cfg.progress = func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
 	}
-	report := benchReport{Machine: machine(), ControllerVersion: controllerVersion(cfg.controller), Started: started.UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"go run ./test/bench"}, withoutMachinePaths(os.Args[1:])...), " ")}
+	report := benchReport{Run: benchresults.Run{Machine: machine(), ControllerVersion: controllerVersion(cfg.controller), Started: started.UTC().Format(time.RFC3339),
+		Command: strings.Join(append([]string{"go run ./test/bench"}, withoutMachinePaths(os.Args[1:])...), " ")}}
 	// The results are written after each size, so that a larger size that fails (or is stopped)
 	// keeps the smaller ones.
 	runFleet, runRollouts := false, false
@@ -110,8 +111,7 @@ func run() error {
 			return fmt.Errorf("--scenarios: %q is neither fleet nor rollouts", s)
 		}
 	}
-	rollouts := benchresults.RolloutReport{Machine: report.Machine, ControllerVersion: report.ControllerVersion, ArgoCDVersion: argoCDVersion(),
-		Started: report.Started, Command: report.Command}
+	rollouts := benchresults.RolloutReport{Run: report.Run, ArgoCDVersion: argoCDVersion()}
 	for _, n := range counts {
 		if runFleet {
 			cfg.progress("N=%d clusters, A=%d ApplicationSets: %d Applications", n, *appSets, n**appSets)

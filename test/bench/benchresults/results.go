@@ -15,19 +15,27 @@ import (
 
 // Report is one run of the benchmark: the machine, the command, and a result per size.
 type Report struct {
+	Run
+	Results []Result `json:"results"`
+}
+
+// Run is what every results file says of the run that wrote it.
+type Run struct {
 	Machine string `json:"machine"`
 	Started string `json:"started"`
 	Command string `json:"command"`
 	// ControllerVersion is what the measured binary's 'argocd-pull version' printed: the release and
 	// the commit it was built from (make build stamps them).
-	ControllerVersion string   `json:"controllerVersion,omitempty"`
-	Seconds           float64  `json:"seconds"`
-	Results           []Result `json:"results"`
+	ControllerVersion string  `json:"controllerVersion,omitempty"`
+	Seconds           float64 `json:"seconds"`
 }
 
 // Load reads a results file.
-func Load(path string) (Report, error) {
-	var r Report
+func Load(path string) (Report, error) { return load[Report](path) }
+
+// load reads a results file of either kind.
+func load[T any](path string) (T, error) {
+	var r T
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return r, err

@@ -1,9 +1,7 @@
 package benchresults
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -12,27 +10,13 @@ import (
 // the real ApplicationSet controller and argocd-pull on a real apiserver, the clusters simulated
 // (internal/test/simagent).
 type RolloutReport struct {
-	Machine           string          `json:"machine"`
-	Started           string          `json:"started"`
-	Command           string          `json:"command"`
-	ControllerVersion string          `json:"controllerVersion,omitempty"`
-	ArgoCDVersion     string          `json:"argocdVersion,omitempty"`
-	Seconds           float64         `json:"seconds"`
-	Results           []RolloutResult `json:"results"`
+	Run
+	ArgoCDVersion string          `json:"argocdVersion,omitempty"`
+	Results       []RolloutResult `json:"results"`
 }
 
 // LoadRollouts reads a rollout results file.
-func LoadRollouts(path string) (RolloutReport, error) {
-	var r RolloutReport
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return r, err
-	}
-	if err := json.Unmarshal(data, &r); err != nil {
-		return r, fmt.Errorf("%s: %w", path, err)
-	}
-	return r, nil
-}
+func LoadRollouts(path string) (RolloutReport, error) { return load[RolloutReport](path) }
 
 // RolloutResult is what one size measured.
 type RolloutResult struct {
