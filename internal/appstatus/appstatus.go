@@ -89,6 +89,7 @@ type Observed struct {
 // delivery of requests) are read as reported: cutting them could only make a comparison wrong.
 func Observe(work *workv1.ManifestWork) Observed {
 	obs, r := observeSync(work)
+	obs.Carried = manifestwork.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation])
 	if r == nil {
 		return obs
 	}
@@ -461,15 +462,14 @@ func ObserveSync(work *workv1.ManifestWork) Observed {
 	return obs
 }
 
-// observeSync is the start of Observe: the work's own state and, once its cluster holds the hub's
-// Application, the health, sync status and revision it reports, with the reader of the rest (nil
+// observeSync is the start of Observe: the work's own state (but the requests it carries) and, once
+// its cluster holds the hub's Application, the health, sync status and revision it reports, with the reader of the rest (nil
 // when there is nothing to read).
 func observeSync(work *workv1.ManifestWork) (Observed, *feedbackReader) {
 	obs := Observed{
 		Applied:        manifestwork.AppliedAtGeneration(work),
 		ContentApplied: manifestwork.ContentApplied(work),
 		Seen:           meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied) != nil,
-		Carried:        manifestwork.ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]),
 	}
 	if claim := manifestwork.ClaimOf(work); claim != manifestwork.ClaimOurs {
 		// Pending: nothing of the hub's there yet (not seen: no Unknown status is written for

@@ -46,6 +46,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -53,6 +54,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
 // Fleet is the work agents and Argo CDs of every simulated cluster.
@@ -221,16 +223,9 @@ func applicationManifest(w *workv1.ManifestWork) (map[string]any, bool) {
 func agentStatus(w *workv1.ManifestWork, app *App, now time.Time) *workv1.ManifestWorkStatus {
 	at := metav1.NewTime(now)
 	manifest, _ := applicationManifest(w)
-	name, namespace := "", ""
-	if meta, ok := manifest["metadata"].(map[string]any); ok {
-		name, _ = meta["name"].(string)
-		namespace, _ = meta["namespace"].(string)
-	}
-	available := metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionTrue, Reason: "ResourceAvailable", Message: "Resource is available", LastTransitionTime: at}
+	u := unstructured.Unstructured{Object: manifest}
 	var values []workv1.FeedbackValue
-	if app.Object == nil {
-		available = metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionFalse, Reason: "ResourceNotAvailable", Message: "Resource is not available", LastTransitionTime: at}
-	} else {
+	if app.Object != nil {
 		for _, cfg := range w.Spec.ManifestConfigs {
 			if cfg.ResourceIdentifier.Group == argocd.Group && cfg.ResourceIdentifier.Resource == "applications" {
 				values = Feedback(app.Object, cfg.FeedbackRules)
@@ -238,16 +233,9 @@ func agentStatus(w *workv1.ManifestWork, app *App, now time.Time) *workv1.Manife
 		}
 	}
 	return &workv1.ManifestWorkStatus{
-		Conditions: []metav1.Condition{
-			{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete", ObservedGeneration: w.Generation, LastTransitionTime: at},
-			{Type: workv1.WorkAvailable, Status: metav1.ConditionTrue, Reason: "ResourcesAvailable", ObservedGeneration: w.Generation, LastTransitionTime: at},
-		},
-		ResourceStatus: workv1.ManifestResourceStatus{Manifests: []workv1.ManifestCondition{{
-			ResourceMeta:    workv1.ManifestResourceMeta{Group: argocd.Group, Version: "v1alpha1", Kind: "Application", Resource: "applications", Name: name, Namespace: namespace},
-			StatusFeedbacks: workv1.StatusFeedbackResult{Values: values},
-			Conditions: []metav1.Condition{
-				{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestComplete", LastTransitionTime: at}, available},
-		}}},
+		Conditions: testenv.AppliedConditions(w.Generation, at),
+		ResourceStatus: workv1.ManifestResourceStatus{Manifests: []workv1.ManifestCondition{
+			testenv.ApplicationManifestStatus(u.GetNamespace(), u.GetName(), values, app.Object != nil, at)}},
 	}
 }
 

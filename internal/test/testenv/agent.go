@@ -19,16 +19,13 @@ import (
 // it absent, with no feedback. The Application of a held work is there.
 func SetAgentStatus(w *workv1.ManifestWork, appliedGeneration int64, namespace, name string, values map[string]string) {
 	now := metav1.Now()
-	available := metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionTrue, Reason: "ResourceAvailable", LastTransitionTime: now}
-	if _, there := values[manifestwork.FeedbackManagedUID]; !manifestwork.Held(w) && !there {
-		available = metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionFalse, Reason: "ResourceNotAvailable", LastTransitionTime: now}
+	_, there := values[manifestwork.FeedbackManagedUID]
+	present := manifestwork.Held(w) || there
+	if !present {
 		values = nil
 	}
 	if appliedGeneration > 0 {
-		w.Status.Conditions = []metav1.Condition{
-			{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete", ObservedGeneration: appliedGeneration, LastTransitionTime: now},
-			{Type: workv1.WorkAvailable, Status: metav1.ConditionTrue, Reason: "ResourcesAvailable", ObservedGeneration: appliedGeneration, LastTransitionTime: now},
-		}
+		w.Status.Conditions = AppliedConditions(appliedGeneration, now)
 	}
 	fv := make([]workv1.FeedbackValue, 0, len(values))
 	for k, v := range values {
@@ -38,9 +35,29 @@ func SetAgentStatus(w *workv1.ManifestWork, appliedGeneration int64, namespace, 
 		}
 		fv = append(fv, workv1.FeedbackValue{Name: k, Value: value})
 	}
-	w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
+	w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{ApplicationManifestStatus(namespace, name, fv, present, now)}
+}
+
+// AppliedConditions are the work conditions the OCM work agent reports once it applied generation:
+// Applied and Available.
+func AppliedConditions(generation int64, now metav1.Time) []metav1.Condition {
+	return []metav1.Condition{
+		{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete", ObservedGeneration: generation, LastTransitionTime: now},
+		{Type: workv1.WorkAvailable, Status: metav1.ConditionTrue, Reason: "ResourcesAvailable", ObservedGeneration: generation, LastTransitionTime: now},
+	}
+}
+
+// ApplicationManifestStatus is what the OCM work agent reports of a work's Application
+// namespace/name: applied, available when present (else OCM's ResourceNotAvailable), and its
+// status feedback values.
+func ApplicationManifestStatus(namespace, name string, values []workv1.FeedbackValue, present bool, now metav1.Time) workv1.ManifestCondition {
+	available := metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionTrue, Reason: "ResourceAvailable", LastTransitionTime: now}
+	if !present {
+		available = metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionFalse, Reason: "ResourceNotAvailable", LastTransitionTime: now}
+	}
+	return workv1.ManifestCondition{
 		ResourceMeta:    workv1.ManifestResourceMeta{Group: argocd.Group, Version: "v1alpha1", Kind: "Application", Resource: "applications", Name: name, Namespace: namespace},
-		StatusFeedbacks: workv1.StatusFeedbackResult{Values: fv},
+		StatusFeedbacks: workv1.StatusFeedbackResult{Values: values},
 		Conditions:      []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "Applied", LastTransitionTime: now}, available},
-	}}
+	}
 }
