@@ -321,7 +321,7 @@ func (l *Lab) waitGitOpsClusterReady(ctx context.Context, timeout time.Duration)
 	deadline := time.Now().Add(timeout)
 	for {
 		gc := &gitopsv1beta1.GitOpsCluster{}
-		if err := hub.Get(ctx, client.ObjectKey{Namespace: ArgoNamespace, Name: "argo-ocm-importer"}, gc); err == nil &&
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: ArgoNamespace, Name: GitOpsClusterName}, gc); err == nil &&
 			meta.IsStatusConditionTrue(gc.Status.Conditions, gitopsv1beta1.ReadyCondition) {
 			return nil
 		}
@@ -378,20 +378,8 @@ func (l *Lab) setUp(ctx context.Context) error {
 		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterSetName, Namespace: TenantNamespace},
 			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: ClusterSetName}},
 		tenantProject(),
-		// OCM taints a cluster whose lease ran out (unreachable) or that reports itself unhealthy
-		// (unavailable), and a Placement drops tainted clusters from its decisions unless it
-		// tolerates the taint: the ApplicationSet would then delete that cluster's Application, and
-		// nothing would be left to show stale. The lab's Placement keeps them (see README, status).
-		&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: PlacementName, Namespace: ArgoNamespace},
-			Spec: clusterv1beta1.PlacementSpec{ClusterSets: []string{ClusterSetName}, Tolerations: []clusterv1beta1.Toleration{
-				{Key: clusterv1.ManagedClusterTaintUnreachable, Operator: clusterv1beta1.TolerationOpExists},
-				{Key: clusterv1.ManagedClusterTaintUnavailable, Operator: clusterv1beta1.TolerationOpExists},
-			}}},
-		&gitopsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Name: "argo-ocm-importer", Namespace: ArgoNamespace},
-			Spec: gitopsv1beta1.GitOpsClusterSpec{
-				ArgoServer:   gitopsv1beta1.ArgoServerSpec{Cluster: "notused", ArgoNamespace: ArgoNamespace},
-				PlacementRef: &corev1.ObjectReference{Kind: "Placement", APIVersion: "cluster.open-cluster-management.io/v1beta1", Name: PlacementName},
-			}},
+		Placement(PlacementName, ArgoNamespace, ClusterSetName),
+		GitOpsCluster(PlacementName, ArgoNamespace),
 	}
 	for _, o := range objects {
 		if err := hub.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -410,6 +398,32 @@ func (l *Lab) setUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Placement is the lab's Placement of every cluster of clusterSet. OCM taints a cluster whose lease
+// ran out (unreachable) or that reports itself unhealthy (unavailable), and a Placement drops
+// tainted clusters from its decisions unless it tolerates the taint: the ApplicationSet would then
+// delete that cluster's Application, and nothing would be left to show stale. This one keeps them
+// (see README, status).
+func Placement(name, namespace, clusterSet string) *clusterv1beta1.Placement {
+	return &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: clusterv1beta1.PlacementSpec{ClusterSets: []string{clusterSet}, Tolerations: []clusterv1beta1.Toleration{
+			{Key: clusterv1.ManagedClusterTaintUnreachable, Operator: clusterv1beta1.TolerationOpExists},
+			{Key: clusterv1.ManagedClusterTaintUnavailable, Operator: clusterv1beta1.TolerationOpExists},
+		}}}
+}
+
+// GitOpsClusterName is the documents' GitOpsCluster's name.
+const GitOpsClusterName = "argo-ocm-importer"
+
+// GitOpsCluster is the documents' GitOpsCluster registering the clusters of
+// the Placement named placement with the Argo CD of namespace.
+func GitOpsCluster(placement, namespace string) *gitopsv1beta1.GitOpsCluster {
+	return &gitopsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Name: GitOpsClusterName, Namespace: namespace},
+		Spec: gitopsv1beta1.GitOpsClusterSpec{
+			ArgoServer:   gitopsv1beta1.ArgoServerSpec{Cluster: "notused", ArgoNamespace: namespace},
+			PlacementRef: &corev1.ObjectReference{Kind: "Placement", APIVersion: "cluster.open-cluster-management.io/v1beta1", Name: placement},
+		}}
 }
 
 // tenantProject is the lab tenant's AppProject, in the hub's Argo CD namespace: it travels to the

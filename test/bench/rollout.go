@@ -103,7 +103,7 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 	patience := 2*time.Minute + time.Duration(want)*100*time.Millisecond + time.Duration(max(steps, 1))*(syncFor+30*time.Second)
 	err := waitFor(ctx, patience, what, h.logPath, func() (bool, string) {
 		done, requested, started := 0, 0, 0
-		for _, a := range h.obs.snapshot(appSets...) {
+		h.obs.each(appSets, func(a *observed) {
 			if _, ok := a.done[commit]; ok {
 				done++
 			}
@@ -113,7 +113,7 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 			if _, ok := a.started[commit]; ok {
 				started++
 			}
-		}
+		})
 		return done == want, fmt.Sprintf("%d of %d Applications done (%d requested, %d started on their clusters)", done, want, requested, started)
 	})
 	figures := rolloutFigures(h.obs.snapshot(appSets...), start, commit, max(steps, 1), syncFor)
@@ -306,14 +306,14 @@ func (h *rolloutHub) failingRevision(ctx context.Context, cfg config, rc rollout
 	}
 	err := waitFor(ctx, 10*time.Minute, "the first step failing the failing revision", h.logPath, func() (bool, string) {
 		failed, inStep := 0, 0
-		for _, a := range h.obs.snapshot("rollout01") {
+		h.obs.each([]string{"rollout01"}, func(a *observed) {
 			if a.step == 0 {
 				inStep++
 				if _, ok := a.failed[commit]; ok {
 					failed++
 				}
 			}
-		}
+		})
 		return inStep > 0 && failed == inStep, fmt.Sprintf("%d of %d Applications of the first step failed", failed, inStep)
 	})
 	if err != nil {
@@ -353,14 +353,14 @@ func (h *rolloutHub) secondCommit(ctx context.Context, cfg config, rc rolloutCon
 	}
 	err := waitFor(ctx, 10*time.Minute, fmt.Sprintf("the first %d steps of v3", out.StepsDoneBefore), h.logPath, func() (bool, string) {
 		done, want := 0, 0
-		for _, a := range h.obs.snapshot("rollout01") {
+		h.obs.each([]string{"rollout01"}, func(a *observed) {
 			if a.step < out.StepsDoneBefore {
 				want++
 				if _, ok := a.done[v3]; ok {
 					done++
 				}
 			}
-		}
+		})
 		return want > 0 && done == want, fmt.Sprintf("%d of %d Applications", done, want)
 	})
 	if err != nil {

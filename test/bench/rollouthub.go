@@ -6,15 +6,12 @@ import (
 	"path/filepath"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,19 +86,7 @@ func startRolloutHub(ctx context.Context, cfg config, f fleet, b simagent.Behavi
 	if err := sandbox.CreateDefaultProject(ctx, h.c, argoNamespace); err != nil {
 		return h, err
 	}
-	for _, obj := range []client.Object{
-		// The lab's Placement: every cluster of the set, unreachable ones kept.
-		&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: rolloutPlacement, Namespace: argoNamespace},
-			Spec: clusterv1beta1.PlacementSpec{ClusterSets: []string{clusterSet}, Tolerations: []clusterv1beta1.Toleration{
-				{Key: clusterv1.ManagedClusterTaintUnreachable, Operator: clusterv1beta1.TolerationOpExists},
-				{Key: clusterv1.ManagedClusterTaintUnavailable, Operator: clusterv1beta1.TolerationOpExists},
-			}}},
-		&gitopsv1beta1.GitOpsCluster{ObjectMeta: metav1.ObjectMeta{Name: "argo-ocm-importer", Namespace: argoNamespace},
-			Spec: gitopsv1beta1.GitOpsClusterSpec{
-				ArgoServer:   gitopsv1beta1.ArgoServerSpec{Cluster: "notused", ArgoNamespace: argoNamespace},
-				PlacementRef: &corev1.ObjectReference{Kind: "Placement", APIVersion: "cluster.open-cluster-management.io/v1beta1", Name: rolloutPlacement},
-			}},
-	} {
+	for _, obj := range []client.Object{sandbox.Placement(rolloutPlacement, argoNamespace, clusterSet), sandbox.GitOpsCluster(rolloutPlacement, argoNamespace)} {
 		if err := h.c.Create(ctx, obj); err != nil {
 			return h, fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
@@ -129,7 +114,7 @@ func startRolloutHub(ctx context.Context, cfg config, f fleet, b simagent.Behavi
 	}
 	if err := waitFor(ctx, 5*time.Minute, "the GitOpsCluster Ready (every cluster registered with Argo CD)", h.logPath, func() (bool, string) {
 		gc := &gitopsv1beta1.GitOpsCluster{}
-		if err := h.c.Get(ctx, client.ObjectKey{Namespace: argoNamespace, Name: "argo-ocm-importer"}, gc); err != nil {
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: argoNamespace, Name: sandbox.GitOpsClusterName}, gc); err != nil {
 			return false, err.Error()
 		}
 		ready := meta.FindStatusCondition(gc.Status.Conditions, gitopsv1beta1.ReadyCondition)

@@ -160,24 +160,27 @@ func (o *rolloutObserver) reportEvent(r *v1alpha1.MulticlusterApplicationSetRepo
 
 // snapshot copies what was observed of the Applications of the given ApplicationSets.
 func (o *rolloutObserver) snapshot(appSets ...string) []observed {
+	var out []observed
+	o.each(appSets, func(a *observed) {
+		c := *a
+		c.syncs = maps.Clone(a.syncs)
+		c.requested, c.started, c.finished = maps.Clone(a.requested), maps.Clone(a.started), maps.Clone(a.finished)
+		c.failed, c.done = maps.Clone(a.failed), maps.Clone(a.done)
+		out = append(out, c)
+	})
+	return out
+}
+
+// each calls f, under the observer's lock, with what was observed of each Application of the
+// given ApplicationSets: the waits that poll it copy nothing.
+func (o *rolloutObserver) each(appSets []string, f func(a *observed)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var out []observed
 	for _, a := range o.apps {
 		if slices.Contains(appSets, a.appSet) {
-			c := *a
-			c.syncs = maps.Clone(a.syncs)
-			for _, m := range []*map[string]time.Time{&c.requested, &c.started, &c.finished, &c.failed, &c.done} {
-				copied := make(map[string]time.Time, len(*m))
-				for k, v := range *m {
-					copied[k] = v
-				}
-				*m = copied
-			}
-			out = append(out, c)
+			f(a)
 		}
 	}
-	return out
 }
 
 // reportAt is when the report of appSet first showed every cluster at revision.

@@ -272,15 +272,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	}
 
 	sha1 := rollout("one", false)
-	appSet := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(rolloutAppSet), &appSet.Object); err != nil {
-		t.Fatal(err)
-	}
-	_ = unstructured.SetNestedField(appSet.Object, lab.RepoURL, "spec", "template", "spec", "source", "repoURL")
-	if err := hub.Create(ctx, appSet); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = hub.Delete(ctx, appSet) })
+	createAppSet(t, hub, rolloutAppSet)
 	converge("one", sha1, 3*time.Minute)
 
 	// Two successive commits, each rolled out step by step.
@@ -335,6 +327,21 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 // regexpImmutable matches Argo CD's message for a change to an immutable ConfigMap.
 var regexpImmutable = regexp.MustCompile(`(?i)immutable`)
 
+// createAppSet creates the ApplicationSet manifest (YAML) on the hub with the lab's Git repository
+// as its template's source, and deletes it when the test ends.
+func createAppSet(t *testing.T, hub client.Client, manifest string) {
+	t.Helper()
+	appSet := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &appSet.Object); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(appSet.Object, lab.RepoURL, "spec", "template", "spec", "source", "repoURL")
+	if err := hub.Create(ctx, appSet); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, appSet) })
+}
+
 // appSetStatusOf is the ApplicationSet controller's status for one Application of set
 // ("Waiting", "Pending", "Progressing", "Healthy"), "" when it lists none.
 func appSetStatusOf(hub client.Client, set, app string) string {
@@ -376,16 +383,8 @@ func TestRollingSyncWaitsForAStaleStep(t *testing.T) {
 	}
 	manifest := strings.NewReplacer("name: rollout\n", "name: stale-rollout\n", "'{{name}}-rollout'", "'{{name}}-stale'",
 		"path: rollout", "path: stale", "namespace: rollout", "namespace: stale").Replace(rolloutAppSet)
-	appSet := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(manifest), &appSet.Object); err != nil {
-		t.Fatal(err)
-	}
-	_ = unstructured.SetNestedField(appSet.Object, lab.RepoURL, "spec", "template", "spec", "source", "repoURL")
 	sha1 := commit("one")
-	if err := hub.Create(ctx, appSet); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = hub.Delete(ctx, appSet) })
+	createAppSet(t, hub, manifest)
 	eventually(t, "revision one Synced and Healthy on both clusters", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
 		return healthyAt("cluster1", sha1) && healthyAt("cluster2", sha1), nil
 	})
