@@ -322,6 +322,18 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	if got := configMapData(spokes["cluster2"], "rollout", "rollout-extra", "a"); got != "from git" {
 		t.Errorf("cluster2's rollout-extra = %q after the rollout went on", got)
 	}
+
+	// A second commit mid-rollout: six lands as soon as the first step runs five. Six goes
+	// through the steps again in order (converge checks it on every look), and runs once on each
+	// cluster; the second step's request for five, if it came, is pinned to five and never counts
+	// for six.
+	sha5 := rollout("five", true)
+	eventually(t, "cluster1 at revision five", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		return healthyAt("cluster1", sha5), nil
+	})
+	sha6 := rollout("six", true)
+	converge("six", sha6, 5*time.Minute)
+	syncedOnce(sha6)
 }
 
 // regexpImmutable matches Argo CD's message for a change to an immutable ConfigMap.
