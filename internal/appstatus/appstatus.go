@@ -78,7 +78,7 @@ type Observed struct {
 	// cluster runs (manifestwork.Hub.Terminating names its delivery).
 	HubTerminating bool
 	// Behind is true when another cluster of its RollingSync ApplicationSet has seen a revision
-	// of the same source that this cluster has not compared against (see Behind).
+	// of the same source that this cluster has not compared against (see Member and RollingSets.Decide).
 	Behind bool
 	// Trimmed says, one phrase per value, what Observe cut to its cap or ignored (see caps.go).
 	Trimmed []string
@@ -416,47 +416,10 @@ func jsonEqual(a, b any) bool {
 	return errA == nil && errB == nil && string(ja) == string(jb)
 }
 
-// Behind says whether a cluster is behind its fleet: another cluster of the same RollingSync
-// ApplicationSet, with the same source, applied its work and reports OutOfSync at a revision this
-// cluster has not compared against. Managed Argo CDs find a new commit each on its own refresh
-// schedule; without this, the ApplicationSet controller could see the second step's cluster
-// OutOfSync at the new revision while the first step's cluster still reads Synced at the old one,
-// and sync the second step first.
-func Behind(own Observed, siblings []Observed) bool {
-	if own.Revision == "" {
-		return false
-	}
-	for _, s := range siblings {
-		if aheadOf(s, own.Revision) {
-			return true
-		}
-	}
-	return false
-}
-
-// PutBehindBy says whether the hub Application sibling, as it reads now, is Synced at a revision
-// other than the one obs reports OutOfSync at: obs's status would put it behind.
-func PutBehindBy(sibling *unstructured.Unstructured, obs Observed) bool {
-	sync, _, _ := unstructured.NestedString(sibling.Object, "status", "sync", "status")
-	revision, _, _ := unstructured.NestedString(sibling.Object, "status", "sync", "revision")
-	return sync == argocd.SyncSynced && revision != "" && aheadOf(obs, revision)
-}
-
-func aheadOf(s Observed, revision string) bool {
-	return s.ContentApplied && s.Sync == argocd.SyncOutOfSync && s.Revision != "" && s.Revision != revision
-}
-
-// MarkedBehind says whether the hub Application sibling reads OutOfSync while its cluster reports
-// Synced: it was put behind, and may no longer be.
-func MarkedBehind(sibling *unstructured.Unstructured, obs Observed) bool {
-	sync, _, _ := unstructured.NestedString(sibling.Object, "status", "sync", "status")
-	return sync == argocd.SyncOutOfSync && obs.Sync == argocd.SyncSynced
-}
-
-// ObserveSync reads only what a RollingSync sibling is compared by (Behind, MarkedBehind): whether
+// ObserveSync reads only what a RollingSync sibling is compared by (MemberOf): whether
 // the work's content is applied, and the health, sync status and revision its cluster reports,
-// read as Observe reads them. The status controller reads every sibling of an Application on
-// each of its reconciles: the whole of Observe for each was most of its CPU at 1,000 clusters.
+// read as Observe reads them. The status controller reads every Application of a RollingSync
+// ApplicationSet when it seeds its view (RollingSets.Seed).
 func ObserveSync(work *workv1.ManifestWork) Observed {
 	obs, _ := observeSync(work)
 	return obs

@@ -129,56 +129,6 @@ func nested(u *unstructured.Unstructured, path ...string) string {
 	return v
 }
 
-func TestBehindTheFleet(t *testing.T) {
-	synced := func(rev string) Observed {
-		return Observed{Applied: true, ContentApplied: true, Seen: true, Reported: true, Health: argocd.HealthHealthy, Sync: argocd.SyncSynced, Revision: rev}
-	}
-	outOfSync := func(rev string) Observed {
-		o := synced(rev)
-		o.Sync = argocd.SyncOutOfSync
-		return o
-	}
-	notApplied := outOfSync("r2")
-	notApplied.Applied, notApplied.ContentApplied = false, false
-	tests := map[string]struct {
-		own      Observed
-		siblings []Observed
-		want     bool
-	}{
-		"alone":                                   {own: synced("r1")},
-		"all at the same revision":                {own: synced("r1"), siblings: []Observed{synced("r1"), outOfSync("r1")}},
-		"a sibling saw a new revision":            {own: synced("r1"), siblings: []Observed{synced("r1"), outOfSync("r2")}, want: true},
-		"a sibling synced another revision":       {own: synced("r1"), siblings: []Observed{synced("r2")}},
-		"a sibling that has not applied its work": {own: synced("r1"), siblings: []Observed{notApplied}},
-		"nothing reported yet":                    {own: Observed{}, siblings: []Observed{outOfSync("r2")}},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			g.Expect(Behind(tt.own, tt.siblings)).To(Equal(tt.want))
-			own := tt.own
-			own.Behind = Behind(tt.own, tt.siblings)
-			st := Derive(own, nil)
-			if tt.want {
-				g.Expect(st.Sync).To(Equal(argocd.SyncOutOfSync), "a RollingSync step does not count it done")
-				g.Expect(st.Revision).To(Equal(tt.own.Revision), "the revision it really has")
-			}
-		})
-	}
-
-	g := NewWithT(t)
-	hubApp := func(sync, rev string) *unstructured.Unstructured {
-		u := argocd.NewApplication()
-		_ = unstructured.SetNestedField(u.Object, map[string]any{"status": sync, "revision": rev}, "status", "sync")
-		return u
-	}
-	g.Expect(PutBehindBy(hubApp("Synced", "r1"), outOfSync("r2"))).To(BeTrue())
-	g.Expect(PutBehindBy(hubApp("Synced", "r2"), outOfSync("r2"))).To(BeFalse())
-	g.Expect(PutBehindBy(hubApp("OutOfSync", "r1"), outOfSync("r2"))).To(BeFalse(), "already not done")
-	g.Expect(MarkedBehind(hubApp("OutOfSync", "r1"), synced("r1"))).To(BeTrue())
-	g.Expect(MarkedBehind(hubApp("Synced", "r1"), synced("r1"))).To(BeFalse())
-}
-
 // A requested sync that finished on the managed cluster, whose Argo CD has not compared since,
 // still reads Running on the hub: the hub shows it finished only in the write that clears it.
 func TestFinishedButUnsettledSyncStillRuns(t *testing.T) {
@@ -329,7 +279,7 @@ func TestAFinishedOperationCarriesItsSyncResult(t *testing.T) {
 	g.Expect(updated.Object["status"].(map[string]any)["operationState"]).NotTo(HaveKey("syncResult"))
 }
 
-// ObserveSync reads a RollingSync sibling by what Behind and MarkedBehind compare, as Observe
+// ObserveSync reads a RollingSync sibling by what the barrier compares (MemberOf), as Observe
 // reads it, for every state a work can be in.
 func TestObserveSyncReadsWhatObserveReads(t *testing.T) {
 	revisions := work(2, 2, feedback("Healthy", "OutOfSync", "v2"))
@@ -352,9 +302,10 @@ func TestObserveSyncReadsWhatObserveReads(t *testing.T) {
 			g.Expect(light.Health).To(Equal(full.Health))
 			g.Expect(light.Sync).To(Equal(full.Sync))
 			g.Expect(light.Revision).To(Equal(full.Revision))
-			for _, other := range works {
-				g.Expect(Behind(Observe(other), []Observed{light})).To(Equal(Behind(Observe(other), []Observed{full})))
-			}
+			app := hubApp(argocd.SyncSynced, "v1")
+			lightMember, _ := MemberOf(app, light)
+			fullMember, _ := MemberOf(app, full)
+			g.Expect(lightMember).To(Equal(fullMember))
 		})
 	}
 }

@@ -30,10 +30,14 @@ import (
 type AppStatusReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
+	// rolling is what the RollingSync barrier compares of each RollingSync ApplicationSet's
+	// Applications (see appstatus.Member).
+	rolling *appstatus.RollingSets
 }
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *AppStatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.rolling = appstatus.NewRollingSets()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("appstatus").
 		WithOptions(opts).
@@ -47,41 +51,57 @@ func (r *AppStatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 func (r *AppStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := argocd.NewApplication()
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return r.forget(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
 	}
 	return r.write(ctx, app, true)
 }
 
 // write derives app's status and patches it. With siblingsFirst, siblings of a RollingSync
 // ApplicationSet that a newly seen revision puts behind (or that are no longer behind) are written
-// before app (see appstatus.Behind), so that the ApplicationSet controller never sees this cluster OutOfSync at a
-// new revision while an earlier step still reads Synced at the old one.
+// before app (see appstatus.Member), so that the ApplicationSet controller never sees this cluster
+// OutOfSync at a new revision while an earlier step still reads Synced at the old one.
 func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstructured, siblingsFirst bool) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(app)
 	work, err := r.workOf(ctx, app)
-	if work == nil || err != nil {
-		return ctrl.Result{}, err // not propagated yet: the work's creation requeues this
-	}
-	obs := appstatus.Observe(work)
-	if appstatus.Unanswered(app, obs) {
-		return ctrl.Result{}, nil // the work's first status requeues this
-	}
-	if manifestwork.Adopting(work) && !appstatus.Settled(obs, appstatus.WantedSource(app)) {
-		return ctrl.Result{}, nil // the hub keeps the upstream controller's status; the work's next status requeues this
-	}
-	siblings, err := r.rollingSiblings(ctx, app)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.Behind = appstatus.Behind(obs, siblings.observed)
-	if siblingsFirst {
-		for i, sibling := range siblings.apps {
-			// Put behind by what app reports now, or marked behind earlier and maybe no longer.
-			if !appstatus.PutBehindBy(sibling, obs) && !appstatus.MarkedBehind(sibling, siblings.observed[i]) {
-				continue
-			}
-			if result, err := r.write(ctx, sibling, false); err != nil || !result.IsZero() {
+	if work == nil {
+		return r.forget(ctx, key) // not propagated yet: the work's creation requeues this
+	}
+	obs := appstatus.Observe(work)
+	set, err := r.rollingSet(ctx, app)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var barrier appstatus.Decision
+	if m, ok := appstatus.MemberOf(app, obs); ok && set != "" {
+		if left, moved := r.rolling.Put(set, key, m); moved {
+			// Its source changed: its leaving may free siblings of the old one.
+			if result, err := r.writeSiblings(ctx, key.Namespace, r.rolling.Freed(left)); err != nil || !result.IsZero() {
 				return result, err
 			}
+		}
+		barrier = r.rolling.Decide(set, key, obs.Revision)
+	} else if result, err := r.forget(ctx, key); err != nil || !result.IsZero() {
+		return result, err
+	}
+	if appstatus.Unanswered(app, obs) {
+		r.rolling.Evaluated(key, barrier.Gen)
+		return ctrl.Result{}, nil // the work's first status requeues this
+	}
+	if manifestwork.Adopting(work) && !appstatus.Settled(obs, appstatus.WantedSource(app)) {
+		r.rolling.Evaluated(key, barrier.Gen)
+		return ctrl.Result{}, nil // the hub keeps the upstream controller's status; the work's next status requeues this
+	}
+	obs.Behind = barrier.Behind
+	if siblingsFirst {
+		// Put behind by what app reports now, or marked behind earlier and maybe no longer.
+		if result, err := r.writeSiblings(ctx, key.Namespace, barrier.Rewrite); err != nil || !result.IsZero() {
+			return result, err
 		}
 	}
 
@@ -116,6 +136,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		updated.SetAnnotations(annotations)
 	}
 	if !changed && !clearSync && !clearRefresh {
+		r.rolling.Evaluated(key, barrier.Gen)
 		return ctrl.Result{}, nil
 	}
 	// No status subresource on Applications: a merge patch of the status fields we own. A request
@@ -140,6 +161,11 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if m, ok := appstatus.MemberOf(updated, obs); ok && set != "" {
+		// What the hub shows now, before the watch brings it back.
+		r.rolling.Put(set, key, m)
+		r.rolling.Evaluated(key, barrier.Gen)
+	}
 	if clearSync || clearRefresh {
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Deliver",
 			"The managed cluster %s finished the requested %s", work.Namespace, requestNames(clearSync, clearRefresh))
@@ -157,52 +183,78 @@ func (r *AppStatusReconciler) workOf(ctx context.Context, app *unstructured.Unst
 	return workOn(ctx, r.Client, target.Cluster, client.ObjectKeyFromObject(app), client.UnsafeDisableDeepCopy)
 }
 
-// siblings are the other pull-model Applications of a RollingSync ApplicationSet with the same
-// single source, and what their clusters report.
-type siblings struct {
-	apps     []*unstructured.Unstructured
-	observed []appstatus.Observed
-}
-
-// rollingSiblings returns app's siblings when its ApplicationSet rolls out with RollingSync.
-func (r *AppStatusReconciler) rollingSiblings(ctx context.Context, app *unstructured.Unstructured) (siblings, error) {
-	var out siblings
-	wanted := appstatus.WantedSource(app)
+// rollingSet is "<namespace>/<name>" of app's ApplicationSet when it rolls out with RollingSync, ""
+// otherwise. It seeds the set's view from the cache on first use.
+func (r *AppStatusReconciler) rollingSet(ctx context.Context, app *unstructured.Unstructured) (string, error) {
 	name, owned := argocd.OwningApplicationSet(app)
-	if wanted == nil || !owned {
-		return out, nil
+	if !owned {
+		return "", nil
 	}
+	ns := app.GetNamespace()
+	set := ns + "/" + name
+	// The cache's own objects, not copies: they are only read.
 	appSet := argocd.NewApplicationSet()
-	if err := r.Get(ctx, types.NamespacedName{Namespace: app.GetNamespace(), Name: name}, appSet); err != nil {
-		return out, client.IgnoreNotFound(err)
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, appSet, client.UnsafeDisableDeepCopy); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.rolling.Drop(set, ns)
+			return "", nil
+		}
+		return "", err
 	}
 	if strategy, _, _ := unstructured.NestedString(appSet.Object, "spec", "strategy", "type"); strategy != "RollingSync" {
-		return out, nil
+		r.rolling.Drop(set, ns)
+		return "", nil
 	}
-	// The cache's own objects, not copies: they are only read (write copies what it writes).
+	if r.rolling.Seeded(set) {
+		return set, nil
+	}
 	list := argocd.NewApplicationList()
-	if err := r.List(ctx, list, client.MatchingFields{appOwnerIndex: app.GetNamespace() + "/" + name}, client.UnsafeDisableDeepCopy); err != nil {
-		return out, fmt.Errorf("listing the Applications of ApplicationSet %s/%s: %w", app.GetNamespace(), name, err)
+	if err := r.List(ctx, list, client.MatchingFields{appOwnerIndex: set}, client.UnsafeDisableDeepCopy); err != nil {
+		return "", fmt.Errorf("listing the Applications of ApplicationSet %s: %w", set, err)
 	}
+	members := make(map[string]appstatus.Member, len(list.Items))
 	for i := range list.Items {
 		sibling := &list.Items[i]
-		if sibling.GetName() == app.GetName() {
-			continue
-		}
-		if w := appstatus.WantedSource(sibling); w == nil || *w != *wanted {
-			continue
-		}
 		work, err := r.workOf(ctx, sibling)
 		if err != nil {
-			return out, err
+			return "", err
 		}
 		if work == nil {
 			continue
 		}
-		out.apps = append(out.apps, sibling)
-		out.observed = append(out.observed, appstatus.ObserveSync(work))
+		if m, ok := appstatus.MemberOf(sibling, appstatus.ObserveSync(work)); ok {
+			members[sibling.GetName()] = m
+		}
 	}
-	return out, nil
+	r.rolling.Seed(set, ns, members)
+	return set, nil
+}
+
+// forget removes key from the RollingSync view, and writes the siblings its leaving may free.
+func (r *AppStatusReconciler) forget(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
+	left, ok := r.rolling.Forget(key)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	return r.writeSiblings(ctx, key.Namespace, r.rolling.Freed(left))
+}
+
+// writeSiblings writes the named Applications of namespace (see write).
+func (r *AppStatusReconciler) writeSiblings(ctx context.Context, namespace string, names []string) (ctrl.Result, error) {
+	for _, name := range names {
+		// The cache's own object, not a copy: write copies what it writes.
+		sibling := argocd.NewApplication()
+		if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, sibling, client.UnsafeDisableDeepCopy); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // its own reconcile forgets it
+			}
+			return ctrl.Result{}, err
+		}
+		if result, err := r.write(ctx, sibling, false); err != nil || !result.IsZero() {
+			return result, err
+		}
+	}
+	return ctrl.Result{}, nil
 }
 
 func conditionsOf(app *unstructured.Unstructured) any {

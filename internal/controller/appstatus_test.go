@@ -287,6 +287,42 @@ func TestRollingSyncClusterBehindItsFleetIsNotSynced(t *testing.T) {
 	h.g.Consistently(func() []string { return hub("step1") }, time.Second, 100*time.Millisecond).Should(Equal([]string{"Synced", "r2"}))
 }
 
+// The cluster that put its fleet behind leaves it: its Application is deleted, or wants another
+// source. The siblings it put behind read Synced again at once, without waiting for a change of
+// their own (before, nothing wrote them until their clusters reported something new).
+func TestTheClusterThatPutItsFleetBehindLeavingFreesIt(t *testing.T) {
+	h := start(t)
+	set := h.appSet("rollout")
+	h.updateAppSet(set, map[string]any{"type": "RollingSync"})
+	c1, c2, c3 := h.cluster(), h.cluster(), h.cluster()
+	at := func(sync, revision string) map[string]string {
+		return map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: sync, manifestwork.FeedbackRevision: revision}
+	}
+	hub := func(name string) []string {
+		app := h.getApp(name)
+		return []string{statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
+	}
+	for name, cluster := range map[string]string{"step1": c1, "step2": c2, "step3": c3} {
+		h.app(name, cluster, ownedBy(set))
+		h.report(name, cluster, h.work(name, cluster).Generation, at("Synced", "r1"))
+	}
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}))
+
+	// step3's cluster goes ahead, then its Application wants another source.
+	h.report("step3", c3, h.work("step3", c3).Generation, at("OutOfSync", "r2"))
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r1"}))
+	h.updateApp("step3", func(app *unstructured.Unstructured) {
+		app.Object["spec"].(map[string]any)["source"].(map[string]any)["targetRevision"] = "release-2"
+	})
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}), "step3 is no sibling any more")
+
+	// step2's cluster goes ahead, then its Application is deleted.
+	h.report("step2", c2, h.work("step2", c2).Generation, at("OutOfSync", "r2"))
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r1"}))
+	h.g.Expect(h.c.Delete(context.Background(), h.getApp("step2"))).To(Succeed())
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}), "step2 is gone")
+}
+
 func (h *harness) updateAppSet(set *unstructured.Unstructured, strategy map[string]any) {
 	h.t.Helper()
 	h.g.Eventually(func() error {

@@ -1,0 +1,296 @@
+package appstatus
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+)
+
+// Member is what the RollingSync barrier compares of one hub Application of a RollingSync
+// ApplicationSet: the source it wants, what its cluster reports, and what the hub shows.
+//
+// The barrier: managed Argo CDs find a new commit each on its own refresh schedule. Without it, the
+// ApplicationSet controller could see a later step's cluster OutOfSync at the new revision while
+// an earlier step's cluster still reads Synced at the old one, count the earlier step done and
+// sync the later one first. So a cluster is behind its fleet when another cluster of the same
+// ApplicationSet, with the same source, applied its work and reports OutOfSync at a revision this
+// cluster has not compared against; the hub shows it OutOfSync (see Derive), and writes it so
+// before it writes the cluster that went ahead.
+type Member struct {
+	Source Source
+	// Ahead is the revision its cluster applied its work at and reports OutOfSync at, "" when it
+	// does not: it puts behind the clusters that have not compared against that revision.
+	Ahead string
+	// ClusterSynced is true when its cluster reports Synced.
+	ClusterSynced bool
+	// HubSync and HubRevision are the hub Application's status.sync.status and .revision.
+	HubSync, HubRevision string
+}
+
+// MemberOf is what the barrier compares of the hub Application app whose cluster reports obs (read
+// by ObserveSync or Observe), false for a multi-source Application (its revision is not one word).
+func MemberOf(app *unstructured.Unstructured, obs Observed) (Member, bool) {
+	wanted := WantedSource(app)
+	if wanted == nil {
+		return Member{}, false
+	}
+	m := Member{Source: *wanted, ClusterSynced: obs.Sync == argocd.SyncSynced}
+	if obs.ContentApplied && obs.Sync == argocd.SyncOutOfSync {
+		m.Ahead = obs.Revision
+	}
+	m.HubSync, _, _ = unstructured.NestedString(app.Object, "status", "sync", "status")
+	m.HubRevision, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
+	return m, true
+}
+
+// puts says whether m's cluster puts behind the sibling the hub shows Synced at a revision other than
+// the one m's cluster went ahead to: m's status would put it behind.
+func (m Member) puts(sibling Member) bool {
+	return m.Ahead != "" && sibling.HubSync == argocd.SyncSynced && sibling.HubRevision != "" && sibling.HubRevision != m.Ahead
+}
+
+// markedBehind says whether the hub shows m OutOfSync while its cluster reports Synced: it was put
+// behind, and may no longer be.
+func (m Member) markedBehind() bool {
+	return m.HubSync == argocd.SyncOutOfSync && m.ClusterSynced
+}
+
+// RollingSets is what the status controller knows of the Applications of each RollingSync
+// ApplicationSet, so that a status reconcile decides the barrier without reading every sibling:
+// at 1,000 clusters, listing them and reading each one's work on every reconcile was most of the
+// controller's CPU, and a step's statuses waited behind it.
+//
+// A set is seeded from the cache on first use (Seed), then each status reconcile puts the facts
+// it read of its own Application (Put) before deciding (Decide): every change of a work or a hub
+// Application is reconciled, so the view lags the cache only by the changes still queued, whose
+// reconciles decide again. It is safe for concurrent use.
+type RollingSets struct {
+	mu   sync.Mutex
+	sets map[string]*rollingSet // by ApplicationSet, "<namespace>/<name>"
+	of   map[types.NamespacedName]string
+}
+
+type rollingSet struct {
+	groups map[Source]*group
+	source map[string]Source // each member's group, by Application name
+}
+
+// group is the members of a set with the same source: the siblings.
+type group struct {
+	members map[string]*member // by Application name
+	// ahead counts the members by the revision they went ahead to; gen changes with it.
+	ahead map[string]int
+	gen   uint64
+}
+
+type member struct {
+	Member
+	// evaluated is the group's gen when the member's status was last written (or found
+	// unchanged): a member marked behind needs writing again only once gen moved on.
+	evaluated uint64
+}
+
+// NewRollingSets returns an empty view.
+func NewRollingSets() *RollingSets {
+	return &RollingSets{sets: map[string]*rollingSet{}, of: map[types.NamespacedName]string{}}
+}
+
+// Seeded says whether set was seeded.
+func (v *RollingSets) Seeded(set string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.sets[set] != nil
+}
+
+// Seed fills set, of namespace's Applications, with members by Application name, unless it was
+// seeded meanwhile.
+func (v *RollingSets) Seed(set, namespace string, members map[string]Member) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.sets[set] != nil {
+		return
+	}
+	v.sets[set] = &rollingSet{groups: map[Source]*group{}, source: map[string]Source{}}
+	for name, m := range members {
+		v.put(set, types.NamespacedName{Namespace: namespace, Name: name}, m)
+	}
+}
+
+// Drop forgets set: its ApplicationSet is gone, or no longer rolls out with RollingSync.
+func (v *RollingSets) Drop(set, namespace string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.sets[set]
+	if s == nil {
+		return
+	}
+	for name := range s.source {
+		delete(v.of, types.NamespacedName{Namespace: namespace, Name: name})
+	}
+	delete(v.sets, set)
+}
+
+// Place is a group of siblings: an ApplicationSet, "<namespace>/<name>", and a source.
+type Place struct {
+	Set    string
+	Source Source
+}
+
+// Put records app's facts in set, which must be seeded (a no-op otherwise: the seed reads them).
+// When app moved from another place (its source changed), it returns that place: its leaving may
+// free siblings there (see Freed).
+func (v *RollingSets) Put(set string, app types.NamespacedName, m Member) (left Place, moved bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.put(set, app, m)
+}
+
+func (v *RollingSets) put(set string, app types.NamespacedName, m Member) (left Place, moved bool) {
+	s := v.sets[set]
+	if s == nil {
+		return Place{}, false
+	}
+	if old := v.member(app); old != nil && v.of[app] == set && old.Source == m.Source {
+		if old.Ahead != m.Ahead {
+			g := s.groups[m.Source]
+			g.count(old.Ahead, -1)
+			g.count(m.Ahead, 1)
+		}
+		old.Member = m
+		return Place{}, false
+	}
+	left, moved = v.forget(app)
+	g := s.groups[m.Source]
+	if g == nil {
+		g = &group{members: map[string]*member{}, ahead: map[string]int{}}
+		s.groups[m.Source] = g
+	}
+	g.members[app.Name] = &member{Member: m, evaluated: g.gen}
+	g.count(m.Ahead, 1)
+	s.source[app.Name] = m.Source
+	v.of[app] = set
+	return left, moved
+}
+
+func (g *group) count(ahead string, delta int) {
+	if ahead == "" {
+		return
+	}
+	g.ahead[ahead] += delta
+	if g.ahead[ahead] == 0 {
+		delete(g.ahead, ahead)
+	}
+	g.gen++
+}
+
+// Forget removes app (deleted, no longer pulled, or without a work), and returns the place it
+// left (see Freed).
+func (v *RollingSets) Forget(app types.NamespacedName) (left Place, ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.forget(app)
+}
+
+func (v *RollingSets) forget(app types.NamespacedName) (left Place, ok bool) {
+	set, ok := v.of[app]
+	if !ok {
+		return Place{}, false
+	}
+	delete(v.of, app)
+	s := v.sets[set]
+	if s == nil {
+		return Place{}, false
+	}
+	src, ok := s.source[app.Name]
+	if !ok {
+		return Place{}, false
+	}
+	delete(s.source, app.Name)
+	g := s.groups[src]
+	g.count(g.members[app.Name].Ahead, -1)
+	delete(g.members, app.Name)
+	if len(g.members) == 0 {
+		delete(s.groups, src)
+	}
+	return Place{Set: set, Source: src}, true
+}
+
+// member is app's entry, nil when it has none.
+func (v *RollingSets) member(app types.NamespacedName) *member {
+	s := v.sets[v.of[app]]
+	if s == nil {
+		return nil
+	}
+	src, ok := s.source[app.Name]
+	if !ok {
+		return nil
+	}
+	return s.groups[src].members[app.Name]
+}
+
+// Decision is what the barrier decides for one Application.
+type Decision struct {
+	// Behind is true when a sibling went ahead to a revision its cluster has not compared
+	// against (Observed.Behind).
+	Behind bool
+	// Rewrite names the siblings to write before it: those its cluster puts behind, and those
+	// marked behind that the group's changes since their last write may have freed.
+	Rewrite []string
+	// Gen is the group's generation the decision read (see Evaluated).
+	Gen uint64
+}
+
+// Decide decides the barrier for app, put in set before, whose cluster reports the revision
+// revision ("" when none).
+func (v *RollingSets) Decide(set string, app types.NamespacedName, revision string) Decision {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	own := v.member(app)
+	if own == nil || v.of[app] != set {
+		return Decision{}
+	}
+	s := v.sets[set]
+	g := s.groups[own.Source]
+	d := Decision{Gen: g.gen}
+	for ahead := range g.ahead {
+		if revision != "" && ahead != revision {
+			d.Behind = true
+			break
+		}
+	}
+	d.Rewrite = g.rewrite(app.Name, own.Member)
+	return d
+}
+
+// Freed names the members of place marked behind that the group's changes since their last
+// write may have freed, after a member left it.
+func (v *RollingSets) Freed(place Place) (names []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if s := v.sets[place.Set]; s != nil && s.groups[place.Source] != nil {
+		return s.groups[place.Source].rewrite("", Member{})
+	}
+	return nil
+}
+
+func (g *group) rewrite(except string, own Member) (names []string) {
+	for name, m := range g.members {
+		if name != except && (own.puts(m.Member) || m.markedBehind() && m.evaluated < g.gen) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// Evaluated records that app's status was written (or found unchanged) by a decision of
+// generation gen.
+func (v *RollingSets) Evaluated(app types.NamespacedName, gen uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if m := v.member(app); m != nil && gen > m.evaluated {
+		m.evaluated = gen
+	}
+}

@@ -1,0 +1,270 @@
+package appstatus
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+)
+
+var testSource = Source{RepoURL: "https://git.example/app.git", TargetRevision: "HEAD", Path: "guestbook"}
+
+// hubApp is a single-source hub Application that shows sync and revision.
+func hubApp(sync, revision string) *unstructured.Unstructured {
+	u := argocd.NewApplication()
+	u.Object["spec"] = map[string]any{"source": map[string]any{"repoURL": testSource.RepoURL, "targetRevision": testSource.TargetRevision, "path": testSource.Path}}
+	if sync != "" {
+		_ = unstructured.SetNestedField(u.Object, map[string]any{"status": sync, "revision": revision}, "status", "sync")
+	}
+	return u
+}
+
+func reports(sync, revision string) Observed {
+	return Observed{Applied: true, ContentApplied: true, Seen: true, Reported: true, Health: argocd.HealthHealthy, Sync: sync, Revision: revision}
+}
+
+// A cluster is behind its fleet when a sibling applied its work and reports OutOfSync at a revision
+// it has not compared against; the hub then does not show it Synced.
+func TestBehindTheFleet(t *testing.T) {
+	notApplied := reports(argocd.SyncOutOfSync, "r2")
+	notApplied.Applied, notApplied.ContentApplied = false, false
+	tests := map[string]struct {
+		own      Observed
+		siblings []Observed
+		want     bool
+	}{
+		"alone":                                   {own: reports(argocd.SyncSynced, "r1")},
+		"all at the same revision":                {own: reports(argocd.SyncSynced, "r1"), siblings: []Observed{reports(argocd.SyncSynced, "r1"), reports(argocd.SyncOutOfSync, "r1")}},
+		"a sibling saw a new revision":            {own: reports(argocd.SyncSynced, "r1"), siblings: []Observed{reports(argocd.SyncSynced, "r1"), reports(argocd.SyncOutOfSync, "r2")}, want: true},
+		"a sibling synced another revision":       {own: reports(argocd.SyncSynced, "r1"), siblings: []Observed{reports(argocd.SyncSynced, "r2")}},
+		"a sibling that has not applied its work": {own: reports(argocd.SyncSynced, "r1"), siblings: []Observed{notApplied}},
+		"nothing reported yet":                    {own: Observed{}, siblings: []Observed{reports(argocd.SyncOutOfSync, "r2")}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			v := NewRollingSets()
+			members := map[string]Member{}
+			for i, s := range tt.siblings {
+				members[fmt.Sprint("sibling", i)], _ = MemberOf(hubApp(s.Sync, s.Revision), s)
+			}
+			v.Seed("argocd/set", "argocd", members)
+			own := types.NamespacedName{Namespace: "argocd", Name: "own"}
+			m, ok := MemberOf(hubApp("", ""), tt.own)
+			g.Expect(ok).To(BeTrue())
+			v.Put("argocd/set", own, m)
+			obs := tt.own
+			obs.Behind = v.Decide("argocd/set", own, obs.Revision).Behind
+			g.Expect(obs.Behind).To(Equal(tt.want))
+			if st := Derive(obs, nil); tt.want {
+				g.Expect(st.Sync).To(Equal(argocd.SyncOutOfSync), "a RollingSync step does not count it done")
+				g.Expect(st.Revision).To(Equal(tt.own.Revision), "the revision it really has")
+			}
+		})
+	}
+}
+
+// The siblings a cluster's status puts behind are written before it, and those marked behind are
+// written again once they may be free; a multi-source Application is no member.
+func TestTheSiblingsToWriteFirst(t *testing.T) {
+	g := NewWithT(t)
+	v := NewRollingSets()
+	member := func(sync, revision string, obs Observed) Member {
+		m, _ := MemberOf(hubApp(sync, revision), obs)
+		return m
+	}
+	v.Seed("argocd/set", "argocd", map[string]Member{
+		"done":   member(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+		"marked": member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")),
+		"new":    member(argocd.SyncSynced, "r2", reports(argocd.SyncSynced, "r2")),
+		"late":   member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncOutOfSync, "r2")),
+	})
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "argocd", Name: name} }
+	ahead := key("ahead")
+	v.Put("argocd/set", ahead, member(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "r2")))
+	d := v.Decide("argocd/set", ahead, "r2")
+	g.Expect(d.Behind).To(BeFalse(), "r1 is behind it, not ahead")
+	slices.Sort(d.Rewrite)
+	g.Expect(d.Rewrite).To(Equal([]string{"done", "marked"}), "Synced at r1 is put behind; marked behind before it went ahead, maybe free")
+
+	v.Evaluated(key("marked"), d.Gen)
+	g.Expect(v.Decide("argocd/set", ahead, "r2").Rewrite).To(Equal([]string{"done"}), "nothing changed since marked was written")
+	v.Put("argocd/set", key("done"), member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")))
+	v.Evaluated(key("done"), d.Gen)
+	g.Expect(v.Decide("argocd/set", ahead, "r2").Rewrite).To(BeEmpty())
+
+	left, ok := v.Forget(ahead)
+	g.Expect(ok).To(BeTrue())
+	freed := v.Freed(left)
+	slices.Sort(freed)
+	g.Expect(freed).To(Equal([]string{"done", "marked"}), "the cluster that put them behind is gone")
+
+	multi := hubApp("", "")
+	multi.Object["spec"] = map[string]any{"sources": []any{map[string]any{"repoURL": testSource.RepoURL}}}
+	_, ok = MemberOf(multi, reports(argocd.SyncOutOfSync, "r2"))
+	g.Expect(ok).To(BeFalse())
+}
+
+// fleetModel is one RollingSync ApplicationSet's clusters and hub Applications, reconciled as the
+// status controller does with the view: on each change of a cluster (or of the Application's
+// source, or its deletion), a reconcile of that Application alone.
+type fleetModel struct {
+	v       *RollingSets
+	present map[string]bool
+	source  map[string]Source
+	cluster map[string]Observed
+	hubSync map[string]string
+	hubRev  map[string]string
+	// disorder lists the writes that showed a cluster ahead before its siblings were put behind.
+	disorder []string
+}
+
+const modelSet = "argocd/rollout"
+
+func (f *fleetModel) key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "argocd", Name: name}
+}
+
+func (f *fleetModel) member(name string) Member {
+	app := hubApp(f.hubSync[name], f.hubRev[name])
+	src := f.source[name]
+	app.Object["spec"] = map[string]any{"source": map[string]any{"repoURL": src.RepoURL, "targetRevision": src.TargetRevision, "path": src.Path}}
+	m, _ := MemberOf(app, f.cluster[name])
+	return m
+}
+
+// write is AppStatusReconciler.write, reduced to the barrier.
+func (f *fleetModel) write(name string, siblingsFirst bool) {
+	if !f.present[name] {
+		if left, ok := f.v.Forget(f.key(name)); ok {
+			for _, s := range f.v.Freed(left) {
+				f.write(s, false)
+			}
+		}
+		return
+	}
+	if left, moved := f.v.Put(modelSet, f.key(name), f.member(name)); moved {
+		for _, s := range f.v.Freed(left) {
+			f.write(s, false)
+		}
+	}
+	d := f.v.Decide(modelSet, f.key(name), f.cluster[name].Revision)
+	if siblingsFirst {
+		for _, s := range d.Rewrite {
+			f.write(s, false)
+		}
+	}
+	f.hubSync[name], f.hubRev[name] = derived(f.cluster[name], d.Behind)
+	f.v.Put(modelSet, f.key(name), f.member(name))
+	f.v.Evaluated(f.key(name), d.Gen)
+	f.checkOrder(name)
+}
+
+// checkOrder fails when the hub shows name OutOfSync at the revision its cluster went ahead to while
+// a sibling still shows Synced at another: a later step could run before that sibling's.
+func (f *fleetModel) checkOrder(name string) {
+	ahead := f.member(name).Ahead
+	if ahead == "" || f.hubSync[name] != argocd.SyncOutOfSync {
+		return
+	}
+	for other := range f.present {
+		if other != name && f.present[other] && f.source[other] == f.source[name] &&
+			f.hubSync[other] == argocd.SyncSynced && f.hubRev[other] != "" && f.hubRev[other] != ahead {
+			f.disorder = append(f.disorder, fmt.Sprintf("%s shown OutOfSync at %s while %s shows Synced at %s", name, ahead, other, f.hubRev[other]))
+		}
+	}
+}
+
+// derived is the hub's sync status and revision (Derive, reduced to the barrier).
+func derived(obs Observed, behind bool) (sync, revision string) {
+	sync = obs.Sync
+	if !obs.ContentApplied {
+		sync = argocd.SyncOutOfSync
+	}
+	if behind && sync == argocd.SyncSynced {
+		sync = argocd.SyncOutOfSync
+	}
+	return sync, obs.Revision
+}
+
+// behind is the barrier's rule read from the whole fleet, as the controller read it before the
+// view: another cluster with the same source applied its work and reports OutOfSync at another
+// revision.
+func (f *fleetModel) behind(name string) bool {
+	own := f.cluster[name]
+	if own.Revision == "" {
+		return false
+	}
+	for other, s := range f.cluster {
+		if other != name && f.present[other] && f.source[other] == f.source[name] &&
+			s.ContentApplied && s.Sync == argocd.SyncOutOfSync && s.Revision != "" && s.Revision != own.Revision {
+			return true
+		}
+	}
+	return false
+}
+
+// The view decides as reading every sibling did: on random fleets, after each change and the one
+// reconcile it causes, every hub Application shows what the whole fleet's reports say, and it is
+// written before any cluster that puts it behind.
+func TestTheViewDecidesAsReadingEverySiblingDid(t *testing.T) {
+	sources := []Source{testSource, {RepoURL: testSource.RepoURL, TargetRevision: "v2", Path: testSource.Path}}
+	revisions := []string{"", "r1", "r2", "r3"}
+	syncs := []string{argocd.SyncSynced, argocd.SyncOutOfSync, argocd.SyncUnknown}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 38))
+		f := &fleetModel{v: NewRollingSets(), present: map[string]bool{}, source: map[string]Source{}, cluster: map[string]Observed{},
+			hubSync: map[string]string{}, hubRev: map[string]string{}}
+		n := 2 + rng.IntN(8)
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprint("cluster", i)
+			f.present[names[i]] = true
+			f.source[names[i]] = sources[0]
+			f.cluster[names[i]] = reports(argocd.SyncSynced, "r1")
+			f.hubSync[names[i]], f.hubRev[names[i]] = argocd.SyncSynced, "r1"
+		}
+		seeded := map[string]Member{}
+		for _, name := range names {
+			seeded[name] = f.member(name)
+		}
+		f.v.Seed(modelSet, "argocd", seeded)
+		for step := range 60 {
+			name := names[rng.IntN(n)]
+			var change string
+			switch r := rng.IntN(10); {
+			case r < 7:
+				obs := reports(syncs[rng.IntN(len(syncs))], revisions[rng.IntN(len(revisions))])
+				obs.ContentApplied = rng.IntN(5) > 0
+				f.cluster[name] = obs
+				change = fmt.Sprintf("%s reports %s at %q (applied %v)", name, obs.Sync, obs.Revision, obs.ContentApplied)
+			case r < 8:
+				f.source[name] = sources[rng.IntN(len(sources))]
+				change = fmt.Sprintf("%s wants %s", name, f.source[name].TargetRevision)
+			default:
+				f.present[name] = !f.present[name]
+				change = fmt.Sprintf("%s present %v", name, f.present[name])
+			}
+			f.write(name, true)
+			if len(f.disorder) > 0 {
+				t.Fatalf("seed %d, step %d (%s): %v", seed, step, change, f.disorder)
+			}
+			for _, other := range names {
+				if !f.present[other] {
+					continue
+				}
+				wantSync, wantRev := derived(f.cluster[other], f.behind(other))
+				if f.hubSync[other] != wantSync || f.hubRev[other] != wantRev {
+					t.Fatalf("seed %d, step %d (%s): the hub shows %s %s at %q, the fleet says %s at %q",
+						seed, step, change, other, f.hubSync[other], f.hubRev[other], wantSync, wantRev)
+				}
+			}
+		}
+	}
+}
