@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -80,6 +81,9 @@ type Observed struct {
 	// Behind is true when another cluster of its RollingSync ApplicationSet has seen a revision
 	// of the same source that this cluster has not compared against (see Member and RollingSets.Decide).
 	Behind bool
+	// Stale says why what the cluster reports is not current, "" when it is (set by the caller: the
+	// cluster's availability and the time the work was written, see report.Staleness).
+	Stale string
 	// Trimmed says, one phrase per value, what Observe cut to its cap or ignored (see caps.go).
 	Trimmed []string
 }
@@ -188,6 +192,8 @@ type Status struct {
 	SourceType string
 	// Warnings say what of the managed cluster's feedback was cut or ignored (Observed.Trimmed).
 	Warnings []string
+	// Stale, when not "", is the StaleCondition's message (Observed.Stale).
+	Stale string
 }
 
 // OperationState is the last sync operation on the managed cluster.
@@ -202,6 +208,11 @@ type OperationState struct {
 func Derive(obs Observed, wanted *Source) Status {
 	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: append(slices.Clip(obs.Trimmed), obs.ResourcesTrimmed...), Resources: obs.Resources, History: obs.History,
 		Summary: obs.Summary, ComparedTo: obs.HubComparedTo, SourceType: obs.SourceType}
+	if obs.Stale != "" {
+		// The health and sync status stay the last the cluster reported (a RollingSync step whose
+		// cluster is cut off reads its new revision not applied, and waits), and say so.
+		st.Stale = obs.Stale + "; the health and sync status shown are the last it reported"
+	}
 	switch {
 	case obs.Foreign:
 		// What it reports is about another Application (see manifestwork.ClaimOf).
@@ -358,7 +369,12 @@ func WithStatus(app *unstructured.Unstructured, st Status) (updated *unstructure
 			delete(status, key)
 		}
 	}
-	setWarning(status, st.Warnings)
+	warning := ""
+	if len(st.Warnings) > 0 {
+		warning = Truncate("the managed cluster reported values over argocd-pull's caps or that do not parse: "+strings.Join(st.Warnings, "; "), MaxWarningLength)
+	}
+	setCondition(status, FeedbackWarningCondition, warning)
+	setCondition(status, StaleCondition, Truncate(st.Stale, MaxWarningLength))
 	updated.Object["status"] = status
 	before, _, _ := unstructured.NestedMap(app.Object, "status")
 	return updated, !jsonEqual(before, status)
@@ -379,18 +395,19 @@ func comparedTo(app *unstructured.Unstructured, source *Source) map[string]any {
 	return map[string]any{"source": src, "destination": destination}
 }
 
-// setWarning sets or removes the FeedbackWarningCondition, leaving other conditions alone.
-func setWarning(status map[string]any, warnings []string) {
+// setCondition sets the condition of type typ to message, or removes it when message is "",
+// leaving other conditions alone.
+func setCondition(status map[string]any, typ, message string) {
 	conditions, _, _ := unstructured.NestedSlice(status, "conditions")
 	kept := make([]any, 0, len(conditions)+1)
 	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == FeedbackWarningCondition {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
 			continue
 		}
 		kept = append(kept, c)
 	}
-	if len(warnings) > 0 {
-		kept = append(kept, warningCondition(warnings))
+	if message != "" {
+		kept = append(kept, map[string]any{"type": typ, "message": message})
 	} else if len(kept) == len(conditions) {
 		return // none to remove: the conditions stay as they are, absent or not
 	}

@@ -63,6 +63,11 @@ const (
 // shows conditions whose type ends in "Warning" as warnings.
 const FeedbackWarningCondition = "PullFeedbackWarning"
 
+// StaleCondition is the condition type argocd-pull sets on a hub Application whose cluster's
+// status is not current: its ManagedCluster is not available, or its work agent has not applied
+// the current ManifestWork in time (the report's StaleStatus says the same). A warning, to Argo CD.
+const StaleCondition = "PullStatusStaleWarning"
+
 // Truncate cuts s to at most limit bytes, ending in "..." when cut, without splitting a UTF-8
 // character.
 func Truncate(s string, limit int) string {
@@ -283,12 +288,4 @@ func cutValue(v any, limit int, cut *int) (value string, ok bool) {
 		*cut++
 	}
 	return out, true
-}
-
-// warningCondition is the FeedbackWarningCondition saying what was cut or ignored.
-func warningCondition(warnings []string) map[string]any {
-	return map[string]any{
-		"type":    FeedbackWarningCondition,
-		"message": Truncate("the managed cluster reported values over argocd-pull's caps or that do not parse: "+strings.Join(warnings, "; "), MaxWarningLength),
-	}
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -11,16 +12,22 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+	"github.com/argocd-pull/argocd-pull/internal/report"
 )
 
 // AppStatusReconciler writes what a managed cluster reports through a ManifestWork's status feedback
@@ -30,6 +37,9 @@ import (
 type AppStatusReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
+	// StaleAfter is how long a cluster may leave its current ManifestWork unapplied before its hub
+	// Application says its status is stale (see report.Staleness).
+	StaleAfter time.Duration
 	// rolling is what the RollingSync barrier compares of each RollingSync ApplicationSet's
 	// Applications (see appstatus.Member).
 	rolling *appstatus.RollingSets
@@ -44,6 +54,12 @@ func (r *AppStatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		// The hub Application matters too: a new spec makes the last report stale.
 		For(argocd.NewApplication()).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication)).
+		// A cluster that turns unavailable makes what it reported stale, and available again, current.
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: o.GetName()})
+		}), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool { return availability(e.ObjectOld) != availability(e.ObjectNew) },
+		})).
 		Complete(r)
 }
 
@@ -56,52 +72,61 @@ func (r *AppStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, err
 	}
-	return r.write(ctx, app, true)
+	result, recheck, err := r.write(ctx, app, true)
+	if err == nil && result.IsZero() && !recheck.IsZero() {
+		// Not applied yet: stale then, unless the work agent applies it before.
+		result.RequeueAfter = time.Until(recheck) + time.Second
+	}
+	return result, err
 }
 
 // write derives app's status and patches it. With siblingsFirst, siblings of a RollingSync
 // ApplicationSet that a newly seen revision puts behind (or that are no longer behind) are written
 // before app (see appstatus.Member), so that the ApplicationSet controller never sees this cluster
 // OutOfSync at a new revision while an earlier step still reads Synced at the old one.
-func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstructured, siblingsFirst bool) (ctrl.Result, error) {
+func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstructured, siblingsFirst bool) (result ctrl.Result, recheck time.Time, err error) {
 	key := client.ObjectKeyFromObject(app)
 	work, err := r.workOf(ctx, app)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, time.Time{}, err
 	}
 	if work == nil {
-		return r.forget(ctx, key) // not propagated yet: the work's creation requeues this
+		result, err := r.forget(ctx, key) // not propagated yet: the work's creation requeues this
+		return result, time.Time{}, err
 	}
 	obs := appstatus.Observe(work)
+	if obs.Stale, recheck, err = r.staleness(ctx, work, obs); err != nil {
+		return ctrl.Result{}, time.Time{}, err
+	}
 	set, err := r.rollingSet(ctx, app)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, time.Time{}, err
 	}
 	var barrier appstatus.Decision
 	if m, ok := appstatus.MemberOf(app, obs); ok && set != "" {
 		if left, moved := r.rolling.Put(set, key, m); moved {
 			// Its source changed: its leaving may free siblings of the old one.
 			if result, err := r.writeSiblings(ctx, key.Namespace, r.rolling.Freed(left)); err != nil || !result.IsZero() {
-				return result, err
+				return result, time.Time{}, err
 			}
 		}
 		barrier = r.rolling.Decide(set, key, obs.Revision)
 	} else if result, err := r.forget(ctx, key); err != nil || !result.IsZero() {
-		return result, err
+		return result, time.Time{}, err
 	}
-	if appstatus.Unanswered(app, obs) {
+	if obs.Stale == "" && appstatus.Unanswered(app, obs) {
 		r.rolling.Evaluated(key, barrier.Gen)
-		return ctrl.Result{}, nil // the work's first status requeues this
+		return ctrl.Result{}, recheck, nil // the work's first status requeues this
 	}
 	if manifestwork.Adopting(work) && !appstatus.Settled(obs, appstatus.WantedSource(app)) {
 		r.rolling.Evaluated(key, barrier.Gen)
-		return ctrl.Result{}, nil // the hub keeps the upstream controller's status; the work's next status requeues this
+		return ctrl.Result{}, recheck, nil // the hub keeps the upstream controller's status; the work's next status requeues this
 	}
 	obs.Behind = barrier.Behind
 	if siblingsFirst {
 		// Put behind by what app reports now, or marked behind earlier and maybe no longer.
 		if result, err := r.writeSiblings(ctx, key.Namespace, barrier.Rewrite); err != nil || !result.IsZero() {
-			return result, err
+			return result, time.Time{}, err
 		}
 	}
 
@@ -137,7 +162,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	}
 	if !changed && !clearSync && !clearRefresh {
 		r.rolling.Evaluated(key, barrier.Gen)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, recheck, nil
 	}
 	// No status subresource on Applications: a merge patch of the status fields we own. A request
 	// is cleared under an optimistic lock, so that a newer one made meanwhile is never cleared; so
@@ -157,9 +182,9 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	}
 	if err := r.Patch(ctx, updated, patch); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			return ctrl.Result{RequeueAfter: conflictRetry}, time.Time{}, nil
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, time.Time{}, client.IgnoreNotFound(err)
 	}
 	if m, ok := appstatus.MemberOf(updated, obs); ok && set != "" {
 		// What the hub shows now, before the watch brings it back.
@@ -170,7 +195,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Deliver",
 			"The managed cluster %s finished the requested %s", work.Namespace, requestNames(clearSync, clearRefresh))
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, recheck, nil
 }
 
 // workOf is the ManifestWork of a pull-model hub Application, nil when it has none (yet). It is
@@ -230,6 +255,21 @@ func (r *AppStatusReconciler) rollingSet(ctx context.Context, app *unstructured.
 	return set, nil
 }
 
+// staleness says why what work's cluster reports is not current, or when to look again (see
+// report.Staleness).
+func (r *AppStatusReconciler) staleness(ctx context.Context, work *workv1.ManifestWork, obs appstatus.Observed) (string, time.Time, error) {
+	mc := &clusterv1.ManagedCluster{}
+	switch err := r.Get(ctx, types.NamespacedName{Name: work.Namespace}, mc, client.UnsafeDisableDeepCopy); {
+	case apierrors.IsNotFound(err):
+		mc = nil
+	case err != nil:
+		return "", time.Time{}, fmt.Errorf("reading ManagedCluster %s: %w", work.Namespace, err)
+	}
+	writtenAt, _ := manifestwork.WrittenAt(work)
+	reason, recheck := report.Staleness(work.Namespace, mc, obs.Applied, writtenAt, r.StaleAfter, time.Now())
+	return reason, recheck, nil
+}
+
 // forget removes key from the RollingSync view, and writes the siblings its leaving may free.
 func (r *AppStatusReconciler) forget(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
 	left, ok := r.rolling.Forget(key)
@@ -250,7 +290,7 @@ func (r *AppStatusReconciler) writeSiblings(ctx context.Context, namespace strin
 			}
 			return ctrl.Result{}, err
 		}
-		if result, err := r.write(ctx, sibling, false); err != nil || !result.IsZero() {
+		if result, _, err := r.write(ctx, sibling, false); err != nil || !result.IsZero() {
 			return result, err
 		}
 	}

@@ -13,10 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
@@ -321,6 +324,58 @@ func TestTheClusterThatPutItsFleetBehindLeavingFreesIt(t *testing.T) {
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r1"}))
 	h.g.Expect(h.c.Delete(context.Background(), h.getApp("step2"))).To(Succeed())
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}), "step2 is gone")
+}
+
+// The hub Application says when what its cluster reports is not current, as the report does:
+// its ManagedCluster is not available, or its work agent has not applied the current work in
+// time. The health and sync status stay the last reported; the condition goes once it is current.
+func TestTheHubApplicationSaysWhenItsClusterStatusIsStale(t *testing.T) {
+	h := start(t, func(o *Options, _ string) { o.StaleAfter = 2 * time.Second })
+	stale := func(name string) string {
+		return argocd.ConditionMessage(h.getApp(name), appstatus.StaleCondition)
+	}
+	state := func(name string) []string {
+		app := h.getApp(name)
+		return []string{statusField(app, "health", "status"), statusField(app, "sync", "status")}
+	}
+	lost, quiet, silent := h.cluster(), h.cluster(), h.cluster()
+	h.app("lost", lost)
+	h.report("lost", lost, h.work("lost", lost).Generation, feedback("Healthy", "Synced"))
+	h.app("quiet", quiet)
+	h.report("quiet", quiet, h.work("quiet", quiet).Generation, feedback("Healthy", "Synced"))
+	h.g.Eventually(func() []string { return state("quiet") }, timeout, interval).Should(Equal([]string{"Healthy", "Synced"}))
+
+	// lost's ManagedCluster turns unavailable.
+	since := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	setAvailable := func(cluster string, status metav1.ConditionStatus, reason string) {
+		mc := &clusterv1.ManagedCluster{}
+		h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Name: cluster}, mc)).To(Succeed())
+		mc.Status.Conditions = []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: status, Reason: reason, Message: reason, LastTransitionTime: since}}
+		h.g.Expect(h.c.Status().Update(context.Background(), mc)).To(Succeed())
+	}
+	setAvailable(lost, metav1.ConditionUnknown, "ManagedClusterLeaseUpdateStopped")
+	h.g.Eventually(func() string { return stale("lost") }, timeout, interval).Should(Equal(fmt.Sprintf(
+		"no status from %s since %s: the ManagedCluster is not available (ManagedClusterLeaseUpdateStopped); the health and sync status shown are the last it reported",
+		lost, since.UTC().Format(time.RFC3339))))
+	h.g.Expect(state("lost")).To(Equal([]string{"Healthy", "Synced"}))
+	setAvailable(lost, metav1.ConditionTrue, "ManagedClusterAvailable")
+	h.g.Eventually(func() string { return stale("lost") }, timeout, interval).Should(BeEmpty())
+
+	// quiet's hub Application changes; its work agent never applies the new work.
+	h.updateApp("quiet", func(app *unstructured.Unstructured) {
+		app.Object["spec"].(map[string]any)["source"].(map[string]any)["targetRevision"] = "release-2"
+	})
+	h.g.Eventually(func() string { return stale("quiet") }, timeout, interval).Should(ContainSubstring(
+		"no status from " + quiet + " since "))
+	h.g.Expect(stale("quiet")).To(ContainSubstring("its work agent has not applied the ManifestWork written then"))
+	h.g.Expect(state("quiet")).To(Equal([]string{"Progressing", "OutOfSync"}), "a RollingSync step does not count it done")
+	h.report("quiet", quiet, h.writtenWork("quiet", quiet).Generation, feedback("Healthy", "Synced"))
+	h.g.Eventually(func() string { return stale("quiet") }, timeout, interval).Should(BeEmpty())
+
+	// silent's work agent never answers at all: Unknown, and why.
+	h.app("silent", silent)
+	h.g.Eventually(func() string { return stale("silent") }, timeout, interval).Should(ContainSubstring("its work agent has not applied the ManifestWork"))
+	h.g.Expect(state("silent")).To(Equal([]string{"Unknown", "Unknown"}))
 }
 
 func (h *harness) updateAppSet(set *unstructured.Unstructured, strategy map[string]any) {

@@ -216,7 +216,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the propagation controller: %w", err)
 	}
-	if err := (&AppStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("argocd-pull-appstatus")}).SetupWithManager(mgr, copts); err != nil {
+	if err := (&AppStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("argocd-pull-appstatus"), StaleAfter: opts.StaleAfter}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the application status controller: %w", err)
 	}
 	reports := &ReportReconciler{Client: mgr.GetClient(), Options: opts}

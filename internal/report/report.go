@@ -253,19 +253,28 @@ func failingOperation(phase, message string) bool {
 
 // staleness says why the cluster's status is not current, or when to look again.
 func staleness(m Member, applied bool, opts Options) (reason string, recheck time.Time) {
-	if m.ManagedCluster != nil {
-		if c := meta.FindStatusCondition(m.ManagedCluster.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); c != nil && c.Status != metav1.ConditionTrue {
-			return fmt.Sprintf("no status from %s since %s: the ManagedCluster is not available (%s)", m.Cluster, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Reason), time.Time{}
+	return Staleness(m.Cluster, m.ManagedCluster, applied, m.WorkWrittenAt, opts.StaleAfter, opts.Now)
+}
+
+// Staleness says why what cluster reports for an Application is not current ("" when it is), or
+// when to look again (zero when there is nothing to wait for): its ManagedCluster (nil when not on
+// the hub) is not available, or its work agent has not applied the work written at writtenAt
+// (zero when unknown) for staleAfter; applied says whether it applied the work's current
+// generation. The report and the hub Application say it alike.
+func Staleness(cluster string, mc *clusterv1.ManagedCluster, applied bool, writtenAt time.Time, staleAfter time.Duration, now time.Time) (reason string, recheck time.Time) {
+	if mc != nil {
+		if c := meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); c != nil && c.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("no status from %s since %s: the ManagedCluster is not available (%s)", cluster, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Reason), time.Time{}
 		}
 	}
-	if applied || m.WorkWrittenAt.IsZero() {
+	if applied || writtenAt.IsZero() {
 		return "", time.Time{}
 	}
-	deadline := m.WorkWrittenAt.Add(opts.StaleAfter)
-	if opts.Now.Before(deadline) {
+	deadline := writtenAt.Add(staleAfter)
+	if now.Before(deadline) {
 		return "", deadline
 	}
-	return fmt.Sprintf("no status from %s since %s: its work agent has not applied the ManifestWork written then", m.Cluster, m.WorkWrittenAt.UTC().Format(time.RFC3339)), time.Time{}
+	return fmt.Sprintf("no status from %s since %s: its work agent has not applied the ManifestWork written then", cluster, writtenAt.UTC().Format(time.RFC3339)), time.Time{}
 }
 
 // mergeConditions adds the extra conditions whose type is not there yet.
