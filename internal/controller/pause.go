@@ -21,8 +21,11 @@ import (
 func (r *PropagationReconciler) pauseOf(ctx context.Context, app *unstructured.Unstructured) (manifestwork.Pausing, bool, error) {
 	var appSet *unstructured.Unstructured
 	if name, ok := argocd.OwningApplicationSet(app); ok {
+		// The cache's own object, not a copy: only its annotations are read. A RollingSync
+		// ApplicationSet's status lists every Application (hundreds of KiB at 1,000 clusters), and
+		// copying it on each propagation reconcile was a fifth of the controller's CPU in a rollout.
 		appSet = argocd.NewApplicationSet()
-		switch err := r.Get(ctx, types.NamespacedName{Namespace: app.GetNamespace(), Name: name}, appSet); {
+		switch err := r.Get(ctx, types.NamespacedName{Namespace: app.GetNamespace(), Name: name}, appSet, client.UnsafeDisableDeepCopy); {
 		case apierrors.IsNotFound(err):
 			appSet = nil
 		case err != nil:

@@ -90,8 +90,10 @@ func (r *ReportReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Op
 
 // Reconcile rebuilds the report of one ApplicationSet and writes it when it changed.
 func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// The cache's own object, not a copy: only its name, UID and deletion are read (its status lists
+	// every Application of a RollingSync rollout).
 	appSet := argocd.NewApplicationSet()
-	if err := r.Get(ctx, req.NamespacedName, appSet); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, appSet, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Garbage collection removes it through its owner reference; this covers hubs without.
 			return ctrl.Result{}, r.deleteReport(ctx, req.NamespacedName)
