@@ -178,6 +178,12 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 		if u, err := procUsage(h.appSets.PID()); err == nil {
 			res.ApplicationSetController = u
 		}
+		if log, err := os.ReadFile(h.appSetsLog); err == nil {
+			if d := reconcileDurations(log); len(d) > 0 {
+				p := sorted(d)
+				res.ApplicationSetReconcile = &p
+			}
+		}
 		return keep(res)
 	}
 	report := func(name string, r benchresults.Rollout) {

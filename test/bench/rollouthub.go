@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,6 +39,8 @@ type rolloutHub struct {
 	c         client.Client
 	ctl       *controllerProcess
 	appSets   *localproc.Process
+	// appSetsLog is the ApplicationSet controller's log.
+	appSetsLog string
 	placement *localproc.Process
 	sim       *simagent.Fleet
 	obs       *rolloutObserver
@@ -148,8 +151,8 @@ func startRolloutHub(ctx context.Context, cfg config, f fleet, b simagent.Behavi
 		}
 	}
 	args, env := sandbox.ApplicationSetControllerArgs(kubeconfig, argoNamespace, addrs[0], addrs[1], addrs[2])
-	if h.appSets, err = localproc.Start(filepath.Join(cfg.logDir, fmt.Sprintf("rollout-applicationset-controller-%d.log", len(f.clusters))),
-		filepath.Join(argoBin, "argocd"), args, env...); err != nil {
+	h.appSetsLog = filepath.Join(cfg.logDir, fmt.Sprintf("rollout-applicationset-controller-%d.log", len(f.clusters)))
+	if h.appSets, err = localproc.Start(h.appSetsLog, filepath.Join(argoBin, "argocd"), args, env...); err != nil {
 		return h, err
 	}
 	cfg.progress("the Argo CD ApplicationSet controller (progressive syncs), %d simulated clusters", len(f.clusters))
@@ -239,4 +242,19 @@ func (h *rolloutHub) stop() {
 	if h.env != nil {
 		_ = h.env.Stop()
 	}
+}
+
+// endOfReconcile is what the ApplicationSet controller logs at the end of a reconcile that ran to
+// its end: msg="end reconcile in 5.275728108s".
+var endOfReconcile = regexp.MustCompile(`msg="end reconcile in ([0-9.]+[a-zµ]+)"`)
+
+// reconcileDurations reads how long the ApplicationSet controller's reconciles took from its log.
+func reconcileDurations(log []byte) []time.Duration {
+	var out []time.Duration
+	for _, m := range endOfReconcile.FindAllSubmatch(log, -1) {
+		if d, err := time.ParseDuration(string(m[1])); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -90,3 +90,14 @@ func TestCheckOrder(t *testing.T) {
 	g.Expect(outOfOrder).To(Equal(1), "requested at 6.5 s, before the first step's last Application (7 s)")
 	g.Expect(without).To(Equal(1), "done at the commit with no sync of it on its cluster")
 }
+
+// The ApplicationSet controller's reconcile times are read from its log lines, in its units.
+func TestReconcileDurationsFromTheApplicationSetControllerLog(t *testing.T) {
+	g := NewWithT(t)
+	log := []byte(`time="2026-11-26T07:39:53Z" level=info msg="end reconcile in 3.050002408s" applicationset=argocd/rollout01 requeueAfter=3m0s
+time="2026-11-26T07:39:53Z" level=info msg="generated 100 applications" applicationset=argocd/rollout01
+time="2026-11-26T07:39:54Z" level=info msg="end reconcile in 441.483478ms" applicationset=argocd/rollout01 requeueAfter=3m0s
+time="2026-11-26T07:39:54Z" level=info msg="end reconcile in 870µs" applicationset=argocd/rollout02 requeueAfter=3m0s
+`)
+	g.Expect(reconcileDurations(log)).To(Equal([]time.Duration{3050002408 * time.Nanosecond, 441483478 * time.Nanosecond, 870 * time.Microsecond}))
+}

@@ -3,6 +3,7 @@ package benchresults
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -42,6 +43,11 @@ type RolloutResult struct {
 
 	Controller               Usage `json:"controller"`
 	ApplicationSetController Usage `json:"applicationSetController"`
+	// ApplicationSetReconcile is how long the ApplicationSet controller's reconciles took over the
+	// whole run at this size (those that ran to their end, from its log): it reconciles an
+	// ApplicationSet with all its Applications at once, and requests a step's syncs at the end of
+	// one. Nil in runs made before it was recorded.
+	ApplicationSetReconcile *Percentiles `json:"applicationSetReconcile,omitempty"`
 	// AgentWrites counts the simulated agents' status writes, and Redeliveries the sync requests
 	// a cluster's Argo CD started twice over the whole run (each must start once).
 	AgentWrites  int64 `json:"agentWrites"`
@@ -242,6 +248,14 @@ func (r RolloutReport) RolloutTable() string {
 	row("ApplicationSet controller: peak RSS, CPU", func(res RolloutResult) string {
 		return fmt.Sprintf("%.0f MiB, %.0f s", res.ApplicationSetController.PeakRSSMiB, res.ApplicationSetController.CPUSeconds)
 	})
+	if slices.ContainsFunc(r.Results, func(res RolloutResult) bool { return res.ApplicationSetReconcile != nil }) {
+		row("ApplicationSet controller: one reconcile", func(res RolloutResult) string {
+			if res.ApplicationSetReconcile == nil {
+				return "-"
+			}
+			return seconds(*res.ApplicationSetReconcile)
+		})
+	}
 	return b.String()
 }
 
