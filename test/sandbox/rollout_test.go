@@ -114,8 +114,9 @@ func TestSyncWithWavesRequestedFromTheHubCompletes(t *testing.T) {
 	t.Logf("the two-wave sync ran and was cleared from the hub %.1fs after the request", time.Since(requested).Seconds())
 }
 
-// rolloutAppSet is a two-step RollingSync ApplicationSet over the lab's clusters: cluster1, then
-// cluster2. Automated sync is off: the ApplicationSet controller requests each step's syncs.
+// rolloutAppSet is a RollingSync ApplicationSet over the lab's clusters: cluster1, then a step that
+// selects no cluster (a step with no clusters is passed over, never counted against the order),
+// then cluster2. Automated sync is off: the ApplicationSet controller requests each step's syncs.
 const rolloutAppSet = `
 apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet
@@ -136,6 +137,8 @@ spec:
       steps:
       - matchExpressions:
         - {key: env, operator: In, values: [cluster1]}
+      - matchExpressions:
+        - {key: env, operator: In, values: [no-such-cluster]}
       - matchExpressions:
         - {key: env, operator: In, values: [cluster2]}
   template:
