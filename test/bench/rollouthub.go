@@ -35,17 +35,17 @@ const rolloutPlacement = "bench-placement"
 // real OCM placement controller, argocd-pull, the real ApplicationSet controller with progressive
 // syncs, and the clusters simulated (simagent), one watch of its namespace each.
 type rolloutHub struct {
-	env       *testenv.Env
-	c         client.Client
-	ctl       *controllerProcess
-	appSets   *localproc.Process
+	env     *testenv.Env
+	c       client.Client
+	ctl     *controllerProcess
+	appSets *localproc.Process
 	// appSetsLog is the ApplicationSet controller's log.
 	appSetsLog string
-	placement *localproc.Process
-	sim       *simagent.Fleet
-	obs       *rolloutObserver
-	logPath   string // argocd-pull's log
-	cancel    context.CancelFunc
+	placement  *localproc.Process
+	sim        *simagent.Fleet
+	obs        *rolloutObserver
+	logPath    string // argocd-pull's log
+	cancel     context.CancelFunc
 }
 
 func startRolloutHub(ctx context.Context, cfg config, f fleet, b simagent.Behaviour) (h *rolloutHub, err error) {
