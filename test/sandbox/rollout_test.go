@@ -21,6 +21,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
@@ -426,6 +427,18 @@ func TestRollingSyncWaitsForAStaleStep(t *testing.T) {
 		}
 		return false, fmt.Errorf("report: %+v", r.Statuses.ClusterConditions)
 	})
+	// Its hub Application says so too, as argocd app get shows it.
+	staleOnHub := func() string {
+		app := argocd.NewApplication()
+		if err := hub.Get(ctx, key("cluster2"), app); err != nil {
+			return err.Error()
+		}
+		return argocd.ConditionMessage(app, appstatus.StaleCondition)
+	}
+	eventually(t, "cluster2's hub Application says its status is stale", 30*time.Second, "hub-argocd-pull.log", func() (bool, error) {
+		msg := staleOnHub()
+		return strings.HasPrefix(msg, "no status from cluster2 since "), fmt.Errorf("condition %s: %q", appstatus.StaleCondition, msg)
+	})
 	// The step waits: cluster2 is never counted done at revision two while it is cut off.
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
 		if healthyAt("cluster2", sha2) {
@@ -448,5 +461,9 @@ func TestRollingSyncWaitsForAStaleStep(t *testing.T) {
 	}
 	eventually(t, "cluster2 at revision two once back", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
 		return healthyAt("cluster2", sha2) && configMapData(spokes["cluster2"], "stale", "stale", "revision") == "two", nil
+	})
+	eventually(t, "cluster2's hub Application current again", 30*time.Second, "hub-argocd-pull.log", func() (bool, error) {
+		msg := staleOnHub()
+		return msg == "", fmt.Errorf("condition %s: %q", appstatus.StaleCondition, msg)
 	})
 }
