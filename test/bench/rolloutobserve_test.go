@@ -101,3 +101,23 @@ time="2026-11-26T07:39:54Z" level=info msg="end reconcile in 870µs" application
 `)
 	g.Expect(reconcileDurations(log)).To(Equal([]time.Duration{3050002408 * time.Nanosecond, 441483478 * time.Nanosecond, 870 * time.Microsecond}))
 }
+
+// The first delivery is measured from the ApplicationSet's creation and from each Application's:
+// the ApplicationSet controller creates them one by one, and the second is what argocd-pull and the
+// agents took.
+func TestFirstDeliveriesFromTheSetAndFromEachApplication(t *testing.T) {
+	g := NewWithT(t)
+	start := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	apps := []observed{
+		{created: at(1), onCluster: at(1.5)},
+		{created: at(10), onCluster: at(11)},
+		{created: at(20)}, // not on its cluster yet: not counted
+	}
+	fromSet, fromOwn := firstDeliveries(apps, start)
+	g.Expect(fromSet.Count).To(Equal(2))
+	g.Expect(fromSet.MaxMs).To(BeNumerically("~", 11000, 1e-6))
+	g.Expect(fromOwn.Count).To(Equal(2))
+	g.Expect(fromOwn.MaxMs).To(BeNumerically("~", 1000, 1e-6))
+	g.Expect(fromOwn.P50ms).To(BeNumerically("<=", 1000))
+}

@@ -88,6 +88,10 @@ type Rollout struct {
 	// FirstDelivery (a new ApplicationSet only): from its creation until each Application was on
 	// its cluster.
 	FirstDelivery *Percentiles `json:"firstDelivery,omitempty"`
+	// FirstDeliveryFromCreation (a new ApplicationSet only): from each Application's creation on
+	// the hub (the ApplicationSet controller creates them one by one) until it was on its cluster:
+	// argocd-pull's and the agents' share of FirstDelivery. Nil in runs made before it was recorded.
+	FirstDeliveryFromCreation *Percentiles `json:"firstDeliveryFromCreation,omitempty"`
 	// ReportSeconds (without RollingSync): from the commit until the report showed every cluster
 	// at the revision.
 	ReportSeconds float64 `json:"reportSeconds,omitempty"`
@@ -184,6 +188,16 @@ func (r RolloutReport) RolloutTable() string {
 		}
 		return seconds(*res.FirstRollout.FirstDelivery)
 	})
+	if slices.ContainsFunc(r.Results, func(res RolloutResult) bool {
+		return res.FirstRollout != nil && res.FirstRollout.FirstDeliveryFromCreation != nil
+	}) {
+		row("its first delivery per Application, from the Application's creation", func(res RolloutResult) string {
+			if res.FirstRollout == nil || res.FirstRollout.FirstDeliveryFromCreation == nil {
+				return "-"
+			}
+			return seconds(*res.FirstRollout.FirstDeliveryFromCreation)
+		})
+	}
 	row("a new revision, step by step", func(res RolloutResult) string { return rollout(res.NewRevision) })
 	row("hub added per step (p50 / max)", func(res RolloutResult) string {
 		if res.NewRevision == nil {
