@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -369,11 +368,7 @@ func WithStatus(app *unstructured.Unstructured, st Status) (updated *unstructure
 			delete(status, key)
 		}
 	}
-	warning := ""
-	if len(st.Warnings) > 0 {
-		warning = Truncate("the managed cluster reported values over argocd-pull's caps or that do not parse: "+strings.Join(st.Warnings, "; "), MaxWarningLength)
-	}
-	setCondition(status, FeedbackWarningCondition, warning)
+	setCondition(status, FeedbackWarningCondition, warningMessage(st.Warnings))
 	setCondition(status, StaleCondition, Truncate(st.Stale, MaxWarningLength))
 	updated.Object["status"] = status
 	before, _, _ := unstructured.NestedMap(app.Object, "status")

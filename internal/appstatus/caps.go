@@ -289,3 +289,12 @@ func cutValue(v any, limit int, cut *int) (value string, ok bool) {
 	}
 	return out, true
 }
+
+// warningMessage is the FeedbackWarningCondition's message saying what was cut or ignored, "" when
+// nothing was.
+func warningMessage(warnings []string) string {
+	if len(warnings) == 0 {
+		return ""
+	}
+	return Truncate("the managed cluster reported values over argocd-pull's caps or that do not parse: "+strings.Join(warnings, "; "), MaxWarningLength)
+}

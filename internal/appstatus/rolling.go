@@ -59,23 +59,26 @@ func (m Member) markedBehind() bool {
 }
 
 // RollingSets is what the status controller knows of the Applications of each RollingSync
-// ApplicationSet, so that a status reconcile decides the barrier without reading every sibling:
-// at 1,000 clusters, listing them and reading each one's work on every reconcile was most of the
-// controller's CPU, and a step's statuses waited behind it.
+// ApplicationSet, so that a status reconcile decides the barrier from a pass over small in-memory
+// entries instead of reading every sibling: at 1,000 clusters, listing them and reading each one's
+// work on every reconcile was most of the controller's CPU, and a step's statuses waited behind it.
 //
 // A set is seeded from the cache on first use (Seed), then each status reconcile puts the facts
 // it read of its own Application (Put) before deciding (Decide): every change of a work or a hub
 // Application is reconciled, so the view lags the cache only by the changes still queued, whose
 // reconciles decide again. It is safe for concurrent use.
 type RollingSets struct {
-	mu   sync.Mutex
-	sets map[string]*rollingSet // by ApplicationSet, "<namespace>/<name>"
-	of   map[types.NamespacedName]string
+	mu sync.Mutex
+	// sets holds each seeded ApplicationSet's groups of siblings, by source.
+	sets map[types.NamespacedName]map[Source]*group
+	// of is each member's place.
+	of map[types.NamespacedName]Place
 }
 
-type rollingSet struct {
-	groups map[Source]*group
-	source map[string]Source // each member's group, by Application name
+// Place is a group of siblings: an ApplicationSet and a source.
+type Place struct {
+	Set    types.NamespacedName
+	Source Source
 }
 
 // group is the members of a set with the same source: the siblings.
@@ -95,67 +98,60 @@ type member struct {
 
 // NewRollingSets returns an empty view.
 func NewRollingSets() *RollingSets {
-	return &RollingSets{sets: map[string]*rollingSet{}, of: map[types.NamespacedName]string{}}
+	return &RollingSets{sets: map[types.NamespacedName]map[Source]*group{}, of: map[types.NamespacedName]Place{}}
 }
 
 // Seeded says whether set was seeded.
-func (v *RollingSets) Seeded(set string) bool {
+func (v *RollingSets) Seeded(set types.NamespacedName) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.sets[set] != nil
 }
 
-// Seed fills set, of namespace's Applications, with members by Application name, unless it was
-// seeded meanwhile.
-func (v *RollingSets) Seed(set, namespace string, members map[string]Member) {
+// Seed fills set with members, by Application name (in set's namespace), unless it was seeded
+// meanwhile.
+func (v *RollingSets) Seed(set types.NamespacedName, members map[string]Member) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.sets[set] != nil {
 		return
 	}
-	v.sets[set] = &rollingSet{groups: map[Source]*group{}, source: map[string]Source{}}
+	v.sets[set] = map[Source]*group{}
 	for name, m := range members {
-		v.put(set, types.NamespacedName{Namespace: namespace, Name: name}, m)
+		v.put(set, types.NamespacedName{Namespace: set.Namespace, Name: name}, m)
 	}
 }
 
 // Drop forgets set: its ApplicationSet is gone, or no longer rolls out with RollingSync.
-func (v *RollingSets) Drop(set, namespace string) {
+func (v *RollingSets) Drop(set types.NamespacedName) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	s := v.sets[set]
-	if s == nil {
-		return
-	}
-	for name := range s.source {
-		delete(v.of, types.NamespacedName{Namespace: namespace, Name: name})
+	for _, g := range v.sets[set] {
+		for name := range g.members {
+			delete(v.of, types.NamespacedName{Namespace: set.Namespace, Name: name})
+		}
 	}
 	delete(v.sets, set)
-}
-
-// Place is a group of siblings: an ApplicationSet, "<namespace>/<name>", and a source.
-type Place struct {
-	Set    string
-	Source Source
 }
 
 // Put records app's facts in set, which must be seeded (a no-op otherwise: the seed reads them).
 // When app moved from another place (its source changed), it returns that place: its leaving may
 // free siblings there (see Freed).
-func (v *RollingSets) Put(set string, app types.NamespacedName, m Member) (left Place, moved bool) {
+func (v *RollingSets) Put(set types.NamespacedName, app types.NamespacedName, m Member) (left Place, moved bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.put(set, app, m)
 }
 
-func (v *RollingSets) put(set string, app types.NamespacedName, m Member) (left Place, moved bool) {
-	s := v.sets[set]
-	if s == nil {
+func (v *RollingSets) put(set types.NamespacedName, app types.NamespacedName, m Member) (left Place, moved bool) {
+	groups := v.sets[set]
+	if groups == nil {
 		return Place{}, false
 	}
-	if old := v.member(app); old != nil && v.of[app] == set && old.Source == m.Source {
+	place := Place{Set: set, Source: m.Source}
+	if old := v.member(app); old != nil && v.of[app] == place {
 		if old.Ahead != m.Ahead {
-			g := s.groups[m.Source]
+			g := groups[m.Source]
 			g.count(old.Ahead, -1)
 			g.count(m.Ahead, 1)
 		}
@@ -163,15 +159,14 @@ func (v *RollingSets) put(set string, app types.NamespacedName, m Member) (left 
 		return Place{}, false
 	}
 	left, moved = v.forget(app)
-	g := s.groups[m.Source]
+	g := groups[m.Source]
 	if g == nil {
 		g = &group{members: map[string]*member{}, ahead: map[string]int{}}
-		s.groups[m.Source] = g
+		groups[m.Source] = g
 	}
 	g.members[app.Name] = &member{Member: m, evaluated: g.gen}
 	g.count(m.Ahead, 1)
-	s.source[app.Name] = m.Source
-	v.of[app] = set
+	v.of[app] = place
 	return left, moved
 }
 
@@ -195,40 +190,31 @@ func (v *RollingSets) Forget(app types.NamespacedName) (left Place, ok bool) {
 }
 
 func (v *RollingSets) forget(app types.NamespacedName) (left Place, ok bool) {
-	set, ok := v.of[app]
+	place, ok := v.of[app]
 	if !ok {
 		return Place{}, false
 	}
 	delete(v.of, app)
-	s := v.sets[set]
-	if s == nil {
+	groups := v.sets[place.Set]
+	g := groups[place.Source]
+	if g == nil {
 		return Place{}, false
 	}
-	src, ok := s.source[app.Name]
-	if !ok {
-		return Place{}, false
-	}
-	delete(s.source, app.Name)
-	g := s.groups[src]
 	g.count(g.members[app.Name].Ahead, -1)
 	delete(g.members, app.Name)
 	if len(g.members) == 0 {
-		delete(s.groups, src)
+		delete(groups, place.Source)
 	}
-	return Place{Set: set, Source: src}, true
+	return place, true
 }
 
 // member is app's entry, nil when it has none.
 func (v *RollingSets) member(app types.NamespacedName) *member {
-	s := v.sets[v.of[app]]
-	if s == nil {
-		return nil
-	}
-	src, ok := s.source[app.Name]
+	place, ok := v.of[app]
 	if !ok {
 		return nil
 	}
-	return s.groups[src].members[app.Name]
+	return v.sets[place.Set][place.Source].members[app.Name]
 }
 
 // Decision is what the barrier decides for one Application.
@@ -245,15 +231,14 @@ type Decision struct {
 
 // Decide decides the barrier for app, put in set before, whose cluster reports the revision
 // revision ("" when none).
-func (v *RollingSets) Decide(set string, app types.NamespacedName, revision string) Decision {
+func (v *RollingSets) Decide(set types.NamespacedName, app types.NamespacedName, revision string) Decision {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	own := v.member(app)
-	if own == nil || v.of[app] != set {
+	if own == nil || v.of[app].Set != set {
 		return Decision{}
 	}
-	s := v.sets[set]
-	g := s.groups[own.Source]
+	g := v.sets[set][own.Source]
 	d := Decision{Gen: g.gen}
 	for ahead := range g.ahead {
 		if revision != "" && ahead != revision {
@@ -270,8 +255,8 @@ func (v *RollingSets) Decide(set string, app types.NamespacedName, revision stri
 func (v *RollingSets) Freed(place Place) (names []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if s := v.sets[place.Set]; s != nil && s.groups[place.Source] != nil {
-		return s.groups[place.Source].rewrite("", Member{})
+	if g := v.sets[place.Set][place.Source]; g != nil {
+		return g.rewrite("", Member{})
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
+var testSet = types.NamespacedName{Namespace: "argocd", Name: "set"}
+
 var testSource = Source{RepoURL: "https://git.example/app.git", TargetRevision: "HEAD", Path: "guestbook"}
 
 // hubApp is a single-source hub Application that shows sync and revision.
@@ -54,13 +56,13 @@ func TestBehindTheFleet(t *testing.T) {
 			for i, s := range tt.siblings {
 				members[fmt.Sprint("sibling", i)], _ = MemberOf(hubApp(s.Sync, s.Revision), s)
 			}
-			v.Seed("argocd/set", "argocd", members)
+			v.Seed(testSet, members)
 			own := types.NamespacedName{Namespace: "argocd", Name: "own"}
 			m, ok := MemberOf(hubApp("", ""), tt.own)
 			g.Expect(ok).To(BeTrue())
-			v.Put("argocd/set", own, m)
+			v.Put(testSet, own, m)
 			obs := tt.own
-			obs.Behind = v.Decide("argocd/set", own, obs.Revision).Behind
+			obs.Behind = v.Decide(testSet, own, obs.Revision).Behind
 			g.Expect(obs.Behind).To(Equal(tt.want))
 			if st := Derive(obs, nil); tt.want {
 				g.Expect(st.Sync).To(Equal(argocd.SyncOutOfSync), "a RollingSync step does not count it done")
@@ -79,7 +81,7 @@ func TestTheSiblingsToWriteFirst(t *testing.T) {
 		m, _ := MemberOf(hubApp(sync, revision), obs)
 		return m
 	}
-	v.Seed("argocd/set", "argocd", map[string]Member{
+	v.Seed(testSet, map[string]Member{
 		"done":   member(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
 		"marked": member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")),
 		"new":    member(argocd.SyncSynced, "r2", reports(argocd.SyncSynced, "r2")),
@@ -87,17 +89,17 @@ func TestTheSiblingsToWriteFirst(t *testing.T) {
 	})
 	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "argocd", Name: name} }
 	ahead := key("ahead")
-	v.Put("argocd/set", ahead, member(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "r2")))
-	d := v.Decide("argocd/set", ahead, "r2")
+	v.Put(testSet, ahead, member(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "r2")))
+	d := v.Decide(testSet, ahead, "r2")
 	g.Expect(d.Behind).To(BeFalse(), "r1 is behind it, not ahead")
 	slices.Sort(d.Rewrite)
 	g.Expect(d.Rewrite).To(Equal([]string{"done", "marked"}), "Synced at r1 is put behind; marked behind before it went ahead, maybe free")
 
 	v.Evaluated(key("marked"), d.Gen)
-	g.Expect(v.Decide("argocd/set", ahead, "r2").Rewrite).To(Equal([]string{"done"}), "nothing changed since marked was written")
-	v.Put("argocd/set", key("done"), member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")))
+	g.Expect(v.Decide(testSet, ahead, "r2").Rewrite).To(Equal([]string{"done"}), "nothing changed since marked was written")
+	v.Put(testSet, key("done"), member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")))
 	v.Evaluated(key("done"), d.Gen)
-	g.Expect(v.Decide("argocd/set", ahead, "r2").Rewrite).To(BeEmpty())
+	g.Expect(v.Decide(testSet, ahead, "r2").Rewrite).To(BeEmpty())
 
 	left, ok := v.Forget(ahead)
 	g.Expect(ok).To(BeTrue())
@@ -125,7 +127,7 @@ type fleetModel struct {
 	disorder []string
 }
 
-const modelSet = "argocd/rollout"
+var modelSet = types.NamespacedName{Namespace: "argocd", Name: "rollout"}
 
 func (f *fleetModel) key(name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: "argocd", Name: name}
@@ -234,7 +236,7 @@ func TestTheViewDecidesAsReadingEverySiblingDid(t *testing.T) {
 		for _, name := range names {
 			seeded[name] = f.member(name)
 		}
-		f.v.Seed(modelSet, "argocd", seeded)
+		f.v.Seed(modelSet, seeded)
 		for step := range 60 {
 			name := names[rng.IntN(n)]
 			var change string

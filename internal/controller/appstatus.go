@@ -18,9 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -57,9 +55,7 @@ func (r *AppStatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		// A cluster that turns unavailable makes what it reported stale, and available again, current.
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: o.GetName()})
-		}), builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool { return availability(e.ObjectOld) != availability(e.ObjectNew) },
-		})).
+		}), builder.WithPredicates(availabilityChanged())).
 		Complete(r)
 }
 
@@ -98,12 +94,12 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	if obs.Stale, recheck, err = r.staleness(ctx, work, obs); err != nil {
 		return ctrl.Result{}, time.Time{}, err
 	}
-	set, err := r.rollingSet(ctx, app)
+	set, rolling, err := r.rollingSet(ctx, app)
 	if err != nil {
 		return ctrl.Result{}, time.Time{}, err
 	}
 	var barrier appstatus.Decision
-	if m, ok := appstatus.MemberOf(app, obs); ok && set != "" {
+	if m, ok := appstatus.MemberOf(app, obs); ok && rolling {
 		if left, moved := r.rolling.Put(set, key, m); moved {
 			// Its source changed: its leaving may free siblings of the old one.
 			if result, err := r.writeSiblings(ctx, key.Namespace, r.rolling.Freed(left)); err != nil || !result.IsZero() {
@@ -186,7 +182,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		}
 		return ctrl.Result{}, time.Time{}, client.IgnoreNotFound(err)
 	}
-	if m, ok := appstatus.MemberOf(updated, obs); ok && set != "" {
+	if m, ok := appstatus.MemberOf(updated, obs); ok && rolling {
 		// What the hub shows now, before the watch brings it back.
 		r.rolling.Put(set, key, m)
 		r.rolling.Evaluated(key, barrier.Gen)
@@ -208,41 +204,40 @@ func (r *AppStatusReconciler) workOf(ctx context.Context, app *unstructured.Unst
 	return workOn(ctx, r.Client, target.Cluster, client.ObjectKeyFromObject(app), client.UnsafeDisableDeepCopy)
 }
 
-// rollingSet is "<namespace>/<name>" of app's ApplicationSet when it rolls out with RollingSync, ""
-// otherwise. It seeds the set's view from the cache on first use.
-func (r *AppStatusReconciler) rollingSet(ctx context.Context, app *unstructured.Unstructured) (string, error) {
+// rollingSet is app's ApplicationSet when it rolls out with RollingSync (ok false otherwise). It
+// seeds the set's view from the cache on first use.
+func (r *AppStatusReconciler) rollingSet(ctx context.Context, app *unstructured.Unstructured) (set types.NamespacedName, ok bool, err error) {
 	name, owned := argocd.OwningApplicationSet(app)
 	if !owned {
-		return "", nil
+		return set, false, nil
 	}
-	ns := app.GetNamespace()
-	set := ns + "/" + name
+	set = types.NamespacedName{Namespace: app.GetNamespace(), Name: name}
 	// The cache's own objects, not copies: they are only read.
 	appSet := argocd.NewApplicationSet()
-	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, appSet, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Get(ctx, set, appSet, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.rolling.Drop(set, ns)
-			return "", nil
+			r.rolling.Drop(set)
+			return set, false, nil
 		}
-		return "", err
+		return set, false, err
 	}
 	if strategy, _, _ := unstructured.NestedString(appSet.Object, "spec", "strategy", "type"); strategy != "RollingSync" {
-		r.rolling.Drop(set, ns)
-		return "", nil
+		r.rolling.Drop(set)
+		return set, false, nil
 	}
 	if r.rolling.Seeded(set) {
-		return set, nil
+		return set, true, nil
 	}
 	list := argocd.NewApplicationList()
-	if err := r.List(ctx, list, client.MatchingFields{appOwnerIndex: set}, client.UnsafeDisableDeepCopy); err != nil {
-		return "", fmt.Errorf("listing the Applications of ApplicationSet %s: %w", set, err)
+	if err := r.List(ctx, list, client.MatchingFields{appOwnerIndex: set.String()}, client.UnsafeDisableDeepCopy); err != nil {
+		return set, false, fmt.Errorf("listing the Applications of ApplicationSet %s: %w", set, err)
 	}
 	members := make(map[string]appstatus.Member, len(list.Items))
 	for i := range list.Items {
 		sibling := &list.Items[i]
 		work, err := r.workOf(ctx, sibling)
 		if err != nil {
-			return "", err
+			return set, false, err
 		}
 		if work == nil {
 			continue
@@ -251,8 +246,8 @@ func (r *AppStatusReconciler) rollingSet(ctx context.Context, app *unstructured.
 			members[sibling.GetName()] = m
 		}
 	}
-	r.rolling.Seed(set, ns, members)
-	return set, nil
+	r.rolling.Seed(set, members)
+	return set, true, nil
 }
 
 // staleness says why what work's cluster reports is not current, or when to look again (see

@@ -81,9 +81,7 @@ func (r *ReportReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Op
 		For(appSet).
 		Watches(argocd.NewApplication(), enqueueAfter(delay, &r.changed, appSetOfApplication)).
 		Watches(&workv1.ManifestWork{}, enqueueAfter(delay, &r.changed, appSetOfWork)).
-		Watches(&clusterv1.ManagedCluster{}, enqueueAfter(delay, &r.changed, r.appSetsOnCluster), builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool { return availability(e.ObjectOld) != availability(e.ObjectNew) },
-		})).
+		Watches(&clusterv1.ManagedCluster{}, enqueueAfter(delay, &r.changed, r.appSetsOnCluster), builder.WithPredicates(availabilityChanged())).
 		Watches(&v1alpha1.MulticlusterApplicationSetReport{}, &handler.EnqueueRequestForObject{}).
 		Complete(r)
 }
@@ -281,6 +279,14 @@ func appSetOfWork(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// availabilityChanged passes a ManagedCluster's creation, deletion, and the updates that change
+// its availability: what makes what its clusters reported stale, or current again.
+func availabilityChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool { return availability(e.ObjectOld) != availability(e.ObjectNew) },
+	}
 }
 
 // availability is the status of a ManagedCluster's Available condition.

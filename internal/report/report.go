@@ -216,7 +216,7 @@ func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.
 		fed = !obs.Reported || obs.RawResources != "" || m.Searched
 
 		var stale string
-		stale, recheck = staleness(m, obs.Applied, opts)
+		stale, recheck = Staleness(m.Cluster, m.ManagedCluster, obs.Applied, m.WorkWrittenAt, opts.StaleAfter, opts.Now)
 		if stale != "" {
 			cc.SyncStatus, cc.HealthStatus = argocd.SyncUnknown, argocd.HealthUnknown
 			conditions = append([]v1alpha1.Condition{{Type: ConditionStale, Message: stale}}, conditions...)
@@ -249,11 +249,6 @@ func failingOperation(phase, message string) bool {
 		return false
 	}
 	return phase == "Failed" || phase == "Error" || phase == "Running" && strings.Contains(message, "Retrying attempt #")
-}
-
-// staleness says why the cluster's status is not current, or when to look again.
-func staleness(m Member, applied bool, opts Options) (reason string, recheck time.Time) {
-	return Staleness(m.Cluster, m.ManagedCluster, applied, m.WorkWrittenAt, opts.StaleAfter, opts.Now)
 }
 
 // Staleness says why what cluster reports for an Application is not current ("" when it is), or
