@@ -49,6 +49,13 @@ func hubState(hub client.Client, key types.NamespacedName) (sync, health, revisi
 	return sync, health, revision
 }
 
+// doneAt says whether the hub Application key reads Synced and Healthy at revision sha: its
+// RollingSync step done there.
+func doneAt(hub client.Client, key types.NamespacedName, sha string) bool {
+	sync, health, revision := hubState(hub, key)
+	return sync == "Synced" && health == "Healthy" && revision == sha
+}
+
 // configMapData is one value of a ConfigMap on a cluster, "" when there is none.
 func configMapData(c client.Client, namespace, name, key string) string {
 	cm := &corev1.ConfigMap{}
@@ -187,10 +194,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	key := func(cluster string) types.NamespacedName {
 		return types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: cluster + "-rollout"}
 	}
-	healthyAt := func(cluster, sha string) bool {
-		sync, health, revision := hubState(hub, key(cluster))
-		return sync == "Synced" && health == "Healthy" && revision == sha
-	}
+	healthyAt := func(cluster, sha string) bool { return doneAt(hub, key(cluster), sha) }
 	// syncedOnce checks that each cluster synced revision sha: Argo CD records every successful
 	// sync in the Application's status.history.
 	syncedOnce := func(sha string) {
@@ -395,10 +399,7 @@ func TestRollingSyncWaitsForAStaleStep(t *testing.T) {
 	key := func(cluster string) types.NamespacedName {
 		return types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: cluster + "-stale"}
 	}
-	healthyAt := func(cluster, sha string) bool {
-		sync, health, revision := hubState(hub, key(cluster))
-		return sync == "Synced" && health == "Healthy" && revision == sha
-	}
+	healthyAt := func(cluster, sha string) bool { return doneAt(hub, key(cluster), sha) }
 	manifest := strings.NewReplacer("name: rollout\n", "name: stale-rollout\n", "'{{name}}-rollout'", "'{{name}}-stale'",
 		"path: rollout", "path: stale", "namespace: rollout", "namespace: stale").Replace(rolloutAppSet)
 	sha1 := commit("one")
