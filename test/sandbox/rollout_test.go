@@ -442,6 +442,11 @@ func TestRollingSyncWaitsForAStaleStep(t *testing.T) {
 		msg := staleOnHub()
 		return strings.HasPrefix(msg, "no status from cluster2 since "), fmt.Errorf("condition %s: %q", appstatus.StaleCondition, msg)
 	})
+	// As a user reads it: argocd app get, through Argo CD's API server, lists the condition.
+	if out, err := loginArgoCD(t).run(time.Minute, "app", "get", sandbox.ArgoNamespace+"/"+key("cluster2").Name); err != nil ||
+		!regexp.MustCompile(`(?m)^`+appstatus.StaleCondition+`\s+no status from cluster2 since `).MatchString(out) {
+		t.Errorf("argocd app get does not show %s for cluster2: %v\n%s", appstatus.StaleCondition, err, out)
+	}
 	// The step waits: cluster2 is never counted done at revision two while it is cut off.
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
 		if healthyAt("cluster2", sha2) {
