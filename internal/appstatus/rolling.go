@@ -41,9 +41,16 @@ func MemberOf(app *unstructured.Unstructured, obs Observed) (Member, bool) {
 	if obs.ContentApplied && obs.Sync == argocd.SyncOutOfSync {
 		m.Ahead = obs.Revision
 	}
+	return m.Showing(app), true
+}
+
+// Showing is m with what the hub Application app shows: after a status write, what was written.
+// Its source stays m's: the answer to a status patch carries the newest spec, whose own reconcile
+// moves the member (see RollingSets.Put).
+func (m Member) Showing(app *unstructured.Unstructured) Member {
 	m.HubSync, _, _ = unstructured.NestedString(app.Object, "status", "sync", "status")
 	m.HubRevision, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
-	return m, true
+	return m
 }
 
 // puts says whether m's cluster puts behind the sibling the hub shows Synced at a revision other than
@@ -239,15 +246,17 @@ func (v *RollingSets) Decide(set types.NamespacedName, app types.NamespacedName,
 		return Decision{}
 	}
 	g := v.sets[set][own.Source]
-	d := Decision{Gen: g.gen}
+	return Decision{Behind: g.behind(revision), Rewrite: g.rewrite(app.Name, own.Member), Gen: g.gen}
+}
+
+// behind says whether a member of g went ahead to a revision other than revision.
+func (g *group) behind(revision string) bool {
 	for ahead := range g.ahead {
 		if revision != "" && ahead != revision {
-			d.Behind = true
-			break
+			return true
 		}
 	}
-	d.Rewrite = g.rewrite(app.Name, own.Member)
-	return d
+	return false
 }
 
 // Freed names the members of place marked behind that the group's changes since their last
@@ -270,12 +279,20 @@ func (g *group) rewrite(except string, own Member) (names []string) {
 	return names
 }
 
-// Evaluated records that app's status was written (or found unchanged) by a decision of
-// generation gen.
-func (v *RollingSets) Evaluated(app types.NamespacedName, gen uint64) {
+// Evaluated records that app's status was written (or found unchanged) by d, decided for its
+// cluster's revision. It returns false when d no longer stands: its group changed meanwhile and
+// decides app otherwise now. Then app must be decided again. Its group's changer may have passed
+// it over (see Freed), reading what the hub showed before this write was recorded.
+func (v *RollingSets) Evaluated(app types.NamespacedName, d Decision, revision string) (stands bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if m := v.member(app); m != nil && gen > m.evaluated {
-		m.evaluated = gen
+	m := v.member(app)
+	if m == nil {
+		return true
 	}
+	if d.Gen > m.evaluated {
+		m.evaluated = d.Gen
+	}
+	g := v.sets[v.of[app].Set][m.Source]
+	return g.gen == d.Gen || g.behind(revision) == d.Behind
 }

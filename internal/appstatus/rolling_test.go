@@ -95,10 +95,10 @@ func TestTheSiblingsToWriteFirst(t *testing.T) {
 	slices.Sort(d.Rewrite)
 	g.Expect(d.Rewrite).To(Equal([]string{"done", "marked"}), "Synced at r1 is put behind; marked behind before it went ahead, maybe free")
 
-	v.Evaluated(key("marked"), d.Gen)
+	g.Expect(v.Evaluated(key("marked"), d, "r1")).To(BeTrue())
 	g.Expect(v.Decide(testSet, ahead, "r2").Rewrite).To(Equal([]string{"done"}), "nothing changed since marked was written")
 	v.Put(testSet, key("done"), member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")))
-	v.Evaluated(key("done"), d.Gen)
+	g.Expect(v.Evaluated(key("done"), d, "r1")).To(BeTrue())
 	g.Expect(v.Decide(testSet, ahead, "r2").Rewrite).To(BeEmpty())
 
 	left, ok := v.Forget(ahead)
@@ -111,6 +111,40 @@ func TestTheSiblingsToWriteFirst(t *testing.T) {
 	multi.Object["spec"] = map[string]any{"sources": []any{map[string]any{"repoURL": testSource.RepoURL}}}
 	_, ok = MemberOf(multi, reports(argocd.SyncOutOfSync, "r2"))
 	g.Expect(ok).To(BeFalse())
+}
+
+// Two reconciles at once: one decides a cluster behind; before it records what it wrote, the
+// cluster that put it behind leaves, and the leaving's reconcile passes it over (the view still
+// held what the hub showed before, read from a cache that had not seen the write). Nothing else
+// would write it again: recording says the decision was overturned, and it is decided again.
+func TestADecisionOverturnedMeanwhileIsDecidedAgain(t *testing.T) {
+	g := NewWithT(t)
+	v := NewRollingSets()
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "argocd", Name: name} }
+	member := func(sync, revision string, obs Observed) Member {
+		m, _ := MemberOf(hubApp(sync, revision), obs)
+		return m
+	}
+	v.Seed(testSet, map[string]Member{
+		"step1": member(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+		"step3": member(argocd.SyncOutOfSync, "r2", reports(argocd.SyncOutOfSync, "r2")),
+	})
+	d := v.Decide(testSet, key("step1"), "r1")
+	g.Expect(d.Behind).To(BeTrue(), "step3 went ahead to r2")
+
+	left, ok := v.Forget(key("step3"))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(v.Freed(left)).To(BeEmpty(), "the view shows step1 Synced: the write that puts it behind is not recorded yet")
+
+	v.Put(testSet, key("step1"), member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")))
+	g.Expect(v.Evaluated(key("step1"), d, "r1")).To(BeFalse(), "step1 was written behind a cluster that left")
+	again := v.Decide(testSet, key("step1"), "r1")
+	g.Expect(again.Behind).To(BeFalse())
+	g.Expect(v.Evaluated(key("step1"), again, "r1")).To(BeTrue())
+
+	// A change that leaves the decision as it was does not ask for another.
+	v.Put(testSet, key("step2"), member(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "r1")))
+	g.Expect(v.Evaluated(key("step1"), again, "r1")).To(BeTrue(), "step2 at r1 puts nobody at r1 behind")
 }
 
 // fleetModel is one RollingSync ApplicationSet's clusters and hub Applications, reconciled as the
@@ -164,8 +198,11 @@ func (f *fleetModel) write(name string, siblingsFirst bool) {
 	}
 	f.hubSync[name], f.hubRev[name] = derived(f.cluster[name], d.Behind)
 	f.v.Put(modelSet, f.key(name), f.member(name))
-	f.v.Evaluated(f.key(name), d.Gen)
+	stands := f.v.Evaluated(f.key(name), d, f.cluster[name].Revision)
 	f.checkOrder(name)
+	if !stands {
+		f.write(name, siblingsFirst)
+	}
 }
 
 // checkOrder fails when the hub shows name OutOfSync at the revision its cluster went ahead to while

@@ -18,8 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
@@ -41,14 +43,18 @@ type AppStatusReconciler struct {
 	// rolling is what the RollingSync barrier compares of each RollingSync ApplicationSet's
 	// Applications (see appstatus.Member).
 	rolling *appstatus.RollingSets
+	// queue feeds the reconciles that again queues.
+	queue chan event.GenericEvent
 }
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *AppStatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.rolling = appstatus.NewRollingSets()
+	r.queue = make(chan event.GenericEvent, 1024)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("appstatus").
 		WithOptions(opts).
+		WatchesRawSource(source.Channel(r.queue, &handler.EnqueueRequestForObject{})).
 		// The hub Application matters too: a new spec makes the last report stale.
 		For(argocd.NewApplication()).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication)).
@@ -99,8 +105,9 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		return ctrl.Result{}, time.Time{}, err
 	}
 	var barrier appstatus.Decision
-	if m, ok := appstatus.MemberOf(app, obs); ok && rolling {
-		if left, moved := r.rolling.Put(set, key, m); moved {
+	own, member := appstatus.MemberOf(app, obs)
+	if member = member && rolling; member {
+		if left, moved := r.rolling.Put(set, key, own); moved {
 			// Its source changed: its leaving may free siblings of the old one.
 			if result, err := r.writeSiblings(ctx, key.Namespace, r.rolling.Freed(left)); err != nil || !result.IsZero() {
 				return result, time.Time{}, err
@@ -111,11 +118,11 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		return result, time.Time{}, err
 	}
 	if obs.Stale == "" && appstatus.Unanswered(app, obs) {
-		r.rolling.Evaluated(key, barrier.Gen)
+		r.evaluated(ctx, key, barrier, obs.Revision)
 		return ctrl.Result{}, recheck, nil // the work's first status requeues this
 	}
 	if manifestwork.Adopting(work) && !appstatus.Settled(obs, appstatus.WantedSource(app)) {
-		r.rolling.Evaluated(key, barrier.Gen)
+		r.evaluated(ctx, key, barrier, obs.Revision)
 		return ctrl.Result{}, recheck, nil // the hub keeps the upstream controller's status; the work's next status requeues this
 	}
 	obs.Behind = barrier.Behind
@@ -157,7 +164,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		updated.SetAnnotations(annotations)
 	}
 	if !changed && !clearSync && !clearRefresh {
-		r.rolling.Evaluated(key, barrier.Gen)
+		r.evaluated(ctx, key, barrier, obs.Revision)
 		return ctrl.Result{}, recheck, nil
 	}
 	// No status subresource on Applications: a merge patch of the status fields we own. A request
@@ -182,10 +189,12 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		}
 		return ctrl.Result{}, time.Time{}, client.IgnoreNotFound(err)
 	}
-	if m, ok := appstatus.MemberOf(updated, obs); ok && rolling {
-		// What the hub shows now, before the watch brings it back.
-		r.rolling.Put(set, key, m)
-		r.rolling.Evaluated(key, barrier.Gen)
+	if member {
+		// What the hub shows now, before the watch brings it back. In the place decided from: the
+		// patch's answer may carry a newer spec, whose own reconcile moves it and frees the
+		// siblings it leaves (taking the source from the answer passed them over).
+		r.rolling.Put(set, key, own.Showing(updated))
+		r.evaluated(ctx, key, barrier, obs.Revision)
 	}
 	if clearSync || clearRefresh {
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Deliver",
@@ -274,22 +283,48 @@ func (r *AppStatusReconciler) forget(ctx context.Context, key types.NamespacedNa
 	return r.writeSiblings(ctx, key.Namespace, r.rolling.Freed(left))
 }
 
-// writeSiblings writes the named Applications of namespace (see write).
+// writeSiblings writes the named Applications of namespace (see write). One that could not be
+// written is queued for its own reconcile, and the caller is retried: it writes its own status
+// only once the siblings it puts behind are written.
 func (r *AppStatusReconciler) writeSiblings(ctx context.Context, namespace string, names []string) (ctrl.Result, error) {
 	for _, name := range names {
+		key := types.NamespacedName{Namespace: namespace, Name: name}
 		// The cache's own object, not a copy: write copies what it writes.
 		sibling := argocd.NewApplication()
-		if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, sibling, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Get(ctx, key, sibling, client.UnsafeDisableDeepCopy); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue // its own reconcile forgets it
 			}
+			r.again(ctx, key)
 			return ctrl.Result{}, err
 		}
 		if result, _, err := r.write(ctx, sibling, false); err != nil || !result.IsZero() {
+			r.again(ctx, key)
 			return result, err
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// evaluated records that key's status was written (or found unchanged) by the barrier's decision
+// d for its cluster's revision, and queues key again when a change of its siblings meanwhile
+// overturned d (see appstatus.RollingSets.Evaluated).
+func (r *AppStatusReconciler) evaluated(ctx context.Context, key types.NamespacedName, d appstatus.Decision, revision string) {
+	if !r.rolling.Evaluated(key, d, revision) {
+		r.again(ctx, key)
+	}
+}
+
+// again queues key's reconcile: a write made here for another Application's reconcile, or
+// decided from a view that changed meanwhile.
+func (r *AppStatusReconciler) again(ctx context.Context, key types.NamespacedName) {
+	app := argocd.NewApplication()
+	app.SetNamespace(key.Namespace)
+	app.SetName(key.Name)
+	select {
+	case r.queue <- event.GenericEvent{Object: app}:
+	case <-ctx.Done():
+	}
 }
 
 func conditionsOf(app *unstructured.Unstructured) any {
