@@ -84,6 +84,13 @@ func Project(app *unstructured.Unstructured) string {
 	return p
 }
 
+// RollingSync says whether the ApplicationSet appSet rolls out with RollingSync (its
+// progressive sync strategy in steps).
+func RollingSync(appSet *unstructured.Unstructured) bool {
+	strategy, _, _ := unstructured.NestedString(appSet.Object, "spec", "strategy", "type")
+	return strategy == "RollingSync"
+}
+
 // OwningApplicationSet returns the name of the ApplicationSet that owns the Application, if any.
 func OwningApplicationSet(app *unstructured.Unstructured) (string, bool) {
 	for _, ref := range app.GetOwnerReferences() {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -62,7 +63,27 @@ func (r *AppStatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: o.GetName()})
 		}), builder.WithPredicates(availabilityChanged())).
+		// An ApplicationSet that stops rolling out with RollingSync frees the clusters it marked behind.
+		Watches(argocd.NewApplicationSet(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return applicationRequests(ctx, r.Client, client.MatchingFields{appOwnerIndex: o.GetNamespace() + "/" + o.GetName()})
+		}), builder.WithPredicates(rollingSyncChanged())).
 		Complete(r)
+}
+
+// rollingSyncChanged passes an ApplicationSet's deletion, and the updates that start or stop its
+// RollingSync.
+func rollingSyncChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return rollingSync(e.ObjectOld) != rollingSync(e.ObjectNew) },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// rollingSync says whether the ApplicationSet o rolls out with RollingSync.
+func rollingSync(o client.Object) bool {
+	u, ok := o.(*unstructured.Unstructured)
+	return ok && argocd.RollingSync(u)
 }
 
 // Reconcile derives the hub Application's status from its ManifestWork and patches what changed.
@@ -230,7 +251,7 @@ func (r *AppStatusReconciler) rollingSet(ctx context.Context, app *unstructured.
 		}
 		return set, false, err
 	}
-	if strategy, _, _ := unstructured.NestedString(appSet.Object, "spec", "strategy", "type"); strategy != "RollingSync" {
+	if !argocd.RollingSync(appSet) {
 		r.rolling.Drop(set)
 		return set, false, nil
 	}

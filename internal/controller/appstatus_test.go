@@ -326,6 +326,34 @@ func TestTheClusterThatPutItsFleetBehindLeavingFreesIt(t *testing.T) {
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}), "step2 is gone")
 }
 
+// An ApplicationSet that stops rolling out with RollingSync (another strategy, or none) has no
+// barrier any more: the clusters it marked behind read what they report, at once (before, they
+// stayed OutOfSync until their clusters reported something new).
+func TestAnApplicationSetLeavingRollingSyncFreesItsFleet(t *testing.T) {
+	h := start(t)
+	set := h.appSet("rollout")
+	h.updateAppSet(set, map[string]any{"type": "RollingSync"})
+	c1, c2 := h.cluster(), h.cluster()
+	at := func(sync, revision string) map[string]string {
+		return map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: sync, manifestwork.FeedbackRevision: revision}
+	}
+	hub := func(name string) []string {
+		app := h.getApp(name)
+		return []string{statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
+	}
+	h.app("step1", c1, ownedBy(set))
+	h.app("step2", c2, ownedBy(set))
+	h.report("step1", c1, h.work("step1", c1).Generation, at("Synced", "r1"))
+	h.report("step2", c2, h.work("step2", c2).Generation, at("Synced", "r1"))
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}))
+	h.report("step2", c2, h.work("step2", c2).Generation, at("OutOfSync", "r2"))
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r1"}))
+
+	h.updateAppSet(set, nil)
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}), "no barrier without RollingSync")
+	h.g.Expect(hub("step2")).To(Equal([]string{"OutOfSync", "r2"}))
+}
+
 // The hub Application says when what its cluster reports is not current, as the report does:
 // its ManagedCluster is not available, or its work agent has not applied the current work in
 // time. The health and sync status stay the last reported; the condition goes once it is current.

@@ -147,7 +147,7 @@ func appSetOf(u *unstructured.Unstructured) (AppSet, map[string]rollout) {
 	a := AppSet{Key: u.GetNamespace() + "/" + u.GetName()}
 	v, _ := argocd.Annotation(u, api.PausedAnnotation)
 	a.Paused = manifestwork.PauseValue(v) != ""
-	if typ, _, _ := unstructured.NestedString(u.Object, "spec", "strategy", "type"); typ == "RollingSync" {
+	if argocd.RollingSync(u) {
 		steps, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "strategy", "rollingSync", "steps")
 		list, _ := steps.([]any)
 		a.Steps = len(list)
