@@ -27,6 +27,18 @@ func hubApp(sync, revision string) *unstructured.Unstructured {
 	return u
 }
 
+// showing is what the barrier compares of a hub Application showing sync at revision, whose
+// cluster reports obs.
+func showing(sync, revision string, obs Observed) Member {
+	m, _ := MemberOf(hubApp(sync, revision), obs)
+	return m
+}
+
+// appKey names an Application in testSet's namespace.
+func appKey(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: testSet.Namespace, Name: name}
+}
+
 func reports(sync, revision string) Observed {
 	return Observed{Applied: true, ContentApplied: true, Seen: true, Reported: true, Health: argocd.HealthHealthy, Sync: sync, Revision: revision}
 }
@@ -77,28 +89,23 @@ func TestBehindTheFleet(t *testing.T) {
 func TestTheSiblingsToWriteFirst(t *testing.T) {
 	g := NewWithT(t)
 	v := NewRollingSets()
-	member := func(sync, revision string, obs Observed) Member {
-		m, _ := MemberOf(hubApp(sync, revision), obs)
-		return m
-	}
 	v.Seed(testSet, map[string]Member{
-		"done":   member(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
-		"marked": member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")),
-		"new":    member(argocd.SyncSynced, "r2", reports(argocd.SyncSynced, "r2")),
-		"late":   member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncOutOfSync, "r2")),
+		"done":   showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+		"marked": showing(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")),
+		"new":    showing(argocd.SyncSynced, "r2", reports(argocd.SyncSynced, "r2")),
+		"late":   showing(argocd.SyncOutOfSync, "r1", reports(argocd.SyncOutOfSync, "r2")),
 	})
-	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "argocd", Name: name} }
-	ahead := key("ahead")
-	v.Put(testSet, ahead, member(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "r2")))
+	ahead := appKey("ahead")
+	v.Put(testSet, ahead, showing(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "r2")))
 	d := v.Decide(testSet, ahead, "r2")
 	g.Expect(d.Behind).To(BeFalse(), "r1 is behind it, not ahead")
 	slices.Sort(d.Rewrite)
 	g.Expect(d.Rewrite).To(Equal([]string{"done", "marked"}), "Synced at r1 is put behind; marked behind before it went ahead, maybe free")
 
-	g.Expect(v.Evaluated(key("marked"), d, "r1")).To(BeTrue())
+	g.Expect(v.Evaluated(appKey("marked"), d, "r1")).To(BeTrue())
 	g.Expect(v.Decide(testSet, ahead, "r2").Rewrite).To(Equal([]string{"done"}), "nothing changed since marked was written")
-	v.Put(testSet, key("done"), member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")))
-	g.Expect(v.Evaluated(key("done"), d, "r1")).To(BeTrue())
+	v.Put(testSet, appKey("done"), showing(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")))
+	g.Expect(v.Evaluated(appKey("done"), d, "r1")).To(BeTrue())
 	g.Expect(v.Decide(testSet, ahead, "r2").Rewrite).To(BeEmpty())
 
 	left, ok := v.Forget(ahead)
@@ -120,31 +127,26 @@ func TestTheSiblingsToWriteFirst(t *testing.T) {
 func TestADecisionOverturnedMeanwhileIsDecidedAgain(t *testing.T) {
 	g := NewWithT(t)
 	v := NewRollingSets()
-	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "argocd", Name: name} }
-	member := func(sync, revision string, obs Observed) Member {
-		m, _ := MemberOf(hubApp(sync, revision), obs)
-		return m
-	}
 	v.Seed(testSet, map[string]Member{
-		"step1": member(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
-		"step3": member(argocd.SyncOutOfSync, "r2", reports(argocd.SyncOutOfSync, "r2")),
+		"step1": showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+		"step3": showing(argocd.SyncOutOfSync, "r2", reports(argocd.SyncOutOfSync, "r2")),
 	})
-	d := v.Decide(testSet, key("step1"), "r1")
+	d := v.Decide(testSet, appKey("step1"), "r1")
 	g.Expect(d.Behind).To(BeTrue(), "step3 went ahead to r2")
 
-	left, ok := v.Forget(key("step3"))
+	left, ok := v.Forget(appKey("step3"))
 	g.Expect(ok).To(BeTrue())
 	g.Expect(v.Freed(left)).To(BeEmpty(), "the view shows step1 Synced: the write that puts it behind is not recorded yet")
 
-	v.Put(testSet, key("step1"), member(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")))
-	g.Expect(v.Evaluated(key("step1"), d, "r1")).To(BeFalse(), "step1 was written behind a cluster that left")
-	again := v.Decide(testSet, key("step1"), "r1")
+	v.Put(testSet, appKey("step1"), showing(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")))
+	g.Expect(v.Evaluated(appKey("step1"), d, "r1")).To(BeFalse(), "step1 was written behind a cluster that left")
+	again := v.Decide(testSet, appKey("step1"), "r1")
 	g.Expect(again.Behind).To(BeFalse())
-	g.Expect(v.Evaluated(key("step1"), again, "r1")).To(BeTrue())
+	g.Expect(v.Evaluated(appKey("step1"), again, "r1")).To(BeTrue())
 
 	// A change that leaves the decision as it was does not ask for another.
-	v.Put(testSet, key("step2"), member(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "r1")))
-	g.Expect(v.Evaluated(key("step1"), again, "r1")).To(BeTrue(), "step2 at r1 puts nobody at r1 behind")
+	v.Put(testSet, appKey("step2"), showing(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "r1")))
+	g.Expect(v.Evaluated(appKey("step1"), again, "r1")).To(BeTrue(), "step2 at r1 puts nobody at r1 behind")
 }
 
 // fleetModel is one RollingSync ApplicationSet's clusters and hub Applications, reconciled as the
