@@ -60,16 +60,22 @@ func run() error {
 	flag.DurationVar(&cfg.steady, "steady", 5*time.Minute, "Length of the steady-state phase: the fleet at rest with --steady-change-rate changes a second (0: skipped)")
 	flag.DurationVar(&cfg.lease, "lease-duration", 60*time.Second, "Each cluster's lease duration: its simulated registration agent renews its lease on the hub this often, plus up to a quarter of it (OCM's default; 0: no leases)")
 	flag.Float64Var(&cfg.steadyRate, "steady-change-rate", 30, "Feedback changes a second during the steady-state phase")
-	flag.DurationVar(&cfg.profile, "cpu-profile", 0, "Keep a CPU profile of the controller this long from the start of propagation and of the steady state, in --logs (0: none)")
+	flag.DurationVar(&cfg.profile, "cpu-profile", 0, "Keep a CPU profile of the controller this long from the start of propagation and of the steady state, and of the controller and the ApplicationSet controller from the commit of the new revision and of the concurrent rollouts, in --logs (0: none)")
 	scenarios := flag.String("scenarios", "fleet,rollouts", "Which scenarios to run at each size: fleet (propagation, status latency, steady state, restart), rollouts (RollingSync rollouts with the real ApplicationSet controller)")
 	rolloutOut := flag.String("rollouts-out", "test/bench/results/rollouts", "Directory for the rollout scenarios' results.json and results.md")
 	rc := rolloutConfig{}
 	flag.DurationVar(&rc.syncFor, "sync-duration", 5*time.Second, "How long each simulated Argo CD's sync runs (rollouts)")
 	flag.IntVar(&rc.steps, "rollout-steps", 10, "RollingSync steps of the rollout ApplicationSets")
 	flag.IntVar(&rc.concurrent, "concurrent-rollouts", 10, "RollingSync ApplicationSets rolling out a revision at once in the last rollout scenario (<2: skipped)")
+	scenarioList := flag.String("rollout-scenarios", strings.Join(rolloutScenarios, ","), "Which rollout scenarios to run after the first rollout of a new ApplicationSet (which they all start from)")
+	flag.Float64Var(&rc.appSetQPS, "applicationset-client-qps", 50, "The ApplicationSet controller's client limit in requests per second (its ARGOCD_K8S_CLIENT_QPS, burst twice that; Argo CD's default is 50)")
 	extra := flag.String("controller-args", "", "More flags for the controller, space-separated (e.g. \"--report-interval-per-cluster=2ms\")")
 	flag.Parse()
 	cfg.qps = float32(*qps)
+	var err error
+	if rc.scenarios, err = parseRolloutScenarios(*scenarioList); err != nil {
+		return err
+	}
 	cfg.extraArgs = strings.Fields(*extra)
 
 	var counts []int
@@ -144,7 +150,14 @@ func run() error {
 	if runRollouts {
 		fmt.Print(rollouts.RolloutMarkdown())
 	}
-	cfg.progress("done; results in %s", *out)
+	switch {
+	case runFleet && runRollouts:
+		cfg.progress("done; results in %s and %s", *out, *rolloutOut)
+	case runRollouts:
+		cfg.progress("done; results in %s", *rolloutOut)
+	default:
+		cfg.progress("done; results in %s", *out)
+	}
 	return nil
 }
 

@@ -77,19 +77,24 @@ func (p *controllerProcess) profile(ctx context.Context, cfg config, name string
 	if cfg.profile <= 0 {
 		return
 	}
-	go p.keepProfile(ctx, cfg, fmt.Sprintf("profile?seconds=%d", int(cfg.profile.Seconds())), name)
+	go keepProfile(ctx, cfg, p.pprof+"/"+cpuProfile(cfg), name)
+}
+
+// cpuProfile is the pprof path of a CPU profile as long as cfg asks.
+func cpuProfile(cfg config) string {
+	return fmt.Sprintf("profile?seconds=%d", int(cfg.profile.Seconds()))
 }
 
 // heapProfile keeps the controller's heap profile now in cfg.logDir/name, when profiles are on.
 func (p *controllerProcess) heapProfile(ctx context.Context, cfg config, name string) {
 	if cfg.profile > 0 {
-		p.keepProfile(ctx, cfg, "heap", name)
+		keepProfile(ctx, cfg, p.pprof+"/heap", name)
 	}
 }
 
-// keepProfile writes what the controller's /debug/pprof/<path> answers into cfg.logDir/name.
-func (p *controllerProcess) keepProfile(ctx context.Context, cfg config, path, name string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.pprof+"/"+path, nil)
+// keepProfile writes what a pprof endpoint (url) answers into cfg.logDir/name.
+func keepProfile(ctx context.Context, cfg config, url, name string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,27 @@ type rolloutConfig struct {
 	syncFor    time.Duration // each simulated sync's length
 	steps      int           // RollingSync steps
 	concurrent int           // ApplicationSets rolling out at once in the last scenario (<2: skipped)
+	// scenarios are the scenarios to run after the first rollout (which every other needs).
+	scenarios map[string]bool
+	// appSetQPS is the ApplicationSet controller's client limit (ARGOCD_K8S_CLIENT_QPS; its burst
+	// is twice that, as Argo CD's default).
+	appSetQPS float64
+}
+
+// The rollout scenarios that --rollout-scenarios names, in the order they run.
+var rolloutScenarios = []string{"new-revision", "second-commit", "failing-revision", "no-rollingsync", "concurrent"}
+
+// parseRolloutScenarios reads --rollout-scenarios: a comma-separated subset of rolloutScenarios.
+func parseRolloutScenarios(list string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(rolloutScenarios, s) {
+			return nil, fmt.Errorf("--rollout-scenarios: %q is none of %s", s, strings.Join(rolloutScenarios, ", "))
+		}
+		out[s] = true
+	}
+	return out, nil
 }
 
 // failingSuffix marks the targetRevisions whose sync fails on every simulated cluster.
@@ -52,11 +74,7 @@ func rolloutAppSet(name, revision string, steps int) *unstructured.Unstructured 
 	}
 	if steps > 0 {
 		labels[stepLabel] = fmt.Sprintf(`{{ mod (sub (atoi (trimPrefix "cluster" .name)) 1) %d }}`, steps)
-		var list []any
-		for s := range steps {
-			list = append(list, map[string]any{"matchExpressions": []any{map[string]any{"key": stepLabel, "operator": "In", "values": []any{fmt.Sprint(s)}}}})
-		}
-		spec["strategy"] = map[string]any{"type": "RollingSync", "rollingSync": map[string]any{"steps": list}}
+		spec["strategy"] = rollingSync(steps, false)
 	} else {
 		syncPolicy["automated"] = map[string]any{"prune": true}
 	}
@@ -84,10 +102,38 @@ func rolloutAppSet(name, revision string, steps int) *unstructured.Unstructured 
 	return set
 }
 
+// rollingSync is the RollingSync strategy over the step label's values 0..steps-1: a step each,
+// or, together, one step that holds them all (every Application syncs at once).
+func rollingSync(steps int, together bool) map[string]any {
+	var list []any
+	match := func(values ...any) map[string]any {
+		return map[string]any{"matchExpressions": []any{map[string]any{"key": stepLabel, "operator": "In", "values": values}}}
+	}
+	var all []any
+	for s := range steps {
+		list = append(list, match(fmt.Sprint(s)))
+		all = append(all, fmt.Sprint(s))
+	}
+	if together {
+		list = []any{match(all...)}
+	}
+	return map[string]any{"type": "RollingSync", "rollingSync": map[string]any{"steps": list}}
+}
+
+// setStrategy replaces the ApplicationSet's strategy.
+func (h *rolloutHub) setStrategy(ctx context.Context, appSet string, strategy map[string]any) error {
+	return h.patchSpec(ctx, appSet, map[string]any{"strategy": strategy})
+}
+
 // commit changes the revision the ApplicationSet's template deploys, as a commit to the file
 // that holds it would.
 func (h *rolloutHub) commit(ctx context.Context, appSet, revision string) error {
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"source": map[string]any{"targetRevision": revision}}}}})
+	return h.patchSpec(ctx, appSet, map[string]any{"template": map[string]any{"spec": map[string]any{"source": map[string]any{"targetRevision": revision}}}})
+}
+
+// patchSpec merges spec into the ApplicationSet's spec (a list in it replaces the list there).
+func (h *rolloutHub) patchSpec(ctx context.Context, appSet string, spec map[string]any) error {
+	patch, _ := json.Marshal(map[string]any{"spec": spec})
 	set := &unstructured.Unstructured{}
 	set.SetGroupVersionKind(argocd.ApplicationSetGVK)
 	set.SetNamespace(argoNamespace)
@@ -161,11 +207,11 @@ func (h *rolloutHub) explain(ctx context.Context, name string) string {
 // measureRollouts runs the rollout scenarios at one size on a fresh hub; keep is called with the
 // result after each scenario, so that a later one that fails keeps the earlier ones.
 func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters int, keep func(benchresults.RolloutResult) error) (res benchresults.RolloutResult, err error) {
-	res = benchresults.RolloutResult{Clusters: clusters, SyncSeconds: rc.syncFor.Seconds(), Steps: rc.steps}
+	res = benchresults.RolloutResult{Clusters: clusters, SyncSeconds: rc.syncFor.Seconds(), Steps: rc.steps, ApplicationSetClientQPS: rc.appSetQPS}
 	b := simagent.Behaviour{SyncDuration: rc.syncFor, Fails: func(target string) bool { return strings.HasSuffix(target, failingSuffix) },
 		Resync: cfg.resync, Jitter: cfg.jitter}
 	f := newFleet(clusters, 0)
-	h, err := startRolloutHub(ctx, cfg, f, b)
+	h, err := startRolloutHub(ctx, cfg, rc, f, b)
 	if err != nil {
 		return res, err
 	}
@@ -191,7 +237,8 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 			name, r.Seconds, r.Applications, r.Ratio, r.AgentsSeconds, r.SyncsPerApplication, r.HubAddedPerStep, r.RequestLag, r.Delivery, r.Status)
 	}
 
-	// A new RollingSync ApplicationSet: its first revision, step by step.
+	// A new RollingSync ApplicationSet: its first revision, step by step. Every other scenario
+	// starts from it.
 	start := time.Now()
 	if err := h.c.Create(ctx, rolloutAppSet("rollout01", "v1", rc.steps)); err != nil {
 		return res, err
@@ -206,50 +253,90 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 		return res, finishWith(finish, err)
 	}
 
-	// A new revision.
-	start = time.Now()
+	scenarios := []struct {
+		name string
+		run  func() error
+	}{
+		{"new-revision", func() error {
+			next, err := h.newRevision(ctx, cfg, rc, clusters)
+			res.NewRevision = &next
+			report("new revision", next)
+			for _, s := range next.Steps {
+				cfg.progress("    step %2d: %4d Applications, done after %6.1fs, step %5.1fs, hub added %5.1fs", s.Step+1, s.Applications, s.DoneSeconds, s.Seconds, s.HubAdded)
+			}
+			return err
+		}},
+		{"second-commit", func() (err error) {
+			// A second commit while the first is part-way through.
+			if res.SecondCommit, err = h.secondCommit(ctx, cfg, rc, clusters); err == nil {
+				report("a second commit mid-rollout", *res.SecondCommit.Rollout)
+			}
+			return err
+		}},
+		{"failing-revision", func() (err error) {
+			// The rollout stops at the first step; the next revision goes through.
+			if res.FailingRevision, err = h.failingRevision(ctx, cfg, rc, clusters); err == nil {
+				report("after a failing revision, the next one", *res.FailingRevision.Fixed)
+			}
+			return err
+		}},
+		{"no-rollingsync", func() error {
+			plain, err := h.withoutRollingSync(ctx, rc, clusters)
+			res.NoRollingSync = plain
+			if plain != nil {
+				report("without RollingSync", *plain)
+				cfg.progress("    the report at the new revision after %.1fs", plain.ReportSeconds)
+			}
+			return err
+		}},
+		{"concurrent", func() error {
+			if rc.concurrent < 2 {
+				return nil
+			}
+			concurrent, err := h.concurrentRollouts(ctx, cfg, rc, clusters)
+			res.Concurrent = concurrent
+			if concurrent != nil {
+				report(fmt.Sprintf("%d ApplicationSets at once", concurrent.ApplicationSets), *concurrent)
+			}
+			return err
+		}},
+	}
+	for _, s := range scenarios {
+		if !rc.scenarios[s.name] {
+			continue
+		}
+		if err := finishWith(finish, s.run()); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// newRevision commits v2 to rollout01 and waits for it through every step, keeping profiles of
+// argocd-pull and the ApplicationSet controller meanwhile when they are asked for.
+func (h *rolloutHub) newRevision(ctx context.Context, cfg config, rc rolloutConfig, clusters int) (benchresults.Rollout, error) {
+	start := time.Now()
 	if err := h.commit(ctx, "rollout01", "v2"); err != nil {
-		return res, err
+		return benchresults.Rollout{}, err
 	}
-	next, err := h.await(ctx, "a new revision through every step", []string{"rollout01"}, clusters, start, "v2", rc.steps, rc.syncFor)
-	res.NewRevision = &next
-	report("new revision", next)
-	for _, s := range next.Steps {
-		cfg.progress("    step %2d: %4d Applications, done after %6.1fs, step %5.1fs, hub added %5.1fs", s.Step+1, s.Applications, s.DoneSeconds, s.Seconds, s.HubAdded)
-	}
-	if err := finishWith(finish, err); err != nil {
-		return res, err
-	}
+	h.profile(ctx, cfg, fmt.Sprintf("rollout-%d-new-revision", clusters))
+	return h.await(ctx, "a new revision through every step", []string{"rollout01"}, clusters, start, "v2", rc.steps, rc.syncFor)
+}
 
-	// A second commit while the first is part-way through.
-	if res.SecondCommit, err = h.secondCommit(ctx, cfg, rc, clusters); err != nil {
-		return res, finishWith(finish, err)
-	}
-	report("a second commit mid-rollout", *res.SecondCommit.Rollout)
-	if err := finish(); err != nil {
-		return res, err
-	}
-
-	// A failing revision: the rollout stops at the first step; the next revision goes through.
-	if res.FailingRevision, err = h.failingRevision(ctx, cfg, rc, clusters); err != nil {
-		return res, finishWith(finish, err)
-	}
-	report("after a failing revision, the next one", *res.FailingRevision.Fixed)
-	if err := finish(); err != nil {
-		return res, err
-	}
-
-	// Without RollingSync: every Application syncs itself.
-	start = time.Now()
+// withoutRollingSync creates an ApplicationSet without a strategy, whose Applications sync
+// themselves, waits for its first revision, then commits the next one and waits for it on every
+// hub Application and in the report.
+func (h *rolloutHub) withoutRollingSync(ctx context.Context, rc rolloutConfig, clusters int) (*benchresults.Rollout, error) {
+	start := time.Now()
 	if err := h.c.Create(ctx, rolloutAppSet("plain01", "v1", 0)); err != nil {
-		return res, err
+		return nil, err
 	}
 	if _, err := h.await(ctx, "an ApplicationSet without RollingSync, its first revision", []string{"plain01"}, clusters, start, "v1", 0, rc.syncFor); err != nil {
-		return res, finishWith(finish, err)
+		return nil, err
 	}
 	start = time.Now()
 	if err := h.commit(ctx, "plain01", "v2"); err != nil {
-		return res, err
+		return nil, err
 	}
 	plain, err := h.await(ctx, "a new revision without RollingSync", []string{"plain01"}, clusters, start, "v2", 0, rc.syncFor)
 	if err == nil {
@@ -261,36 +348,44 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 	if at, ok := h.obs.reportAt("plain01", simagent.Resolve("v2")); ok {
 		plain.ReportSeconds = at.Sub(start).Seconds()
 	}
-	res.NoRollingSync = &plain
-	report("without RollingSync", plain)
-	cfg.progress("    the report at the new revision after %.1fs", plain.ReportSeconds)
-	if err := finishWith(finish, err); err != nil || rc.concurrent < 2 {
-		return res, err
-	}
+	return &plain, err
+}
 
-	// Several RollingSync ApplicationSets rolling out a new revision at once.
+// concurrentRollouts creates rc.concurrent-1 more RollingSync ApplicationSets, then commits a new
+// revision to every one at once and waits for it everywhere. The new ones are set up in a single
+// step (every Application syncs at once), then given the rollout's steps: the setup is not what
+// is measured, and ten of them at 1,000 clusters walking their steps took longer than the rest
+// of the run.
+func (h *rolloutHub) concurrentRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters int) (*benchresults.Rollout, error) {
 	sets := []string{"rollout01"}
-	start = time.Now()
+	start := time.Now()
 	for i := 2; i <= rc.concurrent; i++ {
 		name := fmt.Sprintf("rollout%02d", i)
 		sets = append(sets, name)
-		if err := h.c.Create(ctx, rolloutAppSet(name, "v6", rc.steps)); err != nil {
-			return res, err
+		set := rolloutAppSet(name, "v6", rc.steps)
+		set.Object["spec"].(map[string]any)["strategy"] = rollingSync(rc.steps, true)
+		if err := h.c.Create(ctx, set); err != nil {
+			return nil, err
 		}
 	}
-	if _, err := h.await(ctx, fmt.Sprintf("the first rollout of %d more ApplicationSets", rc.concurrent-1), sets[1:], clusters, start, "v6", rc.steps, rc.syncFor); err != nil {
-		return res, finishWith(finish, err)
+	if _, err := h.await(ctx, fmt.Sprintf("%d more ApplicationSets at their first revision, in one step", rc.concurrent-1), sets[1:], clusters, start, "v6", 1, rc.syncFor); err != nil {
+		return nil, err
+	}
+	cfg.progress("%d more ApplicationSets set up in %.1fs", rc.concurrent-1, time.Since(start).Seconds())
+	for _, set := range sets[1:] {
+		if err := h.setStrategy(ctx, set, rollingSync(rc.steps, false)); err != nil {
+			return nil, err
+		}
 	}
 	start = time.Now()
 	for _, set := range sets {
 		if err := h.commit(ctx, set, "v7"); err != nil {
-			return res, err
+			return nil, err
 		}
 	}
+	h.profile(ctx, cfg, fmt.Sprintf("rollout-%d-concurrent", clusters))
 	concurrent, err := h.await(ctx, fmt.Sprintf("a new revision in %d ApplicationSets at once", len(sets)), sets, clusters, start, "v7", rc.steps, rc.syncFor)
-	res.Concurrent = &concurrent
-	report(fmt.Sprintf("%d ApplicationSets at once", len(sets)), concurrent)
-	return res, finishWith(finish, err)
+	return &concurrent, err
 }
 
 // failingRevision commits a revision whose sync fails, waits until every Application of the

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -39,16 +40,16 @@ type rolloutHub struct {
 	c       client.Client
 	ctl     *controllerProcess
 	appSets *localproc.Process
-	// appSetsLog is the ApplicationSet controller's log.
-	appSetsLog string
-	placement  *localproc.Process
-	sim        *simagent.Fleet
-	obs        *rolloutObserver
-	logPath    string // argocd-pull's log
-	cancel     context.CancelFunc
+	// appSetsLog is the ApplicationSet controller's log; appSetsPprof the URL of its profiles.
+	appSetsLog, appSetsPprof string
+	placement                *localproc.Process
+	sim                      *simagent.Fleet
+	obs                      *rolloutObserver
+	logPath                  string // argocd-pull's log
+	cancel                   context.CancelFunc
 }
 
-func startRolloutHub(ctx context.Context, cfg config, f fleet, b simagent.Behaviour) (h *rolloutHub, err error) {
+func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet, b simagent.Behaviour) (h *rolloutHub, err error) {
 	h = &rolloutHub{obs: newRolloutObserver()}
 	root, err := assets.RepoRoot()
 	if err != nil {
@@ -151,12 +152,33 @@ func startRolloutHub(ctx context.Context, cfg config, f fleet, b simagent.Behavi
 		}
 	}
 	args, env := sandbox.ApplicationSetControllerArgs(kubeconfig, argoNamespace, addrs[0], addrs[1], addrs[2])
+	env = append(env, fmt.Sprintf("ARGOCD_K8S_CLIENT_QPS=%g", ro.appSetQPS), fmt.Sprintf("ARGOCD_K8S_CLIENT_BURST=%d", int(2*ro.appSetQPS)))
+	if cfg.profile > 0 {
+		// Its profiles answer only while this file says true (in a cluster, the mounted
+		// argocd-cmd-params-cm's applicationsetcontroller.profile.enabled).
+		enabled := filepath.Join(cfg.logDir, "applicationset-controller-profiler.enabled")
+		if err := os.WriteFile(enabled, []byte("true"), 0o644); err != nil {
+			return h, err
+		}
+		env = append(env, "ARGOCD_ENABLE_PROFILER_FILE_PATH="+enabled)
+		h.appSetsPprof = "http://" + addrs[0] + "/debug/pprof"
+	}
 	h.appSetsLog = filepath.Join(cfg.logDir, fmt.Sprintf("rollout-applicationset-controller-%d.log", len(f.clusters)))
 	if h.appSets, err = localproc.Start(h.appSetsLog, filepath.Join(argoBin, "argocd"), args, env...); err != nil {
 		return h, err
 	}
 	cfg.progress("the Argo CD ApplicationSet controller (progressive syncs), %d simulated clusters", len(f.clusters))
 	return h, nil
+}
+
+// profile keeps, in the background, CPU profiles of argocd-pull and of the ApplicationSet
+// controller for cfg.profile, in cfg.logDir/<name>-{argocd-pull,applicationset-controller}.pprof;
+// nothing when cfg.profile is 0.
+func (h *rolloutHub) profile(ctx context.Context, cfg config, name string) {
+	h.ctl.profile(ctx, cfg, name+"-argocd-pull.pprof")
+	if h.appSetsPprof != "" {
+		go keepProfile(ctx, cfg, h.appSetsPprof+"/"+cpuProfile(cfg), name+"-applicationset-controller.pprof")
+	}
 }
 
 // watch starts the simulated agents' watches (one per cluster namespace) and the observer's

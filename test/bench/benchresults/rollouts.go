@@ -19,12 +19,20 @@ type RolloutReport struct {
 // LoadRollouts reads a rollout results file.
 func LoadRollouts(path string) (RolloutReport, error) { return load[RolloutReport](path) }
 
+// defaultApplicationSetClientQPS is the ApplicationSet controller's client limit when
+// ARGOCD_K8S_CLIENT_QPS is not set.
+const defaultApplicationSetClientQPS = 50
+
 // RolloutResult is what one size measured.
 type RolloutResult struct {
 	Clusters int `json:"clusters"`
 	// SyncSeconds is how long each simulated Argo CD's sync runs; Steps the RollingSync steps.
 	SyncSeconds float64 `json:"syncSeconds"`
 	Steps       int     `json:"steps"`
+	// ApplicationSetClientQPS is the ApplicationSet controller's client limit in requests per
+	// second (ARGOCD_K8S_CLIENT_QPS, burst twice that; Argo CD's default is 50). 0 in runs made
+	// before it was recorded, which ran with the default.
+	ApplicationSetClientQPS float64 `json:"applicationSetClientQPS,omitempty"`
 
 	// FirstRollout: a new RollingSync ApplicationSet, from its creation until every Application is
 	// Synced and Healthy at its first revision.
@@ -181,6 +189,13 @@ func (r RolloutReport) RolloutTable() string {
 		return fmt.Sprintf("%.1f s for %d Applications, %.2fx the agents' %.0f s%s", ro.Seconds, ro.Applications, ro.Ratio, ro.AgentsSeconds, done)
 	}
 	row("sync duration, steps", func(res RolloutResult) string { return fmt.Sprintf("%.0f s, %d", res.SyncSeconds, res.Steps) })
+	row("ApplicationSet controller's client limit", func(res RolloutResult) string {
+		qps := res.ApplicationSetClientQPS
+		if qps == 0 {
+			qps = defaultApplicationSetClientQPS
+		}
+		return fmt.Sprintf("%g requests/s, burst %d", qps, int(2*qps))
+	})
 	row("a new RollingSync ApplicationSet, to every cluster", func(res RolloutResult) string { return rollout(res.FirstRollout) })
 	row("its first delivery per Application", func(res RolloutResult) string {
 		if res.FirstRollout == nil || res.FirstRollout.FirstDelivery == nil {
