@@ -44,14 +44,7 @@ func propagationError(hub client.Client, key types.NamespacedName) string {
 	if hub.Get(ctx, key, app) != nil {
 		return ""
 	}
-	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == "PullPropagationError" {
-			msg, _ := m["message"].(string)
-			return msg
-		}
-	}
-	return ""
+	return argocd.ConditionMessage(app, api.PropagationErrorCondition)
 }
 
 // A tenant namespace delivers for real: the tenant's Application lands in its own namespace on
