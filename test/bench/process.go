@@ -94,11 +94,17 @@ func (p *controllerProcess) heapProfile(ctx context.Context, cfg config, name st
 
 // keepProfile writes what a pprof endpoint (url) answers into cfg.logDir/name.
 func keepProfile(ctx context.Context, cfg config, url, name string) {
+	keepProfileWith(ctx, cfg, http.DefaultClient, url, name)
+}
+
+// keepProfileWith is keepProfile through an HTTP client of its own (the apiserver's asks for
+// credentials).
+func keepProfileWith(ctx context.Context, cfg config, hc *http.Client, url, name string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		cfg.progress("profile %s: %v", name, err)
 		return
@@ -172,6 +178,7 @@ func procStat(pid int) (string, []string, error) {
 type cpuClock struct {
 	at                                     time.Time
 	apiserver, etcd, controller, benchmark float64
+	appSets                                float64 // the ApplicationSet controller, in the rollouts
 }
 
 func readCPUClock(ctl *controllerProcess) cpuClock {
@@ -213,6 +220,8 @@ func (c cpuClock) since(start cpuClock) cpuShare {
 		Etcd:       c.etcd - start.etcd,
 		Controller: c.controller - start.controller,
 		Benchmark:  c.benchmark - start.benchmark,
+
+		ApplicationSetController: c.appSets - start.appSets,
 	}
 }
 

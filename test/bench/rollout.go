@@ -147,6 +147,7 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 	commit := simagent.Resolve(revision)
 	want := clusters * len(appSets)
 	patience := 2*time.Minute + time.Duration(want)*100*time.Millisecond + time.Duration(max(steps, 1))*(syncFor+30*time.Second)
+	began := h.cpuClock()
 	err := waitFor(ctx, patience, what, h.logPath, func() (bool, string) {
 		done, requested, started := 0, 0, 0
 		h.obs.each(appSets, func(a *observed) {
@@ -163,6 +164,8 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 		return done == want, fmt.Sprintf("%d of %d Applications done (%d requested, %d started on their clusters)", done, want, requested, started)
 	})
 	figures := rolloutFigures(h.obs.snapshot(appSets...), start, commit, max(steps, 1), syncFor)
+	cpu := h.cpuClock().since(began)
+	figures.CPU = &cpu
 	if err != nil {
 		for _, a := range h.obs.snapshot(appSets...) {
 			if _, ok := a.done[commit]; !ok {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -171,13 +172,30 @@ func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet,
 	return h, nil
 }
 
-// profile keeps, in the background, CPU profiles of argocd-pull and of the ApplicationSet
-// controller for cfg.profile, in cfg.logDir/<name>-{argocd-pull,applicationset-controller}.pprof;
-// nothing when cfg.profile is 0.
+// cpuClock reads the CPU seconds the hub's processes used so far, the ApplicationSet
+// controller's with them.
+func (h *rolloutHub) cpuClock() cpuClock {
+	c := readCPUClock(h.ctl)
+	if u, err := procUsage(h.appSets.PID()); err == nil {
+		c.appSets = u.CPUSeconds
+	}
+	return c
+}
+
+// profile keeps, in the background, CPU profiles of argocd-pull, of the ApplicationSet
+// controller and of the apiserver for cfg.profile, in
+// cfg.logDir/<name>-{argocd-pull,applicationset-controller,apiserver}.pprof; nothing when
+// cfg.profile is 0.
 func (h *rolloutHub) profile(ctx context.Context, cfg config, name string) {
+	if cfg.profile <= 0 {
+		return
+	}
 	h.ctl.profile(ctx, cfg, name+"-argocd-pull.pprof")
 	if h.appSetsPprof != "" {
 		go keepProfile(ctx, cfg, h.appSetsPprof+"/"+cpuProfile(cfg), name+"-applicationset-controller.pprof")
+	}
+	if hc, err := rest.HTTPClientFor(h.env.Config); err == nil {
+		go keepProfileWith(ctx, cfg, hc, strings.TrimSuffix(h.env.Config.Host, "/")+"/debug/pprof/"+cpuProfile(cfg), name+"-apiserver.pprof")
 	}
 }
 

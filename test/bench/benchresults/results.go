@@ -138,6 +138,8 @@ type CPUShare struct {
 	Etcd       float64 `json:"etcdCPUSeconds"`
 	Controller float64 `json:"controllerCPUSeconds"`
 	Benchmark  float64 `json:"benchmarkCPUSeconds"`
+	// ApplicationSetController is the ApplicationSet controller's, in the rollout scenarios.
+	ApplicationSetController float64 `json:"applicationSetControllerCPUSeconds,omitempty"`
 }
 
 // String gives the shares as cores busy on average: CPU seconds per wall-clock second.
@@ -145,8 +147,12 @@ func (s CPUShare) String() string {
 	if s.Seconds <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("apiserver %.2f / etcd %.2f / controller %.2f / benchmark %.2f cores",
-		s.APIServer/s.Seconds, s.Etcd/s.Seconds, s.Controller/s.Seconds, s.Benchmark/s.Seconds)
+	appSets := ""
+	if s.ApplicationSetController > 0 {
+		appSets = fmt.Sprintf(" / ApplicationSet controller %.2f", s.ApplicationSetController/s.Seconds)
+	}
+	return fmt.Sprintf("apiserver %.2f / etcd %.2f / controller %.2f%s / benchmark %.2f cores",
+		s.APIServer/s.Seconds, s.Etcd/s.Seconds, s.Controller/s.Seconds, appSets, s.Benchmark/s.Seconds)
 }
 
 // Percentiles summarises latencies.

@@ -81,6 +81,9 @@ type Rollout struct {
 	// HubAddedPerStep summarises each step's length minus the sync duration: what the hub (the
 	// ApplicationSet controller, argocd-pull, the apiserver, the agents' writes) added.
 	HubAddedPerStep Percentiles `json:"hubAddedPerStep"`
+	// CPU is what each process of the hub used meanwhile: on two cores, what bounds the rollout.
+	// Nil in runs made before it was recorded.
+	CPU *CPUShare `json:"cpu,omitempty"`
 	// Per Application: RequestLag from the previous step done (the commit for the first) until the
 	// ApplicationSet controller's sync request was on the hub Application; Delivery from that
 	// request (without RollingSync: from the commit, the Applications syncing themselves) until the
@@ -229,6 +232,17 @@ func (r RolloutReport) RolloutTable() string {
 	row("per Application: sync end to the hub Application", func(res RolloutResult) string {
 		return latency(res.NewRevision, func(r *Rollout) Percentiles { return r.Status })
 	})
+	cpu := func(label string, of func(RolloutResult) *Rollout) {
+		if slices.ContainsFunc(r.Results, func(res RolloutResult) bool { return of(res) != nil && of(res).CPU != nil }) {
+			row(label, func(res RolloutResult) string {
+				if of(res) == nil || of(res).CPU == nil {
+					return "-"
+				}
+				return of(res).CPU.String()
+			})
+		}
+	}
+	cpu("the new revision: cores busy", func(res RolloutResult) *Rollout { return res.NewRevision })
 	row("syncs per Application (1: each asked once)", func(res RolloutResult) string {
 		if res.NewRevision == nil {
 			return "-"
@@ -270,6 +284,7 @@ func (r RolloutReport) RolloutTable() string {
 		}
 		return fmt.Sprintf("%d sets: %s", res.Concurrent.ApplicationSets, rollout(res.Concurrent))
 	})
+	cpu("concurrent: cores busy", func(res RolloutResult) *Rollout { return res.Concurrent })
 	row("sync requests started twice on a cluster", func(res RolloutResult) string { return fmt.Sprint(res.Redeliveries) })
 	row("argocd-pull: peak RSS, CPU", func(res RolloutResult) string {
 		return fmt.Sprintf("%.0f MiB, %.0f s", res.Controller.PeakRSSMiB, res.Controller.CPUSeconds)
