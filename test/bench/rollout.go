@@ -148,6 +148,7 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 	want := clusters * len(appSets)
 	patience := 2*time.Minute + time.Duration(want)*100*time.Millisecond + time.Duration(max(steps, 1))*(syncFor+30*time.Second)
 	began := h.cpuClock()
+	written, _ := h.apiserverWrites(ctx)
 	err := waitFor(ctx, patience, what, h.logPath, func() (bool, string) {
 		done, requested, started := 0, 0, 0
 		h.obs.each(appSets, func(a *observed) {
@@ -166,6 +167,14 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 	figures := rolloutFigures(h.obs.snapshot(appSets...), start, commit, max(steps, 1), syncFor)
 	cpu := h.cpuClock().since(began)
 	figures.CPU = &cpu
+	if now, err := h.apiserverWrites(ctx); err == nil && written != nil {
+		figures.APIServerWrites = map[string]float64{}
+		for k, v := range now {
+			if d := v - written[k]; d > 0 {
+				figures.APIServerWrites[k] = d
+			}
+		}
+	}
 	if err != nil {
 		for _, a := range h.obs.snapshot(appSets...) {
 			if _, ok := a.done[commit]; !ok {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -180,6 +181,49 @@ func (h *rolloutHub) cpuClock() cpuClock {
 		c.appSets = u.CPUSeconds
 	}
 	return c
+}
+
+// apiserverWrites reads the apiserver's own count of the writes it answered so far, by resource
+// (with its subresource) and verb: "applications PATCH", "manifestworks/status PATCH".
+func (h *rolloutHub) apiserverWrites(ctx context.Context) (map[string]float64, error) {
+	hc, err := rest.HTTPClientFor(h.env.Config)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(h.env.Config.Host, "/")+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the apiserver's metrics: %s", resp.Status)
+	}
+	families, err := parseMetrics(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		switch labels["verb"] {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		default:
+			continue
+		}
+		resource := labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			resource += "/" + sub
+		}
+		out[resource+" "+labels["verb"]] += m.GetCounter().GetValue()
+	}
+	return out, nil
 }
 
 // profile keeps, in the background, CPU profiles of argocd-pull, of the ApplicationSet

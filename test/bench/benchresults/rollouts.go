@@ -1,7 +1,9 @@
 package benchresults
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,6 +86,10 @@ type Rollout struct {
 	// CPU is what each process of the hub used meanwhile: on two cores, what bounds the rollout.
 	// Nil in runs made before it was recorded.
 	CPU *CPUShare `json:"cpu,omitempty"`
+	// APIServerWrites counts the writes the apiserver answered meanwhile, by resource (with its
+	// subresource) and verb ("applications PATCH"), from its own metrics. Nil in runs made before
+	// it was recorded.
+	APIServerWrites map[string]float64 `json:"apiserverWrites,omitempty"`
 	// Per Application: RequestLag from the previous step done (the commit for the first) until the
 	// ApplicationSet controller's sync request was on the hub Application; Delivery from that
 	// request (without RollingSync: from the commit, the Applications syncing themselves) until the
@@ -243,6 +249,14 @@ func (r RolloutReport) RolloutTable() string {
 		}
 	}
 	cpu("the new revision: cores busy", func(res RolloutResult) *Rollout { return res.NewRevision })
+	if slices.ContainsFunc(r.Results, func(res RolloutResult) bool { return res.NewRevision != nil && res.NewRevision.APIServerWrites != nil }) {
+		row("the new revision: the apiserver's writes, most first", func(res RolloutResult) string {
+			if res.NewRevision == nil || res.NewRevision.APIServerWrites == nil {
+				return "-"
+			}
+			return mostWrites(res.NewRevision.APIServerWrites, 5)
+		})
+	}
 	row("syncs per Application (1: each asked once)", func(res RolloutResult) string {
 		if res.NewRevision == nil {
 			return "-"
@@ -301,6 +315,22 @@ func (r RolloutReport) RolloutTable() string {
 		})
 	}
 	return b.String()
+}
+
+// mostWrites is the n largest counts of writes, "applications PATCH 4,102, ...".
+func mostWrites(writes map[string]float64, n int) string {
+	keys := slices.Collect(maps.Keys(writes))
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := cmp.Compare(writes[b], writes[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, 0, n)
+	for _, k := range keys[:min(n, len(keys))] {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, writes[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func seconds(p Percentiles) string {
