@@ -261,8 +261,8 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 	res.FirstRollout = &first
 	report("first rollout", first)
 	cfg.progress("    first delivery per Application: %s; from its own creation %s", fromSet, fromOwn)
-	if err != nil {
-		return res, finishWith(finish, err)
+	if err := finishWith(finish, err); err != nil {
+		return res, err
 	}
 
 	scenarios := []struct {

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -474,4 +475,99 @@ func TestRollingSyncWaitsForAStaleStep(t *testing.T) {
 		msg := staleOnHub()
 		return msg == "", fmt.Errorf("condition %s: %q", appstatus.StaleCondition, msg)
 	})
+}
+
+// A cluster held behind its fleet by the RollingSync barrier is freed when the ApplicationSet
+// stops using RollingSync, and when the cluster that went ahead leaves it; Argo CD's API server
+// shows it so. cluster1's Argo CD is stopped, so cluster1 keeps reporting Synced at the old
+// revision (its work agent still runs), while cluster2 finds the new commit and reports OutOfSync
+// at it: cluster1 is behind.
+func TestRollingSyncFreesAClusterHeldBehind(t *testing.T) {
+	requireLab(t)
+	hub, _ := clients(t)
+	commit := func(revision string) string {
+		t.Helper()
+		sha, err := lab.CommitFiles("held "+revision, map[string]string{"held/rollout.yaml": configMap("held", nil, map[string]string{"revision": revision})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sha
+	}
+	key := func(cluster string) types.NamespacedName {
+		return types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: cluster + "-held"}
+	}
+	cli := loginArgoCD(t)
+	// shows is cluster1's sync status and revision as `argocd app get` reads them from Argo CD's
+	// API server.
+	shows := func(want, sha string) func() (bool, error) {
+		return func() (bool, error) {
+			out, err := cli.run(time.Minute, "app", "get", sandbox.ArgoNamespace+"/"+key("cluster1").Name, "-o", "json")
+			if err != nil {
+				return false, fmt.Errorf("argocd app get: %v: %s", err, out)
+			}
+			var app struct {
+				Status struct {
+					Sync struct{ Status, Revision string }
+				}
+			}
+			if err := json.Unmarshal([]byte(out), &app); err != nil {
+				return false, fmt.Errorf("argocd app get: %v: %s", err, out)
+			}
+			got := app.Status.Sync
+			return got.Status == want && got.Revision == sha, fmt.Errorf("argocd app get: %s at %s", got.Status, got.Revision)
+		}
+	}
+	manifest := strings.NewReplacer("name: rollout\n", "name: held-rollout\n", "'{{name}}-rollout'", "'{{name}}-held'",
+		"path: rollout", "path: held", "namespace: rollout", "namespace: held").Replace(rolloutAppSet)
+	sha1 := commit("one")
+	createAppSet(t, hub, manifest)
+	eventually(t, "revision one Synced and Healthy on both clusters", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		return doneAt(hub, key("cluster1"), sha1) && doneAt(hub, key("cluster2"), sha1), nil
+	})
+
+	if err := lab.Stop("cluster1-argocd-application-controller"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lab.Start(ctx, "cluster1-argocd-application-controller") })
+	sha2 := commit("two")
+	eventually(t, "cluster2 OutOfSync at revision two, cluster1 held behind", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		sync2, _, rev2 := hubState(hub, key("cluster2"))
+		return sync2 == "OutOfSync" && rev2 == sha2, nil
+	})
+	eventually(t, "cluster1 OutOfSync at revision one, through argocd app get", 30*time.Second, "hub-argocd-pull.log", shows("OutOfSync", sha1))
+
+	patch := func(spec map[string]any) {
+		t.Helper()
+		set := &unstructured.Unstructured{}
+		set.SetGroupVersionKind(argocd.ApplicationSetGVK)
+		set.SetNamespace(sandbox.ArgoNamespace)
+		set.SetName("held-rollout")
+		data, _ := json.Marshal(map[string]any{"spec": spec})
+		if err := hub.Patch(ctx, set, client.RawPatch(types.MergePatchType, data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The ApplicationSet stops using RollingSync: cluster1 reads what its cluster reports.
+	strategy := &unstructured.Unstructured{}
+	if err := hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "held-rollout"}, strategy); err != nil {
+		t.Fatal(err)
+	}
+	rolling, _, _ := unstructured.NestedMap(strategy.Object, "spec", "strategy")
+	patch(map[string]any{"strategy": nil})
+	eventually(t, "cluster1 Synced at revision one once the ApplicationSet left RollingSync", 30*time.Second, "hub-argocd-pull.log", shows("Synced", sha1))
+
+	// Back to RollingSync: held behind again.
+	patch(map[string]any{"strategy": rolling})
+	eventually(t, "cluster1 OutOfSync at revision one again under RollingSync", 30*time.Second, "hub-argocd-pull.log", shows("OutOfSync", sha1))
+
+	// The cluster that went ahead leaves the ApplicationSet (its generator passes cluster2 over):
+	// its Application is deleted, and cluster1 is free.
+	generators, _, _ := unstructured.NestedSlice(strategy.Object, "spec", "generators")
+	generators[0].(map[string]any)["selector"] = map[string]any{"matchExpressions": []any{
+		map[string]any{"key": "name", "operator": "NotIn", "values": []any{"cluster2"}}}}
+	patch(map[string]any{"generators": generators})
+	eventually(t, "cluster2's Application gone", 2*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		return apierrors.IsNotFound(hub.Get(ctx, key("cluster2"), argocd.NewApplication())), nil
+	})
+	eventually(t, "cluster1 Synced at revision one once cluster2 left", 30*time.Second, "hub-argocd-pull.log", shows("Synced", sha1))
 }
