@@ -151,6 +151,7 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 	patience := 2*time.Minute + time.Duration(want)*250*time.Millisecond + time.Duration(max(steps, 1))*(syncFor+30*time.Second)
 	began := h.cpuClock()
 	written, _ := h.apiserverWrites(ctx)
+	asked, _ := h.ctl.scrape(ctx)
 	err := waitFor(ctx, patience, what, h.logPath, func() (bool, string) {
 		done, requested, started := 0, 0, 0
 		h.obs.each(appSets, func(a *observed) {
@@ -169,6 +170,14 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 	figures := rolloutFigures(h.obs.snapshot(appSets...), start, commit, max(steps, 1), syncFor)
 	cpu := h.cpuClock().since(began)
 	figures.CPU = &cpu
+	if now, err := h.ctl.scrape(ctx); err == nil && asked.Requests != nil {
+		figures.ControllerRequests = map[string]float64{}
+		for method, n := range now.Requests {
+			if d := n - asked.Requests[method]; d > 0 {
+				figures.ControllerRequests[method] = d
+			}
+		}
+	}
 	if now, err := h.apiserverWrites(ctx); err == nil && written != nil {
 		figures.APIServerWrites = map[string]float64{}
 		for k, v := range now {

@@ -183,8 +183,13 @@ func (h *rolloutHub) cpuClock() cpuClock {
 	return c
 }
 
+// storedUpdate names, in apiserverWrites, the updates that reached etcd: "applications stored".
+const storedUpdate = "stored"
+
 // apiserverWrites reads the apiserver's own count of the writes it answered so far, by resource
-// (with its subresource) and verb: "applications PATCH", "manifestworks/status PATCH".
+// (with its subresource) and verb: "applications PATCH", "manifestworks/status PATCH"; and by
+// resource the updates it stored in etcd ("applications stored": its PATCHes and PUTs, those of
+// its subresources too, less those that changed nothing).
 func (h *rolloutHub) apiserverWrites(ctx context.Context) (map[string]float64, error) {
 	hc, err := rest.HTTPClientFor(h.env.Config)
 	if err != nil {
@@ -222,6 +227,16 @@ func (h *rolloutHub) apiserverWrites(ctx context.Context) (map[string]float64, e
 			resource += "/" + sub
 		}
 		out[resource+" "+labels["verb"]] += m.GetCounter().GetValue()
+	}
+	// What reached etcd: a write that changes nothing is answered without one.
+	for _, m := range families["etcd_requests_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["operation"] == "update" {
+			out[labels["resource"]+" "+storedUpdate] += m.GetCounter().GetValue()
+		}
 	}
 	return out, nil
 }

@@ -87,9 +87,13 @@ type Rollout struct {
 	// Nil in runs made before it was recorded.
 	CPU *CPUShare `json:"cpu,omitempty"`
 	// APIServerWrites counts the writes the apiserver answered meanwhile, by resource (with its
-	// subresource) and verb ("applications PATCH"), from its own metrics. Nil in runs made before
-	// it was recorded.
+	// subresource) and verb ("applications PATCH"), and by resource those it stored in etcd
+	// ("applications stored": a write that changes nothing is not stored), from its own metrics.
+	// Nil in runs made before it was recorded.
 	APIServerWrites map[string]float64 `json:"apiserverWrites,omitempty"`
+	// ControllerRequests counts argocd-pull's own requests meanwhile, by HTTP method: its share
+	// of APIServerWrites. Nil in runs made before it was recorded.
+	ControllerRequests map[string]float64 `json:"controllerRequests,omitempty"`
 	// Per Application: RequestLag from the previous step done (the commit for the first) until the
 	// ApplicationSet controller's sync request was on the hub Application; Delivery from that
 	// request (without RollingSync: from the commit, the Applications syncing themselves) until the
@@ -250,11 +254,17 @@ func (r RolloutReport) RolloutTable() string {
 	}
 	cpu("the new revision: cores busy", func(res RolloutResult) *Rollout { return res.NewRevision })
 	if slices.ContainsFunc(r.Results, func(res RolloutResult) bool { return res.NewRevision != nil && res.NewRevision.APIServerWrites != nil }) {
-		row("the new revision: the apiserver's writes, most first", func(res RolloutResult) string {
+		row("the new revision: the apiserver's writes (stored: those that reached etcd), most first", func(res RolloutResult) string {
 			if res.NewRevision == nil || res.NewRevision.APIServerWrites == nil {
 				return "-"
 			}
 			return mostWrites(res.NewRevision.APIServerWrites, 5)
+		})
+		row("the new revision: argocd-pull's requests", func(res RolloutResult) string {
+			if res.NewRevision == nil || res.NewRevision.ControllerRequests == nil {
+				return "-"
+			}
+			return mostWrites(res.NewRevision.ControllerRequests, 5)
 		})
 	}
 	row("syncs per Application (1: each asked once)", func(res RolloutResult) string {
