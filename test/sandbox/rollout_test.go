@@ -365,6 +365,33 @@ func createAppSet(t *testing.T, hub client.Client, manifest string) {
 	t.Cleanup(func() { _ = hub.Delete(ctx, appSet) })
 }
 
+// rolloutOf creates the lab's rollout ApplicationSet under another name (<name>-rollout, its
+// Applications <cluster>-<name>, deploying the repository's <name> directory into namespace
+// <name>), commits revision one there and waits until both clusters run it. It returns a commit of
+// a revision to that directory, the key of a cluster's hub Application, and revision one's SHA.
+func rolloutOf(t *testing.T, hub client.Client, name string) (commit func(revision string) string, key func(cluster string) types.NamespacedName, sha1 string) {
+	t.Helper()
+	commit = func(revision string) string {
+		t.Helper()
+		sha, err := lab.CommitFiles(name+" "+revision, map[string]string{name + "/rollout.yaml": configMap(name, nil, map[string]string{"revision": revision})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sha
+	}
+	key = func(cluster string) types.NamespacedName {
+		return types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: cluster + "-" + name}
+	}
+	manifest := strings.NewReplacer("name: rollout\n", "name: "+name+"-rollout\n", "'{{name}}-rollout'", "'{{name}}-"+name+"'",
+		"path: rollout", "path: "+name, "namespace: rollout", "namespace: "+name).Replace(rolloutAppSet)
+	sha1 = commit("one")
+	createAppSet(t, hub, manifest)
+	eventually(t, "revision one Synced and Healthy on both clusters", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		return doneAt(hub, key("cluster1"), sha1) && doneAt(hub, key("cluster2"), sha1), nil
+	})
+	return commit, key, sha1
+}
+
 // appSetStatusOf is the ApplicationSet controller's status for one Application of set
 // ("Waiting", "Pending", "Progressing", "Healthy"), "" when it lists none.
 func appSetStatusOf(hub client.Client, set, app string) string {
@@ -389,25 +416,8 @@ func appSetStatusOf(hub client.Client, set, app string) string {
 func TestRollingSyncWaitsForAStaleStep(t *testing.T) {
 	requireLab(t)
 	hub, spokes := clients(t)
-	commit := func(revision string) string {
-		t.Helper()
-		sha, err := lab.CommitFiles("stale step "+revision, map[string]string{"stale/rollout.yaml": configMap("stale", nil, map[string]string{"revision": revision})})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sha
-	}
-	key := func(cluster string) types.NamespacedName {
-		return types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: cluster + "-stale"}
-	}
+	commit, key, _ := rolloutOf(t, hub, "stale")
 	healthyAt := func(cluster, sha string) bool { return doneAt(hub, key(cluster), sha) }
-	manifest := strings.NewReplacer("name: rollout\n", "name: stale-rollout\n", "'{{name}}-rollout'", "'{{name}}-stale'",
-		"path: rollout", "path: stale", "namespace: rollout", "namespace: stale").Replace(rolloutAppSet)
-	sha1 := commit("one")
-	createAppSet(t, hub, manifest)
-	eventually(t, "revision one Synced and Healthy on both clusters", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
-		return healthyAt("cluster1", sha1) && healthyAt("cluster2", sha1), nil
-	})
 
 	// cluster2 (the second step) is cut off; a new revision is committed.
 	if err := lab.Stop("cluster2-agents"); err != nil {
@@ -485,17 +495,7 @@ func TestRollingSyncWaitsForAStaleStep(t *testing.T) {
 func TestRollingSyncFreesAClusterHeldBehind(t *testing.T) {
 	requireLab(t)
 	hub, _ := clients(t)
-	commit := func(revision string) string {
-		t.Helper()
-		sha, err := lab.CommitFiles("held "+revision, map[string]string{"held/rollout.yaml": configMap("held", nil, map[string]string{"revision": revision})})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sha
-	}
-	key := func(cluster string) types.NamespacedName {
-		return types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: cluster + "-held"}
-	}
+	commit, key, sha1 := rolloutOf(t, hub, "held")
 	cli := loginArgoCD(t)
 	// shows is cluster1's sync status and revision as `argocd app get` reads them from Argo CD's
 	// API server.
@@ -517,13 +517,6 @@ func TestRollingSyncFreesAClusterHeldBehind(t *testing.T) {
 			return got.Status == want && got.Revision == sha, fmt.Errorf("argocd app get: %s at %s", got.Status, got.Revision)
 		}
 	}
-	manifest := strings.NewReplacer("name: rollout\n", "name: held-rollout\n", "'{{name}}-rollout'", "'{{name}}-held'",
-		"path: rollout", "path: held", "namespace: rollout", "namespace: held").Replace(rolloutAppSet)
-	sha1 := commit("one")
-	createAppSet(t, hub, manifest)
-	eventually(t, "revision one Synced and Healthy on both clusters", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
-		return doneAt(hub, key("cluster1"), sha1) && doneAt(hub, key("cluster2"), sha1), nil
-	})
 
 	if err := lab.Stop("cluster1-argocd-application-controller"); err != nil {
 		t.Fatal(err)
@@ -548,7 +541,7 @@ func TestRollingSyncFreesAClusterHeldBehind(t *testing.T) {
 		}
 	}
 	// The ApplicationSet stops using RollingSync: cluster1 reads what its cluster reports.
-	strategy := &unstructured.Unstructured{}
+	strategy := argocd.NewApplicationSet()
 	if err := hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "held-rollout"}, strategy); err != nil {
 		t.Fatal(err)
 	}
