@@ -255,29 +255,9 @@ func (m metricsSnapshot) writes() float64 {
 
 func (p *controllerProcess) scrape(ctx context.Context) (metricsSnapshot, error) {
 	snap := metricsSnapshot{Requests: map[string]float64{}, Reconciles: map[string]float64{}, QueueWait: map[string]sumCount{}, Work: map[string]sumCount{}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metrics, nil)
+	families, err := fetchMetrics(ctx, http.DefaultClient, p.metrics)
 	if err != nil {
 		return snap, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return snap, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return snap, fmt.Errorf("metrics: %s", resp.Status)
-	}
-	families, err := parseMetrics(resp.Body)
-	if err != nil {
-		return snap, err
-	}
-	label := func(m *dto.Metric, name string) string {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == name {
-				return l.GetValue()
-			}
-		}
-		return ""
 	}
 	for _, m := range families["rest_client_requests_total"].GetMetric() {
 		snap.Requests[label(m, "method")] += m.GetCounter().GetValue()
@@ -295,6 +275,33 @@ func (p *controllerProcess) scrape(ctx context.Context) (metricsSnapshot, error)
 		snap.Work[label(m, "name")] = sumCount{m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())}
 	}
 	return snap, nil
+}
+
+// fetchMetrics reads and parses what a metrics endpoint (url) answers, through hc.
+func fetchMetrics(ctx context.Context, hc *http.Client, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metrics %s: %s", url, resp.Status)
+	}
+	return parseMetrics(resp.Body)
+}
+
+// label is the value of a metric's label name, "" when it has none.
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 func parseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {

@@ -195,47 +195,28 @@ func (h *rolloutHub) apiserverWrites(ctx context.Context) (map[string]float64, e
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(h.env.Config.Host, "/")+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the apiserver's metrics: %s", resp.Status)
-	}
-	families, err := parseMetrics(resp.Body)
+	families, err := fetchMetrics(ctx, hc, strings.TrimSuffix(h.env.Config.Host, "/")+"/metrics")
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]float64{}
 	for _, m := range families["apiserver_request_total"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		switch labels["verb"] {
+		verb := label(m, "verb")
+		switch verb {
 		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		default:
 			continue
 		}
-		resource := labels["resource"]
-		if sub := labels["subresource"]; sub != "" {
+		resource := label(m, "resource")
+		if sub := label(m, "subresource"); sub != "" {
 			resource += "/" + sub
 		}
-		out[resource+" "+labels["verb"]] += m.GetCounter().GetValue()
+		out[resource+" "+verb] += m.GetCounter().GetValue()
 	}
 	// What reached etcd: a write that changes nothing is answered without one.
 	for _, m := range families["etcd_requests_total"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if labels["operation"] == "update" {
-			out[labels["resource"]+" "+storedUpdate] += m.GetCounter().GetValue()
+		if label(m, "operation") == "update" {
+			out[label(m, "resource")+" "+storedUpdate] += m.GetCounter().GetValue()
 		}
 	}
 	return out, nil
