@@ -171,20 +171,10 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 	cpu := h.cpuClock().since(began)
 	figures.CPU = &cpu
 	if now, err := h.ctl.scrape(ctx); err == nil && asked.Requests != nil {
-		figures.ControllerRequests = map[string]float64{}
-		for method, n := range now.Requests {
-			if d := n - asked.Requests[method]; d > 0 {
-				figures.ControllerRequests[method] = d
-			}
-		}
+		figures.ControllerRequests = grown(asked.Requests, now.Requests)
 	}
 	if now, err := h.apiserverWrites(ctx); err == nil && written != nil {
-		figures.APIServerWrites = map[string]float64{}
-		for k, v := range now {
-			if d := v - written[k]; d > 0 {
-				figures.APIServerWrites[k] = d
-			}
-		}
+		figures.APIServerWrites = grown(written, now)
 	}
 	if err != nil {
 		for _, a := range h.obs.snapshot(appSets...) {
@@ -372,4 +362,15 @@ func writeRolloutResults(report benchresults.RolloutReport, dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(report.RolloutMarkdown()), 0o644)
+}
+
+// grown is what each counter of now gained since before, those that did.
+func grown(before, now map[string]float64) map[string]float64 {
+	d := map[string]float64{}
+	for k, v := range now {
+		if v > before[k] {
+			d[k] = v - before[k]
+		}
+	}
+	return d
 }

@@ -30,3 +30,9 @@ func TestTheSetupStepHoldsEveryStepsClusters(t *testing.T) {
 	g.Expect(values(rollingSync(3, false))).To(Equal([][]any{{"0"}, {"1"}, {"2"}}))
 	g.Expect(values(rollingSync(3, true))).To(Equal([][]any{{"0", "1", "2"}}))
 }
+
+func TestGrownCountsOnlyWhatGained(t *testing.T) {
+	g := NewWithT(t)
+	got := grown(map[string]float64{"PATCH": 10, "GET": 4}, map[string]float64{"PATCH": 25, "GET": 4, "PUT": 2})
+	g.Expect(got).To(Equal(map[string]float64{"PATCH": 15, "PUT": 2}))
+}
