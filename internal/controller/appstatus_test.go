@@ -258,6 +258,58 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	h.g.Expect(id3).NotTo(Equal(id1))
 }
 
+// A sync the managed cluster finished while the hub still holds its request (its Argo CD has not
+// compared the Application since): a change of the Application in that moment re-applies the
+// payload, and a payload that still carried .operation would have the managed Argo CD run the
+// sync a second time. The changed payload carries no operation, and it does not come back once the
+// hub clears the request.
+func TestAFinishedSyncIsNotCarriedAgainByAChangeBeforeTheHubClearsIt(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	h.app("web", cluster)
+	w := h.work("web", cluster)
+	h.report("web", cluster, w.Generation, map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced"})
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Healthy"))
+
+	h.updateApp("web", func(u *unstructured.Unstructured) {
+		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{}}
+	})
+	var id string
+	h.g.Eventually(func() string {
+		w = h.work("web", cluster)
+		id = payload(t, w, 0).GetAnnotations()[api.SyncDeliveryAnnotation]
+		return id
+	}, timeout, interval).ShouldNot(BeEmpty())
+	finished := func(syncStatus, reconciledAt string) map[string]string {
+		return map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: syncStatus,
+			manifestwork.FeedbackSyncDelivered: id, manifestwork.FeedbackSyncStarted: id, manifestwork.FeedbackPhase: "Succeeded",
+			manifestwork.FeedbackStartedAt: "2026-11-26T10:00:00Z", manifestwork.FeedbackFinishedAt: "2026-11-26T10:00:05Z",
+			manifestwork.FeedbackReconciledAt: reconciledAt}
+	}
+	// Finished, not compared since: the hub keeps the request and shows the operation Running.
+	h.report("web", cluster, w.Generation, finished("OutOfSync", "2026-11-26T09:59:00Z"))
+	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "phase") }, timeout, interval).Should(Equal("Running"))
+	h.g.Expect(h.getApp("web").Object).To(HaveKey("operation"))
+
+	// A commit changes the Application meanwhile: the work changes, without the finished sync.
+	h.updateApp("web", func(u *unstructured.Unstructured) {
+		h.g.Expect(unstructured.SetNestedField(u.Object, "v3", "spec", "source", "targetRevision")).To(Succeed())
+	})
+	h.g.Eventually(func() string {
+		w = h.work("web", cluster)
+		revision, _, _ := unstructured.NestedString(payload(t, w, 0).Object, "spec", "source", "targetRevision")
+		return revision
+	}, timeout, interval).Should(Equal("v3"))
+	h.g.Expect(payload(t, w, 0).Object).NotTo(HaveKey("operation"), "the managed cluster finished it: applied again, it would run again")
+	h.g.Expect(h.getApp("web").Object).To(HaveKey("operation"), "the hub clears it once the cluster compared since")
+
+	// Compared since: the hub clears the request, and the payload never carries it again.
+	h.report("web", cluster, w.Generation, finished("Synced", "2026-11-26T10:00:06Z"))
+	h.g.Eventually(func() map[string]any { return h.getApp("web").Object }, timeout, interval).ShouldNot(HaveKey("operation"))
+	h.g.Expect(statusField(h.getApp("web"), "operationState", "phase")).To(Equal("Succeeded"))
+	h.g.Consistently(func() map[string]any { return payload(t, h.work("web", cluster), 0).Object }, 2*time.Second, 100*time.Millisecond).ShouldNot(HaveKey("operation"))
+}
+
 // Two clusters of a RollingSync ApplicationSet: when the second one's Argo CD finds a new commit
 // first, the first one must not read Synced at the old revision (its step would count as done and
 // the second step would sync before it). It reads Synced again once it caught up.

@@ -44,6 +44,9 @@ type Delivery struct {
 	// Terminate, when not 0, numbers the attempt to terminate the operation this request started
 	// (see planTerminate).
 	Terminate int `json:"terminate,omitempty"`
+	// Done is true once the payload no longer carries the request's .operation: the managed
+	// cluster finished it and the work changed before the hub cleared it (see WithdrawFinished).
+	Done bool `json:"done,omitempty"`
 }
 
 // Deliveries are the requests a ManifestWork's payload carries.
@@ -317,6 +320,27 @@ func planRefresh(hub Hub, d *Delivery, reported Reported, newID func() string) *
 	return &Delivery{ID: newID(), Hash: hash}
 }
 
+// WithdrawFinished marks the sync request next carries done when the managed cluster finished it:
+// the payload then carries its delivery ID, not its .operation. ok is false when there is none.
+//
+// The hub clears a finished request only once the cluster compared the Application since and the
+// hub shows the result (see readyToClear): seconds at best, longer on a busy hub. The work agent
+// applies the whole manifest whenever it changes, and Argo CD runs any .operation it finds: a
+// change of the work meanwhile (a commit the ApplicationSet writes into every Application) would
+// run the finished sync a second time. So a work that changes drops a finished request's
+// .operation, and keeps it dropped until the request leaves (Done travels in the deliveries).
+// A work that does not change keeps it: withdrawing it would be one more apply for each sync.
+func WithdrawFinished(next Deliveries, reported Reported) (Deliveries, bool) {
+	d := next.Sync
+	if d == nil || d.Done || next.Operation != nil || !reported.syncDone(d) {
+		return next, false
+	}
+	done := *d
+	done.Done = true
+	next.Sync = &done
+	return next, true
+}
+
 // KeepCleared puts back into next the request the hub has cleared, as the work carries it, while
 // the other request the work carries stays unchanged; ok is false when there is none to put back.
 // A refresh counts as cleared when the hub recorded it (RefreshDeliveredAnnotation) or when the
@@ -335,7 +359,8 @@ func KeepCleared(hub Hub, carried, next Deliveries, reported Reported) (Deliveri
 	switch {
 	case next.Refresh == nil && refreshCleared && sameDelivery(next.Sync, carried.Sync):
 		kept.Refresh, kept.RefreshValue = carried.Refresh, carried.RefreshValue
-	case next.Sync == nil && carried.Sync != nil && carried.Operation != nil && hub.SyncCleared == carried.Sync.ID && sameDelivery(next.Refresh, carried.Refresh):
+	case next.Sync == nil && carried.Sync != nil && (carried.Operation != nil || carried.Sync.Done) && hub.SyncCleared == carried.Sync.ID &&
+		sameDelivery(next.Refresh, carried.Refresh):
 		kept.Sync, kept.Operation = carried.Sync, carried.Operation
 	default:
 		return next, false

@@ -251,7 +251,7 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 		labels[api.ApplicationSetLabel] = "true"
 		annotations[api.HostingApplicationSetAnnotation] = app.GetNamespace() + "/" + appSet
 	}
-	if d := deliveries.Sync; d != nil {
+	if d := deliveries.Sync; d != nil && !d.Done {
 		op := deliveries.Operation
 		if op == nil {
 			hubOp, _ := app.Object["operation"].(map[string]any)
@@ -261,6 +261,8 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 			}
 		}
 		out.Object["operation"] = runtime.DeepCopyJSON(op)
+	}
+	if d := deliveries.Sync; d != nil {
 		annotations = withAnnotation(annotations, api.SyncDeliveryAnnotation, d.ID)
 	}
 	if d := deliveries.Refresh; d != nil {

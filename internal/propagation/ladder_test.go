@@ -291,6 +291,57 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 	})
 }
 
+// A sync the managed cluster finished, still on the hub (its Argo CD has not compared since): the
+// work keeps it while nothing else changes; a change rewrites the work without its .operation (the
+// work agent would apply it again and Argo CD run it twice), and it stays out until the hub clears
+// it.
+func TestAFinishedSyncLeavesThePayloadWithAChange(t *testing.T) {
+	g := NewWithT(t)
+	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
+	global := tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}}
+	ladder := func(app *unstructured.Unstructured, existing *workv1.ManifestWork, reported manifestwork.Reported) *workv1.ManifestWork {
+		f := Facts{App: app, Policy: Policy{ArgoCDNamespace: "argocd"}, Cluster: cluster, ClusterNamespace: true, Bindings: global,
+			NewDeliveryID: func() string { return "d1" }, Reported: reported}
+		if existing != nil {
+			f.Existing = existing
+			f.Carried = manifestwork.ParseDeliveries(existing.Annotations[api.DeliveriesAnnotation])
+			f.Carried.Operation, f.Carried.RefreshValue = manifestwork.PayloadRequests(existing)
+		}
+		v, err := Ladder(f)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(v.Refusal).To(BeNil())
+		return v.Work
+	}
+	operation := func(w *workv1.ManifestWork) any {
+		op, _ := manifestwork.PayloadRequests(w)
+		return op
+	}
+	requested := pullApp(func(u *unstructured.Unstructured) { u.Object["operation"] = map[string]any{"sync": map[string]any{}} })
+	carrying := ladder(requested, nil, manifestwork.Reported{})
+	g.Expect(operation(carrying)).NotTo(BeNil())
+
+	running := manifestwork.Reported{SyncDelivered: "d1", SyncHeld: "d1", SyncStarted: "d1", Phase: "Running"}
+	finished := manifestwork.Reported{SyncDelivered: "d1", SyncStarted: "d1", Phase: "Succeeded"}
+	committed := requested.DeepCopy()
+	g.Expect(unstructured.SetNestedField(committed.Object, "v2", "spec", "source", "targetRevision")).To(Succeed())
+
+	g.Expect(operation(ladder(committed, carrying, running))).NotTo(BeNil(), "a running operation is never withdrawn")
+	g.Expect(manifestwork.UpToDate(carrying, ladder(requested, carrying, finished))).To(BeTrue(), "finished, nothing else changed: nothing to write")
+
+	changed := ladder(committed, carrying, finished)
+	g.Expect(operation(changed)).To(BeNil(), "finished: applied again with the commit, it would run again")
+	g.Expect(manifestwork.ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Sync).To(HaveField("Done", BeTrue()))
+	g.Expect(manifestwork.UpToDate(changed, ladder(committed, changed, finished))).To(BeTrue(), "it stays out")
+
+	cleared := committed.DeepCopy()
+	delete(cleared.Object, "operation")
+	cleared.Object["status"] = map[string]any{"operationState": map[string]any{"phase": "Succeeded",
+		"operation": manifestwork.WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}
+	left := ladder(cleared, changed, finished)
+	g.Expect(left.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "the hub cleared it: it leaves")
+	g.Expect(operation(left)).To(BeNil())
+}
+
 func setAnn(u *unstructured.Unstructured, k, v string) {
 	a := u.GetAnnotations()
 	a[k] = v
