@@ -229,9 +229,12 @@ type Decision struct {
 	// Behind is true when a sibling went ahead to a revision its cluster has not compared
 	// against (Observed.Behind).
 	Behind bool
-	// Rewrite names the siblings to write before it: those its cluster puts behind, and those
-	// marked behind that the group's changes since their last write may have freed.
+	// Rewrite names the siblings its cluster puts behind: they are written before it.
 	Rewrite []string
+	// Recheck names the siblings marked behind that the group's changes since their last write
+	// freed: each one's own reconcile writes it, in any order (a sibling shown behind a little
+	// longer never lets a step run early).
+	Recheck []string
 	// Gen is the group's generation the decision read (see Evaluated).
 	Gen uint64
 }
@@ -246,7 +249,17 @@ func (v *RollingSets) Decide(set types.NamespacedName, app types.NamespacedName,
 		return Decision{}
 	}
 	g := v.sets[set][own.Source]
-	return Decision{Behind: g.behind(revision), Rewrite: g.rewrite(app.Name, own.Member), Gen: g.gen}
+	d := Decision{Behind: g.behind(revision), Gen: g.gen}
+	for name, m := range g.members {
+		switch {
+		case name == app.Name:
+		case own.puts(m.Member):
+			d.Rewrite = append(d.Rewrite, name)
+		case g.frees(m):
+			d.Recheck = append(d.Recheck, name)
+		}
+	}
+	return d
 }
 
 // behind says whether a member of g went ahead to a revision other than revision.
@@ -260,23 +273,26 @@ func (g *group) behind(revision string) bool {
 }
 
 // Freed names the members of place marked behind that the group's changes since their last
-// write may have freed, after a member left it.
+// write freed, after a member left it (see Decision.Recheck).
 func (v *RollingSets) Freed(place Place) (names []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if g := v.sets[place.Set][place.Source]; g != nil {
-		return g.rewrite("", Member{})
-	}
-	return nil
-}
-
-func (g *group) rewrite(except string, own Member) (names []string) {
-	for name, m := range g.members {
-		if name != except && (own.puts(m.Member) || m.markedBehind() && m.evaluated < g.gen) {
-			names = append(names, name)
+		for name, m := range g.members {
+			if g.frees(m) {
+				names = append(names, name)
+			}
 		}
 	}
 	return names
+}
+
+// frees says whether m was marked behind before the group's last change, and no sibling holds it
+// behind now: no member went ahead to a revision other than the one the hub shows it at. While
+// one does, writing it again would only write what the hub shows (at 1,000 clusters, each change
+// of a step's members had every reconcile rewrite the hundreds still behind).
+func (g *group) frees(m *member) bool {
+	return m.markedBehind() && m.evaluated < g.gen && !g.behind(m.HubRevision)
 }
 
 // Evaluated records that app's status was written (or found unchanged) by d, decided for its

@@ -46,6 +46,8 @@ type AppStatusReconciler struct {
 	rolling *appstatus.RollingSets
 	// queue feeds the reconciles that again queues.
 	queue chan event.GenericEvent
+	// patches serialises each Application's status patches (see statusPatches).
+	patches statusPatches
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -91,9 +93,16 @@ func (r *AppStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	app := argocd.NewApplication()
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
-			return r.forget(ctx, req.NamespacedName)
+			r.patches.forget(req.NamespacedName)
+			r.forget(ctx, req.NamespacedName)
+			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if r.patches.pending(req.NamespacedName, app.GetResourceVersion()) {
+		// The cache has not brought back the last status patch yet: what is decided from it would
+		// repeat that patch, or undo part of it. The patch's own event reconciles this again.
+		return ctrl.Result{}, nil
 	}
 	result, recheck, err := r.write(ctx, app, true)
 	if err == nil && result.IsZero() && !recheck.IsZero() {
@@ -114,8 +123,8 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		return ctrl.Result{}, time.Time{}, err
 	}
 	if work == nil {
-		result, err := r.forget(ctx, key) // not propagated yet: the work's creation requeues this
-		return result, time.Time{}, err
+		r.forget(ctx, key) // not propagated yet: the work's creation requeues this
+		return ctrl.Result{}, time.Time{}, nil
 	}
 	obs := appstatus.Observe(work)
 	if obs.Stale, recheck, err = r.staleness(ctx, work, obs); err != nil {
@@ -130,13 +139,11 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	if member = member && rolling; member {
 		if left, moved := r.rolling.Put(set, key, own); moved {
 			// Its source changed: its leaving may free siblings of the old one.
-			if result, err := r.writeSiblings(ctx, key.Namespace, r.rolling.Freed(left)); err != nil || !result.IsZero() {
-				return result, time.Time{}, err
-			}
+			r.recheck(ctx, key.Namespace, r.rolling.Freed(left))
 		}
 		barrier = r.rolling.Decide(set, key, obs.Revision)
-	} else if result, err := r.forget(ctx, key); err != nil || !result.IsZero() {
-		return result, time.Time{}, err
+	} else {
+		r.forget(ctx, key)
 	}
 	if obs.Stale == "" && appstatus.Unanswered(app, obs) {
 		r.evaluated(ctx, key, barrier, obs.Revision)
@@ -148,10 +155,11 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	}
 	obs.Behind = barrier.Behind
 	if siblingsFirst {
-		// Put behind by what app reports now, or marked behind earlier and maybe no longer.
+		// Put behind by what app reports now; marked behind earlier and no longer.
 		if result, err := r.writeSiblings(ctx, key.Namespace, barrier.Rewrite); err != nil || !result.IsZero() {
 			return result, time.Time{}, err
 		}
+		r.recheck(ctx, key.Namespace, barrier.Recheck)
 	}
 
 	// Whether the hub already shows the sync status the cluster settled on (see manifestwork.Clears).
@@ -204,11 +212,23 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	if conditionsChanged && len(obs.Trimmed) > 0 {
 		ctrl.LoggerFrom(ctx).Info("Cutting the managed cluster's feedback to its caps", "manifestWork", klog.KObj(work), "cut", obs.Trimmed)
 	}
-	if err := r.Patch(ctx, updated, patch); err != nil {
+	data, err := patch.Data(updated)
+	if err != nil {
+		return ctrl.Result{}, time.Time{}, fmt.Errorf("computing the status patch of %s: %w", key, err)
+	}
+	sent, err := r.patches.send(key, app.GetResourceVersion(), data, func() (string, error) {
+		err := r.Patch(ctx, updated, client.RawPatch(patch.Type(), data))
+		return updated.GetResourceVersion(), err
+	})
+	if err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: conflictRetry}, time.Time{}, nil
 		}
 		return ctrl.Result{}, time.Time{}, client.IgnoreNotFound(err)
+	}
+	if !sent {
+		// A sibling's write of what its own reconcile wrote a moment ago: the hub shows it.
+		clearSync, clearRefresh = false, false
 	}
 	if member {
 		// What the hub shows now, before the watch brings it back. In the place decided from: the
@@ -295,13 +315,22 @@ func (r *AppStatusReconciler) staleness(ctx context.Context, work *workv1.Manife
 	return reason, recheck, nil
 }
 
-// forget removes key from the RollingSync view, and writes the siblings its leaving may free.
-func (r *AppStatusReconciler) forget(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
-	left, ok := r.rolling.Forget(key)
-	if !ok {
-		return ctrl.Result{}, nil
+// forget removes key from the RollingSync view, and queues the siblings its leaving frees.
+func (r *AppStatusReconciler) forget(ctx context.Context, key types.NamespacedName) {
+	if left, ok := r.rolling.Forget(key); ok {
+		r.recheck(ctx, key.Namespace, r.rolling.Freed(left))
 	}
-	return r.writeSiblings(ctx, key.Namespace, r.rolling.Freed(left))
+}
+
+// recheck queues the reconciles of the named Applications of namespace, freed by a sibling's
+// change: each one's own reconcile writes it. Written by every sibling's reconcile instead, the
+// members of a step finishing together were written by each other's reconciles at once, each
+// from its own view: in a rollout of 100 clusters, nearly half the status patches repeated one
+// already sent.
+func (r *AppStatusReconciler) recheck(ctx context.Context, namespace string, names []string) {
+	for _, name := range names {
+		r.again(ctx, types.NamespacedName{Namespace: namespace, Name: name})
+	}
 }
 
 // writeSiblings writes the named Applications of namespace (see write). One that could not be
