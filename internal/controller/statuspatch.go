@@ -1,7 +1,7 @@
 package controller
 
 import (
-	"bytes"
+	"crypto/sha256"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +19,7 @@ type statusPatches struct {
 type lastPatch struct {
 	mu   sync.Mutex
 	from string // the resourceVersion the patch was computed from
-	data []byte
+	sum  [sha256.Size]byte
 }
 
 func (s *statusPatches) of(key types.NamespacedName) *lastPatch {
@@ -44,10 +44,10 @@ func (s *statusPatches) pending(key types.NamespacedName, rv string) bool {
 // resourceVersion answered), unless that patch was sent from rv already. Patches of the same key
 // never overlap.
 func (s *statusPatches) send(key types.NamespacedName, rv string, data []byte, patch func() (string, error)) (sent bool, err error) {
-	last := s.of(key)
+	last, sum := s.of(key), sha256.Sum256(data)
 	last.mu.Lock()
 	defer last.mu.Unlock()
-	if last.from == rv && bytes.Equal(last.data, data) {
+	if last.from == rv && last.sum == sum {
 		return false, nil
 	}
 	answered, err := patch()
@@ -55,7 +55,7 @@ func (s *statusPatches) send(key types.NamespacedName, rv string, data []byte, p
 		return false, err
 	}
 	if answered != rv { // a patch that changed nothing brings no event back
-		last.from, last.data = rv, data
+		last.from, last.sum = rv, sum
 	}
 	return true, nil
 }
