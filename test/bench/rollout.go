@@ -35,6 +35,10 @@ type rolloutConfig struct {
 	// appSetQPS is the ApplicationSet controller's client limit (ARGOCD_K8S_CLIENT_QPS; its burst
 	// is twice that, as Argo CD's default).
 	appSetQPS float64
+	// appSetMaxResources caps the resources the ApplicationSet controller keeps in an
+	// ApplicationSet's status (ARGOCD_APPLICATIONSET_CONTROLLER_MAX_RESOURCES_STATUS_COUNT; 0: all,
+	// Argo CD's default).
+	appSetMaxResources int
 }
 
 // The rollout scenarios that --rollout-scenarios names, in the order they run.
@@ -220,7 +224,8 @@ func (h *rolloutHub) explain(ctx context.Context, name string) string {
 // measureRollouts runs the rollout scenarios at one size on a fresh hub; keep is called with the
 // result after each scenario, so that a later one that fails keeps the earlier ones.
 func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters int, keep func(benchresults.RolloutResult) error) (res benchresults.RolloutResult, err error) {
-	res = benchresults.RolloutResult{Clusters: clusters, SyncSeconds: rc.syncFor.Seconds(), Steps: rc.steps, ApplicationSetClientQPS: rc.appSetQPS}
+	res = benchresults.RolloutResult{Clusters: clusters, SyncSeconds: rc.syncFor.Seconds(), Steps: rc.steps, ApplicationSetClientQPS: rc.appSetQPS,
+		ApplicationSetMaxResourcesStatusCount: rc.appSetMaxResources}
 	b := simagent.Behaviour{SyncDuration: rc.syncFor, Fails: func(target string) bool { return strings.HasSuffix(target, failingSuffix) },
 		Resync: cfg.resync, Jitter: cfg.jitter}
 	f := newFleet(clusters, 0)

@@ -155,6 +155,9 @@ func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet,
 	}
 	args, env := sandbox.ApplicationSetControllerArgs(kubeconfig, argoNamespace, addrs[0], addrs[1], addrs[2])
 	env = append(env, fmt.Sprintf("ARGOCD_K8S_CLIENT_QPS=%g", ro.appSetQPS), fmt.Sprintf("ARGOCD_K8S_CLIENT_BURST=%d", int(2*ro.appSetQPS)))
+	if ro.appSetMaxResources > 0 {
+		env = append(env, fmt.Sprintf("ARGOCD_APPLICATIONSET_CONTROLLER_MAX_RESOURCES_STATUS_COUNT=%d", ro.appSetMaxResources))
+	}
 	if cfg.profile > 0 {
 		// Its profiles answer only while this file says true (in a cluster, the mounted
 		// argocd-cmd-params-cm's applicationsetcontroller.profile.enabled).

@@ -35,6 +35,10 @@ type RolloutResult struct {
 	// second (ARGOCD_K8S_CLIENT_QPS, burst twice that; Argo CD's default is 50). 0 in runs made
 	// before it was recorded, which ran with the default.
 	ApplicationSetClientQPS float64 `json:"applicationSetClientQPS,omitempty"`
+	// ApplicationSetMaxResourcesStatusCount caps the resources the ApplicationSet controller keeps
+	// in an ApplicationSet's status (ARGOCD_APPLICATIONSET_CONTROLLER_MAX_RESOURCES_STATUS_COUNT);
+	// 0 for every one, Argo CD's default.
+	ApplicationSetMaxResourcesStatusCount int `json:"applicationSetMaxResourcesStatusCount,omitempty"`
 
 	// FirstRollout: a new RollingSync ApplicationSet, from its creation until every Application is
 	// Synced and Healthy at its first revision.
@@ -209,6 +213,14 @@ func (r RolloutReport) RolloutTable() string {
 		}
 		return fmt.Sprintf("%g requests/s, burst %d", qps, int(2*qps))
 	})
+	if slices.ContainsFunc(r.Results, func(res RolloutResult) bool { return res.ApplicationSetMaxResourcesStatusCount > 0 }) {
+		row("resources the ApplicationSet controller keeps in an ApplicationSet's status", func(res RolloutResult) string {
+			if res.ApplicationSetMaxResourcesStatusCount == 0 {
+				return "every one"
+			}
+			return fmt.Sprintf("%d at most", res.ApplicationSetMaxResourcesStatusCount)
+		})
+	}
 	row("a new RollingSync ApplicationSet, to every cluster", func(res RolloutResult) string { return rollout(res.FirstRollout) })
 	row("its first delivery per Application", func(res RolloutResult) string {
 		if res.FirstRollout == nil || res.FirstRollout.FirstDelivery == nil {
