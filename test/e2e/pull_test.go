@@ -270,6 +270,23 @@ func requestOnHub(t *testing.T, key types.NamespacedName, sync, refresh bool) {
 	})
 }
 
+// commitOnHub sets the hub Application's targetRevision, as a commit to its ApplicationSet's
+// template does.
+func commitOnHub(t *testing.T, key types.NamespacedName, revision string) {
+	t.Helper()
+	eventually(t, "a commit on the hub", step, func(ctx context.Context) (bool, error) {
+		got := application(key.Name)
+		if err := lab.hub.Client.Get(ctx, key, got); err != nil {
+			return false, err
+		}
+		if err := unstructured.SetNestedField(got.Object, revision, "spec", "source", "targetRevision"); err != nil {
+			return false, err
+		}
+		err := lab.hub.Client.Update(ctx, got)
+		return err == nil, err
+	})
+}
+
 func waitHubCleared(t *testing.T, key types.NamespacedName) {
 	t.Helper()
 	defer func() {
@@ -314,7 +331,7 @@ func pullApp(t *testing.T, name string) (types.NamespacedName, managedArgoCD) {
 
 // A sync that takes time stays on the managed cluster until its Argo CD finished it; the same sync
 // requested twice runs twice; a refresh likewise; each is then cleared from the hub, and nothing
-// brings it back.
+// brings it back, not even a commit before the hub cleared it.
 func TestEverySyncAndRefreshRunsOnceOnTheManagedCluster(t *testing.T) {
 	requireLab(t)
 	key, argo := pullApp(t, "sync-once")
@@ -352,6 +369,20 @@ func TestEverySyncAndRefreshRunsOnceOnTheManagedCluster(t *testing.T) {
 		}
 		if sync, _, err := hubRequests(context.Background(), key); err != nil || !sync {
 			return fmt.Sprintf("the hub cleared the sync before the managed cluster compared after it (err %v)", err)
+		}
+		return ""
+	})
+	// A commit meanwhile (the ApplicationSet controller writes it into the hub Application): the
+	// work agent applies the changed manifest, and one still carrying the finished operation would
+	// have Argo CD run it again.
+	commitOnHub(t, key, "v2")
+	eventually(t, "the commit on the managed cluster", step, func(ctx context.Context) (bool, error) {
+		revision, _, _ := unstructured.NestedString(managedApp(t, key).Object, "spec", "source", "targetRevision")
+		return revision == "v2", nil
+	})
+	throughout(t, 2*time.Second, func() string {
+		if _, op := managedApp(t, key).Object["operation"]; op {
+			return "the finished operation was applied to the managed cluster again with the commit; the work agent's log is " + lab.agentLog
 		}
 		return ""
 	})
