@@ -198,21 +198,12 @@ func TestLadderCarriesRequests(t *testing.T) {
 // the work agent apply the other again (a sync Argo CD just finished would run twice). It leaves
 // with the other, or with a change the work carries anyway.
 func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
-	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
-	global := tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}}
+	cluster, global := deliveryTarget()
 	ids := 0
 	ladder := func(g Gomega, app *unstructured.Unstructured, existing *workv1.ManifestWork) *workv1.ManifestWork {
 		f := Facts{App: app, Policy: Policy{ArgoCDNamespace: "argocd"}, Cluster: cluster, ClusterNamespace: true, Bindings: global,
 			NewDeliveryID: func() string { ids++; return fmt.Sprintf("d%d", ids) }}
-		if existing != nil {
-			f.Existing = existing
-			f.Carried = manifestwork.ParseDeliveries(existing.Annotations[api.DeliveriesAnnotation])
-			f.Carried.Operation, f.Carried.RefreshValue = manifestwork.PayloadRequests(existing)
-		}
-		v, err := Ladder(f)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(v.Refusal).To(BeNil())
-		return v.Work
+		return deliver(g, f, existing)
 	}
 	// The hub asks for a sync and a hard refresh: the work carries both.
 	requested := pullApp(func(u *unstructured.Unstructured) {
@@ -297,20 +288,11 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 // it.
 func TestAFinishedSyncLeavesThePayloadWithAChange(t *testing.T) {
 	g := NewWithT(t)
-	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
-	global := tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}}
+	cluster, global := deliveryTarget()
 	ladder := func(app *unstructured.Unstructured, existing *workv1.ManifestWork, reported manifestwork.Reported) *workv1.ManifestWork {
 		f := Facts{App: app, Policy: Policy{ArgoCDNamespace: "argocd"}, Cluster: cluster, ClusterNamespace: true, Bindings: global,
 			NewDeliveryID: func() string { return "d1" }, Reported: reported}
-		if existing != nil {
-			f.Existing = existing
-			f.Carried = manifestwork.ParseDeliveries(existing.Annotations[api.DeliveriesAnnotation])
-			f.Carried.Operation, f.Carried.RefreshValue = manifestwork.PayloadRequests(existing)
-		}
-		v, err := Ladder(f)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(v.Refusal).To(BeNil())
-		return v.Work
+		return deliver(g, f, existing)
 	}
 	operation := func(w *workv1.ManifestWork) any {
 		op, _ := manifestwork.PayloadRequests(w)
@@ -340,6 +322,27 @@ func TestAFinishedSyncLeavesThePayloadWithAChange(t *testing.T) {
 	left := ladder(cleared, changed, finished)
 	g.Expect(left.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "the hub cleared it: it leaves")
 	g.Expect(operation(left)).To(BeNil())
+}
+
+// deliveryTarget is a cluster every namespace may deliver to.
+func deliveryTarget() (*clusterv1.ManagedCluster, tenancy.Bindings) {
+	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
+	global := tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}}
+	return cluster, global
+}
+
+// deliver runs the ladder on f over the existing work (nil: none yet), with what that work
+// carries, and returns the work it delivers.
+func deliver(g Gomega, f Facts, existing *workv1.ManifestWork) *workv1.ManifestWork {
+	if existing != nil {
+		f.Existing = existing
+		f.Carried = manifestwork.ParseDeliveries(existing.Annotations[api.DeliveriesAnnotation])
+		f.Carried.Operation, f.Carried.RefreshValue = manifestwork.PayloadRequests(existing)
+	}
+	v, err := Ladder(f)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v.Refusal).To(BeNil())
+	return v.Work
 }
 
 func setAnn(u *unstructured.Unstructured, k, v string) {
