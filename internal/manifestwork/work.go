@@ -282,7 +282,8 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 	}
 	out.SetAnnotations(annotations)
 	out.SetFinalizers(app.GetFinalizers())
-	if d := deliveries.Sync; d != nil && d.Terminate > 0 {
+	if d := deliveries.Sync; d != nil && d.Terminate > 0 && !d.Done {
+		// Only beside its .operation (see planTerminate): alone, it would terminate the next one.
 		markTerminate(out.Object, d.Terminate)
 	}
 

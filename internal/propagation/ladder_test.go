@@ -1,6 +1,7 @@
 package propagation
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -315,6 +316,19 @@ func TestAFinishedSyncLeavesThePayloadWithAChange(t *testing.T) {
 	g.Expect(manifestwork.ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Sync).To(HaveField("Done", BeTrue()))
 	g.Expect(manifestwork.UpToDate(changed, ladder(committed, changed, finished))).To(BeTrue(), "it stays out")
 
+	// Terminated (argocd app terminate-op), then finished: the request to terminate leaves with the
+	// .operation, or it would terminate the next operation the cluster starts.
+	terminating := requested.DeepCopy()
+	terminating.Object["status"] = map[string]any{"operationState": map[string]any{"phase": manifestwork.PhaseTerminating,
+		"operation": manifestwork.WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}
+	terminated := ladder(terminating, carrying, running)
+	g.Expect(payloadOf(g, terminated, 0).Object).To(HaveKey("status"), "the running operation is asked to terminate")
+	terminatingCommitted := terminating.DeepCopy()
+	g.Expect(unstructured.SetNestedField(terminatingCommitted.Object, "v2", "spec", "source", "targetRevision")).To(Succeed())
+	withdrawn := payloadOf(g, ladder(terminatingCommitted, terminated, finished), 0).Object
+	g.Expect(withdrawn).NotTo(HaveKey("operation"))
+	g.Expect(withdrawn).NotTo(HaveKey("status"), "no request to terminate without its operation")
+
 	cleared := committed.DeepCopy()
 	delete(cleared.Object, "operation")
 	cleared.Object["status"] = map[string]any{"operationState": map[string]any{"phase": "Succeeded",
@@ -427,4 +441,11 @@ func TestLadderClaims(t *testing.T) {
 	again, err := Ladder(facts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(manifestwork.UpToDate(facts.Existing, again.Work)).To(BeTrue(), "a held work stays held: nothing to write")
+}
+
+// payloadOf decodes manifest i of w.
+func payloadOf(g Gomega, w *workv1.ManifestWork, i int) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	g.Expect(json.Unmarshal(w.Spec.Workload.Manifests[i].Raw, &u.Object)).To(Succeed())
+	return u
 }
