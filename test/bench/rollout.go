@@ -61,10 +61,11 @@ func parseRolloutScenarios(list string) (map[string]bool, error) {
 const failingSuffix = "-fails"
 
 // rolloutAppSet is an ApplicationSet of the documents' pull-model template over the bench
-// placement's clusters: with steps > 0, a RollingSync in that many steps, each Application in
-// step (its cluster's number - 1) mod steps (a label the template derives from the cluster's
-// name); with steps 0, no strategy, and the Applications sync themselves (automated policy).
-func rolloutAppSet(name, revision string, steps int) *unstructured.Unstructured {
+// placement's clusters. With steps > 0, each Application is labelled with its step, (its
+// cluster's number - 1) mod steps, which the template derives from the cluster's name. Rolling,
+// the ApplicationSet has a RollingSync in those steps; otherwise it has no strategy, and the
+// Applications sync themselves (automated policy).
+func rolloutAppSet(name, revision string, steps int, rolling bool) *unstructured.Unstructured {
 	labels := map[string]any{api.PullLabel: "true"}
 	syncPolicy := map[string]any{"syncOptions": []any{"CreateNamespace=true"}}
 	spec := map[string]any{
@@ -78,7 +79,9 @@ func rolloutAppSet(name, revision string, steps int) *unstructured.Unstructured 
 	}
 	if steps > 0 {
 		labels[stepLabel] = fmt.Sprintf(`{{ mod (sub (atoi (trimPrefix "cluster" .name)) 1) %d }}`, steps)
-		spec["strategy"] = rollingSync(steps, false)
+	}
+	if rolling {
+		spec["strategy"] = rollingSync(steps)
 	} else {
 		syncPolicy["automated"] = map[string]any{"prune": true}
 	}
@@ -106,20 +109,11 @@ func rolloutAppSet(name, revision string, steps int) *unstructured.Unstructured 
 	return set
 }
 
-// rollingSync is the RollingSync strategy over the step label's values 0..steps-1: a step each,
-// or, together, one step that holds them all (every Application syncs at once).
-func rollingSync(steps int, together bool) map[string]any {
+// rollingSync is the RollingSync strategy over the step label's values 0..steps-1, a step each.
+func rollingSync(steps int) map[string]any {
 	var list []any
-	match := func(values ...any) map[string]any {
-		return map[string]any{"matchExpressions": []any{map[string]any{"key": stepLabel, "operator": "In", "values": values}}}
-	}
-	var all []any
 	for s := range steps {
-		list = append(list, match(fmt.Sprint(s)))
-		all = append(all, fmt.Sprint(s))
-	}
-	if together {
-		list = []any{match(all...)}
+		list = append(list, map[string]any{"matchExpressions": []any{map[string]any{"key": stepLabel, "operator": "In", "values": []any{fmt.Sprint(s)}}}})
 	}
 	return map[string]any{"type": "RollingSync", "rollingSync": map[string]any{"steps": list}}
 }
@@ -258,7 +252,7 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 	// A new RollingSync ApplicationSet: its first revision, step by step. Every other scenario
 	// starts from it.
 	start := time.Now()
-	if err := h.c.Create(ctx, rolloutAppSet("rollout01", "v1", rc.steps)); err != nil {
+	if err := h.c.Create(ctx, rolloutAppSet("rollout01", "v1", rc.steps, true)); err != nil {
 		return res, err
 	}
 	first, err := h.await(ctx, "the first rollout of a new ApplicationSet", []string{"rollout01"}, clusters, start, "v1", rc.steps, rc.syncFor)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestRolloutScenariosAreChosenByName(t *testing.T) {
@@ -16,10 +17,11 @@ func TestRolloutScenariosAreChosenByName(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring(`"concurent" is none of new-revision, second-commit, failing-revision, no-rollingsync, concurrent`)))
 }
 
-func TestTheSetupStepHoldsEveryStepsClusters(t *testing.T) {
+func TestTheConcurrentSetupSyncsItselfInTheStepsItWillRollIn(t *testing.T) {
 	g := NewWithT(t)
-	values := func(strategy map[string]any) [][]any {
+	steps := func(set map[string]any) [][]any {
 		var out [][]any
+		strategy, _, _ := unstructured.NestedMap(set, "spec", "strategy")
 		for _, step := range strategy["rollingSync"].(map[string]any)["steps"].([]any) {
 			expr := step.(map[string]any)["matchExpressions"].([]any)[0].(map[string]any)
 			g.Expect(expr["key"]).To(Equal(stepLabel))
@@ -27,8 +29,24 @@ func TestTheSetupStepHoldsEveryStepsClusters(t *testing.T) {
 		}
 		return out
 	}
-	g.Expect(values(rollingSync(3, false))).To(Equal([][]any{{"0"}, {"1"}, {"2"}}))
-	g.Expect(values(rollingSync(3, true))).To(Equal([][]any{{"0", "1", "2"}}))
+	stepOf := func(set map[string]any) string {
+		label, _, _ := unstructured.NestedString(set, "spec", "template", "metadata", "labels", stepLabel)
+		return label
+	}
+	automated := func(set map[string]any) bool {
+		_, ok, _ := unstructured.NestedMap(set, "spec", "template", "spec", "syncPolicy", "automated")
+		return ok
+	}
+
+	rolling := rolloutAppSet("rollout01", "v1", 3, true).Object
+	g.Expect(steps(rolling)).To(Equal([][]any{{"0"}, {"1"}, {"2"}}))
+	g.Expect(automated(rolling)).To(BeFalse())
+
+	setup := rolloutAppSet("rollout02", "v6", 3, false).Object
+	g.Expect(setup["spec"]).NotTo(HaveKey("strategy"))
+	g.Expect(automated(setup)).To(BeTrue())
+	g.Expect(stepOf(setup)).To(Equal(stepOf(rolling)), "the setup labels each Application with the step it rolls in later")
+	g.Expect(stepOf(rolloutAppSet("plain01", "v1", 0, false).Object)).To(BeEmpty())
 }
 
 func TestGrownCountsOnlyWhatGained(t *testing.T) {

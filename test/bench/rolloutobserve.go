@@ -40,6 +40,8 @@ type observed struct {
 	// syncs counts, by commit, the syncs its cluster started (runs is the count seen so far).
 	syncs map[string]int
 	runs  int
+	// automated: the hub Application last seen had an automated sync policy.
+	automated bool
 	// operation is the hub Application's .operation last seen (JSON), "" when none: a request is
 	// new when it appears or changes, and counts for the commit the hub compared with then.
 	operation string
@@ -79,6 +81,7 @@ func (o *rolloutObserver) hubEvent(app *unstructured.Unstructured) {
 	sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
 	health, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
 	phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
+	_, automated, _ := unstructured.NestedMap(app.Object, "spec", "syncPolicy", "automated")
 	operation := ""
 	if op, ok := app.Object["operation"]; ok && op != nil {
 		raw, _ := json.Marshal(op)
@@ -100,6 +103,7 @@ func (o *rolloutObserver) hubEvent(app *unstructured.Unstructured) {
 		first(a.requested, revision, now)
 	}
 	a.operation = operation
+	a.automated = automated
 	switch {
 	case sync == "Synced" && health == "Healthy" && phase == "Succeeded":
 		first(a.done, revision, now)
