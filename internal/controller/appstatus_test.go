@@ -22,6 +22,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+	"github.com/argocd-pull/argocd-pull/internal/report"
 )
 
 func TestFeedbackReachesTheHubApplication(t *testing.T) {
@@ -340,6 +341,66 @@ func TestRollingSyncClusterBehindItsFleetIsNotSynced(t *testing.T) {
 	h.report("step1", c1, h.work("step1", c1).Generation, at("Synced", "r2"))
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r2"}))
 	h.g.Consistently(func() []string { return hub("step1") }, time.Second, 100*time.Millisecond).Should(Equal([]string{"Synced", "r2"}))
+}
+
+// A RollingSync step whose cluster's delivery is paused: the ApplicationSet controller's new
+// revision and sync request do not reach it, and while the cluster reports the revision it still
+// runs, its hub Application never reads what the ApplicationSet controller counts as done; it
+// and the report say it is paused. Resumed, the revision and the request are delivered.
+func TestAPausedClusterHoldsItsRollingSyncStep(t *testing.T) {
+	h := start(t)
+	set := h.appSet("rollout")
+	h.updateAppSet(set, map[string]any{"type": "RollingSync"})
+	cluster := h.cluster()
+	h.app("step1", cluster, ownedBy(set))
+	runs := func(compared string) map[string]string {
+		return map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced",
+			manifestwork.FeedbackRevision: "sha-of-" + compared, manifestwork.FeedbackComparedRepoURL: "https://git.example/apps",
+			manifestwork.FeedbackComparedPath: "guestbook", manifestwork.FeedbackComparedRevision: compared,
+			manifestwork.FeedbackPhase: "Succeeded", manifestwork.FeedbackStartedAt: "2026-11-26T10:00:00Z"}
+	}
+	h.report("step1", cluster, h.work("step1", cluster).Generation, runs("main"))
+	h.g.Eventually(func() bool { return rollingSyncSeesHealthy(h.getApp("step1")) }, timeout, interval).Should(BeTrue())
+
+	h.updateApp("step1", func(u *unstructured.Unstructured) { setAnnotation(u, api.PausedAnnotation, "incident-7") })
+	var paused *workv1.ManifestWork
+	h.g.Eventually(func() bool {
+		paused = h.writtenWork("step1", cluster)
+		return manifestwork.Paused(paused)
+	}, timeout, interval).Should(BeTrue())
+
+	// The ApplicationSet controller's step: the new revision, and a sync request.
+	h.updateApp("step1", func(u *unstructured.Unstructured) {
+		h.g.Expect(unstructured.SetNestedField(u.Object, "v2", "spec", "source", "targetRevision")).To(Succeed())
+		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": "applicationset-controller", "automated": true}, "sync": map[string]any{}}
+	})
+	h.report("step1", cluster, paused.Generation, runs("main"))
+	h.g.Eventually(func() string { return statusField(h.getApp("step1"), "sync", "status") }, timeout, interval).Should(Equal("OutOfSync"))
+	h.g.Consistently(func() bool { return rollingSyncSeesHealthy(h.getApp("step1")) }, 2*time.Second, 100*time.Millisecond).
+		Should(BeFalse(), "never done at v2 while the cluster runs main")
+	h.g.Expect(h.writtenWork("step1", cluster).ResourceVersion).To(Equal(paused.ResourceVersion), "nothing delivered while paused")
+	h.g.Expect(pausedMessage(h.getApp("step1"))).To(HavePrefix("delivery paused by the Application (incident-7)"))
+	h.g.Eventually(func() []string {
+		r, err := h.getReport("rollout")
+		if err != nil {
+			return nil
+		}
+		var types []string
+		for _, cc := range r.Statuses.ClusterConditions {
+			for _, c := range cc.Conditions {
+				types = append(types, c.Type)
+			}
+		}
+		return types
+	}, timeout, interval).Should(ContainElement(report.ConditionPaused))
+
+	// Resumed: the step's revision and request reach the cluster.
+	h.updateApp("step1", func(u *unstructured.Unstructured) { setAnnotation(u, api.PausedAnnotation, "false") })
+	h.g.Eventually(func() string {
+		revision, _, _ := unstructured.NestedString(payload(t, h.writtenWork("step1", cluster), 0).Object, "spec", "source", "targetRevision")
+		return revision
+	}, timeout, interval).Should(Equal("v2"))
+	h.g.Expect(payload(t, h.writtenWork("step1", cluster), 0).Object).To(HaveKey("operation"), "the sync requested meanwhile")
 }
 
 // The cluster that put its fleet behind leaves it: its Application is deleted, or wants another

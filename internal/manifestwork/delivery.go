@@ -327,8 +327,9 @@ func planRefresh(hub Hub, d *Delivery, reported Reported, newID func() string) *
 // hub shows the result (see readyToClear): seconds at best, longer on a busy hub. The work agent
 // applies the whole manifest whenever it changes, and Argo CD runs any .operation it finds: a
 // change of the work meanwhile (a commit the ApplicationSet controller writes into every
-// Application) would run the finished sync a second time. So a work that changes drops a finished request's
-// .operation, and keeps it dropped until the request leaves (Done travels in the deliveries).
+// Application) would run the finished sync a second time. So a work that changes drops a finished
+// request's .operation, and keeps it dropped until the request leaves (Done travels in the
+// deliveries).
 // A work that does not change keeps it: withdrawing it would be one more apply for each sync.
 func WithdrawFinished(next Deliveries, reported Reported) (Deliveries, bool) {
 	d := next.Sync
