@@ -144,13 +144,15 @@ func (h *rolloutHub) patchSpec(ctx context.Context, appSet string, spec map[stri
 func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, clusters int, start time.Time, revision string, steps int, syncFor time.Duration) (benchresults.Rollout, error) {
 	commit := simagent.Resolve(revision)
 	want := clusters * len(appSets)
-	// On two cores the hub makes, syncs and shows about 4 Applications a second at once (the
-	// concurrent scenario's setup of 9,000 at 1,000 clusters: 4,171 done after 17.5 minutes).
-	patience := 2*time.Minute + time.Duration(want)*250*time.Millisecond + time.Duration(max(steps, 1))*(syncFor+30*time.Second)
+	// It gives up once nothing moved (no Application requested, started or done at revision) for
+	// stall, however long the whole takes: ten RollingSync ApplicationSets of 1,000 clusters each
+	// took more than the 50 minutes a fixed patience gave them, and no sync started in their first
+	// 13 minutes.
+	stall := 5*time.Minute + time.Duration(want)*50*time.Millisecond + syncFor
 	began := h.cpuClock()
 	written, _ := h.apiserverWrites(ctx)
 	asked, _ := h.ctl.scrape(ctx)
-	err := waitFor(ctx, patience, what, h.logPath, func() (bool, string) {
+	err := waitForProgress(ctx, stall, what, h.logPath, func() (bool, int, string) {
 		done, requested, started := 0, 0, 0
 		h.obs.each(appSets, func(a *observed) {
 			if _, ok := a.done[commit]; ok {
@@ -163,7 +165,7 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 				started++
 			}
 		})
-		return done == want, fmt.Sprintf("%d of %d Applications done (%d requested, %d started on their clusters)", done, want, requested, started)
+		return done == want, done + requested + started, fmt.Sprintf("%d of %d Applications done (%d requested, %d started on their clusters)", done, want, requested, started)
 	})
 	figures := rolloutFigures(h.obs.snapshot(appSets...), start, commit, max(steps, 1), syncFor)
 	cpu := h.cpuClock().since(began)

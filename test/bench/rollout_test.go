@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -53,4 +55,18 @@ func TestGrownCountsOnlyWhatGained(t *testing.T) {
 	g := NewWithT(t)
 	got := grown(map[string]float64{"PATCH": 10, "GET": 4}, map[string]float64{"PATCH": 25, "GET": 4, "PUT": 2})
 	g.Expect(got).To(Equal(map[string]float64{"PATCH": 15, "PUT": 2}))
+}
+
+func TestAWaitThatMovesGoesOnPastItsStall(t *testing.T) {
+	g := NewWithT(t)
+	polls := 0
+	moving := func() (bool, int, string) {
+		polls++
+		return polls == 8, polls, "moving"
+	}
+	g.Expect(waitForProgress(context.Background(), 300*time.Millisecond, "a moving count", "", moving)).To(Succeed())
+
+	still := func() (bool, int, string) { return false, 3, "stuck at 3" }
+	err := waitForProgress(context.Background(), 300*time.Millisecond, "a count that stopped", "log", still)
+	g.Expect(err).To(MatchError(ContainSubstring("not within 300ms of its last progress (stuck at 3)")))
 }

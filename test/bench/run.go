@@ -341,23 +341,40 @@ func watch(ctx context.Context, rc *rest.Config, s *runtime.Scheme, f fleet, ag 
 	return nil
 }
 
-// waitFor polls cond every 100ms, printing its state every 10s, until it holds or timeout ends.
 // patience is how long a phase that writes or answers one work per Application may take: at
 // least 15 minutes, and 10 works a second for a larger fleet.
 func patience(works int) time.Duration {
 	return max(15*time.Minute, time.Duration(works)*100*time.Millisecond)
 }
 
+// waitFor polls cond every 100ms, printing its state every 10s, until it holds or timeout ends.
 func waitFor(ctx context.Context, timeout time.Duration, what, logPath string, cond func() (bool, string)) error {
-	deadline := time.Now().Add(timeout)
-	lastPrint := time.Now()
-	for {
+	return waitForProgress(ctx, timeout, what, logPath, func() (bool, int, string) {
 		ok, state := cond()
+		return ok, 0, state
+	})
+}
+
+// waitForProgress is waitFor whose deadline moves: it gives up once cond's progress (a count
+// that only grows) has not grown for stall.
+func waitForProgress(ctx context.Context, stall time.Duration, what, logPath string, cond func() (ok bool, progress int, state string)) error {
+	deadline := time.Now().Add(stall)
+	lastPrint := time.Now()
+	last := 0
+	for {
+		ok, progress, state := cond()
 		if ok {
 			return nil
 		}
+		if progress > last {
+			last, deadline = progress, time.Now().Add(stall)
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for %s: not within %s (%s); read %s", what, timeout, state, logPath)
+			since := ""
+			if last > 0 {
+				since = " of its last progress"
+			}
+			return fmt.Errorf("waiting for %s: not within %s%s (%s); read %s", what, stall, since, state, logPath)
 		}
 		if time.Since(lastPrint) > 10*time.Second {
 			fmt.Fprintf(os.Stderr, "    ... waiting for %s: %s\n", what, state)
