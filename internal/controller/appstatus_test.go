@@ -378,7 +378,7 @@ func TestAPausedClusterHoldsItsRollingSyncStep(t *testing.T) {
 	h.g.Eventually(func() string { return statusField(h.getApp("step1"), "sync", "status") }, timeout, interval).Should(Equal("OutOfSync"))
 	h.g.Consistently(func() bool { return rollingSyncSeesHealthy(h.getApp("step1")) }, 2*time.Second, 100*time.Millisecond).
 		Should(BeFalse(), "never done at v2 while the cluster runs main")
-	h.g.Expect(h.writtenWork("step1", cluster).ResourceVersion).To(Equal(paused.ResourceVersion), "nothing delivered while paused")
+	h.g.Expect(h.writtenWork("step1", cluster).Generation).To(Equal(paused.Generation), "nothing delivered while paused")
 	h.g.Expect(pausedMessage(h.getApp("step1"))).To(HavePrefix("delivery paused by the Application (incident-7)"))
 	h.g.Eventually(func() []string {
 		r, err := h.getReport("rollout")
