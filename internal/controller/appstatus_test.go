@@ -380,19 +380,7 @@ func TestAPausedClusterHoldsItsRollingSyncStep(t *testing.T) {
 		Should(BeFalse(), "never done at v2 while the cluster runs main")
 	h.g.Expect(h.writtenWork("step1", cluster).Generation).To(Equal(paused.Generation), "nothing delivered while paused")
 	h.g.Expect(pausedMessage(h.getApp("step1"))).To(HavePrefix("delivery paused by the Application (incident-7)"))
-	h.g.Eventually(func() []string {
-		r, err := h.getReport("rollout")
-		if err != nil {
-			return nil
-		}
-		var types []string
-		for _, cc := range r.Statuses.ClusterConditions {
-			for _, c := range cc.Conditions {
-				types = append(types, c.Type)
-			}
-		}
-		return types
-	}, timeout, interval).Should(ContainElement(report.ConditionPaused))
+	h.g.Eventually(func() []string { return h.conditionsOf("rollout", "") }, timeout, interval).Should(ContainElement(report.ConditionPaused))
 
 	// Resumed: the step's revision and request reach the cluster.
 	h.updateApp("step1", func(u *unstructured.Unstructured) { setAnnotation(u, api.PausedAnnotation, "false") })

@@ -92,21 +92,8 @@ func TestPauseAtEachScope(t *testing.T) {
 			// Status keeps flowing, and the report says paused.
 			h.agentWrites("web", cluster, paused.Generation, map[string]string{manifestwork.FeedbackHealth: "Degraded", manifestwork.FeedbackSync: "Synced"})
 			h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Degraded"))
-			h.g.Eventually(func() []string {
-				r, err := h.getReport("fleet")
-				if err != nil {
-					return nil
-				}
-				var types []string
-				for _, cc := range r.Statuses.ClusterConditions {
-					if cc.App == h.ns+"/web/"+cluster+"/"+paused.Name {
-						for _, c := range cc.Conditions {
-							types = append(types, c.Type)
-						}
-					}
-				}
-				return types
-			}, timeout, interval).Should(ContainElement(report.ConditionPaused))
+			h.g.Eventually(func() []string { return h.conditionsOf("fleet", h.ns+"/web/"+cluster+"/"+paused.Name) }, timeout, interval).
+				Should(ContainElement(report.ConditionPaused))
 
 			// Resume: what changed is delivered, the newcomer too.
 			setPause("false")

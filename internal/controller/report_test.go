@@ -45,6 +45,25 @@ func (h *harness) getReport(name string) (*v1alpha1.MulticlusterApplicationSetRe
 	return r, h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, r)
 }
 
+// conditionsOf is the types of the conditions the report of the ApplicationSet set lists for the
+// cluster entry app ("<namespace>/<name>/<cluster>/<work>"; "": every entry), none when there is
+// no report yet.
+func (h *harness) conditionsOf(set, app string) []string {
+	r, err := h.getReport(set)
+	if err != nil {
+		return nil
+	}
+	var types []string
+	for _, cc := range r.Statuses.ClusterConditions {
+		if app == "" || cc.App == app {
+			for _, c := range cc.Conditions {
+				types = append(types, c.Type)
+			}
+		}
+	}
+	return types
+}
+
 func (h *harness) summary(name string) v1alpha1.ReportSummary {
 	r, err := h.getReport(name)
 	if err != nil {
