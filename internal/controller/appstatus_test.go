@@ -23,6 +23,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/report"
+	"github.com/argocd-pull/argocd-pull/internal/test/workfixture"
 )
 
 func TestFeedbackReachesTheHubApplication(t *testing.T) {
@@ -184,9 +185,9 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 		var w *workv1.ManifestWork
 		h.g.Eventually(func() string {
 			w = h.work("web", cluster)
-			return payload(t, w, 0).GetAnnotations()[api.SyncDeliveryAnnotation]
+			return workfixture.Payload(t, w, 0).GetAnnotations()[api.SyncDeliveryAnnotation]
 		}, timeout, interval).ShouldNot(BeElementOf("", previous))
-		return w, payload(t, w, 0).GetAnnotations()[api.SyncDeliveryAnnotation]
+		return w, workfixture.Payload(t, w, 0).GetAnnotations()[api.SyncDeliveryAnnotation]
 	}
 	// spoke is the managed Application's feedback: delivery annotations, .operation and the last
 	// operation state.
@@ -212,7 +213,7 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	// 1. A sync and a hard refresh together: the payload carries both, each with its delivery ID.
 	request(true, true)
 	w, id1 := carried("")
-	p := payload(t, w, 0)
+	p := workfixture.Payload(t, w, 0)
 	h.g.Expect(manifestwork.DeliveryID(p.Object["operation"].(map[string]any))).To(Equal(id1))
 	h.g.Expect(p.GetAnnotations()).To(HaveKeyWithValue(argocd.RefreshAnnotation, "hard"))
 	refreshID := p.GetAnnotations()[api.RefreshDeliveryAnnotation]
@@ -230,7 +231,7 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	h.g.Eventually(hubRequests, timeout, interval).Should(Equal([]bool{true, false}))
 	h.g.Expect(h.getApp("web").GetAnnotations()).To(HaveKeyWithValue(api.RefreshDeliveredAnnotation, refreshID))
 	h.g.Consistently(func() string {
-		return manifestwork.DeliveryID(payload(t, h.work("web", cluster), 0).Object["operation"].(map[string]any))
+		return manifestwork.DeliveryID(workfixture.Payload(t, h.work("web", cluster), 0).Object["operation"].(map[string]any))
 	}, 2*time.Second, 100*time.Millisecond).Should(Equal(id1), "the running operation stays in the work")
 	h.g.Expect(hubRequests()).To(Equal([]bool{true, false}))
 	h.g.Expect(statusField(h.getApp("web"), "operationState", "phase")).To(Equal("Running"))
@@ -245,7 +246,7 @@ func TestSyncAndRefreshAreDeliveredOnceAndClearedWhenFinished(t *testing.T) {
 	h.g.Expect(manifestwork.DeliveryID(opState)).To(Equal(id1))
 	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(ReasonDelivered)))
 	h.g.Eventually(func() map[string]string { return h.work("web", cluster).Annotations }, timeout, interval).ShouldNot(HaveKey(api.DeliveriesAnnotation))
-	h.g.Expect(payload(t, h.work("web", cluster), 0).Object).NotTo(HaveKey("operation"))
+	h.g.Expect(workfixture.Payload(t, h.work("web", cluster), 0).Object).NotTo(HaveKey("operation"))
 
 	// 2. The same sync again, right after: a new delivery, run and cleared again.
 	request(true, false)
@@ -278,7 +279,7 @@ func TestAFinishedSyncIsNotCarriedAgainByAChangeBeforeTheHubClearsIt(t *testing.
 	var id string
 	h.g.Eventually(func() string {
 		w = h.work("web", cluster)
-		id = payload(t, w, 0).GetAnnotations()[api.SyncDeliveryAnnotation]
+		id = workfixture.Payload(t, w, 0).GetAnnotations()[api.SyncDeliveryAnnotation]
 		return id
 	}, timeout, interval).ShouldNot(BeEmpty())
 	finished := func(syncStatus, reconciledAt string) map[string]string {
@@ -298,17 +299,17 @@ func TestAFinishedSyncIsNotCarriedAgainByAChangeBeforeTheHubClearsIt(t *testing.
 	})
 	h.g.Eventually(func() string {
 		w = h.work("web", cluster)
-		revision, _, _ := unstructured.NestedString(payload(t, w, 0).Object, "spec", "source", "targetRevision")
+		revision, _, _ := unstructured.NestedString(workfixture.Payload(t, w, 0).Object, "spec", "source", "targetRevision")
 		return revision
 	}, timeout, interval).Should(Equal("v3"))
-	h.g.Expect(payload(t, w, 0).Object).NotTo(HaveKey("operation"), "the managed cluster finished it: applied again, it would run again")
+	h.g.Expect(workfixture.Payload(t, w, 0).Object).NotTo(HaveKey("operation"), "the managed cluster finished it: applied again, it would run again")
 	h.g.Expect(h.getApp("web").Object).To(HaveKey("operation"), "the hub clears it once the cluster compared since")
 
 	// Compared since: the hub clears the request, and the payload never carries it again.
 	h.report("web", cluster, w.Generation, finished("Synced", "2026-11-26T10:00:06Z"))
 	h.g.Eventually(func() map[string]any { return h.getApp("web").Object }, timeout, interval).ShouldNot(HaveKey("operation"))
 	h.g.Expect(statusField(h.getApp("web"), "operationState", "phase")).To(Equal("Succeeded"))
-	h.g.Consistently(func() map[string]any { return payload(t, h.work("web", cluster), 0).Object }, 2*time.Second, 100*time.Millisecond).ShouldNot(HaveKey("operation"))
+	h.g.Consistently(func() map[string]any { return workfixture.Payload(t, h.work("web", cluster), 0).Object }, 2*time.Second, 100*time.Millisecond).ShouldNot(HaveKey("operation"))
 }
 
 // Two clusters of a RollingSync ApplicationSet: when the second one's Argo CD finds a new commit
@@ -385,10 +386,10 @@ func TestAPausedClusterHoldsItsRollingSyncStep(t *testing.T) {
 	// Resumed: the step's revision and request reach the cluster.
 	h.updateApp("step1", func(u *unstructured.Unstructured) { setAnnotation(u, api.PausedAnnotation, "false") })
 	h.g.Eventually(func() string {
-		revision, _, _ := unstructured.NestedString(payload(t, h.writtenWork("step1", cluster), 0).Object, "spec", "source", "targetRevision")
+		revision, _, _ := unstructured.NestedString(workfixture.Payload(t, h.writtenWork("step1", cluster), 0).Object, "spec", "source", "targetRevision")
 		return revision
 	}, timeout, interval).Should(Equal("v2"))
-	h.g.Expect(payload(t, h.writtenWork("step1", cluster), 0).Object).To(HaveKey("operation"), "the sync requested meanwhile")
+	h.g.Expect(workfixture.Payload(t, h.writtenWork("step1", cluster), 0).Object).To(HaveKey("operation"), "the sync requested meanwhile")
 }
 
 // The cluster that put its fleet behind leaves it: its Application is deleted, or wants another
@@ -540,7 +541,7 @@ func TestARequestChangesNothingUntilAnsweredAndTheAnswerCarriesReconciledAt(t *t
 	})
 	var w *workv1.ManifestWork
 	h.g.Eventually(func() int64 { w = h.work("web", cluster); return w.Generation }, timeout, interval).Should(BeNumerically(">", gen))
-	refreshID := payload(t, w, 0).GetAnnotations()[api.RefreshDeliveryAnnotation]
+	refreshID := workfixture.Payload(t, w, 0).GetAnnotations()[api.RefreshDeliveryAnnotation]
 	h.g.Expect(refreshID).NotTo(BeEmpty())
 	h.g.Expect(w.Annotations).To(HaveKeyWithValue(api.RequestsOnlyAnnotation, fmt.Sprintf("%d/%d", gen, w.Generation)))
 	// The agent has not applied the new generation: the hub keeps what the cluster reported.
@@ -572,7 +573,7 @@ func TestTerminateOpIsCarriedToTheManagedCluster(t *testing.T) {
 	})
 	var id string
 	h.g.Eventually(func() string {
-		id = payload(t, h.work("web", cluster), 0).GetAnnotations()[api.SyncDeliveryAnnotation]
+		id = workfixture.Payload(t, h.work("web", cluster), 0).GetAnnotations()[api.SyncDeliveryAnnotation]
 		return id
 	}, timeout, interval).ShouldNot(BeEmpty())
 	running := func(extra map[string]string) map[string]string {
@@ -590,12 +591,12 @@ func TestTerminateOpIsCarriedToTheManagedCluster(t *testing.T) {
 		h.g.Expect(unstructured.SetNestedField(u.Object, manifestwork.PhaseTerminating, "status", "operationState", "phase")).To(Succeed())
 	})
 	attempt := func() string {
-		p := payload(t, h.work("web", cluster), 0)
+		p := workfixture.Payload(t, h.work("web", cluster), 0)
 		phase, _, _ := unstructured.NestedString(p.Object, "status", "operationState", "phase")
 		return phase + " " + p.GetAnnotations()[api.TerminateDeliveryAnnotation]
 	}
 	h.g.Eventually(attempt, timeout, interval).Should(Equal("Terminating 1"))
-	h.g.Expect(payload(t, h.work("web", cluster), 0).Object).To(HaveKey("operation"), "carried beside the request it stops")
+	h.g.Expect(workfixture.Payload(t, h.work("web", cluster), 0).Object).To(HaveKey("operation"), "carried beside the request it stops")
 	h.g.Consistently(func() string { return statusField(h.getApp("web"), "operationState", "phase") }, time.Second, 100*time.Millisecond).
 		Should(Equal(manifestwork.PhaseTerminating), "the hub keeps showing the request to terminate")
 
@@ -610,7 +611,7 @@ func TestTerminateOpIsCarriedToTheManagedCluster(t *testing.T) {
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "message") }, timeout, interval).Should(Equal("Operation terminated"))
 	h.g.Expect(statusField(h.getApp("web"), "operationState", "phase")).To(Equal("Failed"))
 	h.g.Expect(h.getApp("web").Object).NotTo(HaveKey("operation"))
-	h.g.Eventually(func() map[string]any { return payload(t, h.work("web", cluster), 0).Object }, timeout, interval).
+	h.g.Eventually(func() map[string]any { return workfixture.Payload(t, h.work("web", cluster), 0).Object }, timeout, interval).
 		ShouldNot(Or(HaveKey("operation"), HaveKey("status")))
 }
 
@@ -637,6 +638,6 @@ func TestTerminateOpOfAnOperationTheHubDidNotDeliverIsExplained(t *testing.T) {
 	)))
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "operationState", "phase") }, timeout, interval).
 		Should(Equal("Running"), "the hub shows what the cluster runs")
-	h.g.Consistently(func() map[string]string { return payload(t, h.work("web", cluster), 0).GetAnnotations() }, 2*time.Second, 200*time.Millisecond).
+	h.g.Consistently(func() map[string]string { return workfixture.Payload(t, h.work("web", cluster), 0).GetAnnotations() }, 2*time.Second, 200*time.Millisecond).
 		ShouldNot(HaveKey(api.TerminateDeliveryAnnotation), "nothing to terminate is carried")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/report"
+	"github.com/argocd-pull/argocd-pull/internal/test/workfixture"
 )
 
 // Pause and resume at each scope, against a real apiserver, this test as the work agent (test/e2e
@@ -101,7 +102,7 @@ func TestPauseAtEachScope(t *testing.T) {
 				w := h.writtenWork("web", cluster)
 				return !manifestwork.Paused(w) && w.Spec.ManifestConfigs[0].UpdateStrategy.Type == workv1.UpdateStrategyTypeServerSideApply
 			}, timeout, interval).Should(BeTrue(), "held again")
-			resumed := payload(t, h.writtenWork("web", cluster), 0)
+			resumed := workfixture.Payload(t, h.writtenWork("web", cluster), 0)
 			rev, _, _ := unstructured.NestedString(resumed.Object, "spec", "source", "targetRevision")
 			h.g.Expect(rev).To(Equal("v2"))
 			h.g.Expect(resumed.Object).To(HaveKey("operation"), "the sync requested meanwhile is delivered")

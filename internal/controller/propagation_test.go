@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -23,16 +22,8 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/test/workfixture"
 )
-
-func payload(t *testing.T, w *workv1.ManifestWork, i int) *unstructured.Unstructured {
-	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(w.Spec.Workload.Manifests[i].Raw, &u.Object); err != nil {
-		t.Fatalf("decoding manifest %d of %s: %v", i, w.Name, err)
-	}
-	return u
-}
 
 func TestPushModelApplicationsAreLeftAlone(t *testing.T) {
 	h := start(t)
@@ -74,7 +65,7 @@ func TestCreatesManifestWorkInClusterNamespace(t *testing.T) {
 	h.g.Expect(w.Annotations).To(HaveKeyWithValue(api.HubApplicationNamespaceAnnotation, h.ns))
 	h.g.Expect(w.Annotations).To(HaveKeyWithValue(api.HubApplicationNameAnnotation, name))
 
-	p := payload(t, w, 0)
+	p := workfixture.Payload(t, w, 0)
 	h.g.Expect(p.GetNamespace()).To(Equal("openshift-gitops"))
 	h.g.Expect(p.GetFinalizers()).To(ConsistOf(argocd.ResourcesFinalizer))
 	h.g.Expect(p.GetLabels()).NotTo(HaveKey(api.PullLabel))
@@ -106,7 +97,7 @@ func TestAppProjectTravelsAndIsOrphaned(t *testing.T) {
 
 	w := h.work("web", cluster)
 	h.g.Expect(w.Spec.Workload.Manifests).To(HaveLen(2))
-	h.g.Expect(payload(t, w, 1).GetName()).To(Equal("team-web"))
+	h.g.Expect(workfixture.Payload(t, w, 1).GetName()).To(Equal("team-web"))
 	h.g.Expect(w.Spec.DeleteOption.PropagationPolicy).To(Equal(workv1.DeletePropagationPolicyTypeSelectivelyOrphan))
 	h.g.Expect(w.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules).To(ConsistOf(workv1.OrphaningRule{Group: "argoproj.io", Resource: "appprojects", Name: "team-web", Namespace: h.ns}))
 }
@@ -142,7 +133,7 @@ func TestNoWriteWhenNothingChanged(t *testing.T) {
 	})
 	h.g.Eventually(func() string {
 		got := h.work("web", cluster)
-		rev, _, _ := unstructured.NestedString(payload(t, got, 0).Object, "spec", "source", "targetRevision")
+		rev, _, _ := unstructured.NestedString(workfixture.Payload(t, got, 0).Object, "spec", "source", "targetRevision")
 		return rev
 	}, timeout, interval).Should(Equal("v2"))
 }
@@ -199,7 +190,7 @@ func TestDeleteTerminatesTheRunningOperationFirst(t *testing.T) {
 		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(w), marked); err != nil {
 			return err.Error()
 		}
-		phase, _, _ := unstructured.NestedString(payload(t, marked, 0).Object, "status", "operationState", "phase")
+		phase, _, _ := unstructured.NestedString(workfixture.Payload(t, marked, 0).Object, "status", "operationState", "phase")
 		return phase
 	}, timeout, interval).Should(Equal(manifestwork.PhaseTerminating), "the work asks the managed cluster to terminate the operation")
 	h.g.Expect(marked.DeletionTimestamp.IsZero()).To(BeTrue())
@@ -463,7 +454,7 @@ func TestAnApplicationAlreadyOnTheClusterIsLeftAlone(t *testing.T) {
 	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(BeEmpty())
 	held := h.work("web", cluster)
 	h.g.Expect(manifestwork.Held(held)).To(BeTrue())
-	rev, _, _ := unstructured.NestedString(payload(t, held, 0).Object, "spec", "source", "targetRevision")
+	rev, _, _ := unstructured.NestedString(workfixture.Payload(t, held, 0).Object, "spec", "source", "targetRevision")
 	h.g.Expect(rev).To(Equal("v2"), "what changed meanwhile is delivered with the hold")
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Healthy"))
 }

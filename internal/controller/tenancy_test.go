@@ -21,6 +21,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 	"github.com/argocd-pull/argocd-pull/internal/test/searchtest"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/test/workfixture"
 )
 
 // The attack suite of issue 22: each test acts as a tenant with rights in its own hub namespace
@@ -97,14 +98,14 @@ func TestATenantLandsOnlyInItsOwnNamespace(t *testing.T) {
 
 	team.app("own", cluster, onProject("team"))
 	w := team.work("own", cluster)
-	h.g.Expect(payload(t, w, 0).GetNamespace()).To(Equal(team.ns), "the Application lands in the tenant's namespace")
-	h.g.Expect(payload(t, w, 1).GetKind()).To(Equal("AppProject"))
-	h.g.Expect(payload(t, w, 1).GetNamespace()).To(Equal(h.ns), "its project where the managed Argo CD reads projects")
+	h.g.Expect(workfixture.Payload(t, w, 0).GetNamespace()).To(Equal(team.ns), "the Application lands in the tenant's namespace")
+	h.g.Expect(workfixture.Payload(t, w, 1).GetKind()).To(Equal("AppProject"))
+	h.g.Expect(workfixture.Payload(t, w, 1).GetNamespace()).To(Equal(h.ns), "its project where the managed Argo CD reads projects")
 	h.g.Expect(team.condition("own")).To(BeEmpty())
 
 	// The platform's own Applications may name any managed namespace, as the documents' YAML does.
 	h.app("platform", cluster, landingIn("kube-system"))
-	h.g.Expect(payload(t, h.work("platform", cluster), 0).GetNamespace()).To(Equal("kube-system"))
+	h.g.Expect(workfixture.Payload(t, h.work("platform", cluster), 0).GetNamespace()).To(Equal("kube-system"))
 }
 
 // A namespace the operator grants to a tenant (--grant-managed-namespaces) is one it may land in.
@@ -126,7 +127,7 @@ func TestGrantedManagedNamespaces(t *testing.T) {
 		o.ManagedNamespaceGrants = tenancy.Grants{team.ns: {"prod"}}
 	})
 	granted.g.Eventually(func() string { return team.condition("prod") }, timeout, interval).Should(BeEmpty())
-	h.g.Expect(payload(t, team.work("prod", cluster), 0).GetNamespace()).To(Equal("prod"))
+	h.g.Expect(workfixture.Payload(t, team.work("prod", cluster), 0).GetNamespace()).To(Equal("prod"))
 }
 
 // Row 2: a second hub Application whose payload lands on the same cluster, namespace and name is
@@ -258,7 +259,7 @@ func TestAWorkOfAnotherApplicationIsNeverTaken(t *testing.T) {
 	h.g.Expect(h.c.Delete(context.Background(), h.getApp("attacker"))).To(Succeed())
 	h.g.Consistently(func() []workv1.ManifestWork { return victims.worksOf("payroll") }, 2*time.Second, 200*time.Millisecond).
 		Should(ConsistOf(HaveField("UID", work.UID)), "deleting the attacker's Application leaves the victim's work")
-	h.g.Expect(payload(t, &victims.worksOf("payroll")[0], 0).GetName()).To(Equal("payroll"), "never written by the attacker")
+	h.g.Expect(workfixture.Payload(t, &victims.worksOf("payroll")[0], 0).GetName()).To(Equal("payroll"), "never written by the attacker")
 }
 
 // Works named by an earlier release (8 hex digits of hash) are kept and updated in place: nothing
@@ -302,7 +303,7 @@ func TestRevokingABindingFreezesTheWork(t *testing.T) {
 	frozen := h.work("web", cluster)
 	h.g.Expect(frozen.UID).To(Equal(delivered.UID), "nothing deleted")
 	h.g.Expect(frozen.Annotations).To(HaveKeyWithValue(api.FrozenAnnotation, propagation.ReasonClusterNotBound))
-	p := payload(t, frozen, 0)
+	p := workfixture.Payload(t, frozen, 0)
 	_, automated, _ := unstructured.NestedMap(p.Object, "spec", "syncPolicy", "automated")
 	h.g.Expect(automated).To(BeFalse(), "no new Git commit is synced")
 	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(ReasonFrozen)))
@@ -315,7 +316,7 @@ func TestRevokingABindingFreezesTheWork(t *testing.T) {
 	h.g.Consistently(func() string {
 		return h.work("web", cluster).ResourceVersion
 	}, 2*time.Second, 200*time.Millisecond).Should(Equal(h.work("web", cluster).ResourceVersion))
-	rev, _, _ := unstructured.NestedString(payload(t, h.work("web", cluster), 0).Object, "spec", "source", "targetRevision")
+	rev, _, _ := unstructured.NestedString(workfixture.Payload(t, h.work("web", cluster), 0).Object, "spec", "source", "targetRevision")
 	h.g.Expect(rev).To(Equal("main"))
 
 	// Restored: delivered again, as the hub Application now is.
@@ -324,12 +325,12 @@ func TestRevokingABindingFreezesTheWork(t *testing.T) {
 		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "set-" + cluster},
 	})
 	h.g.Eventually(func() string {
-		rev, _, _ := unstructured.NestedString(payload(t, h.work("web", cluster), 0).Object, "spec", "source", "targetRevision")
+		rev, _, _ := unstructured.NestedString(workfixture.Payload(t, h.work("web", cluster), 0).Object, "spec", "source", "targetRevision")
 		return rev
 	}, timeout, interval).Should(Equal("evil"))
 	restored := h.work("web", cluster)
 	h.g.Expect(restored.Annotations).NotTo(HaveKey(api.FrozenAnnotation))
-	_, automated, _ = unstructured.NestedMap(payload(t, restored, 0).Object, "spec", "syncPolicy", "automated")
+	_, automated, _ = unstructured.NestedMap(workfixture.Payload(t, restored, 0).Object, "spec", "syncPolicy", "automated")
 	h.g.Expect(automated).To(BeTrue())
 }
 

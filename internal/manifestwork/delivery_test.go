@@ -8,6 +8,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/test/workfixture"
 )
 
 func TestPlanDeliveries(t *testing.T) {
@@ -289,7 +290,7 @@ func TestPinnedRevisionTravels(t *testing.T) {
 	})
 	work, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{Sync: &Delivery{ID: "d1", Hash: "h", Revision: "r3"}})
 	g.Expect(err).NotTo(HaveOccurred())
-	op := payloadOf(t, work, 0).Object["operation"].(map[string]any)
+	op := workfixture.Payload(t, work, 0).Object["operation"].(map[string]any)
 	g.Expect(op["sync"]).To(Equal(map[string]any{"revision": "r3"}))
 	g.Expect(app.Object["operation"].(map[string]any)["sync"]).To(Equal(map[string]any{}), "the hub's request is not modified")
 }
@@ -299,7 +300,7 @@ func TestTerminateTravelsWithItsRequest(t *testing.T) {
 	w, err := DesiredWork(pullApp(withOperation), nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"},
 		Deliveries{Sync: &Delivery{ID: "d1", Hash: "h", Terminate: 2}})
 	g.Expect(err).NotTo(HaveOccurred())
-	payload := payloadOf(t, w, 0)
+	payload := workfixture.Payload(t, w, 0)
 	g.Expect(payload.Object["operation"]).NotTo(BeNil(), "the request it terminates travels beside it")
 	phase, _, _ := unstructured.NestedString(payload.Object, "status", "operationState", "phase")
 	g.Expect(phase).To(Equal(PhaseTerminating))
@@ -309,7 +310,7 @@ func TestTerminateTravelsWithItsRequest(t *testing.T) {
 	w, err = DesiredWork(pullApp(withOperation), nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"},
 		Deliveries{Sync: &Delivery{ID: "d1", Hash: "h"}})
 	g.Expect(err).NotTo(HaveOccurred())
-	payload = payloadOf(t, w, 0)
+	payload = workfixture.Payload(t, w, 0)
 	g.Expect(payload.Object).NotTo(HaveKey("status"), "no request to terminate: no status in the payload")
 	g.Expect(payload.GetAnnotations()).NotTo(HaveKey(api.TerminateDeliveryAnnotation))
 }

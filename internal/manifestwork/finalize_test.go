@@ -11,6 +11,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/test/workfixture"
 )
 
 func TestFinalWork(t *testing.T) {
@@ -38,7 +39,7 @@ func TestFinalWork(t *testing.T) {
 		updated, _, err := FinalWork(held(3, 3, long, noFinalizer), cascade, Reported{Phase: "Succeeded"}, now)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(updated).NotTo(BeNil())
-		payload := payloadOf(t, updated, 0)
+		payload := workfixture.Payload(t, updated, 0)
 		g.Expect(payload.GetFinalizers()).To(Equal(cascade))
 		g.Expect(terminateAttempt(payload.Object)).To(BeZero(), "nothing runs: nothing to terminate")
 	})
@@ -47,12 +48,12 @@ func TestFinalWork(t *testing.T) {
 		updated, _, err := FinalWork(held(3, 3, long), cascade, Reported{Phase: "Running"}, now)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(updated).NotTo(BeNil())
-		g.Expect(terminateAttempt(payloadOf(t, updated, 0).Object)).To(Equal(1))
+		g.Expect(terminateAttempt(workfixture.Payload(t, updated, 0).Object)).To(Equal(1))
 		g.Expect(updated.Annotations[api.SpecHashAnnotation]).NotTo(Equal(held(3, 3, long).Annotations[api.SpecHashAnnotation]))
 	})
 	terminated := func(gen, applied int64, written time.Time) *workv1.ManifestWork {
 		w := held(gen, applied, written)
-		payload := payloadOf(t, w, 0)
+		payload := workfixture.Payload(t, w, 0)
 		markTerminate(payload.Object, 1)
 		w.Spec.Workload.Manifests[0].Raw, _ = json.Marshal(payload.Object)
 		w.Annotations[api.FinalizingAnnotation] = "true"
@@ -83,7 +84,7 @@ func TestFinalWork(t *testing.T) {
 		updated, _, err := FinalWork(terminated(4, 4, now.Add(-10*time.Second)), cascade, Reported{Phase: "Running", TerminateDelivered: "1"}, now)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(updated).NotTo(BeNil())
-		g.Expect(terminateAttempt(payloadOf(t, updated, 0).Object)).To(Equal(2))
+		g.Expect(terminateAttempt(workfixture.Payload(t, updated, 0).Object)).To(Equal(2))
 	})
 	t.Run("applied, Terminating there: waits", func(t *testing.T) {
 		g := NewWithT(t)

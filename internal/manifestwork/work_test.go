@@ -1,7 +1,6 @@
 package manifestwork
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -105,15 +104,6 @@ func TestWorkName(t *testing.T) {
 	NewWithT(t).Expect(WorkName("team-a", "app")).NotTo(Equal(WorkName("team-b", "app")), "same name, other namespace")
 }
 
-func payloadOf(t *testing.T, work *workv1.ManifestWork, i int) *unstructured.Unstructured {
-	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(work.Spec.Workload.Manifests[i].Raw, &u.Object); err != nil {
-		t.Fatalf("decoding manifest %d: %v", i, err)
-	}
-	return u
-}
-
 func TestDesiredWorkPayload(t *testing.T) {
 	g := NewWithT(t)
 	app := pullApp(func(u *unstructured.Unstructured) {
@@ -135,7 +125,7 @@ func TestDesiredWorkPayload(t *testing.T) {
 	g.Expect(work.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules).To(ConsistOf(workv1.OrphaningRule{Group: "argoproj.io", Resource: "applications", Name: "guestbook-cluster1", Namespace: "openshift-gitops"}),
 		"a new work orphans its Application until the managed cluster reported whose it is")
 
-	p := payloadOf(t, work, 0)
+	p := workfixture.Payload(t, work, 0)
 	g.Expect(p.GetKind()).To(Equal("Application"))
 	g.Expect(p.GetNamespace()).To(Equal("openshift-gitops"))
 	g.Expect(p.GetLabels()).To(Equal(map[string]string{"team": "web"}))
@@ -152,8 +142,8 @@ func TestDesiredWorkPayload(t *testing.T) {
 	// Without a delivery plan, requests on the hub do not travel.
 	bare, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"}, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(payloadOf(t, bare, 0).Object).NotTo(HaveKey("operation"))
-	g.Expect(payloadOf(t, bare, 0).GetAnnotations()).To(Equal(map[string]string{"note": "kept", api.HubApplicationAnnotation: "argocd/guestbook-cluster1"}))
+	g.Expect(workfixture.Payload(t, bare, 0).Object).NotTo(HaveKey("operation"))
+	g.Expect(workfixture.Payload(t, bare, 0).GetAnnotations()).To(Equal(map[string]string{"note": "kept", api.HubApplicationAnnotation: "argocd/guestbook-cluster1"}))
 	g.Expect(bare.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation))
 	spec := p.Object["spec"].(map[string]any)
 	g.Expect(spec["destination"]).To(Equal(map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}))
@@ -231,7 +221,7 @@ func TestDesiredWorkDestination(t *testing.T) {
 			g := NewWithT(t)
 			work, err := DesiredWork(tt.app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
 			g.Expect(err).NotTo(HaveOccurred())
-			p := payloadOf(t, work, 0)
+			p := workfixture.Payload(t, work, 0)
 			g.Expect(p.Object["spec"].(map[string]any)["destination"]).To(Equal(tt.want))
 			g.Expect(p.GetAnnotations()).NotTo(HaveKey(api.DestinationNameAnnotation))
 			g.Expect(p.GetAnnotations()).NotTo(HaveKey(api.DestinationServerAnnotation))
@@ -248,7 +238,7 @@ func TestDesiredWorkApplicationSetMarkers(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(work.Labels).To(HaveKeyWithValue(api.ApplicationSetLabel, "true"))
 	g.Expect(work.Annotations).To(HaveKeyWithValue(api.HostingApplicationSetAnnotation, "argocd/guestbook-allclusters-app-set"))
-	p := payloadOf(t, work, 0)
+	p := workfixture.Payload(t, work, 0)
 	g.Expect(p.GetLabels()).To(HaveKeyWithValue(api.ApplicationSetLabel, "true"))
 	g.Expect(p.GetAnnotations()).To(HaveKeyWithValue(api.HostingApplicationSetAnnotation, "argocd/guestbook-allclusters-app-set"))
 	g.Expect(p.GetOwnerReferences()).To(BeEmpty())
@@ -266,7 +256,7 @@ func TestDesiredWorkCarriesAndOrphansTheAppProject(t *testing.T) {
 	work, err := DesiredWork(pullApp(), project, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(work.Spec.Workload.Manifests).To(HaveLen(2))
-	p := payloadOf(t, work, 1)
+	p := workfixture.Payload(t, work, 1)
 	g.Expect(p.GetKind()).To(Equal("AppProject"))
 	g.Expect(p.GetName()).To(Equal("team-web"))
 	g.Expect(p.GetResourceVersion()).To(BeEmpty())

@@ -1,7 +1,6 @@
 package propagation
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
+	"github.com/argocd-pull/argocd-pull/internal/test/workfixture"
 )
 
 func TestLadder(t *testing.T) {
@@ -322,10 +322,10 @@ func TestAFinishedSyncLeavesThePayloadWithAChange(t *testing.T) {
 	terminating.Object["status"] = map[string]any{"operationState": map[string]any{"phase": manifestwork.PhaseTerminating,
 		"operation": manifestwork.WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}
 	terminated := ladder(terminating, carrying, running)
-	g.Expect(payloadOf(g, terminated, 0).Object).To(HaveKey("status"), "the running operation is asked to terminate")
+	g.Expect(workfixture.Payload(t, terminated, 0).Object).To(HaveKey("status"), "the running operation is asked to terminate")
 	terminatingCommitted := terminating.DeepCopy()
 	g.Expect(unstructured.SetNestedField(terminatingCommitted.Object, "v2", "spec", "source", "targetRevision")).To(Succeed())
-	withdrawn := payloadOf(g, ladder(terminatingCommitted, terminated, finished), 0).Object
+	withdrawn := workfixture.Payload(t, ladder(terminatingCommitted, terminated, finished), 0).Object
 	g.Expect(withdrawn).NotTo(HaveKey("operation"))
 	g.Expect(withdrawn).NotTo(HaveKey("status"), "no request to terminate without its operation")
 
@@ -441,11 +441,4 @@ func TestLadderClaims(t *testing.T) {
 	again, err := Ladder(facts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(manifestwork.UpToDate(facts.Existing, again.Work)).To(BeTrue(), "a held work stays held: nothing to write")
-}
-
-// payloadOf decodes manifest i of w.
-func payloadOf(g Gomega, w *workv1.ManifestWork, i int) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	g.Expect(json.Unmarshal(w.Spec.Workload.Manifests[i].Raw, &u.Object)).To(Succeed())
-	return u
 }

@@ -4,6 +4,7 @@
 package workfixture
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"testing"
@@ -98,4 +99,14 @@ func UpstreamOf(t *testing.T, writer upstreamwork.Writer, app *unstructured.Unst
 	}
 	w.UID, w.Generation = types.UID("upstream-uid-1"), 1
 	return w
+}
+
+// Payload decodes manifest i of w.
+func Payload(t testing.TB, w *workv1.ManifestWork, i int) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(w.Spec.Workload.Manifests[i].Raw, &u.Object); err != nil {
+		t.Fatalf("decoding manifest %d of %s: %v", i, w.Name, err)
+	}
+	return u
 }
