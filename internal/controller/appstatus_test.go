@@ -380,7 +380,7 @@ func TestAPausedClusterHoldsItsRollingSyncStep(t *testing.T) {
 	h.g.Consistently(func() bool { return rollingSyncSeesHealthy(h.getApp("step1")) }, 2*time.Second, 100*time.Millisecond).
 		Should(BeFalse(), "never done at v2 while the cluster runs main")
 	h.g.Expect(h.writtenWork("step1", cluster).Generation).To(Equal(paused.Generation), "nothing delivered while paused")
-	h.g.Expect(pausedMessage(h.getApp("step1"))).To(HavePrefix("delivery paused by the Application (incident-7)"))
+	h.g.Eventually(func() string { return pausedMessage(h.getApp("step1")) }, timeout, interval).Should(HavePrefix("delivery paused by the Application (incident-7)"))
 	h.g.Eventually(func() []string { return h.conditionsOf("rollout", "") }, timeout, interval).Should(ContainElement(report.ConditionPaused))
 
 	// Resumed: the step's revision and request reach the cluster.

@@ -62,11 +62,12 @@ func TestAWaitThatMovesGoesOnPastItsStall(t *testing.T) {
 	polls := 0
 	moving := func() (bool, int, string) {
 		polls++
-		return polls == 8, polls, "moving"
+		return polls == 15, polls, "moving"
 	}
-	g.Expect(waitForProgress(context.Background(), 300*time.Millisecond, "a moving count", "", moving)).To(Succeed())
+	// 15 polls, 100ms apart, outlast the stall: each one moves the deadline.
+	g.Expect(waitForProgress(context.Background(), 500*time.Millisecond, "a moving count", "", moving)).To(Succeed())
 
 	still := func() (bool, int, string) { return false, 3, "stuck at 3" }
-	err := waitForProgress(context.Background(), 300*time.Millisecond, "a count that stopped", "log", still)
-	g.Expect(err).To(MatchError(ContainSubstring("not within 300ms of its last progress (stuck at 3)")))
+	err := waitForProgress(context.Background(), 500*time.Millisecond, "a count that stopped", "log", still)
+	g.Expect(err).To(MatchError(ContainSubstring("not within 500ms of its last progress (stuck at 3)")))
 }
