@@ -117,12 +117,22 @@ func startChurn(t *testing.T, prefix string) *churn {
 		return true, nil
 	})
 	// The report to come back to is one at rest: an operation another test started (a sync with
-	// waves lasts a while) would end during the churn and read as a difference.
-	eventually(t, "the ApplicationSet's report at rest (no operation running)", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+	// waves lasts a while) would end during the churn and read as a difference, and so would a
+	// cluster that is stale now or has not reported yet (a fresh lab) and reports later (after the
+	// hub apiserver's outage, each ManagedCluster is unavailable until its agent renews its lease).
+	eventually(t, "the ApplicationSet's report at rest (no operation running, every cluster reported, none stale)", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
 		r, byCluster := report(hub)
 		for cluster, cc := range byCluster {
+			if cc.SyncStatus == "" || cc.SyncStatus == "Unknown" {
+				return false, fmt.Errorf("%s: sync status %q", cluster, cc.SyncStatus)
+			}
 			if cc.OperationStatePhase == "Running" {
 				return false, fmt.Errorf("%s: operation %s since %s", cluster, cc.OperationStatePhase, cc.OperationStateStartedAt)
+			}
+			for _, cond := range cc.Conditions {
+				if cond.Type == "StaleStatus" {
+					return false, fmt.Errorf("%s: %s", cluster, cond.Message)
+				}
 			}
 		}
 		c.before = byCluster
