@@ -437,6 +437,24 @@ func ObserveSync(work *workv1.ManifestWork) Observed {
 	return obs
 }
 
+// Answers tells whether a work's new feedback is what a rollout, or someone at the CLI, waits
+// on: the operation's phase changed (a sync started or ended), the reported health changed, or
+// the Application became Synced. The bulk a commit brings (every cluster OutOfSync at once, each
+// work's new generation applied) is not: the status controller serves these answers first.
+func Answers(oldWork, newWork *workv1.ManifestWork) bool {
+	o, ro := observeSync(oldWork)
+	n, rn := observeSync(newWork)
+	if rn == nil || !n.Reported {
+		return false
+	}
+	oldPhase := ""
+	if ro != nil {
+		oldPhase = ro.raw(manifestwork.FeedbackPhase)
+	}
+	return rn.raw(manifestwork.FeedbackPhase) != oldPhase || n.Health != o.Health ||
+		n.Sync == argocd.SyncSynced && o.Sync != argocd.SyncSynced
+}
+
 // observeSync is the start of Observe: the work's own state (but the requests it carries) and, once
 // its cluster holds the hub's Application, the health, sync status and revision it reports, with the reader of the rest (nil
 // when there is nothing to read).

@@ -309,3 +309,30 @@ func TestObserveSyncReadsWhatObserveReads(t *testing.T) {
 		})
 	}
 }
+
+// The feedback a rollout waits on is told from the bulk a commit brings.
+func TestAnswers(t *testing.T) {
+	withPhase := func(values map[string]string, phase string) map[string]string {
+		values[manifestwork.FeedbackPhase] = phase
+		return values
+	}
+	atRest := work(2, 2, feedback("Healthy", "Synced", "v1"))
+	for name, tc := range map[string]struct {
+		before, after *workv1.ManifestWork
+		want          bool
+	}{
+		"a sync started":                       {work(3, 3, feedback("Healthy", "OutOfSync", "v2")), work(3, 3, withPhase(feedback("Healthy", "OutOfSync", "v2"), "Running")), true},
+		"a sync ended":                         {work(3, 3, withPhase(feedback("Healthy", "OutOfSync", "v2"), "Running")), work(3, 3, withPhase(feedback("Healthy", "Synced", "v2"), "Succeeded")), true},
+		"healthy again":                        {work(3, 3, withPhase(feedback("Progressing", "Synced", "v2"), "Succeeded")), work(3, 3, withPhase(feedback("Healthy", "Synced", "v2"), "Succeeded")), true},
+		"synced without an operation":          {work(3, 3, feedback("Healthy", "OutOfSync", "v2")), work(3, 3, feedback("Healthy", "Synced", "v2")), true},
+		"the first feedback":                   {work(1, 0, nil), work(1, 1, feedback("Healthy", "Synced", "v1")), true},
+		"a commit: OutOfSync":                  {atRest, work(3, 3, feedback("Healthy", "OutOfSync", "v2")), false},
+		"a commit: the new generation applied": {atRest, work(3, 3, feedback("Healthy", "Synced", "v1")), false},
+		"nothing new":                          {atRest, atRest, false},
+		"no feedback since":                    {atRest, work(3, 2, nil), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(Answers(tc.before, tc.after)).To(Equal(tc.want))
+		})
+	}
+}

@@ -61,6 +61,7 @@ func (r *AppStatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		// The hub Application matters too: a new spec makes the last report stale.
 		For(argocd.NewApplication()).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication)).
+		Watches(&workv1.ManifestWork{}, answersFirst()).
 		// A cluster that turns unavailable makes what it reported stale, and available again, current.
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: o.GetName()})

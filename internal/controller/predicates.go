@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 )
@@ -127,4 +128,22 @@ func withoutStatus(u *unstructured.Unstructured) map[string]any {
 		"ownerReferences": u.GetOwnerReferences(), "deletionTimestamp": u.GetDeletionTimestamp(),
 	}
 	return out
+}
+
+// asksTheClusterNow tells whether an Application update is a request someone waits on: a new
+// operation (argocd app sync, a RollingSync step's sync), a refresh (argocd app get --refresh), or
+// a request to terminate the operation (argocd app terminate-op). requestsFirst ranks these ahead
+// of spec changes in the propagation queue.
+func asksTheClusterNow(oldApp, newApp *unstructured.Unstructured) bool {
+	if op, _, _ := unstructured.NestedFieldNoCopy(newApp.Object, "operation"); op != nil {
+		oldOp, _, _ := unstructured.NestedFieldNoCopy(oldApp.Object, "operation")
+		if !equality.Semantic.DeepEqual(op, oldOp) {
+			return true
+		}
+	}
+	if r := newApp.GetAnnotations()[argocd.RefreshAnnotation]; r != "" && r != oldApp.GetAnnotations()[argocd.RefreshAnnotation] {
+		return true
+	}
+	t := terminating(newApp)
+	return t != "" && t != terminating(oldApp)
 }

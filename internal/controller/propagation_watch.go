@@ -48,6 +48,7 @@ func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		Named("propagation").
 		WithOptions(opts).
 		For(argocd.NewApplication(), builder.WithPredicates(beyondStatus(), observeChanges(&r.changed))).
+		Watches(argocd.NewApplication(), requestsFirst()).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(workChangedForPropagation(r.created.take))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(r.appsWaitingOn), builder.WithPredicates(workCameWentOrApplied())).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.appsOnCluster), builder.WithPredicates(predicate.Funcs{
