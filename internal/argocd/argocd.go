@@ -4,6 +4,9 @@
 package argocd
 
 import (
+	"slices"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -100,6 +103,30 @@ func OwningApplicationSet(app *unstructured.Unstructured) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+const (
+	// CmdParamsConfigMap is Argo CD's ConfigMap of its components' parameters, in its namespace.
+	CmdParamsConfigMap = "argocd-cmd-params-cm"
+	// GlobalPreservedAnnotationsKey is its key naming, comma-separated, the annotations the
+	// ApplicationSet controller keeps on every Application it generates.
+	GlobalPreservedAnnotationsKey = "applicationsetcontroller.global.preserved.annotations"
+)
+
+// KeepsAnnotation says whether the ApplicationSet controller keeps the annotation key, set by
+// someone else, on the Applications of appSet: only those its spec.preservedFields.annotations or
+// the controller's global list (globalPreserved, comma-separated) names, and Argo CD's refresh
+// annotation, are kept; every other annotation is replaced by the template's at the controller's
+// next reconcile of the Application (Argo CD v3.2, applicationset_controller.go).
+func KeepsAnnotation(appSet *unstructured.Unstructured, globalPreserved, key string) bool {
+	if key == RefreshAnnotation {
+		return true
+	}
+	kept, _, _ := unstructured.NestedStringSlice(appSet.Object, "spec", "preservedFields", "annotations")
+	for _, k := range strings.Split(globalPreserved, ",") {
+		kept = append(kept, strings.TrimSpace(k))
+	}
+	return slices.Contains(kept, key)
 }
 
 // Label returns the value of one label of an unstructured object. Unlike GetLabels, it does not

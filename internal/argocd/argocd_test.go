@@ -1,6 +1,10 @@
 package argocd
 
-import "testing"
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
 
 func TestLabelAndAnnotationReadOneValueWithoutCopying(t *testing.T) {
 	app := NewApplication()
@@ -27,5 +31,33 @@ func TestLabelAndAnnotationReadOneValueWithoutCopying(t *testing.T) {
 	app.Object["metadata"].(map[string]any)["labels"] = "not a map"
 	if _, ok := Label(app, "a"); ok {
 		t.Error("labels that are not a map yield a value")
+	}
+}
+
+func TestKeepsAnnotation(t *testing.T) {
+	const paused = "apps.open-cluster-management.io/pull-paused"
+	set := func(preserved ...any) *unstructured.Unstructured {
+		s := NewApplicationSet()
+		if preserved != nil {
+			s.Object["spec"] = map[string]any{"preservedFields": map[string]any{"annotations": preserved}}
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name, global string
+		set          *unstructured.Unstructured
+		key          string
+		want         bool
+	}{
+		{"nothing preserved", "", set(), paused, false},
+		{"the ApplicationSet's preservedFields", "", set("a", paused), paused, true},
+		{"another annotation preserved", "", set("a"), paused, false},
+		{"the controller's global list, spaced", "a, " + paused + " ,b", set(), paused, true},
+		{"a prefix in the global list is not the key", "apps.open-cluster-management.io", set(), paused, false},
+		{"Argo CD's refresh annotation, always", "", set(), RefreshAnnotation, true},
+	} {
+		if got := KeepsAnnotation(c.set, c.global, c.key); got != c.want {
+			t.Errorf("%s: KeepsAnnotation = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -484,6 +486,111 @@ func TestRollingSyncWaitsForAStaleStep(t *testing.T) {
 	eventually(t, "cluster2's hub Application current again", 30*time.Second, "hub-argocd-pull.log", func() (bool, error) {
 		msg := staleOnHub()
 		return msg == "", fmt.Errorf("condition %s: %q", appstatus.StaleCondition, msg)
+	})
+}
+
+// A RollingSync step whose Application is paused, as an operator pauses one during an incident
+// (argocd-pull pause application): the real ApplicationSet controller replaces the annotations it
+// does not keep, so the pause is refused until the ApplicationSet keeps the annotation (an
+// annotation written past the CLI is gone within a reconcile). Kept, the pause holds through a
+// commit: the first step rolls, the paused step never counts done and never receives the revision,
+// and the report and its hub Application say why; resumed, the rollout finishes.
+func TestAPausedStepHoldsItsRollout(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	commit, key, _ := rolloutOf(t, hub, "paused")
+	cluster2 := key("cluster2")
+	pullCLI := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(labDir, "argocd-pull"), append(args, "-n", sandbox.ArgoNamespace, "--kubeconfig", lab.Hub.Kubeconfig)...).CombinedOutput()
+		return string(out), err
+	}
+	pausedAnnotation := func() (string, bool) {
+		app := argocd.NewApplication()
+		if err := hub.Get(ctx, cluster2, app); err != nil {
+			return err.Error(), true
+		}
+		v, ok := app.GetAnnotations()[api.PausedAnnotation]
+		return v, ok
+	}
+
+	// Refused while the ApplicationSet does not keep the annotation, and rightly: written past the
+	// CLI, the ApplicationSet controller removes it.
+	if out, err := pullCLI("pause", "application", cluster2.Name, "--reason", "INC-7"); err == nil ||
+		!strings.Contains(out, "the pause would not hold") || !strings.Contains(out, "argocd-pull pause applicationset paused-rollout") {
+		t.Fatalf("pause of an Application its ApplicationSet would resume: %v\n%s", err, out)
+	}
+	retry(t, nil, "annotating cluster2's Application past the CLI", func() error {
+		app := argocd.NewApplication()
+		if err := hub.Get(ctx, cluster2, app); err != nil {
+			return err
+		}
+		app.SetAnnotations(map[string]string{api.PausedAnnotation: "INC-7"})
+		return hub.Update(ctx, app)
+	})
+	eventually(t, "the ApplicationSet controller removing the annotation it does not keep", 2*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		v, ok := pausedAnnotation()
+		return !ok, fmt.Errorf("annotation %q", v)
+	})
+
+	// The ApplicationSet keeps it: the pause is taken, and holds through a commit.
+	retry(t, nil, "keeping the pause annotation on the ApplicationSet", func() error {
+		set := argocd.NewApplicationSet()
+		if err := hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "paused-rollout"}, set); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedStringSlice(set.Object, []string{api.PausedAnnotation}, "spec", "preservedFields", "annotations"); err != nil {
+			return err
+		}
+		return hub.Update(ctx, set)
+	})
+	if out, err := pullCLI("pause", "application", cluster2.Name, "--reason", "INC-7"); err != nil {
+		t.Fatalf("pause: %v\n%s", err, out)
+	}
+	eventually(t, "cluster2's hub Application paused", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		app := argocd.NewApplication()
+		if err := hub.Get(ctx, cluster2, app); err != nil {
+			return false, err
+		}
+		msg := argocd.ConditionMessage(app, api.PausedCondition)
+		return strings.Contains(msg, "INC-7"), fmt.Errorf("condition %s: %q", api.PausedCondition, msg)
+	})
+	sha2 := commit("two")
+	eventually(t, "cluster1 at revision two", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		return doneAt(hub, key("cluster1"), sha2), nil
+	})
+	eventually(t, "cluster2 paused in the ApplicationSet's report", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		r := &v1alpha1.MulticlusterApplicationSetReport{}
+		if err := hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "paused-rollout"}, r); err != nil {
+			return false, err
+		}
+		for _, cc := range r.Statuses.ClusterConditions {
+			for _, c := range cc.Conditions {
+				if cc.Cluster == "cluster2" && c.Type == "Paused" && strings.Contains(c.Message, "INC-7") {
+					return true, nil
+				}
+			}
+		}
+		return false, fmt.Errorf("report: %+v", r.Statuses.ClusterConditions)
+	})
+	// The step waits, and the pause survives the ApplicationSet controller's reconciles (its
+	// generator requeues every 30 s).
+	for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if v, ok := pausedAnnotation(); !ok || v != "INC-7" {
+			t.Fatalf("the pause annotation on cluster2's Application is now %q (present %v)", v, ok)
+		}
+		if doneAt(hub, cluster2, sha2) {
+			t.Fatal("cluster2's hub Application reads Synced and Healthy at revision two while paused")
+		}
+		if configMapData(spokes["cluster2"], "paused", "paused", "revision") != "one" {
+			t.Fatal("cluster2 no longer runs revision one while paused")
+		}
+	}
+
+	if out, err := pullCLI("resume", "application", cluster2.Name); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	eventually(t, "cluster2 at revision two once resumed", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		return doneAt(hub, cluster2, sha2) && configMapData(spokes["cluster2"], "paused", "paused", "revision") == "two", nil
 	})
 }
 
