@@ -447,11 +447,7 @@ func Answers(oldWork, newWork *workv1.ManifestWork) bool {
 	if rn == nil || !n.Reported {
 		return false
 	}
-	oldPhase := ""
-	if ro != nil {
-		oldPhase = ro.raw(manifestwork.FeedbackPhase)
-	}
-	return rn.raw(manifestwork.FeedbackPhase) != oldPhase || n.Health != o.Health ||
+	return rn.raw(manifestwork.FeedbackPhase) != ro.raw(manifestwork.FeedbackPhase) || n.Health != o.Health ||
 		n.Sync == argocd.SyncSynced && o.Sync != argocd.SyncSynced
 }
 

@@ -106,7 +106,12 @@ type feedbackReader struct {
 	trimmed []string
 }
 
-func (r *feedbackReader) raw(name string) string { return r.values[name] }
+func (r *feedbackReader) raw(name string) string {
+	if r == nil {
+		return "" // nothing to read (see observeSync)
+	}
+	return r.values[name]
+}
 
 // capped reads a value copied to the hub, cut to limit.
 func (r *feedbackReader) capped(name string, limit int) string {
