@@ -28,25 +28,46 @@ func run(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// pauseFixture is a namespace of the test apiserver and the kubeconfig to reach it, with what
+// the pause tests create and read there.
+type pauseFixture struct {
+	g      Gomega
+	env    *testenv.Env
+	ns, kc string
+}
+
+func newPauseFixture(t *testing.T) pauseFixture {
+	env := testenv.Get(t)
+	return pauseFixture{g: NewWithT(t), env: env, ns: env.Namespace(t), kc: env.Kubeconfig(t)}
+}
+
+// application creates the Application name, owned by the ApplicationSet set when one is given.
+func (f pauseFixture) application(name string, set *unstructured.Unstructured) {
+	app := argocd.NewApplication()
+	app.SetNamespace(f.ns)
+	app.SetName(name)
+	if set != nil {
+		app.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: set.GetName(), UID: set.GetUID()}})
+	}
+	app.Object["spec"] = map[string]any{"project": "default", "destination": map[string]any{}, "source": map[string]any{"repoURL": "x"}}
+	f.g.Expect(f.env.Client.Create(context.Background(), app)).To(Succeed())
+}
+
+// marker is the pause annotation of the Application name.
+func (f pauseFixture) marker(name string) string {
+	got := argocd.NewApplication()
+	f.g.Expect(f.env.Client.Get(context.Background(), types.NamespacedName{Namespace: f.ns, Name: name}, got)).To(Succeed())
+	return got.GetAnnotations()[api.PausedAnnotation]
+}
+
 // pause and resume set the markers the controller reads (internal/controller's
 // TestPauseAtEachScope shows what it does with them), kubectl-like.
 func TestPauseAndResumeSetTheMarkers(t *testing.T) {
-	g := NewWithT(t)
-	env := testenv.Get(t)
-	ns := env.Namespace(t)
-	kc := env.Kubeconfig(t)
+	f := newPauseFixture(t)
+	g, env, ns, kc := f.g, f.env, f.ns, f.kc
 	ctx := context.Background()
-
-	app := argocd.NewApplication()
-	app.SetNamespace(ns)
-	app.SetName("web")
-	app.Object["spec"] = map[string]any{"project": "default", "destination": map[string]any{}, "source": map[string]any{"repoURL": "x"}}
-	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
-	marker := func() string {
-		got := argocd.NewApplication()
-		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, got)).To(Succeed())
-		return got.GetAnnotations()[api.PausedAnnotation]
-	}
+	f.application("web", nil)
+	marker := func() string { return f.marker("web") }
 
 	out, err := run(t, "pause", "app", "web", "-n", ns, "--kubeconfig", kc, "--reason", "INC-4711")
 	g.Expect(err).NotTo(HaveOccurred(), out)
@@ -86,10 +107,8 @@ func TestPauseAndResumeSetTheMarkers(t *testing.T) {
 // ApplicationSet or the controller's global list keeps the pause annotation. Resuming is never
 // refused. (The lab's TestAPausedStepHoldsItsRollout shows the real controller keeping it.)
 func TestPausingAnApplicationItsApplicationSetWouldResumeIsRefused(t *testing.T) {
-	g := NewWithT(t)
-	env := testenv.Get(t)
-	ns := env.Namespace(t)
-	kc := env.Kubeconfig(t)
+	f := newPauseFixture(t)
+	g, env, ns, kc := f.g, f.env, f.ns, f.kc
 	ctx := context.Background()
 	appSet := func(name string, preserved ...any) *unstructured.Unstructured {
 		s := argocd.NewApplicationSet()
@@ -103,19 +122,7 @@ func TestPausingAnApplicationItsApplicationSetWouldResumeIsRefused(t *testing.T)
 		g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 		return s
 	}
-	generated := func(name string, set *unstructured.Unstructured) {
-		app := argocd.NewApplication()
-		app.SetNamespace(ns)
-		app.SetName(name)
-		app.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: set.GetName(), UID: set.GetUID()}})
-		app.Object["spec"] = map[string]any{"project": "default", "destination": map[string]any{}, "source": map[string]any{"repoURL": "x"}}
-		g.Expect(env.Client.Create(ctx, app)).To(Succeed())
-	}
-	marker := func(name string) string {
-		got := argocd.NewApplication()
-		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, got)).To(Succeed())
-		return got.GetAnnotations()[api.PausedAnnotation]
-	}
+	generated, marker := f.application, f.marker
 
 	generated("plain-cluster1", appSet("plain"))
 	out, err := run(t, "pause", "app", "plain-cluster1", "-n", ns, "--kubeconfig", kc, "--reason", "INC-4711")
