@@ -524,7 +524,9 @@ func TestAPausedStepHoldsItsRollout(t *testing.T) {
 		if err := hub.Get(ctx, cluster2, app); err != nil {
 			return err
 		}
-		app.SetAnnotations(map[string]string{api.PausedAnnotation: "INC-7"})
+		a := app.GetAnnotations()
+		a[api.PausedAnnotation] = "INC-7" // beside the template's: the Application stays pull-model
+		app.SetAnnotations(a)
 		return hub.Update(ctx, app)
 	})
 	eventually(t, "the ApplicationSet controller removing the annotation it does not keep", 2*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
@@ -554,6 +556,11 @@ func TestAPausedStepHoldsItsRollout(t *testing.T) {
 		msg := argocd.ConditionMessage(app, api.PausedCondition)
 		return strings.Contains(msg, "INC-7"), fmt.Errorf("condition %s: %q", api.PausedCondition, msg)
 	})
+	// As a user reads it: argocd app get, through Argo CD's API server, lists the condition.
+	if out, err := loginArgoCD(t).run(time.Minute, "app", "get", sandbox.ArgoNamespace+"/"+cluster2.Name); err != nil ||
+		!regexp.MustCompile(`(?m)^`+api.PausedCondition+`\s+delivery paused by the Application \(INC-7\)`).MatchString(out) {
+		t.Errorf("argocd app get does not show %s for cluster2: %v\n%s", api.PausedCondition, err, out)
+	}
 	sha2 := commit("two")
 	eventually(t, "cluster1 at revision two", 3*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
 		return doneAt(hub, key("cluster1"), sha2), nil
