@@ -13,9 +13,17 @@ KUBE_ASSETS := $(BIN)/k8s/$(KUBE_VERSION)
 OCM_VERSION := $(shell sed -n 's/^\topen-cluster-management.io\/ocm v//p' hack/tools/ocm/go.mod)
 OCM_ASSETS := $(BIN)/ocm/v$(OCM_VERSION)
 
-# Argo CD (sandbox) is built by hack/tools/argocd at the version it pins.
-ARGOCD_VERSION := $(shell sed -n 's/^require github.com\/argoproj\/argo-cd\/v3 v//p; s/^\tgithub.com\/argoproj\/argo-cd\/v3 v//p' hack/tools/argocd/go.mod)
-ARGOCD_ASSETS := $(BIN)/argocd/v$(ARGOCD_VERSION)
+# Argo CD: hack/tools/argocd/VERSION pins the release the lab and the tests run and install the
+# CRDs of. ARGOCD_VERSION=v3.4.7 runs another on the hub (and, unless MANAGED_ARGOCD_VERSION says
+# otherwise, on the managed clusters); hack/tools/argocd/build.sh builds any release. Argo CD 3.4+
+# needs sources no module zip holds (its gitops-engine directory): build.sh takes them from GitHub,
+# else from ARGOCD_VENDOR (by default a shared/vendor directory beside this checkout, if any).
+ARGOCD_VERSION ?= $(shell cat hack/tools/argocd/VERSION)
+MANAGED_ARGOCD_VERSION ?= $(ARGOCD_VERSION)
+ARGOCD_ASSETS := $(BIN)/argocd/$(ARGOCD_VERSION)
+MANAGED_ARGOCD_ASSETS := $(BIN)/argocd/$(MANAGED_ARGOCD_VERSION)
+ARGOCD_VENDOR ?= $(abspath $(wildcard $(CURDIR)/../shared/vendor))
+export ARGOCD_VERSION MANAGED_ARGOCD_VERSION ARGOCD_VENDOR
 
 # kubectl (kustomize, server-side apply) comes from hack/tools/kube at the apiserver's version;
 # helm from hack/tools/helm at the version it pins. The install test uses both.
@@ -131,13 +139,22 @@ helm-lint: $(HELM) ## Lint the Helm chart
 # shutdown: kubernetes-sigs/controller-runtime#3538, fixed in v0.25.)
 RACE_PACKAGES := ./internal/controller/... ./internal/report/... ./internal/appstatus/... ./internal/dashboard/... ./internal/intern/... ./internal/propagation/... ./internal/manifestwork/...
 OTHER_PACKAGES = $(shell go list ./... | grep -vE '/internal/(controller|report|appstatus|dashboard|intern|propagation|manifestwork)(/|$$)')
-TEST_ENV = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
+TEST_ENV = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
 	ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1
 
 .PHONY: test
 test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium container-deps image ## Run all tests: unit, real-apiserver (the cache's sharers under -race), install manifests, the image, end-to-end and the sandbox
 	$(TEST_ENV) go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) $(RACE_PACKAGES)
 	$(TEST_ENV) go test -count=1 -timeout 40m $(GO_TEST_FLAGS) $(OTHER_PACKAGES)
+
+# The lab's tests of Argo CD's own clients on a pull-model Application: the argocd CLI through the
+# API server, the ApplicationSet controller's RollingSync, the documents' flow, and the status a
+# managed cluster's Argo CD version reports (docs/compatibility.md names them per version).
+ARGOCD_CLIENT_TESTS := TestArgoCDCLIOnAPullModelApplication|TestArgoCDCLITerminatesASyncStuckInAHook|TestDocumentsFlowConverges|TestTheHubShowsWhatTheClusterReports|TestRefreshAndSyncFromTheHubReachTheClusterOnce|TestRollingSyncStepsThroughTheFleet
+
+.PHONY: test-argocd
+test-argocd: kube-assets ocm-assets argocd-assets sandbox-deps ## Run the lab's Argo CD client tests on ARGOCD_VERSION (hub) and MANAGED_ARGOCD_VERSION (managed clusters); the pull-request workflow runs them on each supported version
+	$(TEST_ENV) go test -count=1 -timeout 30m -run '^($(ARGOCD_CLIENT_TESTS))$$' -v ./test/sandbox
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no apiserver
@@ -153,7 +170,7 @@ BENCH_FLAGS ?= --clusters 100,1000 --applicationsets 10
 
 .PHONY: bench
 bench: kube-assets ocm-assets argocd-assets build chromium ## Run the scale benchmark and the rollout scenarios (BENCH_FLAGS, default N=100,1000 clusters, A=10), then bench-go; results in test/bench/results, then make docs; not part of make test
-	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) ARGOCD_ASSETS=$(ARGOCD_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull $(BENCH_FLAGS)
+	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull $(BENCH_FLAGS)
 	$(MAKE) --no-print-directory bench-go
 
 # Go's own benchmark output, with the command before each package's: make docs reads its figures.
@@ -177,8 +194,8 @@ install-tools: $(KUBECTL) $(HELM) ## Build kubectl and helm once (render and app
 	@echo $(HELM)
 
 .PHONY: argocd-assets
-argocd-assets: $(ARGOCD_ASSETS)/argocd-server ## Build the Argo CD components and the argocd CLI (one binary) once and print their directory
-	@echo $(ARGOCD_ASSETS)
+argocd-assets: $(sort $(ARGOCD_ASSETS)/argocd-server $(MANAGED_ARGOCD_ASSETS)/argocd-server) ## Build the Argo CD components and the argocd CLI (one binary) of ARGOCD_VERSION and MANAGED_ARGOCD_VERSION once, and print their directories
+	@echo $(sort $(ARGOCD_ASSETS) $(MANAGED_ARGOCD_ASSETS))
 
 .PHONY: sandbox-deps
 sandbox-deps: ## Install what the sandbox runs from Debian: redis-server (Argo CD's cache) and git
@@ -208,13 +225,11 @@ $(OCM_ASSETS)/work-agent:
 	@echo "Building the OCM work agent $(OCM_VERSION) into $(OCM_ASSETS) (first time only, ~5 min)" >&2
 	cd hack/tools/ocm && go build -o $@ ./work-agent
 
-# One binary: the controllers, the repo-server, the API server, and the argocd CLI (see
-# hack/tools/argocd). argocd-server is its link; a directory built before the server was added
-# lacks it, and is built again once.
-$(ARGOCD_ASSETS)/argocd-server:
-	@echo "Building Argo CD $(ARGOCD_VERSION) and its CLI into $(ARGOCD_ASSETS) (first time only, ~6 min)" >&2
-	cd hack/tools/argocd && go build -ldflags "-X github.com/argoproj/argo-cd/v3/common.version=$(ARGOCD_VERSION)" -o $(ARGOCD_ASSETS)/argocd .
-	ln -sf argocd $@
+# One binary per release: the controllers, the repo-server, the API server, and the argocd CLI
+# (see hack/tools/argocd/build.sh); argocd-server is its link.
+$(BIN)/argocd/%/argocd-server:
+	@echo "Building Argo CD $* and its CLI into $(BIN)/argocd/$* (first time only, ~10 min)" >&2
+	hack/tools/argocd/build.sh $* $(BIN)/argocd/$*
 
 $(OCM_ASSETS)/placement:
 	@echo "Building the OCM placement controller $(OCM_VERSION) into $(OCM_ASSETS) (first time only)" >&2

@@ -36,7 +36,11 @@ func HubCRDs(root string) ([]string, error) {
 		dirs = append(dirs, filepath.Join(ocm, d))
 	}
 
-	argo, err := ArgoCDModuleDir(root)
+	version, err := ArgoCDVersion(root)
+	if err != nil {
+		return nil, err
+	}
+	argo, err := ArgoCDModuleDir(root, version)
 	if err != nil {
 		return nil, err
 	}
@@ -45,8 +49,13 @@ func HubCRDs(root string) ([]string, error) {
 
 // ManagedClusterCRDs returns the CRDs a managed cluster needs: Argo CD's (its Argo CD runs there)
 // and OCM's AppliedManifestWork (its work agent needs it).
+// They are the CRDs of the managed clusters' Argo CD version (ManagedArgoCDVersion).
 func ManagedClusterCRDs(root string) ([]string, error) {
-	argo, err := ArgoCDModuleDir(root)
+	version, err := ManagedArgoCDVersion(root)
+	if err != nil {
+		return nil, err
+	}
+	argo, err := ArgoCDModuleDir(root, version)
 	if err != nil {
 		return nil, err
 	}
@@ -65,28 +74,51 @@ func OCMAPIDir(root string) (string, error) {
 	return goModuleDir(root, "open-cluster-management.io/api", "")
 }
 
-// ArgoCDModuleDir returns the module directory of the Argo CD version hack/tools/argocd pins,
-// downloading it through the module proxy when needed.
-func ArgoCDModuleDir(root string) (string, error) {
-	version, err := requiredVersion(filepath.Join(root, "hack", "tools", "argocd", "go.mod"), argoCDModule)
-	if err != nil {
-		return "", err
+// The file that pins the Argo CD release the project builds, runs and installs the CRDs of by
+// default; ARGOCD_VERSION (hub) and MANAGED_ARGOCD_VERSION (managed clusters) choose another.
+const argoCDVersionFile = "hack/tools/argocd/VERSION"
+
+var releaseVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
+
+// ArgoCDVersion is the Argo CD release of the hub (its API server, ApplicationSet controller,
+// CLI and CRDs): $ARGOCD_VERSION, else the one hack/tools/argocd/VERSION pins.
+func ArgoCDVersion(root string) (string, error) {
+	if v := os.Getenv("ARGOCD_VERSION"); v != "" {
+		return checkRelease("ARGOCD_VERSION", v)
 	}
-	return goModuleDir(root, argoCDModule, version)
+	return PinnedArgoCDVersion(root)
 }
 
-// requiredVersion reads the version a go.mod requires of a module.
-func requiredVersion(goMod, module string) (string, error) {
-	data, err := os.ReadFile(goMod)
+// ManagedArgoCDVersion is the Argo CD release the managed clusters run (their application
+// controllers, repo-servers and CRDs): $MANAGED_ARGOCD_VERSION, else the hub's. A fleet in the
+// middle of an upgrade runs another version there than on the hub.
+func ManagedArgoCDVersion(root string) (string, error) {
+	if v := os.Getenv("MANAGED_ARGOCD_VERSION"); v != "" {
+		return checkRelease("MANAGED_ARGOCD_VERSION", v)
+	}
+	return ArgoCDVersion(root)
+}
+
+// PinnedArgoCDVersion is the version hack/tools/argocd/VERSION pins: the project's default.
+func PinnedArgoCDVersion(root string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(root, argoCDVersionFile))
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", goMod, err)
+		return "", fmt.Errorf("reading the pinned Argo CD version: %w", err)
 	}
-	re := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(module) + `\s+(v\S+)`)
-	m := re.FindSubmatch(data)
-	if m == nil {
-		return "", fmt.Errorf("%s does not require %s", goMod, module)
+	return checkRelease(argoCDVersionFile, strings.TrimSpace(string(data)))
+}
+
+func checkRelease(from, v string) (string, error) {
+	if !releaseVersion.MatchString(v) {
+		return "", fmt.Errorf("%s: %q is not an Argo CD release version (want vMAJOR.MINOR.PATCH, e.g. v3.5.1)", from, v)
 	}
-	return string(m[1]), nil
+	return v, nil
+}
+
+// ArgoCDModuleDir returns the module directory of an Argo CD release (its manifests: CRDs, base
+// config), downloading it through the module proxy when needed.
+func ArgoCDModuleDir(root, version string) (string, error) {
+	return goModuleDir(root, argoCDModule, version)
 }
 
 // goModuleDir returns where the module cache holds a module: the version the main module builds
@@ -138,9 +170,13 @@ func OCMBinDir(root string) (string, error) {
 	return builtDir(root, "OCM_ASSETS", "ocm", "work-agent", "ocm-assets")
 }
 
-// ArgoCDBinDir is $ARGOCD_ASSETS, else the newest bin/argocd/<version> the Makefile built.
-func ArgoCDBinDir(root string) (string, error) {
-	return builtDir(root, "ARGOCD_ASSETS", "argocd", "argocd-server", "argocd-assets")
+// ArgoCDBinDir is where the Makefile built an Argo CD release: bin/argocd/<version>.
+func ArgoCDBinDir(root, version string) (string, error) {
+	dir := filepath.Join(root, "bin", "argocd", version)
+	if _, err := os.Stat(filepath.Join(dir, "argocd-server")); err != nil {
+		return "", fmt.Errorf("no Argo CD %s built under bin/argocd: run 'make argocd-assets ARGOCD_VERSION=%s'", version, version)
+	}
+	return dir, nil
 }
 
 // Kubectl is $KUBECTL, else the newest bin/k8s/<version>/kubectl the Makefile built.

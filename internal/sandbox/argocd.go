@@ -26,10 +26,10 @@ func argoEnv(kubeconfig string) []string {
 	return []string{"ARGOCD_FAKE_IN_CLUSTER=true", "KUBECONFIG=" + kubeconfig, "ARGOCD_GPG_ENABLED=false"}
 }
 
-// InstallArgoConfig applies Argo CD's base ConfigMaps and Secret (with the server key every
-// component needs) into the Argo CD namespace.
-func InstallArgoConfig(ctx context.Context, c client.Client, root, namespace string) error {
-	dir, err := assets.ArgoCDModuleDir(root)
+// InstallArgoConfig applies the base ConfigMaps and Secret of an Argo CD release (with the server
+// key every component needs) into the Argo CD namespace.
+func InstallArgoConfig(ctx context.Context, c client.Client, root, version, namespace string) error {
+	dir, err := assets.ArgoCDModuleDir(root, version)
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,25 @@ type Lab struct {
 	// ArgoCD is the hub's Argo CD API server, and ArgoCDCLI the argocd CLI built with it.
 	ArgoCD    ArgoCDServer
 	ArgoCDCLI string
-	progress  *progress
+	// HubArgoCDVersion is the Argo CD release on the hub, ManagedArgoCDVersion the one on the
+	// managed clusters (the same unless MANAGED_ARGOCD_VERSION says otherwise).
+	HubArgoCDVersion, ManagedArgoCDVersion string
+	progress                               *progress
+}
+
+// argoCDRelease is one built Argo CD release: its version and its one binary.
+type argoCDRelease struct{ version, bin string }
+
+func argoCDBinary(root string, version func(string) (string, error)) (argoCDRelease, error) {
+	v, err := version(root)
+	if err != nil {
+		return argoCDRelease{}, err
+	}
+	dir, err := assets.ArgoCDBinDir(root, v)
+	if err != nil {
+		return argoCDRelease{}, err
+	}
+	return argoCDRelease{version: v, bin: filepath.Join(dir, "argocd")}, nil
 }
 
 type progress struct {
@@ -114,11 +132,14 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	argoBinDir, err := assets.ArgoCDBinDir(root)
+	hubArgo, err := argoCDBinary(root, assets.ArgoCDVersion)
 	if err != nil {
 		return nil, err
 	}
-	argoBin := filepath.Join(argoBinDir, "argocd")
+	managedArgo, err := argoCDBinary(root, assets.ManagedArgoCDVersion)
+	if err != nil {
+		return nil, err
+	}
 	ports, err := loadPorts(o.Dir)
 	if err != nil {
 		return nil, err
@@ -126,7 +147,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := ports.checkFree(); err != nil {
 		return nil, fmt.Errorf("%w; stop that program, or start a new lab here with 'argocd-pull sandbox down --purge --dir %s'", err, o.Dir)
 	}
-	lab := &Lab{Dir: o.Dir, ArgoCDCLI: argoBin, progress: &progress{out: o.Out, start: time.Now()}}
+	lab := &Lab{Dir: o.Dir, ArgoCDCLI: hubArgo.bin, HubArgoCDVersion: hubArgo.version, ManagedArgoCDVersion: managedArgo.version, progress: &progress{out: o.Out, start: time.Now()}}
 	done := lab.progress.step("hub: kube-apiserver, etcd and kube-controller-manager")
 	if lab.Hub, err = startCluster(ctx, o.Dir, kubeBin, "hub", ports); err != nil {
 		return lab, err
@@ -186,7 +207,11 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		if err != nil {
 			return lab, err
 		}
-		if err := InstallArgoConfig(ctx, cl, root, ArgoNamespace); err != nil {
+		version := lab.ManagedArgoCDVersion
+		if c == lab.Hub {
+			version = lab.HubArgoCDVersion
+		}
+		if err := InstallArgoConfig(ctx, cl, root, version, ArgoNamespace); err != nil {
 			return lab, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		if err := CreateDefaultProject(ctx, cl, ArgoNamespace); err != nil {
@@ -220,7 +245,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 
 	for _, c := range lab.Managed {
 		done := lab.progress.step("%s: Argo CD application controller, repo-server and redis", c.Name)
-		if err := startManagedArgoCD(o.Dir, argoBin, c, ports); err != nil {
+		if err := startManagedArgoCD(o.Dir, managedArgo.bin, c, ports); err != nil {
 			return lab, err
 		}
 		done()
@@ -270,13 +295,13 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	done()
 
 	done = lab.progress.step("hub: Argo CD ApplicationSet controller")
-	if err := startApplicationSetController(o.Dir, argoBin, lab.Hub, ports); err != nil {
+	if err := startApplicationSetController(o.Dir, hubArgo.bin, lab.Hub, ports); err != nil {
 		return lab, err
 	}
 	done()
 
 	done = lab.progress.step("hub: Argo CD API server (the argocd CLI's and the UI's), its redis and repo-server")
-	argoCDServer, err := startHubArgoCDServer(o.Dir, argoBin, lab.Hub, ports)
+	argoCDServer, err := startHubArgoCDServer(o.Dir, hubArgo.bin, lab.Hub, ports)
 	if err != nil {
 		return lab, err
 	}

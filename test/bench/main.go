@@ -174,18 +174,18 @@ func writeResults(report benchReport, dir string) error {
 	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(report.Markdown()), 0o644)
 }
 
-// argoCDVersion is the version of the Argo CD binaries the rollouts run: the directory
-// make argocd-assets built them in.
+// argoCDVersion is the version of the Argo CD binaries the rollouts run (ARGOCD_VERSION, else
+// the pinned one).
 func argoCDVersion() string {
 	root, err := assets.RepoRoot()
 	if err != nil {
 		return "unknown"
 	}
-	dir, err := assets.ArgoCDBinDir(root)
+	v, err := assets.ArgoCDVersion(root)
 	if err != nil {
 		return "unknown"
 	}
-	return filepath.Base(dir)
+	return v
 }
 
 // controllerVersion is what the measured binary says it is: its release and commit.

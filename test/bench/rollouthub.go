@@ -86,7 +86,11 @@ func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet,
 	if err := f.createClusters(ctx, h.c, cfg.workers, cfg.lease, cfg.progress); err != nil {
 		return h, err
 	}
-	if err := sandbox.InstallArgoConfig(ctx, h.c, root, argoNamespace); err != nil {
+	argoVersion, err := assets.ArgoCDVersion(root)
+	if err != nil {
+		return h, err
+	}
+	if err := sandbox.InstallArgoConfig(ctx, h.c, root, argoVersion, argoNamespace); err != nil {
 		return h, err
 	}
 	if err := sandbox.CreateDefaultProject(ctx, h.c, argoNamespace); err != nil {
@@ -143,7 +147,7 @@ func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet,
 	h.sim.Run(cctx, cfg.workers)
 	(&registrationAgents{c: h.c, clusters: f.clusters, duration: cfg.lease}).run(cctx)
 
-	argoBin, err := assets.ArgoCDBinDir(root)
+	argoBin, err := assets.ArgoCDBinDir(root, argoVersion)
 	if err != nil {
 		return h, err
 	}
