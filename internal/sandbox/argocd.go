@@ -59,7 +59,7 @@ func InstallArgoConfig(ctx context.Context, c client.Client, root, version, name
 
 // startRedisAndRepoServer starts the redis and the repo-server of one Argo CD install (prefix
 // "cluster1", "hub"), on their own loopback ports, and returns their addresses.
-func startRedisAndRepoServer(dir, bin, prefix, kubeconfig string, ports *portBook, repoArgs ...string) (redis, repo string, err error) {
+func startRedisAndRepoServer(dir string, argo argoCDRelease, prefix, kubeconfig string, ports *portBook, repoArgs ...string) (redis, repo string, err error) {
 	redisPort, err := ports.port(prefix + "-redis")
 	if err != nil {
 		return "", "", err
@@ -80,17 +80,37 @@ func startRedisAndRepoServer(dir, bin, prefix, kubeconfig string, ports *portBoo
 		return "", "", err
 	}
 	redis, repo = "127.0.0.1:"+strconv.Itoa(redisPort), "127.0.0.1:"+strconv.Itoa(repoPort)
-	_, err = start(dir, prefix+"-argocd-repo-server", bin, append([]string{"argocd-repo-server",
+	args := append([]string{"argocd-repo-server",
 		"--address=127.0.0.1", "--port=" + strconv.Itoa(repoPort), "--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(metrics),
-		"--redis=" + redis, "--disable-tls", "--logformat=text",
-	}, repoArgs...), append(argoEnv(kubeconfig), "TMPDIR="+tmp)...)
+		"--redis=" + redis, "--logformat=text",
+	}, plaintextRepoServer(argo.version)...)
+	_, err = start(dir, prefix+"-argocd-repo-server", argo.bin, append(args, repoArgs...), append(argoEnv(kubeconfig), "TMPDIR="+tmp)...)
 	return redis, repo, err
+}
+
+// plaintextRepoServer are the repo-server flags that serve plain gRPC on the loopback. From 3.5 on
+// the repo-server also verifies client certificates against --client-ca-path, whose default is a
+// file in the pod, and refuses that flag beside --disable-tls; 3.4 and older have no such flag.
+func plaintextRepoServer(version string) []string {
+	if atLeastMinor(version, 3, 5) {
+		return []string{"--disable-tls", "--client-ca-path="}
+	}
+	return []string{"--disable-tls"}
+}
+
+// atLeastMinor is true when a release version (vMAJOR.MINOR.PATCH) is major.minor or later.
+func atLeastMinor(version string, major, minor int) bool {
+	var ma, mi, patch int
+	if _, err := fmt.Sscanf(version, "v%d.%d.%d", &ma, &mi, &patch); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 // startManagedArgoCD starts redis, the repo-server and the application controller of one
 // managed cluster.
-func startManagedArgoCD(dir, bin string, c *Cluster, ports *portBook) error {
-	redis, repo, err := startRedisAndRepoServer(dir, bin, c.Name, c.Kubeconfig, ports,
+func startManagedArgoCD(dir string, argo argoCDRelease, c *Cluster, ports *portBook) error {
+	redis, repo, err := startRedisAndRepoServer(dir, argo, c.Name, c.Kubeconfig, ports,
 		// A lab shows a new commit within seconds, not after Argo CD's 3-minute revision cache.
 		"--revision-cache-expiration=5s")
 	if err != nil {
@@ -100,7 +120,7 @@ func startManagedArgoCD(dir, bin string, c *Cluster, ports *portBook) error {
 	if err != nil {
 		return err
 	}
-	_, err = start(dir, c.Name+"-argocd-application-controller", bin, []string{"argocd-application-controller",
+	_, err = start(dir, c.Name+"-argocd-application-controller", argo.bin, []string{"argocd-application-controller",
 		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace, "--application-namespaces=" + TenantNamespace,
 		"--repo-server=" + repo, "--repo-server-plaintext", "--redis=" + redis,
 		"--metrics-port=" + strconv.Itoa(metrics), "--app-resync=10", "--app-resync-jitter=0", "--logformat=text",
@@ -311,8 +331,8 @@ type ArgoCDServer struct {
 // own, as an Argo CD install on the hub runs them: the argocd CLI talks to it. No application
 // controller runs on the hub: the pull model's Applications are reconciled on the managed
 // clusters. It returns the server's address.
-func startHubArgoCDServer(dir, bin string, hub *Cluster, ports *portBook) (string, error) {
-	redis, repo, err := startRedisAndRepoServer(dir, bin, "hub", hub.Kubeconfig, ports)
+func startHubArgoCDServer(dir string, argo argoCDRelease, hub *Cluster, ports *portBook) (string, error) {
+	redis, repo, err := startRedisAndRepoServer(dir, argo, "hub", hub.Kubeconfig, ports)
 	if err != nil {
 		return "", err
 	}
@@ -324,7 +344,7 @@ func startHubArgoCDServer(dir, bin string, hub *Cluster, ports *portBook) (strin
 	if err != nil {
 		return "", err
 	}
-	_, err = start(dir, "hub-argocd-server", bin, []string{"argocd-server",
+	_, err = start(dir, "hub-argocd-server", argo.bin, []string{"argocd-server",
 		"--kubeconfig=" + hub.Kubeconfig, "--namespace=" + ArgoNamespace, "--application-namespaces=" + TenantNamespace,
 		"--insecure", "--address=127.0.0.1", "--port=" + strconv.Itoa(port),
 		"--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(metrics),

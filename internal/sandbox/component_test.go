@@ -129,3 +129,19 @@ func TestControllerInImage(t *testing.T) {
 		t.Errorf("the image's own non-root USER runs it, as in the chart (no runAsUser): %s", joined)
 	}
 }
+
+// The repo-server of 3.5+ refuses --disable-tls beside its default --client-ca-path; 3.4 and
+// older do not know that flag.
+func TestPlaintextRepoServerFlagsPerVersion(t *testing.T) {
+	for version, want := range map[string][]string{
+		"v3.2.0":  {"--disable-tls"},
+		"v3.4.7":  {"--disable-tls"},
+		"v3.5.1":  {"--disable-tls", "--client-ca-path="},
+		"v3.10.0": {"--disable-tls", "--client-ca-path="},
+		"v4.0.0":  {"--disable-tls", "--client-ca-path="},
+	} {
+		if got := plaintextRepoServer(version); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", version, got, want)
+		}
+	}
+}

@@ -245,7 +245,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 
 	for _, c := range lab.Managed {
 		done := lab.progress.step("%s: Argo CD application controller, repo-server and redis", c.Name)
-		if err := startManagedArgoCD(o.Dir, managedArgo.bin, c, ports); err != nil {
+		if err := startManagedArgoCD(o.Dir, managedArgo, c, ports); err != nil {
 			return lab, err
 		}
 		done()
@@ -301,7 +301,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	done()
 
 	done = lab.progress.step("hub: Argo CD API server (the argocd CLI's and the UI's), its redis and repo-server")
-	argoCDServer, err := startHubArgoCDServer(o.Dir, hubArgo.bin, lab.Hub, ports)
+	argoCDServer, err := startHubArgoCDServer(o.Dir, hubArgo, lab.Hub, ports)
 	if err != nil {
 		return lab, err
 	}
