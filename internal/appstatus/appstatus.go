@@ -78,8 +78,10 @@ type Observed struct {
 	// cluster runs (manifestwork.Hub.Terminating names its delivery).
 	HubTerminating bool
 	// Behind is true when another cluster of its RollingSync ApplicationSet has seen a revision
-	// of the same source that this cluster has not compared against (see Member and RollingSets.Decide).
-	Behind bool
+	// of the same source that this cluster has not compared against (see Member and
+	// RollingSets.Decide), and AheadRevision is that revision.
+	Behind        bool
+	AheadRevision string
 	// Stale says why what the cluster reports is not current, "" when it is (set by the caller: the
 	// cluster's availability and the time the work was written, see report.Staleness).
 	Stale string
@@ -234,8 +236,14 @@ func Derive(obs Observed, wanted *Source) Status {
 	}
 	if obs.Behind && st.Sync == argocd.SyncSynced {
 		// Synced to a revision older than one its fleet sees: a RollingSync step must not count it
-		// done (its managed Argo CD finds the new revision on its next refresh).
+		// done (its managed Argo CD finds the new revision on its next refresh). It reads OutOfSync
+		// at the revision its fleet went ahead to, which its own Argo CD will report: the
+		// ApplicationSet controller of Argo CD 3.4 and later sends an Application back to Waiting
+		// only when its revision changes, not when it turns OutOfSync.
 		st.Sync = argocd.SyncOutOfSync
+		if obs.AheadRevision != "" {
+			st.Revision = obs.AheadRevision
+		}
 	}
 	if obs.Phase != "" && obs.StartedAt != "" {
 		op := obs.Operation

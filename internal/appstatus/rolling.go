@@ -24,8 +24,10 @@ type Member struct {
 	// Ahead is the revision its cluster applied its work at and reports OutOfSync at, "" when it
 	// does not: it puts behind the clusters that have not compared against that revision.
 	Ahead string
-	// ClusterSynced is true when its cluster reports Synced.
-	ClusterSynced bool
+	// ClusterSynced is true when its cluster reports Synced, and ClusterRevision the revision it
+	// reports.
+	ClusterSynced   bool
+	ClusterRevision string
 	// HubSync and HubRevision are the hub Application's status.sync.status and .revision.
 	HubSync, HubRevision string
 }
@@ -37,7 +39,7 @@ func MemberOf(app *unstructured.Unstructured, obs Observed) (Member, bool) {
 	if wanted == nil {
 		return Member{}, false
 	}
-	m := Member{Source: *wanted, ClusterSynced: obs.Sync == argocd.SyncSynced}
+	m := Member{Source: *wanted, ClusterSynced: obs.Sync == argocd.SyncSynced, ClusterRevision: obs.Revision}
 	if obs.ContentApplied && obs.Sync == argocd.SyncOutOfSync {
 		m.Ahead = obs.Revision
 	}
@@ -227,8 +229,9 @@ func (v *RollingSets) member(app types.NamespacedName) *member {
 // Decision is what the barrier decides for one Application.
 type Decision struct {
 	// Behind is true when a sibling went ahead to a revision its cluster has not compared
-	// against (Observed.Behind).
+	// against (Observed.Behind), and Ahead names that revision (Observed.AheadRevision).
 	Behind bool
+	Ahead  string
 	// Rewrite names the siblings its cluster puts behind: they are written before it.
 	Rewrite []string
 	// Recheck names the siblings marked behind that the group's changes since their last write
@@ -249,7 +252,8 @@ func (v *RollingSets) Decide(set types.NamespacedName, app types.NamespacedName,
 		return Decision{}
 	}
 	g := v.sets[set][own.Source]
-	d := Decision{Behind: g.behind(revision), Gen: g.gen}
+	d := Decision{Ahead: g.aheadOf(revision), Gen: g.gen}
+	d.Behind = d.Ahead != ""
 	for name, m := range g.members {
 		switch {
 		case name == app.Name:
@@ -262,14 +266,16 @@ func (v *RollingSets) Decide(set types.NamespacedName, app types.NamespacedName,
 	return d
 }
 
-// behind says whether a member of g went ahead to a revision other than revision.
-func (g *group) behind(revision string) bool {
+// aheadOf is a revision a member of g went ahead to other than revision, "" when none: the least
+// of them, so that the same fleet always names the same one.
+func (g *group) aheadOf(revision string) string {
+	least := ""
 	for ahead := range g.ahead {
-		if revision != "" && ahead != revision {
-			return true
+		if revision != "" && ahead != revision && (least == "" || ahead < least) {
+			least = ahead
 		}
 	}
-	return false
+	return least
 }
 
 // Freed names the members of place marked behind that the group's changes since their last
@@ -287,12 +293,13 @@ func (v *RollingSets) Freed(place Place) (names []string) {
 	return names
 }
 
-// frees says whether m was marked behind before the group's last change, and no sibling holds it
-// behind now: no member went ahead to a revision other than the one the hub shows it at. While
+// frees says whether m was marked behind before the group's last change, and the hub no longer
+// shows it as the barrier decides it now: no member went ahead to a revision other than the one
+// its cluster reports, or the revision it is shown behind (the least of those) changed. While
 // one does, writing it again would only write what the hub shows (at 1,000 clusters, each change
 // of a step's members had every reconcile rewrite the hundreds still behind).
 func (g *group) frees(m *member) bool {
-	return m.markedBehind() && m.evaluated < g.gen && !g.behind(m.HubRevision)
+	return m.markedBehind() && m.evaluated < g.gen && g.aheadOf(m.ClusterRevision) != m.HubRevision
 }
 
 // Evaluated records that app's status was written (or found unchanged) by d, decided for its
@@ -310,5 +317,5 @@ func (v *RollingSets) Evaluated(app types.NamespacedName, d Decision, revision s
 		m.evaluated = d.Gen
 	}
 	g := v.sets[v.of[app].Set][m.Source]
-	return g.gen == d.Gen || g.behind(revision) == d.Behind
+	return g.gen == d.Gen || g.aheadOf(revision) == d.Ahead
 }

@@ -74,11 +74,14 @@ func TestBehindTheFleet(t *testing.T) {
 			g.Expect(ok).To(BeTrue())
 			v.Put(testSet, own, m)
 			obs := tt.own
-			obs.Behind = v.Decide(testSet, own, obs.Revision).Behind
+			d := v.Decide(testSet, own, obs.Revision)
+			obs.Behind, obs.AheadRevision = d.Behind, d.Ahead
 			g.Expect(obs.Behind).To(Equal(tt.want))
 			if st := Derive(obs, nil); tt.want {
 				g.Expect(st.Sync).To(Equal(argocd.SyncOutOfSync), "a RollingSync step does not count it done")
-				g.Expect(st.Revision).To(Equal(tt.own.Revision), "the revision it really has")
+				g.Expect(st.Revision).To(Equal("r2"), "the revision its fleet went ahead to: Argo CD 3.4+ waits on a changed revision")
+			} else {
+				g.Expect(st.Revision).To(Equal(tt.own.Revision), "the revision it has")
 			}
 		})
 	}
@@ -91,7 +94,7 @@ func TestTheSiblingsToWriteFirst(t *testing.T) {
 	v := NewRollingSets()
 	v.Seed(testSet, map[string]Member{
 		"done":   showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
-		"marked": showing(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")),
+		"marked": showing(argocd.SyncOutOfSync, "r2", reports(argocd.SyncSynced, "r1")),
 		"new":    showing(argocd.SyncSynced, "r2", reports(argocd.SyncSynced, "r2")),
 		"late":   showing(argocd.SyncOutOfSync, "r1", reports(argocd.SyncOutOfSync, "r2")),
 	})
@@ -102,7 +105,7 @@ func TestTheSiblingsToWriteFirst(t *testing.T) {
 	g.Expect(d.Rewrite).To(Equal([]string{"done"}), "Synced at r1 is put behind")
 	g.Expect(d.Recheck).To(BeEmpty(), "marked is still held behind: late and ahead went ahead to r2")
 
-	v.Put(testSet, appKey("done"), showing(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")))
+	v.Put(testSet, appKey("done"), showing(argocd.SyncOutOfSync, "r2", reports(argocd.SyncSynced, "r1")))
 	g.Expect(v.Evaluated(appKey("done"), d, "r1")).To(BeTrue())
 	g.Expect(v.Decide(testSet, ahead, "r2").Rewrite).To(BeEmpty())
 
@@ -140,7 +143,7 @@ func TestADecisionOverturnedMeanwhileIsDecidedAgain(t *testing.T) {
 	g.Expect(ok).To(BeTrue())
 	g.Expect(v.Freed(left)).To(BeEmpty(), "the view shows step1 Synced: the write that puts it behind is not recorded yet")
 
-	v.Put(testSet, appKey("step1"), showing(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")))
+	v.Put(testSet, appKey("step1"), showing(argocd.SyncOutOfSync, "r2", reports(argocd.SyncSynced, "r1")))
 	g.Expect(v.Evaluated(appKey("step1"), d, "r1")).To(BeFalse(), "step1 was written behind a cluster that left")
 	again := v.Decide(testSet, appKey("step1"), "r1")
 	g.Expect(again.Behind).To(BeFalse())
@@ -199,7 +202,7 @@ func (f *fleetModel) write(name string, siblingsFirst bool) {
 		}
 		f.queued = append(f.queued, d.Recheck...)
 	}
-	f.hubSync[name], f.hubRev[name] = derived(f.cluster[name], d.Behind)
+	f.hubSync[name], f.hubRev[name] = derived(f.cluster[name], d)
 	f.v.Put(modelSet, f.key(name), f.member(name))
 	stands := f.v.Evaluated(f.key(name), d, f.cluster[name].Revision)
 	f.checkOrder(name)
@@ -235,15 +238,32 @@ func (f *fleetModel) checkOrder(name string) {
 }
 
 // derived is the hub's sync status and revision (Derive, reduced to the barrier).
-func derived(obs Observed, behind bool) (sync, revision string) {
-	sync = obs.Sync
+func derived(obs Observed, d Decision) (sync, revision string) {
+	sync, revision = obs.Sync, obs.Revision
 	if !obs.ContentApplied {
 		sync = argocd.SyncOutOfSync
 	}
-	if behind && sync == argocd.SyncSynced {
-		sync = argocd.SyncOutOfSync
+	if d.Behind && sync == argocd.SyncSynced {
+		sync, revision = argocd.SyncOutOfSync, d.Ahead
 	}
-	return sync, obs.Revision
+	return sync, revision
+}
+
+// decision is the barrier's decision for name read from the whole fleet (see behind): behind the
+// least revision a sibling went ahead to.
+func (f *fleetModel) decision(name string) Decision {
+	if !f.behind(name) {
+		return Decision{}
+	}
+	d := Decision{Behind: true}
+	for other, s := range f.cluster {
+		if other != name && f.present[other] && f.source[other] == f.source[name] &&
+			s.ContentApplied && s.Sync == argocd.SyncOutOfSync && s.Revision != "" && s.Revision != f.cluster[name].Revision &&
+			(d.Ahead == "" || s.Revision < d.Ahead) {
+			d.Ahead = s.Revision
+		}
+	}
+	return d
 }
 
 // behind is the barrier's rule read from the whole fleet, as the controller read it before the
@@ -314,7 +334,7 @@ func TestTheViewDecidesAsReadingEverySiblingDid(t *testing.T) {
 				if !f.present[other] {
 					continue
 				}
-				wantSync, wantRev := derived(f.cluster[other], f.behind(other))
+				wantSync, wantRev := derived(f.cluster[other], f.decision(other))
 				if f.hubSync[other] != wantSync || f.hubRev[other] != wantRev {
 					t.Fatalf("seed %d, step %d (%s): the hub shows %s %s at %q, the fleet says %s at %q",
 						seed, step, change, other, f.hubSync[other], f.hubRev[other], wantSync, wantRev)

@@ -154,7 +154,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		r.evaluated(ctx, key, barrier, obs.Revision)
 		return ctrl.Result{}, recheck, nil // the hub keeps the upstream controller's status; the work's next status requeues this
 	}
-	obs.Behind = barrier.Behind
+	obs.Behind, obs.AheadRevision = barrier.Behind, barrier.Ahead
 	if siblingsFirst {
 		// Put behind by what app reports now; marked behind earlier and no longer.
 		if result, err := r.writeSiblings(ctx, key.Namespace, barrier.Rewrite); err != nil || !result.IsZero() {

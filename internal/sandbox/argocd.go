@@ -84,7 +84,10 @@ func startRedisAndRepoServer(dir string, argo argoCDRelease, prefix, kubeconfig 
 		"--address=127.0.0.1", "--port=" + strconv.Itoa(repoPort), "--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(metrics),
 		"--redis=" + redis, "--logformat=text",
 	}, plaintextRepoServer(argo.version)...)
-	_, err = start(dir, prefix+"-argocd-repo-server", argo.bin, append(args, repoArgs...), append(argoEnv(kubeconfig), "TMPDIR="+tmp)...)
+	// PATH: the scripts Argo CD's image has in /usr/local/bin are beside the binary (git-verify-wrapper.sh:
+	// the repo-server of 3.5+ runs it on each revision).
+	env := append(argoEnv(kubeconfig), "TMPDIR="+tmp, "PATH="+filepath.Dir(argo.bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	_, err = start(dir, prefix+"-argocd-repo-server", argo.bin, append(args, repoArgs...), env...)
 	return redis, repo, err
 }
 

@@ -29,6 +29,7 @@ esac
 # The release's go.mod, from the module proxy.
 info=$(go mod download -json "$module@$version" 2>/dev/null || true)
 gomod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p' <<<"$info")
+moddir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p' <<<"$info")
 if [[ -z $gomod || ! -f $gomod ]]; then
 	err=$(sed -n 's/^[[:space:]]*"Error": "\(.*\)",*$/\1/p' <<<"$info")
 	served=$(go list -m -versions "$module" 2>/dev/null | tr ' ' '\n' | grep -E '^v3\.[0-9]+\.[0-9]+$' | sort -V | tail -n 12 | tr '\n' ' ' || true)
@@ -76,5 +77,13 @@ log "resolving modules (go mod tidy)"
 log "building into $out (about 10 minutes on 2 cores)"
 (cd "$src" && go build -tags argocdtool -ldflags "-X $module/common.version=${version#v}" -o "$out/argocd" .) ||
 	fail "go build failed. Try another patch release of the same minor; docs/compatibility.md lists those built here."
+# The scripts Argo CD's image puts beside its binary in /usr/local/bin: the repo-server of 3.5+
+# runs git-verify-wrapper.sh on every revision it generates manifests for.
+for script in gpg-wrapper.sh git-verify-wrapper.sh; do
+	if [[ -f $moddir/hack/$script ]]; then
+		install -m 0755 "$moddir/hack/$script" "$out/$script"
+	fi
+done
+# Last: the Makefile takes this link as the sign of a whole build.
 ln -sf argocd "$out/argocd-server"
 log "built $out/argocd"
