@@ -29,6 +29,9 @@ const (
 const (
 	// RefreshAnnotation asks Argo CD to refresh an Application; Argo CD removes it when done.
 	RefreshAnnotation = "argocd.argoproj.io/refresh"
+	// HydrateAnnotation is what Argo CD's API server writes beside RefreshAnnotation for its source
+	// hydrator: "normal", or from 3.5 on "hard" on a hard refresh.
+	HydrateAnnotation = "argocd.argoproj.io/hydrate"
 	// ResourcesFinalizer makes Argo CD delete an Application's resources before the Application.
 	ResourcesFinalizer = "resources-finalizer.argocd.argoproj.io"
 	// LocalServer is the in-cluster destination of the managed cluster's own Argo CD.

@@ -151,6 +151,11 @@ var hubOnlyAnnotations = []string{
 	"kubectl.kubernetes.io/last-applied-configuration",
 	// Requests travel only as the delivery plan says.
 	api.RefreshDeliveredAnnotation,
+	// Argo CD's API server writes it on each refresh and never clears it on the hub, where no
+	// application controller runs; from 3.5 on it alternates between "normal" and "hard" with the
+	// refresh's kind, and copied into the payload each change would be a new work for the cluster.
+	// The refresh it comes with is delivered (see PlanDeliveries).
+	argocd.HydrateAnnotation,
 }
 
 // requestAnnotations are the annotations of the payload Application that carry requests: the hub

@@ -291,6 +291,14 @@ func TestSpecHashChangesOnlyWithContent(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(UpToDate(a, b)).To(BeTrue(), "status and server-set metadata do not change the work")
 
+	// Argo CD 3.5's API server writes hydrate: hard on argocd app get --hard-refresh, normal on a
+	// refresh; the hub keeps it (no application controller there removes it).
+	for _, hydrate := range []string{"normal", "hard"} {
+		h, err := DesiredWork(pullApp(setAnnotation(argocd.HydrateAnnotation, hydrate)), nil, target, Deliveries{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(UpToDate(a, h)).To(BeTrue(), "the refresh's hydrate %s annotation does not change the work", hydrate)
+	}
+
 	c, err := DesiredWork(pullApp(func(u *unstructured.Unstructured) {
 		u.Object["spec"].(map[string]any)["source"].(map[string]any)["targetRevision"] = "v2"
 	}), nil, target, Deliveries{})
