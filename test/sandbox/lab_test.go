@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -110,6 +111,101 @@ func TestDocumentsFlowConverges(t *testing.T) {
 			t.Errorf("destination on %s = %q", name, server)
 		}
 	}
+}
+
+// 1b. The hub and the managed clusters may run different Argo CD versions (make test-argocd
+// ARGOCD_VERSION=... MANAGED_ARGOCD_VERSION=...), as a fleet in the middle of an upgrade does. The
+// lab's processes run the versions it says, and whatever the pair, the hub Application shows what
+// the managed cluster's Argo CD reports and nothing it does not: each status field the hub shows
+// is one the managed cluster's Application has, and sync and health are the cluster's.
+func TestTheHubShowsWhatTheClusterReports(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	procs, err := sandbox.Processes(labDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]string{
+		"hub-argocd-server": lab.HubArgoCDVersion, "hub-argocd-applicationset-controller": lab.HubArgoCDVersion,
+		"cluster1-argocd-application-controller": lab.ManagedArgoCDVersion, "cluster1-argocd-repo-server": lab.ManagedArgoCDVersion,
+	}
+	for _, p := range procs {
+		want, ok := runs[p.Name]
+		if !ok {
+			continue
+		}
+		delete(runs, p.Name)
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.PID))
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		out, err := exec.Command(exe, "version", "--client", "--short").CombinedOutput()
+		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(out)), "argocd: "+want+"+") {
+			t.Errorf("%s runs %s: %q (%v), want Argo CD %s", p.Name, exe, out, err, want)
+		}
+	}
+	if len(runs) > 0 {
+		t.Errorf("not running: %v", slices.Sorted(maps.Keys(runs)))
+	}
+	t.Logf("Argo CD %s on the hub, %s on the managed clusters", lab.HubArgoCDVersion, lab.ManagedArgoCDVersion)
+
+	for name, spoke := range spokes {
+		eventually(t, "the hub Application of "+name+" shows only what "+name+" reports", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+			hubApp, onSpoke := argocd.NewApplication(), argocd.NewApplication()
+			if err := hub.Get(ctx, appKey(name), hubApp); err != nil {
+				return false, err
+			}
+			if err := spoke.Get(ctx, appKey(name), onSpoke); err != nil {
+				return false, err
+			}
+			shown, reported := statusPaths(hubApp), statusPaths(onSpoke)
+			if _, multi, _ := unstructured.NestedSlice(onSpoke.Object, "status", "sync", "revisions"); multi {
+				// A multi-source Application's revisions, joined, are the hub's sync.revision: what
+				// the report and RollingSync compare (docs/status.md).
+				reported[".sync.revision"] = true
+			}
+			var invented []string
+			for p := range shown {
+				if !reported[p] {
+					invented = append(invented, p)
+				}
+			}
+			if len(invented) > 0 {
+				slices.Sort(invented)
+				return false, fmt.Errorf("the hub shows %v, which %s does not report", invented, name)
+			}
+			for _, field := range [][]string{{"sync", "status"}, {"health", "status"}} {
+				h, _, _ := unstructured.NestedString(hubApp.Object, append([]string{"status"}, field...)...)
+				c, _, _ := unstructured.NestedString(onSpoke.Object, append([]string{"status"}, field...)...)
+				if h != c {
+					return false, fmt.Errorf("status.%s: the hub shows %q, %s reports %q", strings.Join(field, "."), h, name, c)
+				}
+			}
+			return true, nil
+		})
+	}
+}
+
+// statusPaths are the paths of the leaves of an Application's status, list items as [].
+func statusPaths(app *unstructured.Unstructured) map[string]bool {
+	paths := map[string]bool{}
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				walk(e, path+"."+k)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e, path+"[]")
+			}
+		default:
+			paths[path] = true
+		}
+	}
+	walk(app.Object["status"], "")
+	return paths
 }
 
 // 2. A push-model Application on the hub is untouched.
