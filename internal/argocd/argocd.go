@@ -4,6 +4,7 @@
 package argocd
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -164,4 +165,17 @@ func ConditionMessage(app *unstructured.Unstructured, kind string) string {
 		}
 	}
 	return ""
+}
+
+// SupportedRange is the Argo CD releases argocd-pull is tested with, on the hub and on the managed
+// clusters (docs/compatibility.md): the minors from 3.4 to 3.5.
+const SupportedRange = "v3.4 to v3.5"
+
+// Supported says whether a release version (vMAJOR.MINOR.PATCH) is in SupportedRange.
+func Supported(version string) bool {
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(version, "v%d.%d.%d", &major, &minor, &patch); err != nil {
+		return false
+	}
+	return major == 3 && minor >= 4 && minor <= 5
 }

@@ -416,7 +416,7 @@ func TestTheClusterThatPutItsFleetBehindLeavingFreesIt(t *testing.T) {
 
 	// step3's cluster goes ahead, then its Application wants another source.
 	h.report("step3", c3, h.work("step3", c3).Generation, at("OutOfSync", "r2"))
-	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r1"}))
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r2"}))
 	h.updateApp("step3", func(app *unstructured.Unstructured) {
 		app.Object["spec"].(map[string]any)["source"].(map[string]any)["targetRevision"] = "release-2"
 	})
@@ -424,7 +424,7 @@ func TestTheClusterThatPutItsFleetBehindLeavingFreesIt(t *testing.T) {
 
 	// step2's cluster goes ahead, then its Application is deleted.
 	h.report("step2", c2, h.work("step2", c2).Generation, at("OutOfSync", "r2"))
-	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r1"}))
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r2"}))
 	h.g.Expect(h.c.Delete(context.Background(), h.getApp("step2"))).To(Succeed())
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}), "step2 is gone")
 }
@@ -450,7 +450,7 @@ func TestAnApplicationSetLeavingRollingSyncFreesItsFleet(t *testing.T) {
 	h.report("step2", c2, h.work("step2", c2).Generation, at("Synced", "r1"))
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}))
 	h.report("step2", c2, h.work("step2", c2).Generation, at("OutOfSync", "r2"))
-	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r1"}))
+	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r2"}))
 
 	h.updateAppSet(set, nil)
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}), "no barrier without RollingSync")

@@ -428,7 +428,7 @@ func TestUnreachableManagedCluster(t *testing.T) {
 		}
 	}
 	// A cluster that cannot be read fails every check with the read error, never "skipped".
-	s.g.Expect(statuses).To(Equal([]doctor.Status{doctor.StatusFail, doctor.StatusFail, doctor.StatusFail, doctor.StatusFail}))
+	s.g.Expect(statuses).To(Equal([]doctor.Status{doctor.StatusFail, doctor.StatusFail, doctor.StatusFail, doctor.StatusFail, doctor.StatusFail}))
 	for _, c := range r.Checks {
 		if c.Subject == "gone" {
 			s.g.Expect(c.Message).To(ContainSubstring("the cluster did not answer API discovery: managed cluster gone: discovering the served APIs"), c.ID)
@@ -463,7 +463,7 @@ func TestDoctorCommand(t *testing.T) {
 	out, err := execute()
 	s.g.Expect(err).NotTo(HaveOccurred(), out)
 	s.g.Expect(out).To(ContainSubstring("[ok]   Pull-model ApplicationSet template (" + s.ns + "/guestbook-allclusters-app-set)"))
-	s.g.Expect(out).To(HaveSuffix("\n14 checks: 14 passed, 0 warnings, 0 failed, 0 skipped\n"))
+	s.g.Expect(out).To(HaveSuffix("\n15 checks: 15 passed, 0 warnings, 0 failed, 0 skipped\n"))
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: gitops.SecretName(s.cluster), Namespace: s.ns}}
 	s.g.Expect(s.hub.Client.Delete(s.ctx, secret)).To(Succeed())
@@ -475,7 +475,7 @@ func TestDoctorCommand(t *testing.T) {
 	s.g.Expect(err).To(MatchError("1 check failed"))
 	var report doctor.Report
 	s.g.Expect(json.Unmarshal([]byte(out), &report)).To(Succeed(), out)
-	s.g.Expect(report.Summary).To(Equal(doctor.Summary{Pass: 13, Fail: 1}))
+	s.g.Expect(report.Summary).To(Equal(doctor.Summary{Pass: 14, Fail: 1}))
 	s.g.Expect(report.Checks).To(ContainElement(And(
 		HaveField("ID", "cluster-secrets"), HaveField("Status", doctor.StatusFail), HaveField("Fix", ContainSubstring("GitOpsCluster")))))
 

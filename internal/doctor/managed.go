@@ -7,11 +7,13 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/hubapis"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // spoke holds what the checks of one managed cluster read.
@@ -204,4 +206,49 @@ func checkAppNamespaces(ctx context.Context, s *spoke) []Result {
 		existing[name] = ns != nil && ns.DeletionTimestamp == nil
 	}
 	return []Result{decideAppNamespaces(s.cluster.Name, s.hub.o.ManagedArgoCDNamespace, wanted, existing)}
+}
+
+// checkArgoCDVersion reads the managed cluster's Application CRD and the image of its Argo CD
+// application controller, and decides whether they report what argocd-pull reads.
+func checkArgoCDVersion(ctx context.Context, s *spoke) []Result {
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	if err := s.cluster.Client.Get(ctx, client.ObjectKey{Name: "applications.argoproj.io"}, crd); err != nil {
+		return []Result{readFailed(idArgoCDVersion, titleArgoCDVersion, s.cluster.Name, fmt.Errorf("reading the Application CRD: %w", err))}
+	}
+	return []Result{decideArgoCDVersion(s.cluster.Name, s.argoCDVersion(ctx), missingFields(servedSchema(crd), manifestwork.FeedbackJSONPaths()))}
+}
+
+// servedSchema is the openAPIV3Schema of the CRD's storage version (nil when it has none).
+func servedSchema(crd *unstructured.Unstructured) map[string]any {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		v, _ := v.(map[string]any)
+		if storage, _ := v["storage"].(bool); storage {
+			schema, _, _ := unstructured.NestedMap(v, "schema", "openAPIV3Schema")
+			return schema
+		}
+	}
+	return nil
+}
+
+// argoCDVersion is the release the image of the managed cluster's Argo CD application controller
+// names (a StatefulSet, or a Deployment in older installs, of that name in the Argo CD
+// namespace), "" when none can be read.
+func (s *spoke) argoCDVersion(ctx context.Context) string {
+	for _, kind := range []string{"StatefulSet", "Deployment"} {
+		w := &unstructured.Unstructured{}
+		w.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: kind})
+		if err := s.cluster.Client.Get(ctx, client.ObjectKey{Namespace: s.hub.o.ManagedArgoCDNamespace, Name: "argocd-application-controller"}, w); err != nil {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(w.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			c, _ := c.(map[string]any)
+			if image, _ := c["image"].(string); imageVersion(image) != "" {
+				return imageVersion(image)
+			}
+		}
+	}
+	return ""
 }

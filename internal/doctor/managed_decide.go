@@ -17,7 +17,7 @@ func decideApplicationCRD(cluster string, served map[string]bool) Result {
 		return Result{ID: idAppCRD, Title: titleAppCRD, Subject: cluster, Status: StatusFail,
 			Message: "applications.argoproj.io is not served: Argo CD is not installed there",
 			Fix: "install Argo CD on the managed cluster, as on the hub (kubectl create namespace argocd; " +
-				"kubectl apply -n argocd -f https://raw.githubusercontent.com/argoproj/argo-cd/stable/manifests/install.yaml), " +
+				"kubectl apply -n argocd --server-side --force-conflicts -f https://raw.githubusercontent.com/argoproj/argo-cd/stable/manifests/install.yaml), " +
 				"or the OpenShift GitOps operator at the hub's version"}
 	}
 	return Result{ID: idAppCRD, Title: titleAppCRD, Subject: cluster, Status: StatusPass,

@@ -44,7 +44,7 @@ var (
 			"applicationsets.argoproj.io",
 			"appprojects.argoproj.io",
 		},
-		Fix: "install Argo CD on the hub (kubectl create namespace argocd; kubectl apply -n argocd -f https://raw.githubusercontent.com/argoproj/argo-cd/stable/manifests/install.yaml), or the OpenShift GitOps operator",
+		Fix: "install Argo CD on the hub (kubectl create namespace argocd; kubectl apply -n argocd --server-side --force-conflicts -f https://raw.githubusercontent.com/argoproj/argo-cd/stable/manifests/install.yaml), or the OpenShift GitOps operator",
 	}
 	// Pull is argocd-pull's own CRDs.
 	Pull = Set{

@@ -117,6 +117,16 @@ var feedbackPaths = []workv1.JsonPath{
 	{Name: FeedbackHistoryCharts, Path: ".status.history[*].source.chart"},
 }
 
+// FeedbackJSONPaths are the paths of the managed cluster's Application that its work's feedback
+// reads (the doctor checks that its Application CRD declares them).
+func FeedbackJSONPaths() []string {
+	paths := make([]string, 0, len(feedbackPaths)+1)
+	for _, p := range feedbackPaths {
+		paths = append(paths, p.Path)
+	}
+	return append(paths, reconciledAtPath.Path)
+}
+
 // reconciledAtPath asks for the time the managed cluster's Argo CD last compared the Application
 // with Git. Argo CD rewrites it on every periodic reconciliation (180 s by default) of every
 // Application, so asking for it always would make each Application of a fleet at rest write its
