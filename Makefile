@@ -108,8 +108,9 @@ docs: ## Write docs/cli.md from the commands, and the benchmark tables and figur
 	go run ./hack/gendocs
 
 .PHONY: verify
-verify: generate docs ## Check that generated files, the docs' generated parts (command reference, benchmark figures) and go.mod are up to date
+verify: generate docs ## Check that generated files, the docs' generated parts (command reference, benchmark figures) and go.mod are up to date, and that the tests install the pinned Argo CD's CRDs
 	go mod tidy
+	ARGOCD_VERSION= MANAGED_ARGOCD_VERSION= go test -count=1 -run 'TestTheTestsInstallThePinnedArgoCDsCRDs' ./internal/assets
 	@git diff --exit-code -- api config charts docs README.md test/bench/results go.mod go.sum || { echo "Generated files or go.mod are out of date: run 'make generate docs' and 'go mod tidy', then commit."; exit 1; }
 
 .PHONY: lint

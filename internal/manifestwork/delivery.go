@@ -176,7 +176,8 @@ type Hub struct {
 	// RefreshCleared is RefreshDeliveredAnnotation.
 	RefreshCleared string
 	// ComparedRevision is the hub Application's status.sync.revision: the revision its cluster
-	// last compared with (single-source Applications).
+	// last compared with (single-source Applications), or, for a cluster behind its RollingSync
+	// fleet, the revision its fleet went ahead to (see appstatus.Derive).
 	ComparedRevision string
 	// Synced is true when the hub Application already shows the sync status the managed cluster
 	// settled on (set by the status controller, which derives it).
@@ -294,8 +295,9 @@ func (r Reported) terminateLost(attempt int) bool {
 // RollingSyncUser is who the ApplicationSet controller's RollingSync requests are initiated by.
 const RollingSyncUser = "applicationset-controller"
 
-// pinnedRevision is the revision a RollingSync step's sync request is pinned to: the one the
-// cluster reported (status.sync.revision) when the request came. The ApplicationSet controller
+// pinnedRevision is the revision a RollingSync step's sync request is pinned to: the one the hub
+// showed (status.sync.revision: what the cluster reported, or the revision its fleet went ahead
+// to) when the request came. The ApplicationSet controller
 // asks for "the latest" (no revision), decides on a snapshot of the Application and sometimes
 // requests a step's sync a second time; unpinned, a late second request would sync a commit made
 // since, in a step the rollout has not reached. Other requests (argocd app sync) are not pinned.
