@@ -173,9 +173,18 @@ const SupportedRange = "v3.4 to v3.5"
 
 // Supported says whether a release version (vMAJOR.MINOR.PATCH) is in SupportedRange.
 func Supported(version string) bool {
-	var major, minor, patch int
-	if _, err := fmt.Sscanf(version, "v%d.%d.%d", &major, &minor, &patch); err != nil {
-		return false
-	}
-	return major == 3 && minor >= 4 && minor <= 5
+	major, minor, ok := releaseMinor(version)
+	return ok && major == 3 && minor >= 4 && minor <= 5
+}
+
+// AtLeast says whether a release version (vMAJOR.MINOR.PATCH) is major.minor or later.
+func AtLeast(version string, major, minor int) bool {
+	ma, mi, ok := releaseMinor(version)
+	return ok && (ma > major || ma == major && mi >= minor)
+}
+
+func releaseMinor(version string) (major, minor int, ok bool) {
+	var patch int
+	_, err := fmt.Sscanf(version, "v%d.%d.%d", &major, &minor, &patch)
+	return major, minor, err == nil
 }

@@ -61,3 +61,25 @@ func TestKeepsAnnotation(t *testing.T) {
 		}
 	}
 }
+
+func TestSupportedReleases(t *testing.T) {
+	for version, want := range map[string]bool{
+		"v3.4.0": true, "v3.4.7": true, "v3.5.1": true, "v3.5.7": true,
+		"v3.3.9": false, "v3.6.1": false, "v2.14.3": false, "v4.0.0": false, "3.5.1": false, "v3.5": false, "": false,
+	} {
+		if got := Supported(version); got != want {
+			t.Errorf("Supported(%q) = %v, want %v", version, got, want)
+		}
+	}
+	for _, tt := range []struct {
+		version      string
+		major, minor int
+		want         bool
+	}{
+		{"v3.5.1", 3, 5, true}, {"v3.4.7", 3, 5, false}, {"v3.10.0", 3, 5, true}, {"v4.0.0", 3, 5, true}, {"latest", 3, 5, false},
+	} {
+		if got := AtLeast(tt.version, tt.major, tt.minor); got != tt.want {
+			t.Errorf("AtLeast(%q, %d, %d) = %v, want %v", tt.version, tt.major, tt.minor, got, tt.want)
+		}
+	}
+}

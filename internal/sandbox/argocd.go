@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/assets"
 )
 
@@ -95,19 +96,10 @@ func startRedisAndRepoServer(dir string, argo argoCDRelease, prefix, kubeconfig 
 // the repo-server also verifies client certificates against --client-ca-path, whose default is a
 // file in the pod, and refuses that flag beside --disable-tls; 3.4 and older have no such flag.
 func plaintextRepoServer(version string) []string {
-	if atLeastMinor(version, 3, 5) {
+	if argocd.AtLeast(version, 3, 5) {
 		return []string{"--disable-tls", "--client-ca-path="}
 	}
 	return []string{"--disable-tls"}
-}
-
-// atLeastMinor is true when a release version (vMAJOR.MINOR.PATCH) is major.minor or later.
-func atLeastMinor(version string, major, minor int) bool {
-	var ma, mi, patch int
-	if _, err := fmt.Sscanf(version, "v%d.%d.%d", &ma, &mi, &patch); err != nil {
-		return false
-	}
-	return ma > major || ma == major && mi >= minor
 }
 
 // startManagedArgoCD starts redis, the repo-server and the application controller of one
