@@ -1,6 +1,8 @@
 package assets
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,5 +59,36 @@ func TestAnArgoCDVersionThatIsNoRelease(t *testing.T) {
 	t.Setenv("MANAGED_ARGOCD_VERSION", "")
 	if v, err := ManagedArgoCDVersion(root); err != nil || v != "v3.4.7" {
 		t.Errorf("the managed clusters follow the hub: %q, %v", v, err)
+	}
+}
+
+// A version the module proxy does not serve, or that is no release, stops the Argo CD build with
+// what to try instead.
+func TestTheArgoCDBuildRefusesWhatItCannotBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("asks the Go module proxy")
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for version, want := range map[string][]string{
+		"v3.9.9": {"argocd v3.9.9: the Go module proxy does not serve github.com/argoproj/argo-cd/v3@v3.9.9", "Versions it serves, newest last: v3."},
+		"3.5":    {"argocd 3.5: not a release version (want vMAJOR.MINOR.PATCH, e.g. v3.5.1)"},
+	} {
+		out := t.TempDir()
+		cmd := exec.Command("bash", filepath.Join(root, "hack", "tools", "argocd", "build.sh"), version, out)
+		msg, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%s: built", version)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(msg), w) {
+				t.Errorf("%s: %q, want it to say %q", version, msg, w)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(out, "argocd-server")); err == nil {
+			t.Errorf("%s: the Makefile's sign of a whole build is there", version)
+		}
 	}
 }

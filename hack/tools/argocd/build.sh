@@ -31,7 +31,7 @@ info=$(go mod download -json "$module@$version" 2>/dev/null || true)
 gomod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p' <<<"$info")
 moddir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p' <<<"$info")
 if [[ -z $gomod || ! -f $gomod ]]; then
-	err=$(sed -n 's/^[[:space:]]*"Error": "\(.*\)",*$/\1/p' <<<"$info")
+	err=$(sed -n 's/^[[:space:]]*"Error": "\(.*\)",*$/\1/p' <<<"$info" | sed 's/\\n\\t/ /g')
 	served=$(go list -m -versions "$module" 2>/dev/null | tr ' ' '\n' | grep -E '^v3\.[0-9]+\.[0-9]+$' | sort -V | tail -n 12 | tr '\n' ' ' || true)
 	fail "the Go module proxy does not serve $module@$version${err:+ ($err)}. Versions it serves, newest last: ${served:-none found}"
 fi
