@@ -24,8 +24,17 @@ var ocmCRDDirs = []string{"cluster/v1", "cluster/v1beta1", "cluster/v1beta2", "w
 const argoCDModule = "github.com/argoproj/argo-cd/v3"
 
 // HubCRDs returns the directories of every CRD a hub needs: ours (config/crd/bases), OCM's from
-// the module version go.mod pins, and Argo CD's from the version hack/tools/argocd pins.
+// the module version go.mod pins, and Argo CD's of the hub's version (ArgoCDVersion).
 func HubCRDs(root string) ([]string, error) {
+	version, err := ArgoCDVersion(root)
+	if err != nil {
+		return nil, err
+	}
+	return HubCRDsAt(root, version)
+}
+
+// HubCRDsAt is HubCRDs with Argo CD's CRDs of the given release.
+func HubCRDsAt(root, argoCDVersion string) ([]string, error) {
 	dirs := []string{filepath.Join(root, "config", "crd", "bases")}
 
 	ocm, err := OCMAPIDir(root)
@@ -36,11 +45,7 @@ func HubCRDs(root string) ([]string, error) {
 		dirs = append(dirs, filepath.Join(ocm, d))
 	}
 
-	version, err := ArgoCDVersion(root)
-	if err != nil {
-		return nil, err
-	}
-	argo, err := ArgoCDModuleDir(root, version)
+	argo, err := ArgoCDModuleDir(root, argoCDVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -48,14 +53,19 @@ func HubCRDs(root string) ([]string, error) {
 }
 
 // ManagedClusterCRDs returns the CRDs a managed cluster needs: Argo CD's (its Argo CD runs there)
-// and OCM's AppliedManifestWork (its work agent needs it).
-// They are the CRDs of the managed clusters' Argo CD version (ManagedArgoCDVersion).
+// and OCM's AppliedManifestWork (its work agent needs it). They are the CRDs of the managed
+// clusters' Argo CD version (ManagedArgoCDVersion).
 func ManagedClusterCRDs(root string) ([]string, error) {
 	version, err := ManagedArgoCDVersion(root)
 	if err != nil {
 		return nil, err
 	}
-	argo, err := ArgoCDModuleDir(root, version)
+	return ManagedClusterCRDsAt(root, version)
+}
+
+// ManagedClusterCRDsAt is ManagedClusterCRDs with Argo CD's CRDs of the given release.
+func ManagedClusterCRDsAt(root, argoCDVersion string) ([]string, error) {
+	argo, err := ArgoCDModuleDir(root, argoCDVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +182,9 @@ func OCMBinDir(root string) (string, error) {
 
 // ArgoCDBinDir is where the Makefile built an Argo CD release: bin/argocd/<version>.
 func ArgoCDBinDir(root, version string) (string, error) {
+	if _, err := checkRelease("Argo CD version", version); err != nil {
+		return "", err
+	}
 	dir := filepath.Join(root, "bin", "argocd", version)
 	if _, err := os.Stat(filepath.Join(dir, "argocd-server")); err != nil {
 		return "", fmt.Errorf("no Argo CD %s built under bin/argocd: run 'make argocd-assets ARGOCD_VERSION=%s'", version, version)

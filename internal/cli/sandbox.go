@@ -31,6 +31,7 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 	clusters := 2
 	wait := 3 * time.Minute
 	image := ""
+	var argoVersion, managedArgoVersion string
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Start the lab and return; 'sandbox down' stops it",
@@ -46,7 +47,8 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Starting a pull-model lab with %d managed clusters in %s\n", clusters, abs)
-			lab, err := sandbox.Up(cmd.Context(), sandbox.Options{Dir: abs, Clusters: clusters, Controller: self, ControllerImage: image, Out: out})
+			lab, err := sandbox.Up(cmd.Context(), sandbox.Options{Dir: abs, Clusters: clusters, Controller: self, ControllerImage: image, Out: out,
+				ArgoCDVersion: argoVersion, ManagedArgoCDVersion: managedArgoVersion})
 			if err != nil {
 				return fmt.Errorf("%w\n(logs are in %s; 'argocd-pull sandbox down --dir %s' stops what started)", err, filepath.Join(abs, "logs"), dir)
 			}
@@ -73,6 +75,8 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 	up.Flags().IntVar(&clusters, "clusters", clusters, "Number of managed clusters (cluster1, cluster2, ...)")
 	up.Flags().StringVar(&image, "controller-image", "", "Run the hub controller from this image with podman (make image), as the chart's Deployment runs it: read-only, non-root, no capabilities; default: this binary as a process")
 	up.Flags().DurationVar(&wait, "wait", wait, "How long to follow the report converging (0: do not wait)")
+	up.Flags().StringVar(&argoVersion, "argocd-version", "", "Argo CD release on the hub, e.g. v3.4.7 (default: $ARGOCD_VERSION, else the one hack/tools/argocd/VERSION pins); built by 'make argocd-assets ARGOCD_VERSION=...'")
+	up.Flags().StringVar(&managedArgoVersion, "managed-argocd-version", "", "Argo CD release on the managed clusters, as a fleet in the middle of an upgrade runs (default: $MANAGED_ARGOCD_VERSION, else the hub's)")
 
 	purge := false
 	down := &cobra.Command{

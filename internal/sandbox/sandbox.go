@@ -64,6 +64,10 @@ type Options struct {
 	// ControllerImage, when set, runs the controller from this image with podman, as the chart's
 	// Deployment runs it (see controllerInImage), instead of the Controller binary.
 	ControllerImage string
+	// ArgoCDVersion is the Argo CD release of the hub (default: ARGOCD_VERSION, else the pinned
+	// one), ManagedArgoCDVersion that of the managed clusters (default: MANAGED_ARGOCD_VERSION,
+	// else the hub's). Each must be built under bin/argocd (make argocd-assets).
+	ArgoCDVersion, ManagedArgoCDVersion string
 }
 
 // Lab is a running sandbox.
@@ -86,16 +90,29 @@ type Lab struct {
 // argoCDRelease is one built Argo CD release: its version and its one binary.
 type argoCDRelease struct{ version, bin string }
 
-func argoCDBinary(root string, version func(string) (string, error)) (argoCDRelease, error) {
-	v, err := version(root)
-	if err != nil {
-		return argoCDRelease{}, err
+// argoCDReleases are the releases the hub and the managed clusters run: the options', else
+// ARGOCD_VERSION and MANAGED_ARGOCD_VERSION, else the pinned one; the managed clusters follow the
+// hub unless told otherwise.
+func argoCDReleases(root string, o Options) (hub, managed argoCDRelease, err error) {
+	if hub.version = o.ArgoCDVersion; hub.version == "" {
+		if hub.version, err = assets.ArgoCDVersion(root); err != nil {
+			return hub, managed, err
+		}
 	}
-	dir, err := assets.ArgoCDBinDir(root, v)
-	if err != nil {
-		return argoCDRelease{}, err
+	if managed.version = o.ManagedArgoCDVersion; managed.version == "" {
+		managed.version = os.Getenv("MANAGED_ARGOCD_VERSION")
 	}
-	return argoCDRelease{version: v, bin: filepath.Join(dir, "argocd")}, nil
+	if managed.version == "" {
+		managed.version = hub.version
+	}
+	for _, r := range []*argoCDRelease{&hub, &managed} {
+		dir, err := assets.ArgoCDBinDir(root, r.version)
+		if err != nil {
+			return hub, managed, err
+		}
+		r.bin = filepath.Join(dir, "argocd")
+	}
+	return hub, managed, nil
 }
 
 type progress struct {
@@ -132,11 +149,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	hubArgo, err := argoCDBinary(root, assets.ArgoCDVersion)
-	if err != nil {
-		return nil, err
-	}
-	managedArgo, err := argoCDBinary(root, assets.ManagedArgoCDVersion)
+	hubArgo, managedArgo, err := argoCDReleases(root, o)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +178,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 
 	done = lab.progress.step("CRDs: OCM, Argo CD and argocd-pull on the hub; Argo CD, AppliedManifestWork and ClusterClaim on the managed clusters")
-	hubCRDs, err := assets.HubCRDs(root)
+	hubCRDs, err := assets.HubCRDsAt(root, hubArgo.version)
 	if err != nil {
 		return lab, err
 	}
@@ -179,7 +192,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := installCRDs(ctx, lab.Hub.Config, hubCRDs); err != nil {
 		return lab, fmt.Errorf("installing CRDs on the hub: %w", err)
 	}
-	managedCRDs, err := assets.ManagedClusterCRDs(root)
+	managedCRDs, err := assets.ManagedClusterCRDsAt(root, managedArgo.version)
 	if err != nil {
 		return lab, err
 	}
