@@ -39,7 +39,7 @@ fi
 src=$out/src
 rm -rf "$src"
 mkdir -p "$src"
-cp "$here/main.go" "$src/"
+grep -v '^//go:build ignore$' "$here/main.go" >"$src/main.go"
 
 # Argo CD 3.4+: its in-tree gitops-engine, beside the module as in its repository.
 if grep -qE '^replace github.com/argoproj/argo-cd/gitops-engine => \./gitops-engine' "$gomod"; then
@@ -75,7 +75,7 @@ fi
 log "resolving modules (go mod tidy)"
 (cd "$src" && go mod tidy) || fail "go mod tidy failed: the release's dependencies do not resolve from the module proxy here."
 log "building into $out (about 10 minutes on 2 cores)"
-(cd "$src" && go build -tags argocdtool -ldflags "-X $module/common.version=${version#v}" -o "$out/argocd" .) ||
+(cd "$src" && go build -ldflags "-X $module/common.version=${version#v}" -o "$out/argocd" .) ||
 	fail "go build failed. Try another patch release of the same minor; docs/compatibility.md lists those built here."
 # The scripts Argo CD's image puts beside its binary in /usr/local/bin: the repo-server of 3.5+
 # runs git-verify-wrapper.sh on every revision it generates manifests for.

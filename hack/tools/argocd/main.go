@@ -1,12 +1,13 @@
-//go:build argocdtool
+//go:build ignore
 
 // Command argocd runs one Argo CD component, chosen by its first argument or by the name it is
 // invoked as (a symlink): argocd-application-controller, argocd-repo-server,
 // argocd-applicationset-controller or argocd-server. With none of these it is Argo CD's own CLI,
 // argocd. One binary keeps the build to one link of Argo CD.
 //
-// build.sh builds it in a module of its own, made from the Argo CD release's go.mod; the build
-// constraint keeps it out of argocd-pull's module.
+// build.sh builds it in a module of its own, made from the Argo CD release's go.mod; the ignore
+// constraint keeps it out of argocd-pull's module (go build and go mod tidy alike), and build.sh
+// drops it from its copy.
 package main
 
 import (
