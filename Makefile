@@ -149,9 +149,9 @@ test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium c
 	$(TEST_ENV) go test -count=1 -timeout 40m $(GO_TEST_FLAGS) $(OTHER_PACKAGES)
 
 # The lab's tests of Argo CD's own clients on a pull-model Application: the argocd CLI through the
-# API server, the ApplicationSet controller's RollingSync, the documents' flow, and the status a
-# managed cluster's Argo CD version reports (docs/compatibility.md names them per version).
-ARGOCD_CLIENT_TESTS := TestArgoCDCLIOnAPullModelApplication|TestArgoCDCLITerminatesASyncStuckInAHook|TestDocumentsFlowConverges|TestTheHubShowsWhatTheClusterReports|TestRefreshAndSyncFromTheHubReachTheClusterOnce|TestRollingSyncStepsThroughTheFleet
+# API server, the web UI it serves, the ApplicationSet controller's RollingSync, the documents'
+# flow, and the status a managed cluster's Argo CD version reports (docs/compatibility.md).
+ARGOCD_CLIENT_TESTS := TestArgoCDCLIOnAPullModelApplication|TestArgoCDCLITerminatesASyncStuckInAHook|TestTheHubServesArgoCDsWebUI|TestDocumentsFlowConverges|TestTheHubShowsWhatTheClusterReports|TestRefreshAndSyncFromTheHubReachTheClusterOnce|TestRollingSyncStepsThroughTheFleet
 
 .PHONY: test-argocd
 test-argocd: kube-assets ocm-assets argocd-assets sandbox-deps ## Run the lab's Argo CD client tests on ARGOCD_VERSION (hub) and MANAGED_ARGOCD_VERSION (managed clusters); the pull-request workflow runs them on each supported version
@@ -226,10 +226,10 @@ $(OCM_ASSETS)/work-agent:
 	@echo "Building the OCM work agent $(OCM_VERSION) into $(OCM_ASSETS) (first time only, ~5 min)" >&2
 	cd hack/tools/ocm && go build -o $@ ./work-agent
 
-# One binary per release: the controllers, the repo-server, the API server, and the argocd CLI
-# (see hack/tools/argocd/build.sh); argocd-server is its link.
+# One binary per release: the controllers, the repo-server, the API server with its web UI, and
+# the argocd CLI (see hack/tools/argocd/build.sh); argocd-server is its link.
 $(BIN)/argocd/%/argocd-server:
-	@echo "Building Argo CD $* and its CLI into $(BIN)/argocd/$* (first time only, ~10 min)" >&2
+	@echo "Building Argo CD $* with its web UI and CLI into $(BIN)/argocd/$* (first time only, ~15 min; ARGOCD_UI=0: without the UI)" >&2
 	hack/tools/argocd/build.sh $* $(BIN)/argocd/$*
 
 $(OCM_ASSETS)/placement:

@@ -528,3 +528,46 @@ func TestArgoCDCLITerminatesASyncStuckInAHook(t *testing.T) {
 		return gone && configMapData(spokes["cluster1"], namespace, "stuck-greeting", "greeting") == "", nil
 	})
 }
+
+// The hub's Argo CD API server serves Argo CD's web UI, built from the release's ui/ with the
+// argo-ui commit it pins (hack/tools/argocd/ui.sh): its index on the app's routes, and the scripts
+// that index loads. (What the UI shows of a pull-model Application is read in a browser elsewhere.)
+func TestTheHubServesArgoCDsWebUI(t *testing.T) {
+	requireLab(t)
+	get := func(path string) (int, string) {
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + lab.ArgoCD.Addr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	var index string
+	for _, path := range []string{"/", "/applications", "/applications/" + sandbox.ArgoNamespace + "/cluster1-guestbook-app"} {
+		code, body := get(path)
+		if code != http.StatusOK || !strings.Contains(body, "<title>Argo CD</title>") {
+			t.Fatalf("GET %s: %d, want Argo CD's index; got:\n%.300s", path, code, body)
+		}
+		index = body
+	}
+	scripts := regexp.MustCompile(`<script[^>]+src="([^"]+\.js)"`).FindAllStringSubmatch(index, -1)
+	if len(scripts) == 0 {
+		t.Fatalf("the index loads no script:\n%.600s", index)
+	}
+	largest := 0
+	for _, s := range scripts {
+		src := s[1]
+		if !strings.HasPrefix(src, "/") {
+			src = "/" + src
+		}
+		code, body := get(src)
+		if code != http.StatusOK {
+			t.Errorf("GET %s: %d", src, code)
+		}
+		largest = max(largest, len(body))
+	}
+	if largest < 100<<10 {
+		t.Errorf("the index's scripts %v are at most %d bytes: not the UI's bundle", scripts, largest)
+	}
+}
