@@ -21,6 +21,34 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/assets"
 )
 
+// argoCDRelease is one built Argo CD release: its version and its one binary.
+type argoCDRelease struct{ version, bin string }
+
+// argoCDReleases are the releases the hub and the managed clusters run: the options', else
+// ARGOCD_VERSION and MANAGED_ARGOCD_VERSION, else the pinned one; the managed clusters follow the
+// hub unless told otherwise.
+func argoCDReleases(root string, o Options) (hub, managed argoCDRelease, err error) {
+	if hub.version = o.ArgoCDVersion; hub.version == "" {
+		if hub.version, err = assets.ArgoCDVersion(root); err != nil {
+			return hub, managed, err
+		}
+	}
+	if managed.version = o.ManagedArgoCDVersion; managed.version == "" {
+		managed.version = os.Getenv("MANAGED_ARGOCD_VERSION")
+	}
+	if managed.version == "" {
+		managed.version = hub.version
+	}
+	for _, r := range []*argoCDRelease{&hub, &managed} {
+		dir, err := assets.ArgoCDBinDir(root, r.version)
+		if err != nil {
+			return hub, managed, err
+		}
+		r.bin = filepath.Join(dir, "argocd")
+	}
+	return hub, managed, nil
+}
+
 // argoEnv makes Argo CD components run outside a pod: https://kubernetes.default.svc resolves to
 // the kubeconfig's server only with both set.
 func argoEnv(kubeconfig string) []string {
