@@ -641,7 +641,9 @@ func TestRollingSyncFreesAClusterHeldBehind(t *testing.T) {
 		sync2, _, rev2 := hubState(hub, key("cluster2"))
 		return sync2 == "OutOfSync" && rev2 == sha2, nil
 	})
-	eventually(t, "cluster1 OutOfSync at revision one, through argocd app get", 30*time.Second, "hub-argocd-pull.log", shows("OutOfSync", sha1))
+	// Held behind: OutOfSync at the revision its fleet went ahead to (Argo CD 3.4+'s RollingSync
+	// waits again only on a changed revision), though its cluster still reports revision one.
+	eventually(t, "cluster1 OutOfSync at revision two, through argocd app get", 30*time.Second, "hub-argocd-pull.log", shows("OutOfSync", sha2))
 
 	patch := func(spec map[string]any) {
 		t.Helper()
@@ -665,7 +667,7 @@ func TestRollingSyncFreesAClusterHeldBehind(t *testing.T) {
 
 	// Back to RollingSync: held behind again.
 	patch(map[string]any{"strategy": rolling})
-	eventually(t, "cluster1 OutOfSync at revision one again under RollingSync", 30*time.Second, "hub-argocd-pull.log", shows("OutOfSync", sha1))
+	eventually(t, "cluster1 OutOfSync at revision two again under RollingSync", 30*time.Second, "hub-argocd-pull.log", shows("OutOfSync", sha2))
 
 	// The cluster that went ahead leaves the ApplicationSet (its generator passes cluster2 over):
 	// its Application is deleted, and cluster1 is free.
