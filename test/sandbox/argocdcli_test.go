@@ -535,7 +535,13 @@ func TestArgoCDCLITerminatesASyncStuckInAHook(t *testing.T) {
 func TestTheHubServesArgoCDsWebUI(t *testing.T) {
 	requireLab(t)
 	get := func(path string) (int, string) {
-		resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + lab.ArgoCD.Addr + path)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+lab.ArgoCD.Addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As a browser asks: the server answers the app's routes with its index only then.
+		req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*")
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 		if err != nil {
 			t.Fatalf("GET %s: %v", path, err)
 		}
