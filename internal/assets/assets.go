@@ -56,7 +56,11 @@ func HubCRDsAt(root, argoCDVersion string) ([]string, error) {
 // and OCM's AppliedManifestWork (its work agent needs it). They are the CRDs of the managed
 // clusters' Argo CD version (ManagedArgoCDVersion).
 func ManagedClusterCRDs(root string) ([]string, error) {
-	version, err := ManagedArgoCDVersion(root)
+	hub, err := ArgoCDVersion(root)
+	if err != nil {
+		return nil, err
+	}
+	version, err := ManagedArgoCDVersion(hub)
 	if err != nil {
 		return nil, err
 	}
@@ -100,13 +104,13 @@ func ArgoCDVersion(root string) (string, error) {
 }
 
 // ManagedArgoCDVersion is the Argo CD release the managed clusters run (their application
-// controllers, repo-servers and CRDs): $MANAGED_ARGOCD_VERSION, else the hub's. A fleet in the
-// middle of an upgrade runs another version there than on the hub.
-func ManagedArgoCDVersion(root string) (string, error) {
+// controllers, repo-servers and CRDs): $MANAGED_ARGOCD_VERSION, else hub, the hub's. A fleet in
+// the middle of an upgrade runs another version there than on the hub.
+func ManagedArgoCDVersion(hub string) (string, error) {
 	if v := os.Getenv("MANAGED_ARGOCD_VERSION"); v != "" {
 		return checkRelease("MANAGED_ARGOCD_VERSION", v)
 	}
-	return ArgoCDVersion(root)
+	return hub, nil
 }
 
 // PinnedArgoCDVersion is the version hack/tools/argocd/VERSION pins: the project's default.

@@ -57,7 +57,11 @@ func TestAnArgoCDVersionThatIsNoRelease(t *testing.T) {
 	}
 	t.Setenv("ARGOCD_VERSION", "v3.4.7")
 	t.Setenv("MANAGED_ARGOCD_VERSION", "")
-	if v, err := ManagedArgoCDVersion(root); err != nil || v != "v3.4.7" {
+	hub, err := ArgoCDVersion(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ManagedArgoCDVersion(hub); err != nil || v != "v3.4.7" {
 		t.Errorf("the managed clusters follow the hub: %q, %v", v, err)
 	}
 }

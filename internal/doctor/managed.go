@@ -245,8 +245,9 @@ func (s *spoke) argoCDVersion(ctx context.Context) string {
 		containers, _, _ := unstructured.NestedSlice(w.Object, "spec", "template", "spec", "containers")
 		for _, c := range containers {
 			c, _ := c.(map[string]any)
-			if image, _ := c["image"].(string); imageVersion(image) != "" {
-				return imageVersion(image)
+			image, _ := c["image"].(string)
+			if v := imageVersion(image); v != "" {
+				return v
 			}
 		}
 	}

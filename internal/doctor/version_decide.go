@@ -16,12 +16,14 @@ const (
 	titleArgoCDVersion = "Argo CD on the managed cluster reports what argocd-pull reads"
 )
 
+var jsonPathBrackets = regexp.MustCompile(`\[[^\]]*\]`)
+
 // fieldPath turns a feedback JSONPath (".status.history[*].source.repoURL",
 // `.status.operationState.operation.info[?(@.name=="x")].value`) into the fields it walks: list
 // indexes and filters are dropped, list items are walked through. Paths outside the Application's
 // schema (its metadata) give nil.
 func fieldPath(jsonPath string) []string {
-	p := regexp.MustCompile(`\[[^\]]*\]`).ReplaceAllString(jsonPath, "")
+	p := jsonPathBrackets.ReplaceAllString(jsonPath, "")
 	fields := strings.Split(strings.TrimPrefix(p, "."), ".")
 	if len(fields) == 0 || fields[0] == "metadata" {
 		return nil

@@ -34,10 +34,9 @@ func argoCDReleases(root string, o Options) (hub, managed argoCDRelease, err err
 		}
 	}
 	if managed.version = o.ManagedArgoCDVersion; managed.version == "" {
-		managed.version = os.Getenv("MANAGED_ARGOCD_VERSION")
-	}
-	if managed.version == "" {
-		managed.version = hub.version
+		if managed.version, err = assets.ManagedArgoCDVersion(hub.version); err != nil {
+			return hub, managed, err
+		}
 	}
 	for _, r := range []*argoCDRelease{&hub, &managed} {
 		dir, err := assets.ArgoCDBinDir(root, r.version)
