@@ -14,9 +14,8 @@
 #
 # With the web UI (default; ARGOCD_UI=0 builds without): ui.sh builds the release's ui/ with Node.js,
 # and the binary is built from a copy of the release's module holding that UI in ui/dist/app, which
-# argocd-server embeds (ui/embed.go), as Argo CD's release build does: 1.5 to 5 more minutes here
-# and about 250 MB more under the output directory (docs/development.md has the measurements; the
-# UI's node_modules are removed once built).
+# argocd-server embeds (ui/embed.go), as Argo CD's release build does: minutes more, and the module
+# copy under the output directory (the UI's node_modules are removed once built).
 set -euo pipefail
 
 version=${1:?usage: build.sh <version, e.g. v3.5.1> <output directory>}
