@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,13 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(loggerProbeEnv); ok {
+		probeLogger(args)
+		return
+	}
+	testenv.Main(m)
+}
 
 func TestVersionPrintsVersionAndPlatform(t *testing.T) {
 	g := NewWithT(t)

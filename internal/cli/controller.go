@@ -60,8 +60,9 @@ type controllerFlags struct {
 func newControllerCommand() *cobra.Command {
 	f := controllerFlags{opts: controller.DefaultOptions(), zap: zap.Options{Development: false}}
 	cmd := &cobra.Command{
-		Use:   "controller",
-		Short: "Run the hub controllers",
+		Use:         "controller",
+		Annotations: map[string]string{ownLogger: "true"}, // from its --zap-* flags
+		Short:       "Run the hub controllers",
 		Long: `Run the hub controllers against the cluster of the current kubeconfig (or in-cluster config).
 
 The manager serves Prometheus metrics and health probes (/healthz, /readyz) and can run with

@@ -8,10 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap/zapcore"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/dashboard"
@@ -71,8 +68,6 @@ answers only requests addressed to the loopback; everything it serves is embedde
 }
 
 func runDashboard(ctx context.Context, out, errOut io.Writer, f dashboardFlags) error {
-	// The watches log only what goes wrong (a lost connection, a refused watch).
-	ctrl.SetLogger(zap.New(zap.WriteTo(errOut), zap.Level(zapcore.ErrorLevel)))
 	cfg, ns, err := hubConfig(f.kubeconfig, f.namespace)
 	if err != nil {
 		return err

@@ -6,7 +6,14 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
+
+// ownLogger marks a command that sets controller-runtime's logger itself (the controller, from its
+// --zap-* flags); every other command gets the root's.
+const ownLogger = "argocd-pull/own-logger"
 
 // PluginBinary is the name under which kubectl finds argocd-pull as its plugin: 'kubectl
 // argocd-pull status' runs kubectl-argocd_pull (kubectl maps a dash in the command to an
@@ -33,6 +40,15 @@ cluster credentials: each pull-model Application is wrapped into a ManifestWork,
 cluster's work agent creates it there, its own Argo CD syncs it, and status flows back to the hub
 Application and to one MulticlusterApplicationSetReport per ApplicationSet.`,
 		SilenceUsage: true,
+		// Every command that builds a controller-runtime client logs through ctrl.Log: without a
+		// logger set, controller-runtime prints a stack trace ("log.SetLogger(...) was never
+		// called") on the first log call 30 s into the process, as 'sandbox up' reaches. The
+		// commands log only what goes wrong (a lost watch, a refused request), to standard error.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			if cmd.Annotations[ownLogger] == "" {
+				ctrl.SetLogger(zap.New(zap.WriteTo(cmd.ErrOrStderr()), zap.Level(zapcore.ErrorLevel)))
+			}
+		},
 	}
 	root.AddCommand(newControllerCommand(), newDashboardCommand(), newDoctorCommand(), newPauseCommand(), newResumeCommand(), newSandboxCommand(), newStatusCommand(), newTakeoverCommand(), newVersionCommand())
 	return root
