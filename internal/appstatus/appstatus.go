@@ -8,7 +8,6 @@
 package appstatus
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 	"time"
@@ -67,6 +66,10 @@ type Observed struct {
 	Summary       map[string]any
 	HubComparedTo *Source
 	SourceType    string
+	// MultiSource is what a multi-source Application reports in lists (see multisource.go), and
+	// SyncResources the last sync's per-resource results; cut to their caps.
+	MultiSource   multiSource
+	SyncResources []any
 	// Delivery is what it reported about the sync and refresh requests the hub sent, and
 	// Carried what the work carries (see manifestwork.PlanDeliveries).
 	Delivery manifestwork.Reported
@@ -112,6 +115,8 @@ func Observe(work *workv1.ManifestWork) Observed {
 	obs.Summary, summaryTrimmed = hubSummary(r.raw(manifestwork.FeedbackImages), r.raw(manifestwork.FeedbackExternalURLs))
 	r.trimmed = append(append(r.trimmed, historyTrimmed...), summaryTrimmed...)
 	obs.SourceType = r.capped(manifestwork.FeedbackSourceType, MaxWordLength)
+	obs.MultiSource = r.observeMultiSource()
+	obs.SyncResources = r.syncResources()
 	obs.Delivery = manifestwork.Reported{
 		SyncDelivered:      r.raw(manifestwork.FeedbackSyncDelivered),
 		SyncHeld:           r.raw(manifestwork.FeedbackSyncHeld),
@@ -191,6 +196,10 @@ type Status struct {
 	Summary    map[string]any
 	ComparedTo *Source
 	SourceType string
+	// MultiSource is a multi-source Application's lists: status.sync.revisions,
+	// status.sync.comparedTo.sources and status.sourceTypes here, the synced revisions and sources
+	// in the finished operation's syncResult.
+	MultiSource multiSource
 	// Warnings say what of the managed cluster's feedback was cut or ignored (Observed.Trimmed).
 	Warnings []string
 	// Stale, when not "", is the StaleCondition's message (Observed.Stale).
@@ -203,12 +212,14 @@ type OperationState struct {
 	Phase, StartedAt, FinishedAt, Message string
 	// SyncedRevision is the revision it synced, "" when the cluster reported none.
 	SyncedRevision string
+	// Resources is its per-resource results (syncResult.resources), nil when none reported.
+	Resources []any
 }
 
 // Derive decides the hub Application's status from the observation and the source the hub wants.
 func Derive(obs Observed, wanted *Source) Status {
 	st := Status{Health: obs.Health, Sync: obs.Sync, Revision: obs.Revision, Warnings: append(slices.Clip(obs.Trimmed), obs.ResourcesTrimmed...), Resources: obs.Resources, History: obs.History,
-		Summary: obs.Summary, ComparedTo: obs.HubComparedTo, SourceType: obs.SourceType}
+		Summary: obs.Summary, ComparedTo: obs.HubComparedTo, SourceType: obs.SourceType, MultiSource: obs.MultiSource}
 	if obs.Stale != "" {
 		// The health and sync status stay the last the cluster reported (a RollingSync step whose
 		// cluster is cut off reads its new revision not applied, and waits), and say so.
@@ -256,7 +267,7 @@ func Derive(obs Observed, wanted *Source) Status {
 			op = manifestwork.WithDeliveryID(op, id)
 		}
 		st.Operation = &OperationState{Operation: op, Phase: obs.Phase, StartedAt: obs.StartedAt, FinishedAt: obs.FinishedAt, Message: obs.Message,
-			SyncedRevision: obs.SyncedRevision}
+			SyncedRevision: obs.SyncedRevision, Resources: obs.SyncResources}
 		if manifestwork.Unsettled(obs.Carried, obs.Delivery, obs.HubSynced) {
 			// Finished there, but its Argo CD has not compared since: the request is still in
 			// flight for the hub, which shows it finished in the write that clears it.
@@ -309,131 +320,6 @@ func Unanswered(app *unstructured.Unstructured, obs Observed) bool {
 	_, health, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "health")
 	_, sync, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "sync")
 	return !health && !sync
-}
-
-// WithStatus writes st into a copy of the hub Application's status and returns it, with changed false
-// when the status already says the same. Fields argocd-pull does not own are kept.
-func WithStatus(app *unstructured.Unstructured, st Status) (updated *unstructured.Unstructured, changed bool) {
-	updated = app.DeepCopy()
-	status, _, _ := unstructured.NestedMap(updated.Object, "status")
-	if status == nil {
-		status = map[string]any{}
-	}
-	health, _, _ := unstructured.NestedMap(status, "health")
-	if health == nil {
-		health = map[string]any{}
-	}
-	health["status"] = st.Health
-	status["health"] = health
-
-	sync, _, _ := unstructured.NestedMap(status, "sync")
-	if sync == nil {
-		sync = map[string]any{}
-	}
-	sync["status"] = st.Sync
-	setOrDelete(sync, "revision", st.Revision)
-	if compared := comparedTo(app, st.ComparedTo); compared != nil {
-		sync["comparedTo"] = compared
-	} else {
-		delete(sync, "comparedTo")
-	}
-	status["sync"] = sync
-	setOrDelete(status, "sourceType", st.SourceType)
-	if st.Summary != nil {
-		status["summary"] = st.Summary
-	} else {
-		delete(status, "summary")
-	}
-
-	if st.Operation != nil {
-		op := map[string]any{
-			"operation": st.Operation.Operation,
-			"phase":     st.Operation.Phase,
-			"startedAt": st.Operation.StartedAt,
-		}
-		if manifestwork.Finished(st.Operation.Phase) {
-			// argocd app sync reads the finished operation's syncResult (a nil one crashes it):
-			// the revision the operation synced, or when the cluster reported none (an operation
-			// that failed before it synced), the one its Application reports. Its per-resource
-			// results are not carried.
-			revision := st.Operation.SyncedRevision
-			if revision == "" {
-				revision = st.Revision
-			}
-			op["syncResult"] = map[string]any{"revision": revision}
-		}
-		setOrDelete(op, "finishedAt", st.Operation.FinishedAt)
-		setOrDelete(op, "message", st.Operation.Message)
-		status["operationState"] = op
-	}
-	if st.ReconciledAt != "" {
-		status["reconciledAt"] = st.ReconciledAt
-	}
-	for key, list := range map[string][]any{"resources": st.Resources, "history": st.History} {
-		if len(list) > 0 {
-			status[key] = list
-		} else {
-			delete(status, key)
-		}
-	}
-	setCondition(status, FeedbackWarningCondition, warningMessage(st.Warnings))
-	setCondition(status, StaleCondition, Truncate(st.Stale, MaxWarningLength))
-	updated.Object["status"] = status
-	before, _, _ := unstructured.NestedMap(app.Object, "status")
-	return updated, !jsonEqual(before, status)
-}
-
-// comparedTo is status.sync.comparedTo for source: the hub Application's destination (the CRD
-// requires one), nil when there is no source or no destination.
-func comparedTo(app *unstructured.Unstructured, source *Source) map[string]any {
-	destination, ok, _ := unstructured.NestedMap(app.Object, "spec", "destination")
-	if source == nil || !ok {
-		return nil
-	}
-	src := map[string]any{}
-	setOrDelete(src, "repoURL", source.RepoURL)
-	setOrDelete(src, "targetRevision", source.TargetRevision)
-	setOrDelete(src, "path", source.Path)
-	setOrDelete(src, "chart", source.Chart)
-	return map[string]any{"source": src, "destination": destination}
-}
-
-// setCondition sets the condition of type typ to message, or removes it when message is "",
-// leaving other conditions alone.
-func setCondition(status map[string]any, typ, message string) {
-	conditions, _, _ := unstructured.NestedSlice(status, "conditions")
-	kept := make([]any, 0, len(conditions)+1)
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			continue
-		}
-		kept = append(kept, c)
-	}
-	if message != "" {
-		kept = append(kept, map[string]any{"type": typ, "message": message})
-	} else if len(kept) == len(conditions) {
-		return // none to remove: the conditions stay as they are, absent or not
-	}
-	if len(kept) == 0 {
-		delete(status, "conditions")
-		return
-	}
-	status["conditions"] = kept
-}
-
-func setOrDelete(m map[string]any, key, value string) {
-	if value == "" {
-		delete(m, key)
-		return
-	}
-	m[key] = value
-}
-
-// jsonEqual compares two JSON-like values, treating numbers alike whatever their Go type.
-func jsonEqual(a, b any) bool {
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && string(ja) == string(jb)
 }
 
 // ObserveSync reads only what a RollingSync sibling is compared by (MemberOf): whether

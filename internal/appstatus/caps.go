@@ -17,8 +17,9 @@ import (
 // The guarantee: the values argocd-pull copies into a hub Application's status add up to at
 // most the sum of the caps below (eight words or times, two revisions, a message, an operation,
 // the resources, the history (history.go), the summary's two lists, the compared source's four
-// fields and a warning): 86,592 bytes, under 85 KiB. JSON writes at most 6 bytes for each of them
-// (\u003c for "<"), so the status argocd-pull writes stays below 508 KiB, far below etcd's request
+// fields, a warning, and a multi-source Application's five lists and the last sync's resources
+// (multisource.go)): 123,456 bytes, under 121 KiB. JSON writes at most 6 bytes for each of them
+// (\u003c for "<"), so the status argocd-pull writes stays below 724 KiB, far below etcd's request
 // limit (1.5 MiB), whatever the cluster writes.
 const (
 	// MaxWordLength caps values Argo CD takes from short fixed lists, health and sync status and
@@ -225,31 +226,8 @@ func hubSummary(images, externalURLs string) (out map[string]any, trimmed []stri
 		{manifestwork.FeedbackImages, "images", images},
 		{manifestwork.FeedbackExternalURLs, "externalURLs", externalURLs},
 	} {
-		if l.raw == "" {
-			continue
-		}
-		values, ok := column(l.raw)
-		if !ok {
-			trimmed = append(trimmed, fmt.Sprintf("%s ignored: not a list (%d bytes)", l.feedback, len(l.raw)))
-			continue
-		}
-		list, size, cut := make([]any, 0, len(values)), len("[]"), 0
-		for _, v := range values {
-			s, ok := cutValue(v, MaxSummaryValueLength, &cut)
-			if !ok {
-				continue
-			}
-			encoded, _ := json.Marshal(s)
-			if size+len(encoded)+1 > MaxSummaryListSize {
-				trimmed = append(trimmed, fmt.Sprintf("%s: the first %d of %d copied (%d-byte cap)", l.feedback, len(list), len(values), MaxSummaryListSize))
-				break
-			}
-			size += len(encoded) + 1
-			list = append(list, s)
-		}
-		if cut > 0 {
-			trimmed = append(trimmed, fmt.Sprintf("%s: %d values cut to their caps", l.feedback, cut))
-		}
+		list, cut := cappedStrings(l.feedback, l.raw, MaxSummaryValueLength, MaxSummaryListSize, MaxSummaryListSize)
+		trimmed = append(trimmed, cut...)
 		if len(list) > 0 {
 			if out == nil {
 				out = map[string]any{}

@@ -3,6 +3,7 @@ package appstatus
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,6 +46,19 @@ func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
 			values[manifestwork.FeedbackHistoryRevisions], values[manifestwork.FeedbackHistoryRepoURLs] = string(column), string(column)
 			values[manifestwork.FeedbackImages], values[manifestwork.FeedbackExternalURLs] = string(column), string(column)
 			values[manifestwork.FeedbackSourceType] = huge
+			// A multi-source Application's lists, and the last sync's resources, as huge.
+			for _, name := range []string{manifestwork.FeedbackRevisions, manifestwork.FeedbackSourceTypes, manifestwork.FeedbackSyncResultRevisions} {
+				values[name] = string(column)
+			}
+			source := fmt.Sprintf(`{"repoURL":%q,"path":%q,"targetRevision":%q,"chart":%q,"ref":%q,"name":%q,"helm":{"values":%q}}`, huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096])
+			values[manifestwork.FeedbackComparedSources] = "[" + strings.Repeat(source+",", 1000) + source + "]"
+			values[manifestwork.FeedbackSyncResultSources] = values[manifestwork.FeedbackComparedSources]
+			result := fmt.Sprintf(`{"kind":%q,"name":%q,"status":%q,"message":%q,"hookPhase":%q,"extra":%q}`, huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096])
+			values[manifestwork.FeedbackSyncResultResources] = "[" + strings.Repeat(result+",", 1000) + result + "]"
+			lists, _ := json.Marshal(slices.Repeat([][]string{slices.Repeat([]string{huge[:100]}, 40)}, 1000))
+			values[manifestwork.FeedbackHistoryRevisionLists] = string(lists)
+			values[manifestwork.FeedbackHistorySources("repoURL")] = string(column)
+			values[manifestwork.FeedbackHistoryInitiatedBy] = "[" + strings.Repeat(fmt.Sprintf(`{"username":%q},`, huge[:4096]), 999) + `{"automated":true}]`
 			for _, name := range []string{manifestwork.FeedbackComparedRepoURL, manifestwork.FeedbackComparedPath, manifestwork.FeedbackComparedRevision, manifestwork.FeedbackComparedChart} {
 				values[name] = huge
 			}
@@ -61,7 +75,7 @@ func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
 
 			data, err := json.Marshal(updated.Object["status"])
 			g.Expect(err).NotTo(HaveOccurred())
-			limit := 85 * 1024
+			limit := 121 * 1024
 			if fill == "<" {
 				limit *= 6
 			}
@@ -74,9 +88,19 @@ func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
 			g.Expect(resources).NotTo(BeEmpty(), "what fits is copied")
 			g.Expect(len(resources)).To(BeNumerically("<", 1001))
 			g.Expect(resources[0]).NotTo(HaveKey("extra"), "only Argo CD's fields")
-			g.Expect(string(data)).To(ContainSubstring("resources: the first"), "the warning says the list was cut")
+			// The warning names the first cuts within its own cap (MaxWarningLength): here, too many.
+			g.Expect(obs.ResourcesTrimmed).To(ContainElement(HavePrefix("resources: the first")), "the list's cut is named")
 			history, _, _ := unstructured.NestedSlice(updated.Object, "status", "history")
-			g.Expect(history).NotTo(BeEmpty(), "the newest entries that fit are copied")
+			if fill == "x" {
+				// Escaped six times, one entry's 32 revisions are over the history's cap: none is copied.
+				g.Expect(history).NotTo(BeEmpty(), "the newest entries that fit are copied")
+			}
+			for _, path := range [][]string{{"sync", "revisions"}, {"sync", "comparedTo", "sources"}, {"sourceTypes"}} {
+				list, _, _ := unstructured.NestedSlice(updated.Object, append([]string{"status"}, path...)...)
+				if fill == "x" || path[len(path)-1] != "sources" { // escaped, one huge source is over its list's cap
+					g.Expect(list).NotTo(BeEmpty(), "the first of %v that fit are copied", path)
+				}
+			}
 		})
 	}
 }
@@ -133,6 +157,8 @@ func TestObserveCapsWhatIsCopiedToTheHub(t *testing.T) {
 		value string
 		limit int
 		read  func(Observed) string
+		// also is what else is said of it: a value copied twice (joined, and as a list) is cut twice.
+		also []string
 	}{
 		manifestwork.FeedbackHealth:      {limit: MaxWordLength, read: func(o Observed) string { return o.Health }},
 		manifestwork.FeedbackSync:        {limit: MaxWordLength, read: func(o Observed) string { return o.Sync }},
@@ -143,7 +169,7 @@ func TestObserveCapsWhatIsCopiedToTheHub(t *testing.T) {
 		manifestwork.FeedbackMessage:     {limit: MaxMessageLength, read: func(o Observed) string { return o.Message }},
 		manifestwork.FeedbackSyncStarted: {limit: MaxWordLength, read: func(o Observed) string { return o.Delivery.SyncStarted }},
 		manifestwork.FeedbackRevisions: {value: fmt.Sprintf("[%q,%q]", huge, huge), limit: MaxRevisionLength,
-			read: func(o Observed) string { return o.Revision }},
+			read: func(o Observed) string { return o.Revision }, also: []string{"syncRevisions: 2 values cut to their caps"}},
 		manifestwork.FeedbackSourceType:      {limit: MaxWordLength, read: func(o Observed) string { return o.SourceType }},
 		manifestwork.FeedbackComparedRepoURL: {limit: MaxComparedToLength, read: func(o Observed) string { return o.HubComparedTo.RepoURL }},
 		manifestwork.FeedbackComparedPath:    {limit: MaxComparedToLength, read: func(o Observed) string { return o.HubComparedTo.Path }},
@@ -158,7 +184,11 @@ func TestObserveCapsWhatIsCopiedToTheHub(t *testing.T) {
 			obs := Observe(work(1, 1, map[string]string{name: value}))
 			g.Expect(len(tt.read(obs))).To(BeNumerically("<=", tt.limit))
 			g.Expect(tt.read(obs)).To(HaveSuffix(" bytes]"))
-			g.Expect(obs.Trimmed).To(ConsistOf(HavePrefix(name + " cut from ")))
+			want := []any{HavePrefix(name + " cut from ")}
+			for _, a := range tt.also {
+				want = append(want, a)
+			}
+			g.Expect(obs.Trimmed).To(ConsistOf(want...))
 
 			fits := Observe(work(1, 1, map[string]string{name: `["a"]`}))
 			g.Expect(fits.Trimmed).To(BeEmpty())

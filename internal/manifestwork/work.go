@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,128 +26,6 @@ const MaxManifestsSize = 500 * 1024
 
 // ErrPayloadTooLarge is returned when the Application (and its AppProject) exceed MaxManifestsSize.
 var ErrPayloadTooLarge = errors.New("payload too large for a ManifestWork")
-
-// Names of the status feedback values of the managed cluster's Application.
-const (
-	FeedbackHealth             = "healthStatus"
-	FeedbackSync               = "syncStatus"
-	FeedbackRevision           = "syncRevision"
-	FeedbackPhase              = "operationStatePhase"
-	FeedbackStartedAt          = "operationStateStartedAt"
-	FeedbackFinishedAt         = "operationStateFinishedAt"
-	FeedbackMessage            = "operationStateMessage"
-	FeedbackOperation          = "operationStateOperation"
-	FeedbackComparedRepoURL    = "comparedToRepoURL"
-	FeedbackComparedRevision   = "comparedToTargetRevision"
-	FeedbackComparedPath       = "comparedToPath"
-	FeedbackComparedChart      = "comparedToChart"
-	FeedbackResources          = "resources"
-	FeedbackConditions         = "conditions"
-	FeedbackReconciledAt       = "reconciledAt"
-	FeedbackRevisions          = "syncRevisions"
-	FeedbackSyncDelivered      = "syncDelivered"
-	FeedbackSyncHeld           = "syncHeld"
-	FeedbackSyncStarted        = "syncStarted"
-	FeedbackRefreshDelivered   = "refreshDelivered"
-	FeedbackRefreshPending     = "refreshPending"
-	FeedbackTerminateDelivered = "terminateDelivered"
-	FeedbackSourceType         = "sourceType"
-	FeedbackSyncResultRevision = "syncResultRevision"
-	FeedbackImages             = "summaryImages"
-	FeedbackExternalURLs       = "summaryExternalURLs"
-	// status.history, one column per field (see historyPaths).
-	FeedbackHistoryIDs             = "historyIDs"
-	FeedbackHistoryRevisions       = "historyRevisions"
-	FeedbackHistoryDeployedAt      = "historyDeployedAt"
-	FeedbackHistoryDeployStartedAt = "historyDeployStartedAt"
-	FeedbackHistoryRepoURLs        = "historyRepoURLs"
-	FeedbackHistoryPaths           = "historyPaths"
-	FeedbackHistoryTargetRevisions = "historyTargetRevisions"
-	FeedbackHistoryCharts          = "historyCharts"
-	operationJSONPath              = ".operation"
-	refreshAnnotationJSONPath      = ".metadata.annotations['argocd.argoproj.io/refresh']"
-)
-
-// feedbackPaths maps feedback names to paths in the managed cluster's Application. The work agent
-// returns scalars always, and lists and objects as raw JSON when its RawFeedbackJsonString
-// feature gate is on.
-var feedbackPaths = []workv1.JsonPath{
-	{Name: FeedbackHealth, Path: ".status.health.status"},
-	{Name: FeedbackSync, Path: ".status.sync.status"},
-	{Name: FeedbackRevision, Path: ".status.sync.revision"},
-	{Name: FeedbackRevisions, Path: ".status.sync.revisions"},
-	{Name: FeedbackPhase, Path: ".status.operationState.phase"},
-	{Name: FeedbackStartedAt, Path: ".status.operationState.startedAt"},
-	{Name: FeedbackFinishedAt, Path: ".status.operationState.finishedAt"},
-	{Name: FeedbackMessage, Path: ".status.operationState.message"},
-	{Name: FeedbackOperation, Path: ".status.operationState.operation"},
-	{Name: FeedbackSyncResultRevision, Path: ".status.operationState.syncResult.revision"},
-	{Name: FeedbackComparedRepoURL, Path: ".status.sync.comparedTo.source.repoURL"},
-	{Name: FeedbackComparedRevision, Path: ".status.sync.comparedTo.source.targetRevision"},
-	{Name: FeedbackComparedPath, Path: ".status.sync.comparedTo.source.path"},
-	{Name: FeedbackComparedChart, Path: ".status.sync.comparedTo.source.chart"},
-	{Name: FeedbackResources, Path: ".status.resources"},
-	{Name: FeedbackConditions, Path: ".status.conditions"},
-	{Name: FeedbackSourceType, Path: ".status.sourceType"},
-	// Lists of strings; one entry arrives as that value, not as a list.
-	{Name: FeedbackImages, Path: ".status.summary.images"},
-	{Name: FeedbackExternalURLs, Path: ".status.summary.externalURLs"},
-	// The delivery of sync and refresh requests (see delivery.go); scalars, so they work without
-	// the agent's RawFeedbackJsonString feature gate.
-	// (client-go's JSONPath does not match ['a.b/c'] keys: dots are escaped instead.)
-	{Name: FeedbackSyncDelivered, Path: annotationPath(api.SyncDeliveryAnnotation)},
-	{Name: FeedbackSyncHeld, Path: `.operation.info[?(@.name=="` + api.DeliveryInfoName + `")].value`},
-	{Name: FeedbackSyncStarted, Path: `.status.operationState.operation.info[?(@.name=="` + api.DeliveryInfoName + `")].value`},
-	{Name: FeedbackRefreshDelivered, Path: annotationPath(api.RefreshDeliveryAnnotation)},
-	{Name: FeedbackRefreshPending, Path: annotationPath(argocd.RefreshAnnotation)},
-	{Name: FeedbackTerminateDelivered, Path: annotationPath(api.TerminateDeliveryAnnotation)},
-	// status.history (argocd app history and rollback), one column per field: the whole list is
-	// over the work agent's 1024-byte cap on a value after three deployments, a column of ten
-	// 40-character revisions is 430 bytes. A column with one entry arrives as that value, not
-	// as a list; a field some entries lack makes a shorter column (appstatus drops it).
-	{Name: FeedbackHistoryIDs, Path: ".status.history[*].id"},
-	{Name: FeedbackHistoryRevisions, Path: ".status.history[*].revision"},
-	{Name: FeedbackHistoryDeployedAt, Path: ".status.history[*].deployedAt"},
-	{Name: FeedbackHistoryDeployStartedAt, Path: ".status.history[*].deployStartedAt"},
-	{Name: FeedbackHistoryRepoURLs, Path: ".status.history[*].source.repoURL"},
-	{Name: FeedbackHistoryPaths, Path: ".status.history[*].source.path"},
-	{Name: FeedbackHistoryTargetRevisions, Path: ".status.history[*].source.targetRevision"},
-	{Name: FeedbackHistoryCharts, Path: ".status.history[*].source.chart"},
-}
-
-// FeedbackJSONPaths are the paths of the managed cluster's Application that its work's feedback
-// reads (the doctor checks that its Application CRD declares them).
-func FeedbackJSONPaths() []string {
-	paths := make([]string, 0, len(feedbackPaths)+1)
-	for _, p := range feedbackPaths {
-		paths = append(paths, p.Path)
-	}
-	return append(paths, reconciledAtPath.Path)
-}
-
-// reconciledAtPath asks for the time the managed cluster's Argo CD last compared the Application
-// with Git. Argo CD rewrites it on every periodic reconciliation (180 s by default) of every
-// Application, so asking for it always would make each Application of a fleet at rest write its
-// work's status to the hub every few minutes. It is read to tell a finished sync settled
-// (Reported.syncSettled) and copied to the hub in the write that clears a finished request (what
-// argocd app sync waits for), so a work asks for it only while it carries a request. The OCM agent
-// computes feedback from the work's current rules on each status sync, and its apply hash covers
-// the manifests only: adding or dropping the rule applies nothing on the managed cluster.
-var reconciledAtPath = workv1.JsonPath{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"}
-
-// feedbackRules are the feedback rules of a work carrying deliveries.
-func feedbackRules(deliveries Deliveries) []workv1.FeedbackRule {
-	paths := feedbackPaths
-	if deliveries.Sync != nil || deliveries.Refresh != nil {
-		paths = append(slices.Clip(feedbackPaths), reconciledAtPath)
-	}
-	return []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: paths}}
-}
-
-// annotationPath is the JSONPath of an annotation, as the work agent's feedback reads it.
-func annotationPath(key string) string {
-	return ".metadata.annotations." + strings.ReplaceAll(key, ".", `\.`)
-}
 
 // Markers stripped from the payload: they steer the hub and mean nothing on the managed cluster.
 var hubOnlyAnnotations = []string{
