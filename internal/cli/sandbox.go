@@ -68,7 +68,11 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 			}
 			fmt.Fprintf(out, "\nThe hub's Argo CD API server (the argocd CLI's; user admin):\n  %s login %s --plaintext --username admin --password %s --config %s\n  %s app list --config %s\n",
 				lab.ArgoCDCLI, lab.ArgoCD.Addr, lab.ArgoCD.Password, filepath.Join(abs, "argocd.config"), lab.ArgoCDCLI, filepath.Join(abs, "argocd.config"))
-			fmt.Fprintf(out, "Its web UI (Argo CD %s; user admin, the password above): http://%s\n", lab.HubArgoCDVersion, lab.ArgoCD.Addr)
+			if lab.ArgoCD.NoWebUI == "" {
+				fmt.Fprintf(out, "Its web UI (Argo CD %s; user admin, the password above): http://%s\n", lab.HubArgoCDVersion, lab.ArgoCD.Addr)
+			} else {
+				fmt.Fprintf(out, "No web UI: %s\n", lab.ArgoCD.NoWebUI)
+			}
 			fmt.Fprintf(out, "\nLogs: %s\nStop it: argocd-pull sandbox down --dir %s\n", filepath.Join(abs, "logs"), dir)
 			return nil
 		},

@@ -347,6 +347,20 @@ type ArgoCDServer struct {
 	Addr string
 	// Password is the admin password argocd-server wrote into argocd-initial-admin-secret.
 	Password string
+	// NoWebUI says why it serves no web UI ("" when it does): its binary was built without it.
+	NoWebUI string
+}
+
+// noWebUI says why the release's argocd binary holds no web UI, "" when it does: what its build
+// (hack/tools/argocd/build.sh) wrote when the UI did not build or was not asked for, with how to
+// build it.
+func (r argoCDRelease) noWebUI() string {
+	why, err := os.ReadFile(filepath.Join(filepath.Dir(r.bin), "ui-build-error.txt"))
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("Argo CD %s's web UI %s; to build it: rm -rf %s && make argocd-assets ARGOCD_VERSION=%s",
+		r.version, strings.TrimSpace(string(why)), filepath.Dir(r.bin), r.version)
 }
 
 // startHubArgoCDServer starts the hub's Argo CD API server, with a redis and a repo-server of its

@@ -294,6 +294,9 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		return lab, err
 	}
 	done()
+	if lab.ArgoCD.NoWebUI = hubArgo.noWebUI(); lab.ArgoCD.NoWebUI != "" {
+		fmt.Fprintf(o.Out, "  no web UI: %s\n", lab.ArgoCD.NoWebUI)
+	}
 
 	// The documents' order: the GitOpsCluster registers the clusters (and the placement generator
 	// ConfigMap the ApplicationSet names) before the ApplicationSet exists.

@@ -77,19 +77,29 @@ fi
 	awk '/^replace \($/ {p = 1} p {print} p && /^\)$/ {p = 0; next} /^replace [^(]/ {print}' "$gomod"
 } >"$src/go.mod"
 
-if [[ ${ARGOCD_UI:-1} != 0 ]]; then
+# A web UI that does not build (no npm registry, a package that does not resolve) leaves the
+# binary without it: the lab then starts and says why, from this file (see internal/sandbox).
+uierr=$out/ui-build-error.txt
+rm -f "$uierr"
+if [[ ${ARGOCD_UI:-1} == 0 ]]; then
+	echo "built without it (ARGOCD_UI=0)" >"$uierr"
+	log "without the web UI (ARGOCD_UI=0): argocd-server answers the UI's pages with a missing index.html"
+else
 	rm -rf "$out/ui"
 	cp -r "$moddir/ui" "$out/ui"
 	chmod -R u+w "$out/ui"
-	"$here/ui.sh" "$version" "$out/ui"
-	cp -r "$moddir" "$src/argo-cd"
-	chmod -R u+w "$src/argo-cd"
-	rm -rf "$src/argo-cd/ui/dist/app"
-	cp -r "$out/ui/dist/app" "$src/argo-cd/ui/dist/app"
+	if "$here/ui.sh" "$version" "$out/ui" 2>&1 | tee "$out/ui-build.log" >&2; then
+		cp -r "$moddir" "$src/argo-cd"
+		chmod -R u+w "$src/argo-cd"
+		rm -rf "$src/argo-cd/ui/dist/app"
+		cp -r "$out/ui/dist/app" "$src/argo-cd/ui/dist/app"
+		echo "replace $module => ./argo-cd" >>"$src/go.mod"
+		rm -f "$out/ui-build.log"
+	else
+		echo "its build failed: $(grep -v '^[[:space:]]*$' "$out/ui-build.log" | tail -n 1) (the whole log: $out/ui-build.log)" >"$uierr"
+		log "the web UI $(cat "$uierr"); building argocd without it"
+	fi
 	rm -rf "$out/ui"
-	echo "replace $module => ./argo-cd" >>"$src/go.mod"
-else
-	log "without the web UI (ARGOCD_UI=0): argocd-server answers the UI's pages with a missing index.html"
 fi
 
 log "resolving modules (go mod tidy)"
