@@ -390,6 +390,45 @@ func guestbookWorkOf(hub client.Client, cluster string, key types.NamespacedName
 	return w, err
 }
 
+// The documents' Applications are multi-source (`sources:`, their ApplicationSet unchanged):
+// argocd app get, history and sync read them on the hub as the push model does, with the source
+// and the revision of each deployment.
+func TestArgoCDCLIOnTheDocumentsMultiSourceApplication(t *testing.T) {
+	requireLab(t)
+	hub, _ := clients(t)
+	cli := loginArgoCD(t)
+	key := appKey("cluster2")
+	name := key.Namespace + "/" + key.Name
+	eventually(t, "the documents' Application on cluster2 Synced and Healthy", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		sync, health, _ := hubState(hub, key)
+		return sync == argocd.SyncSynced && health == argocd.HealthHealthy, fmt.Errorf("%s/%s", sync, health)
+	})
+	revisions, _, _ := unstructured.NestedStringSlice(hubApp(hub, key).Object, "status", "sync", "revisions")
+	if len(revisions) != 1 {
+		t.Fatalf("the hub Application's status.sync.revisions: %v, want the one its cluster reports", revisions)
+	}
+	short := revisions[0][:7]
+
+	if out, err := cli.run(30*time.Second, "app", "list"); err != nil || !strings.Contains(out, name) {
+		t.Errorf("argocd app list: %v\n%s", err, out)
+	}
+	out, err := cli.run(time.Minute, "app", "get", name)
+	if err != nil || !strings.Contains(out, "- Repo:             "+lab.RepoURL) || !strings.Contains(out, "Sync Status:        Synced to main ("+short+")") ||
+		!regexp.MustCompile(`(?m)^\s*ConfigMap\s+guestbook\s+guestbook-ui\s+Synced\b`).MatchString(out) {
+		t.Errorf("argocd app get of the documents' Application: %v; want its source, its revision and its resources table\n%s", err, out)
+	}
+	// A sync from the CLI (the Application's automated sync is on; a manual one runs too) adds a
+	// deployment, which the history lists with its source and revision.
+	if out, err := cli.run(3*time.Minute, "app", "sync", name, "--timeout", "120"); err != nil || !regexp.MustCompile(`(?m)^Phase:\s+Succeeded$`).MatchString(out) {
+		t.Fatalf("argocd app sync of the documents' Application: %v\n%s", err, out)
+	}
+	out, err = cli.run(time.Minute, "app", "history", name)
+	rows := regexp.MustCompile(`(?m)^\d+\s+\S+ \S+ \S+ \S+\s+main \(` + short + `\)$`).FindAllString(out, -1)
+	if err != nil || !strings.Contains(out, "SOURCE  "+lab.RepoURL) || len(rows) < 2 {
+		t.Errorf("argocd app history of the documents' Application: %v; want its source and each deployment at main (%s)\n%s", err, short, out)
+	}
+}
+
 // stuckHook is a PreSync hook the lab's managed clusters never finish: they run no kubelet, so its
 // Job's pod never runs and Argo CD waits on it (Running) until the operation is terminated.
 const stuckHook = `apiVersion: batch/v1
@@ -534,6 +573,9 @@ func TestArgoCDCLITerminatesASyncStuckInAHook(t *testing.T) {
 // that index loads. (What the UI shows of a pull-model Application is read in a browser elsewhere.)
 func TestTheHubServesArgoCDsWebUI(t *testing.T) {
 	requireLab(t)
+	if lab.ArgoCD.NoWebUI != "" {
+		t.Fatalf("the hub's Argo CD API server serves no web UI: %s", lab.ArgoCD.NoWebUI)
+	}
 	get := func(path string) (int, string) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+lab.ArgoCD.Addr+path, nil)
 		if err != nil {
