@@ -249,6 +249,15 @@ func TestResourcesAreCopiedToTheHub(t *testing.T) {
 	g.Expect(resources).To(Equal([]any{map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "guestbook", "name": "guestbook-ui",
 		"status": "Synced", "health": map[string]any{"status": "Healthy"}, "syncWave": int64(-1)}}))
 
+	// A hook is marked as Argo CD marks it (a boolean): the UI's sync panel leaves hooks out of
+	// the resources it offers to sync.
+	values[manifestwork.FeedbackResources] = `[{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"presync","hook":true},{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"ui","hook":"yes"}]`
+	updated, _ = WithStatus(updated, Derive(Observe(work(2, 2, values)), v2))
+	resources, _, _ = unstructured.NestedSlice(updated.Object, "status", "resources")
+	g.Expect(resources).To(HaveLen(2))
+	g.Expect(resources[0]).To(HaveKeyWithValue("hook", true))
+	g.Expect(resources[1]).NotTo(HaveKey("hook"), "not a boolean: not Argo CD's")
+
 	values[manifestwork.FeedbackResources] = `{"not":"a list"}`
 	updated, _ = WithStatus(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(updated.Object["status"]).NotTo(HaveKey("resources"), "what does not parse is not copied")

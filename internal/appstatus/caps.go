@@ -187,11 +187,11 @@ func hubResources(raw string) (out []any, trimmed []string) {
 		for _, k := range []string{"group", "version", "kind", "namespace", "name"} {
 			putString(res, k, item[k], MaxResourceNameLength, &cut)
 		}
-		for _, k := range []string{"status", "hook"} {
-			putString(res, k, item[k], MaxWordLength, &cut)
-		}
-		if b, ok := item["requiresPruning"].(bool); ok && b {
-			res["requiresPruning"] = true
+		putString(res, "status", item["status"], MaxWordLength, &cut)
+		for _, k := range []string{"hook", "requiresPruning"} { // booleans, true or left out
+			if b, ok := item[k].(bool); ok && b {
+				res[k] = true
+			}
 		}
 		if w, ok := item["syncWave"].(float64); ok && w == float64(int64(w)) {
 			res["syncWave"] = int64(w)
