@@ -151,10 +151,10 @@ test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium c
 # The lab's tests of Argo CD's own clients on a pull-model Application: the argocd CLI through the
 # API server, the web UI it serves, the ApplicationSet controller's RollingSync, the documents'
 # flow, and the status a managed cluster's Argo CD version reports (docs/compatibility.md).
-ARGOCD_CLIENT_TESTS := TestArgoCDCLIOnAPullModelApplication|TestArgoCDCLITerminatesASyncStuckInAHook|TestTheHubServesArgoCDsWebUI|TestDocumentsFlowConverges|TestTheHubShowsWhatTheClusterReports|TestRefreshAndSyncFromTheHubReachTheClusterOnce|TestRollingSyncStepsThroughTheFleet
+ARGOCD_CLIENT_TESTS := TestArgoCDCLIOnAPullModelApplication|TestArgoCDCLITerminatesASyncStuckInAHook|TestArgoCDCLIOnTheDocumentsMultiSourceApplication|TestTheHubServesArgoCDsWebUI|TestArgoCDsWebUIOnPullModelApplications|TestDocumentsFlowConverges|TestTheHubShowsWhatTheClusterReports|TestRefreshAndSyncFromTheHubReachTheClusterOnce|TestRollingSyncStepsThroughTheFleet
 
 .PHONY: test-argocd
-test-argocd: kube-assets ocm-assets argocd-assets sandbox-deps ## Run the lab's Argo CD client tests on ARGOCD_VERSION (hub) and MANAGED_ARGOCD_VERSION (managed clusters); the pull-request workflow runs them on each supported version
+test-argocd: kube-assets ocm-assets argocd-assets sandbox-deps chromium ## Run the lab's Argo CD client tests on ARGOCD_VERSION (hub) and MANAGED_ARGOCD_VERSION (managed clusters); the pull-request workflow runs them on each supported version
 	$(TEST_ENV) go test -count=1 -timeout 30m -run '^($(ARGOCD_CLIENT_TESTS))$$' -v ./test/sandbox
 
 .PHONY: test-unit
