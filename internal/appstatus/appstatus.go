@@ -9,7 +9,6 @@ package appstatus
 
 import (
 	"slices"
-	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -152,18 +151,7 @@ func feedbackValues(work *workv1.ManifestWork) map[string]string {
 		if m.ResourceMeta.Group != argocd.Group || m.ResourceMeta.Kind != argocd.ApplicationGVK.Kind {
 			continue
 		}
-		values := make(map[string]string, len(m.StatusFeedbacks.Values))
-		for _, v := range m.StatusFeedbacks.Values {
-			switch {
-			case v.Value.String != nil:
-				values[v.Name] = *v.Value.String
-			case v.Value.JsonRaw != nil:
-				values[v.Name] = *v.Value.JsonRaw
-			case v.Value.Integer != nil:
-				values[v.Name] = strconv.FormatInt(*v.Value.Integer, 10)
-			}
-		}
-		return values
+		return manifestwork.FeedbackText(m.StatusFeedbacks.Values)
 	}
 	return nil
 }

@@ -180,14 +180,12 @@ func hubResources(raw string) (out []any, trimmed []string) {
 	if err := json.Unmarshal([]byte(raw), &list); err != nil {
 		return nil, []string{fmt.Sprintf("%s ignored: not a JSON list of objects (%d bytes)", name, len(raw))}
 	}
-	out = make([]any, 0, len(list))
-	size, cut := len("[]"), 0
-	for _, item := range list {
+	return cappedList(name, list, len(list), MaxResourcesSize, func(item map[string]any, cut *int) any {
 		res := map[string]any{}
 		for _, k := range []string{"group", "version", "kind", "namespace", "name"} {
-			putString(res, k, item[k], MaxResourceNameLength, &cut)
+			putString(res, k, item[k], MaxResourceNameLength, cut)
 		}
-		putString(res, "status", item["status"], MaxWordLength, &cut)
+		putString(res, "status", item["status"], MaxWordLength, cut)
 		for _, k := range []string{"hook", "requiresPruning"} { // booleans, true or left out
 			if b, ok := item[k].(bool); ok && b {
 				res[k] = true
@@ -198,24 +196,14 @@ func hubResources(raw string) (out []any, trimmed []string) {
 		}
 		if h, ok := item["health"].(map[string]any); ok {
 			health := map[string]any{}
-			putString(health, "status", h["status"], MaxWordLength, &cut)
-			putString(health, "message", h["message"], MaxResourceMessageLength, &cut)
+			putString(health, "status", h["status"], MaxWordLength, cut)
+			putString(health, "message", h["message"], MaxResourceMessageLength, cut)
 			if len(health) > 0 {
 				res["health"] = health
 			}
 		}
-		encoded, _ := json.Marshal(res)
-		if size+len(encoded)+1 > MaxResourcesSize {
-			trimmed = append(trimmed, fmt.Sprintf("%s: the first %d of %d copied (%d-byte cap)", name, len(out), len(list), MaxResourcesSize))
-			break
-		}
-		size += len(encoded) + 1
-		out = append(out, res)
-	}
-	if cut > 0 {
-		trimmed = append(trimmed, fmt.Sprintf("%s: %d values cut to their caps", name, cut))
-	}
-	return out, trimmed
+		return res
+	})
 }
 
 // hubSummary is the managed Application's status.summary as copied to the hub: its images and

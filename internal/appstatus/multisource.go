@@ -63,27 +63,12 @@ func cappedStrings(name, raw string, valueLimit, maxEntries, sizeLimit int) (out
 	if !ok {
 		return nil, []string{fmt.Sprintf("%s ignored: not a list (%d bytes)", name, len(raw))}
 	}
-	out, size, cut := make([]any, 0, min(len(values), maxEntries)), len("[]"), 0
-	for _, v := range values {
-		s, ok := cutValue(v, valueLimit, &cut)
-		if !ok {
-			continue
+	return cappedList(name, values, maxEntries, sizeLimit, func(v any, cut *int) any {
+		if s, ok := cutValue(v, valueLimit, cut); ok {
+			return s
 		}
-		encoded, _ := json.Marshal(s)
-		if len(out) == maxEntries || size+len(encoded)+1 > sizeLimit {
-			trimmed = append(trimmed, fmt.Sprintf("%s: the first %d of %d copied (%s)", name, len(out), len(values), listCap(len(out), maxEntries, sizeLimit)))
-			break
-		}
-		size += len(encoded) + 1
-		out = append(out, s)
-	}
-	if cut > 0 {
-		trimmed = append(trimmed, fmt.Sprintf("%s: %d values cut to their caps", name, cut))
-	}
-	if len(out) == 0 {
-		return nil, trimmed
-	}
-	return out, trimmed
+		return nil
+	})
 }
 
 // sourceList reads a list of sources: each with sourceFields only, cut to MaxComparedToLength, the
@@ -103,29 +88,17 @@ func (r *feedbackReader) sourceList(name string) []any {
 		}
 		list = []map[string]any{one}
 	}
-	out, size, cut := make([]any, 0, min(len(list), MaxSources)), len("[]"), 0
-	for _, item := range list {
+	out, trimmed := cappedList(name, list, MaxSources, MaxSourcesSize, func(item map[string]any, cut *int) any {
 		src := map[string]any{}
 		for _, k := range sourceFields {
-			putString(src, k, item[k], MaxComparedToLength, &cut)
+			putString(src, k, item[k], MaxComparedToLength, cut)
 		}
 		if src["repoURL"] == nil {
-			continue
+			return nil
 		}
-		encoded, _ := json.Marshal(src)
-		if len(out) == MaxSources || size+len(encoded)+1 > MaxSourcesSize {
-			r.trimmed = append(r.trimmed, fmt.Sprintf("%s: the first %d of %d copied (%s)", name, len(out), len(list), listCap(len(out), MaxSources, MaxSourcesSize)))
-			break
-		}
-		size += len(encoded) + 1
-		out = append(out, src)
-	}
-	if cut > 0 {
-		r.trimmed = append(r.trimmed, fmt.Sprintf("%s: %d values cut to their caps", name, cut))
-	}
-	if len(out) == 0 {
-		return nil
-	}
+		return src
+	})
+	r.trimmed = append(r.trimmed, trimmed...)
 	return out
 }
 
@@ -143,32 +116,47 @@ func (r *feedbackReader) syncResources() []any {
 		r.ignore(name, fmt.Sprintf("not a JSON list of objects (%d bytes)", len(raw)))
 		return nil
 	}
-	out, size, cut := make([]any, 0, len(list)), len("[]"), 0
-	for _, item := range list {
+	out, trimmed := cappedList(name, list, len(list), MaxSyncResourcesSize, func(item map[string]any, cut *int) any {
 		res := map[string]any{}
 		for _, k := range []string{"group", "version", "kind", "namespace", "name"} {
 			res[k] = ""
-			putString(res, k, item[k], MaxResourceNameLength, &cut)
+			putString(res, k, item[k], MaxResourceNameLength, cut)
 		}
 		for _, k := range []string{"status", "hookType", "hookPhase", "syncPhase"} {
-			putString(res, k, item[k], MaxWordLength, &cut)
+			putString(res, k, item[k], MaxWordLength, cut)
 		}
-		putString(res, "message", item["message"], MaxResourceMessageLength, &cut)
-		encoded, _ := json.Marshal(res)
-		if size+len(encoded)+1 > MaxSyncResourcesSize {
-			r.trimmed = append(r.trimmed, fmt.Sprintf("%s: the first %d of %d copied (%d-byte cap)", name, len(out), len(list), MaxSyncResourcesSize))
+		putString(res, "message", item["message"], MaxResourceMessageLength, cut)
+		return res
+	})
+	r.trimmed = append(r.trimmed, trimmed...)
+	return out
+}
+
+// cappedList copies the entries of a reported list through copyOne (Argo CD's fields only, each
+// value cut to its cap, counted in cut; nil leaves an entry out), the first that fit in maxEntries
+// and sizeLimit (JSON); nil when none is copied. trimmed says what was cut.
+func cappedList[T any](name string, list []T, maxEntries, sizeLimit int, copyOne func(entry T, cut *int) any) (out []any, trimmed []string) {
+	out, size, cut := make([]any, 0, min(len(list), maxEntries)), len("[]"), 0
+	for _, entry := range list {
+		copied := copyOne(entry, &cut)
+		if copied == nil {
+			continue
+		}
+		encoded, _ := json.Marshal(copied)
+		if len(out) == maxEntries || size+len(encoded)+1 > sizeLimit {
+			trimmed = append(trimmed, fmt.Sprintf("%s: the first %d of %d copied (%s)", name, len(out), len(list), listCap(len(out), maxEntries, sizeLimit)))
 			break
 		}
 		size += len(encoded) + 1
-		out = append(out, res)
+		out = append(out, copied)
 	}
 	if cut > 0 {
-		r.trimmed = append(r.trimmed, fmt.Sprintf("%s: %d values cut to their caps", name, cut))
+		trimmed = append(trimmed, fmt.Sprintf("%s: %d values cut to their caps", name, cut))
 	}
 	if len(out) == 0 {
-		return nil
+		return nil, trimmed
 	}
-	return out
+	return out, trimmed
 }
 
 // listCap names the cap a list copied n entries under: its number of entries, or its size.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
-	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/test/simagent"
 )
 
 // historyOf is what the work agent reports of a managed Application whose status.history is
@@ -16,11 +16,7 @@ func historyOf(t *testing.T, entries []any, compared []any) map[string]string {
 	t.Helper()
 	app := argocd.NewApplication()
 	app.Object["status"] = map[string]any{"history": entries, "sync": map[string]any{"comparedTo": map[string]any{"sources": compared}}}
-	values, err := testenv.AgentFeedback(app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return values
+	return simagent.FeedbackOf(app.Object)
 }
 
 func multiEntry(id int, sources []any, revisions ...any) map[string]any {

@@ -13,7 +13,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/assets"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
-	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/test/simagent"
 )
 
 // documentsApp creates the hub Application the documents' pull-model ApplicationSet
@@ -59,11 +59,7 @@ func managedMultiSourceFeedback(t *testing.T, mutate func(status map[string]any)
 	if mutate != nil {
 		mutate(app.Object["status"].(map[string]any))
 	}
-	values, err := testenv.AgentFeedback(app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return values
+	return simagent.FeedbackOf(app.Object)
 }
 
 // The documents' ApplicationSet is multi-source: its Applications' status carries lists where a

@@ -2,6 +2,7 @@ package manifestwork
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -176,4 +177,21 @@ func feedbackRules(deliveries Deliveries) []workv1.FeedbackRule {
 // annotationPath is the JSONPath of an annotation, as the work agent's feedback reads it.
 func annotationPath(key string) string {
 	return ".metadata.annotations." + strings.ReplaceAll(key, ".", `\.`)
+}
+
+// FeedbackText is feedback values by name, as appstatus reads them: a String or a JsonRaw as it is,
+// an Integer in decimal (argocd-pull asks for no boolean).
+func FeedbackText(feedback []workv1.FeedbackValue) map[string]string {
+	values := make(map[string]string, len(feedback))
+	for _, v := range feedback {
+		switch {
+		case v.Value.String != nil:
+			values[v.Name] = *v.Value.String
+		case v.Value.JsonRaw != nil:
+			values[v.Name] = *v.Value.JsonRaw
+		case v.Value.Integer != nil:
+			values[v.Name] = strconv.FormatInt(*v.Value.Integer, 10)
+		}
+	}
+	return values
 }

@@ -173,23 +173,22 @@ func (ui *argoUI) noErrorToasts() {
 	}
 }
 
-// tileStates is what the applications list shows of each Application's tile: "health/sync" by
-// "namespace/name", from the icons' titles.
-const tileStates = `Object.fromEntries([...document.querySelectorAll('.applications-list__entry')].map(e => {
-	const title = e.querySelector('.applications-list__title')?.innerText.trim() ?? '';
+// statesShown is a JavaScript expression: "health/sync" as the page's status icons show them
+// (their titles; "" for one not shown), by the title of each element matching item.
+func statesShown(item, title string) string {
+	return fmt.Sprintf(`Object.fromEntries([...document.querySelectorAll(%q)].map(e => {
 	const h = e.querySelector('[qe-id=utils-health-status-title]')?.getAttribute('title') ?? '';
 	const s = e.querySelector('[qe-id=utils-sync-status-title]')?.getAttribute('title') ?? '';
-	return [title, h + '/' + s];
-}))`
+	return [e.querySelector(%q)?.innerText.trim() ?? '', h + '/' + s];
+}))`, item, title)
+}
 
-// treeNodes is what an Application's tree shows of each resource: "health/sync" by name ("" for
-// a status the node does not show).
-const treeNodes = `Object.fromEntries([...document.querySelectorAll('.application-resource-tree__node')].map(n => {
-	const title = n.querySelector('.application-resource-tree__node-title')?.innerText.trim() ?? '';
-	const h = n.querySelector('[qe-id=utils-health-status-title]')?.getAttribute('title') ?? '';
-	const s = n.querySelector('[qe-id=utils-sync-status-title]')?.getAttribute('title') ?? '';
-	return [title, h + '/' + s];
-}))`
+var (
+	// tileStates is what the applications list shows of each Application, by namespace/name.
+	tileStates = statesShown(".applications-list__entry", ".applications-list__title")
+	// treeNodes is what an Application's tree shows of each resource, by name.
+	treeNodes = statesShown(".application-resource-tree__node", ".application-resource-tree__node-title")
+)
 
 // uiApp is a manual pull-model Application for cluster1 of the lab repository's path, delivered
 // into namespace, with Argo CD's resources finalizer (a cascade delete); sources makes it

@@ -8,6 +8,8 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // MaxJSONRaw is the OCM work agent's default limit on one JsonRaw feedback value, in bytes: a
@@ -93,4 +95,10 @@ func valueAt(obj map[string]any, p workv1.JsonPath) (workv1.FieldValue, bool) {
 		}
 		return workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: ptr.To(string(raw))}, true
 	}
+}
+
+// FeedbackOf is Feedback of the managed cluster's Application app for every path a work asks
+// for (manifestwork.FeedbackRulePaths), by name, as appstatus reads it.
+func FeedbackOf(app map[string]any) map[string]string {
+	return manifestwork.FeedbackText(Feedback(app, []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: manifestwork.FeedbackRulePaths()}}))
 }
