@@ -417,6 +417,14 @@ func TestArgoCDCLIOnTheDocumentsMultiSourceApplication(t *testing.T) {
 		!regexp.MustCompile(`(?m)^\s*ConfigMap\s+guestbook\s+guestbook-ui\s+Synced\b`).MatchString(out) {
 		t.Errorf("argocd app get of the documents' Application: %v; want its source, its revision and its resources table\n%s", err, out)
 	}
+	// The hub's repo-server answers for the lab's repository, as the UI's panels ask it: the
+	// manifests of the Application's source, and the commit of a deployment in its history.
+	if code, body := cli.api(t, "GET", "/api/v1/applications/"+key.Name+"/manifests?appNamespace="+key.Namespace); code != 200 || !strings.Contains(body, "guestbook-ui") {
+		t.Errorf("GetManifests of the documents' Application: %d\n%.600s", code, body)
+	}
+	if code, body := cli.api(t, "GET", fmt.Sprintf("/api/v1/applications/%s/revisions/%s/metadata?appNamespace=%s&sourceIndex=0&versionId=0", key.Name, revisions[0], key.Namespace)); code != 200 || !strings.Contains(body, `"author"`) {
+		t.Errorf("GetRevisionMetadata of the documents' Application's first deployment (the UI's history panel): %d\n%.600s", code, body)
+	}
 	// A sync from the CLI (the Application's automated sync is on; a manual one runs too) adds a
 	// deployment, which the history lists with its source and revision.
 	if out, err := cli.run(3*time.Minute, "app", "sync", name, "--timeout", "120"); err != nil || !regexp.MustCompile(`(?m)^Phase:\s+Succeeded$`).MatchString(out) {
