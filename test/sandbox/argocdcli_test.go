@@ -431,7 +431,7 @@ func TestArgoCDCLIOnTheDocumentsMultiSourceApplication(t *testing.T) {
 		t.Fatalf("argocd app sync of the documents' Application: %v\n%s", err, out)
 	}
 	out, err = cli.run(time.Minute, "app", "history", name)
-	rows := regexp.MustCompile(`(?m)^\d+\s+\S+ \S+ \S+ \S+\s+main \(` + short + `\)$`).FindAllString(out, -1)
+	rows := regexp.MustCompile(`(?m)^\d+\s+\S+ \S+ \S+ \S+\s+main \(`+short+`\)$`).FindAllString(out, -1)
 	if err != nil || !strings.Contains(out, "SOURCE  "+lab.RepoURL) || len(rows) < 2 {
 		t.Errorf("argocd app history of the documents' Application: %v; want its source and each deployment at main (%s)\n%s", err, short, out)
 	}
