@@ -310,8 +310,11 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 	if _, err := lab.CommitFiles("cli extra removed", map[string]string{"cli/cli-extra.yaml": ""}); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := cli.run(3*time.Minute, "app", "sync", name(), "--timeout", "120"); err != nil || configMapData(spokes["cluster1"], cliNamespace, "cli-extra", "greeting") != "extra" {
-		t.Errorf("argocd app sync without --prune: %v, the removed resource must stay on cluster1\n%s", err, out)
+	// Without --prune the resource stays, and the CLI exits 1 saying so, as in the push model: it
+	// reads the sync result's resources, which cluster1 reports ("ignored (requires pruning)").
+	if out, err := cli.run(3*time.Minute, "app", "sync", name(), "--timeout", "120"); err == nil || !strings.Contains(out, "1 resources require pruning") ||
+		configMapData(spokes["cluster1"], cliNamespace, "cli-extra", "greeting") != "extra" {
+		t.Errorf("argocd app sync without --prune: %v, want exit 1 with \"1 resources require pruning\", and the removed resource still on cluster1\n%s", err, out)
 	}
 	if out, err := cli.run(3*time.Minute, "app", "sync", name(), "--prune", "--timeout", "120"); err != nil || configMapData(spokes["cluster1"], cliNamespace, "cli-extra", "greeting") != "" {
 		t.Errorf("argocd app sync --prune: %v, the removed resource must go from cluster1\n%s", err, out)
@@ -407,16 +410,27 @@ func TestArgoCDCLIOnTheDocumentsMultiSourceApplication(t *testing.T) {
 	if len(revisions) != 1 {
 		t.Fatalf("the hub Application's status.sync.revisions: %v, want the one its cluster reports", revisions)
 	}
-	short := revisions[0][:7]
 
 	if out, err := cli.run(30*time.Second, "app", "list"); err != nil || !strings.Contains(out, name) {
 		t.Errorf("argocd app list: %v\n%s", err, out)
 	}
-	out, err := cli.run(time.Minute, "app", "get", name)
-	if err != nil || !strings.Contains(out, "- Repo:             "+lab.RepoURL) || !strings.Contains(out, "Sync Status:        Synced to main ("+short+")") ||
-		!regexp.MustCompile(`(?m)^\s*ConfigMap\s+guestbook\s+guestbook-ui\s+Synced\b`).MatchString(out) {
-		t.Errorf("argocd app get of the documents' Application: %v; want its source, its revision and its resources table\n%s", err, out)
-	}
+	// argocd app get: its source, the revision its cluster synced (read again until the CLI and
+	// the hub agree: an automated sync of a commit an earlier test made may land in between) and
+	// its resources table.
+	var out string
+	eventually(t, "argocd app get printing the documents' Application as the hub holds it", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		var err error
+		if out, err = cli.run(time.Minute, "app", "get", name); err != nil {
+			return false, err
+		}
+		revisions, _, _ = unstructured.NestedStringSlice(hubApp(hub, key).Object, "status", "sync", "revisions")
+		if len(revisions) != 1 {
+			return false, fmt.Errorf("status.sync.revisions %v", revisions)
+		}
+		ok := strings.Contains(out, "- Repo:             "+lab.RepoURL) && strings.Contains(out, "Sync Status:        Synced to main ("+revisions[0][:7]+")") &&
+			regexp.MustCompile(`(?m)^\s*ConfigMap\s+guestbook\s+guestbook-ui\s+Synced\b`).MatchString(out)
+		return ok, fmt.Errorf("want its source, its revision %s and its resources table:\n%s", revisions[0][:7], out)
+	})
 	// The hub's repo-server answers for the lab's repository, as the UI's panels ask it: the
 	// manifests of the Application's source, and the commit of a deployment in its history.
 	if code, body := cli.api(t, "GET", "/api/v1/applications/"+key.Name+"/manifests?appNamespace="+key.Namespace); code != 200 || !strings.Contains(body, "guestbook-ui") {
@@ -430,10 +444,12 @@ func TestArgoCDCLIOnTheDocumentsMultiSourceApplication(t *testing.T) {
 	if out, err := cli.run(3*time.Minute, "app", "sync", name, "--timeout", "120"); err != nil || !regexp.MustCompile(`(?m)^Phase:\s+Succeeded$`).MatchString(out) {
 		t.Fatalf("argocd app sync of the documents' Application: %v\n%s", err, out)
 	}
-	out, err = cli.run(time.Minute, "app", "history", name)
-	rows := regexp.MustCompile(`(?m)^\d+\s+\S+ \S+ \S+ \S+\s+main \(`+short+`\)$`).FindAllString(out, -1)
-	if err != nil || !strings.Contains(out, "SOURCE  "+lab.RepoURL) || len(rows) < 2 {
-		t.Errorf("argocd app history of the documents' Application: %v; want its source and each deployment at main (%s)\n%s", err, short, out)
+	// Each deployment with its revision, the newest at the one the sync just deployed.
+	revisions, _, _ = unstructured.NestedStringSlice(hubApp(hub, key).Object, "status", "sync", "revisions")
+	out, err := cli.run(time.Minute, "app", "history", name)
+	rows := regexp.MustCompile(`(?m)^\d+\s+\S+ \S+ \S+ \S+\s+main \(([0-9a-f]{7})\)$`).FindAllStringSubmatch(out, -1)
+	if err != nil || !strings.Contains(out, "SOURCE  "+lab.RepoURL) || len(rows) < 2 || len(revisions) != 1 || rows[len(rows)-1][1] != revisions[0][:7] {
+		t.Errorf("argocd app history of the documents' Application: %v; want its source and each deployment at main (REVISION), the last at %v\n%s", err, revisions, out)
 	}
 }
 
