@@ -157,7 +157,7 @@ func feedbackValues(work *workv1.ManifestWork) map[string]string {
 }
 
 // WantedSource is the single source of a hub Application, or nil for multi-source Applications
-// (whose comparedTo the scalar feedback cannot carry).
+// (Derive does not yet compare their comparedTo.sources, which the hub now carries).
 func WantedSource(app *unstructured.Unstructured) *Source {
 	src, ok, _ := unstructured.NestedMap(app.Object, "spec", "source")
 	if !ok {

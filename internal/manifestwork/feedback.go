@@ -142,11 +142,12 @@ func historySourcePaths() []workv1.JsonPath {
 // FeedbackJSONPaths are the paths of the managed cluster's Application that its work's feedback
 // reads (the doctor checks that its Application CRD declares them).
 func FeedbackJSONPaths() []string {
-	paths := make([]string, 0, len(feedbackPaths)+1)
-	for _, p := range feedbackPaths {
+	rules := FeedbackRulePaths()
+	paths := make([]string, 0, len(rules))
+	for _, p := range rules {
 		paths = append(paths, p.Path)
 	}
-	return append(paths, reconciledAtPath.Path)
+	return paths
 }
 
 // FeedbackRulePaths are the feedback values a work with a request in flight asks of its
@@ -169,7 +170,7 @@ var reconciledAtPath = workv1.JsonPath{Name: FeedbackReconciledAt, Path: ".statu
 func feedbackRules(deliveries Deliveries) []workv1.FeedbackRule {
 	paths := feedbackPaths
 	if deliveries.Sync != nil || deliveries.Refresh != nil {
-		paths = append(slices.Clip(feedbackPaths), reconciledAtPath)
+		paths = FeedbackRulePaths()
 	}
 	return []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: paths}}
 }
