@@ -536,6 +536,24 @@ func TestArgoCDCLITerminatesASyncStuckInAHook(t *testing.T) {
 		return phase == "Running" && hubPhase == "Running", nil
 	})
 
+	// The running hook is in the status.resources cluster1 reports, marked a hook (a boolean) on
+	// the hub as there: the UI's sync panel leaves hooks out of what it offers to sync.
+	eventually(t, "the hub's status.resources marking the stuck hook a hook, as cluster1's does", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		for _, c := range []client.Client{spokes["cluster1"], hub} {
+			resources, _, _ := unstructured.NestedSlice(hubApp(c, key).Object, "status", "resources")
+			marked := false
+			for _, r := range resources {
+				if m, _ := r.(map[string]any); m["name"] == "stuck-presync" && m["hook"] == true {
+					marked = true
+				}
+			}
+			if !marked {
+				return false, fmt.Errorf("status.resources %v", resources)
+			}
+		}
+		return true, nil
+	})
+
 	// A sync while one runs: the API server's own answer, as in the push model.
 	if out, err := cli.run(time.Minute, "app", "sync", name, "--async"); err == nil || !strings.Contains(out, "another operation is already in progress") {
 		t.Errorf("argocd app sync while a sync runs: %v, want the server's refusal\n%s", err, out)
