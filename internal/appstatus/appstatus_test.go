@@ -1,6 +1,7 @@
 package appstatus
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -344,4 +345,46 @@ func TestAnswers(t *testing.T) {
 			NewWithT(t).Expect(Answers(tc.before, tc.after)).To(Equal(tc.want))
 		})
 	}
+}
+
+// The hub's resource tree is built from status.resources: an entry naming no object Kubernetes
+// could hold, with a status Argo CD never writes, or listed twice, is dropped and counted, and
+// the valid ones are kept.
+func TestInvalidResourcesAreDroppedAndCounted(t *testing.T) {
+	g := NewWithT(t)
+	valid := `{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"ui","status":"Synced","health":{"status":"Healthy"}}`
+	rbac := `{"group":"rbac.authorization.k8s.io","version":"v1","kind":"ClusterRole","name":"system:guestbook"}`
+	for name, entry := range map[string]string{
+		"a name over 253 characters":     fmt.Sprintf(`{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":%q}`, strings.Repeat("n", 254)),
+		"a name with a slash":            `{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"../argocd/argocd-secret"}`,
+		"a name with a newline":          `{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"ui\nx"}`,
+		"no name":                        `{"version":"v1","kind":"ConfigMap","namespace":"guestbook"}`,
+		"no kind":                        `{"version":"v1","namespace":"guestbook","name":"ui2"}`,
+		"a kind that is no kind":         `{"version":"v1","kind":"Config Map","namespace":"guestbook","name":"ui2"}`,
+		"a namespace over 63 characters": fmt.Sprintf(`{"version":"v1","kind":"ConfigMap","namespace":%q,"name":"ui2"}`, strings.Repeat("n", 64)),
+		"a group that is no group":       `{"group":"Apps!","version":"v1","kind":"Deployment","namespace":"guestbook","name":"ui2"}`,
+		"a version that is no version":   `{"version":"V 1","kind":"ConfigMap","namespace":"guestbook","name":"ui2"}`,
+		"a name that is not a string":    `{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":7}`,
+		"an unknown health status":       `{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"ui2","health":{"status":"Fabulous"}}`,
+		"an unknown sync status":         `{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"ui2","status":"Pending"}`,
+		"a health that is no object":     `{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"ui2","health":"Healthy"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			values := feedback("Healthy", "Synced", "v2")
+			values[manifestwork.FeedbackResources] = "[" + valid + "," + entry + "," + rbac + "]"
+			updated, _ := WithStatus(argocd.NewApplication(), Derive(Observe(work(2, 2, values)), v2))
+			resources, _, _ := unstructured.NestedSlice(updated.Object, "status", "resources")
+			g.Expect(resources).To(HaveLen(2), "the valid ones are kept")
+			g.Expect(resources[1]).To(HaveKeyWithValue("name", "system:guestbook"), "an RBAC name is a Kubernetes name")
+			g.Expect(argocd.ConditionMessage(updated, FeedbackWarningCondition)).To(ContainSubstring("resources: 1 invalid entries dropped (the first: "))
+		})
+	}
+
+	values := feedback("Healthy", "Synced", "v2")
+	values[manifestwork.FeedbackResources] = "[" + valid + "," + valid + "," + rbac + "]"
+	updated, _ := WithStatus(argocd.NewApplication(), Derive(Observe(work(2, 2, values)), v2))
+	resources, _, _ := unstructured.NestedSlice(updated.Object, "status", "resources")
+	g.Expect(resources).To(HaveLen(2))
+	g.Expect(argocd.ConditionMessage(updated, FeedbackWarningCondition)).To(ContainSubstring("resources: 1 entries listed twice dropped"))
 }

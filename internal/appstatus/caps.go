@@ -167,45 +167,6 @@ func (r *feedbackReader) operation(name string) map[string]any {
 	return op
 }
 
-// hubResources is the managed Application's status.resources (raw, JSON) as copied to the hub:
-// Argo CD's fields only, each cut to its cap, as many as fit in MaxResourcesSize; nil when it
-// reported none or a list that does not parse. trimmed says what was cut or ignored: a warning on
-// the hub Application only, since the report reads the raw list with caps of its own.
-func hubResources(raw string) (out []any, trimmed []string) {
-	if raw == "" {
-		return nil, nil
-	}
-	name := manifestwork.FeedbackResources
-	var list []map[string]any
-	if err := json.Unmarshal([]byte(raw), &list); err != nil {
-		return nil, []string{fmt.Sprintf("%s ignored: not a JSON list of objects (%d bytes)", name, len(raw))}
-	}
-	return cappedList(name, list, len(list), MaxResourcesSize, func(item map[string]any, cut *int) any {
-		res := map[string]any{}
-		for _, k := range []string{"group", "version", "kind", "namespace", "name"} {
-			putString(res, k, item[k], MaxResourceNameLength, cut)
-		}
-		putString(res, "status", item["status"], MaxWordLength, cut)
-		for _, k := range []string{"hook", "requiresPruning"} { // booleans, true or left out
-			if b, ok := item[k].(bool); ok && b {
-				res[k] = true
-			}
-		}
-		if w, ok := item["syncWave"].(float64); ok && w == float64(int64(w)) {
-			res["syncWave"] = int64(w)
-		}
-		if h, ok := item["health"].(map[string]any); ok {
-			health := map[string]any{}
-			putString(health, "status", h["status"], MaxWordLength, cut)
-			putString(health, "message", h["message"], MaxResourceMessageLength, cut)
-			if len(health) > 0 {
-				res["health"] = health
-			}
-		}
-		return res
-	})
-}
-
 // hubSummary is the managed Application's status.summary as copied to the hub: its images and
 // external URLs (lists of strings; one entry may arrive as that string), the first that fit in
 // MaxSummaryListSize each; nil when it reported neither.

@@ -35,9 +35,15 @@ func TestTheHubWriteIsBoundedWhateverTheClusterReports(t *testing.T) {
 				values[name] = huge
 			}
 			values[manifestwork.FeedbackOperation] = fmt.Sprintf(`{"sync":{"revision":%q}}`, huge)
-			// A resource list of a million entries, each field huge, and fields Argo CD never writes.
-			entry := fmt.Sprintf(`{"kind":%q,"name":%q,"status":%q,"health":{"status":%q,"message":%q},"extra":%q}`, huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096])
-			values[manifestwork.FeedbackResources] = "[" + strings.Repeat(entry+",", 1000) + entry + "]"
+			// A resource list of a thousand entries, names as long as Kubernetes allows, the health
+			// message huge, and fields Argo CD never writes; then as many of them invalid.
+			var entries []string
+			for i := range 1001 {
+				name := fmt.Sprintf("%s-%04d", strings.Repeat("n", 248), i)
+				entries = append(entries, fmt.Sprintf(`{"kind":"ConfigMap","name":%q,"status":"Synced","health":{"status":"Healthy","message":%q},"extra":%q}`, name, huge[:4096], huge[:4096]),
+					fmt.Sprintf(`{"kind":%q,"name":%q,"status":%q,"health":{"status":%q,"message":%q},"extra":%q}`, huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096], huge[:4096]))
+			}
+			values[manifestwork.FeedbackResources] = "[" + strings.Join(entries, ",") + "]"
 			// A history of a thousand entries, each value huge.
 			for k, v := range historyColumns(1, 1000) {
 				values[k] = v
