@@ -22,7 +22,7 @@ var (
 // hubResources is the managed Application's status.resources (raw, JSON) as copied to the hub:
 // Argo CD's fields only, each cut to its cap, as many as fit in MaxResourcesSize; nil when it
 // reported none or a list that does not parse. An entry that names no Kubernetes object (see
-// invalidResource), or one named before, is dropped and counted: the hub's resource tree is built
+// InvalidResource), or one named before, is dropped and counted: the hub's resource tree is built
 // from this list (internal/resourcetree) and must name only what Kubernetes could hold. trimmed
 // says what was cut, dropped or ignored: a warning on the hub Application only, since the report
 // reads the raw list with caps of its own.
@@ -38,7 +38,7 @@ func hubResources(raw string) (out []any, trimmed []string) {
 	seen := make(map[string]bool, min(len(list), 1024))
 	invalid, twice, firstReason := 0, 0, ""
 	out, trimmed = cappedList(name, list, len(list), MaxResourcesSize, func(item map[string]any, cut *int) any {
-		if reason := invalidResource(item); reason != "" {
+		if reason := InvalidResource(item); reason != "" {
 			if invalid++; invalid == 1 {
 				firstReason = reason
 			}
@@ -81,10 +81,10 @@ func hubResources(raw string) (out []any, trimmed []string) {
 	return out, trimmed
 }
 
-// invalidResource says why a reported resource names no object Kubernetes could hold, or has a
+// InvalidResource says why a reported resource names no object Kubernetes could hold, or has a
 // status Argo CD never writes; "" when it is valid. Kind and name are required; group, version
 // and namespace may be empty (the core group, a cluster-scoped object).
-func invalidResource(item map[string]any) string {
+func InvalidResource(item map[string]any) string {
 	str := func(k string) (string, bool) {
 		v, present := item[k]
 		if !present || v == nil {

@@ -1,0 +1,113 @@
+package resourcetree
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Options say how to reach the hub Argo CD's redis, and how its cache is laid out.
+type Options struct {
+	// Address is host:port of the redis (or of the HA proxy before it) that the hub's Argo CD API
+	// server uses (its --redis). Empty: no tree is written.
+	Address string
+	// TLS connects with TLS (Argo CD's --redis-use-tls), trusting CAFile when set, the system's
+	// roots otherwise.
+	TLS    bool
+	CAFile string
+	// Credentials returns the username and password for each new connection (the argocd-redis
+	// Secret's auth, read when connecting: a rotated password is picked up).
+	Credentials func(ctx context.Context) (username, password string, err error)
+	Encoding
+	// TTL is how long a written tree lives unless written again (Argo CD's controller uses its
+	// --app-state-cache-expiration, 1 h): a tree argocd-pull stops renewing goes away.
+	TTL time.Duration
+}
+
+// Cache writes trees into the hub Argo CD's redis.
+type Cache struct {
+	opts   Options
+	client *redis.Client
+}
+
+// NewCache connects lazily: nothing is dialled before the first write.
+func NewCache(opts Options) (*Cache, error) {
+	if opts.Address == "" {
+		return nil, errors.New("no redis address")
+	}
+	if opts.TTL <= 0 {
+		return nil, fmt.Errorf("the tree's TTL must be positive, got %s", opts.TTL)
+	}
+	ro := &redis.Options{
+		Addr: opts.Address,
+		// Short: a write that fails is retried by its reconcile, with backoff.
+		DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+		MaxRetries: 1, PoolSize: 4, MinIdleConns: 0,
+		// Not the RESP3 HELLO handshake: a redis behind Argo CD's HA proxy speaks RESP2.
+		Protocol: 2,
+		// No client-side identification: plain redis and proxies answer alike.
+		DisableIdentity: true,
+	}
+	if opts.Credentials != nil {
+		ro.CredentialsProviderContext = opts.Credentials
+	}
+	if opts.TLS {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if opts.CAFile != "" {
+			pem, err := os.ReadFile(opts.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("reading the redis CA: %w", err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("the redis CA %s holds no PEM certificate", opts.CAFile)
+			}
+		}
+		ro.TLSConfig = cfg
+	}
+	return &Cache{opts: opts, client: redis.NewClient(ro)}, nil
+}
+
+// Put writes instance's tree with the TTL, then tells the API server's watchers (the UI's stream).
+func (c *Cache) Put(ctx context.Context, instance string, t Tree) error {
+	data, err := c.opts.Encode(t)
+	if err != nil {
+		return fmt.Errorf("encoding the resource tree: %w", err)
+	}
+	if err := c.client.Set(ctx, c.opts.TreeKey(instance), data, c.opts.TTL).Err(); err != nil {
+		return fmt.Errorf("writing the resource tree to the hub's redis %s: %w", c.opts.Address, err)
+	}
+	return c.notify(ctx, instance)
+}
+
+// Delete removes instance's tree, and tells the watchers.
+func (c *Cache) Delete(ctx context.Context, instance string) error {
+	if err := c.client.Del(ctx, c.opts.TreeKey(instance)).Err(); err != nil {
+		return fmt.Errorf("removing the resource tree from the hub's redis %s: %w", c.opts.Address, err)
+	}
+	return c.notify(ctx, instance)
+}
+
+func (c *Cache) notify(ctx context.Context, instance string) error {
+	if err := c.client.Publish(ctx, c.opts.Channel(instance), "").Err(); err != nil {
+		return fmt.Errorf("notifying the hub's redis %s of the resource tree: %w", c.opts.Address, err)
+	}
+	return nil
+}
+
+// Ping checks the connection and the credentials.
+func (c *Cache) Ping(ctx context.Context) error {
+	if err := c.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("the hub's redis %s: %w", c.opts.Address, err)
+	}
+	return nil
+}
+
+// Close closes the connections.
+func (c *Cache) Close() error { return c.client.Close() }

@@ -1,0 +1,95 @@
+package resourcetree
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/argocd-pull/argocd-pull/internal/localproc"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+)
+
+func password(p string) func(context.Context) (string, string, error) {
+	return func(context.Context) (string, string, error) { return "", p, nil }
+}
+
+// A tree is written as Argo CD writes one, with its TTL, and the API server's watchers are told;
+// deleting it removes the key and tells them too. Against a real redis-server with a password, as
+// Argo CD's install runs it.
+func TestTheTreeIsWrittenToARealRedis(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	addr := testenv.Redis(t, "s3cret")
+	c, err := NewCache(Options{Address: addr, Credentials: password("s3cret"), Encoding: Encoding{Gzip: true}, TTL: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = c.Close() }()
+	g.Expect(c.Ping(ctx)).To(Succeed())
+
+	reader := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
+	defer func() { _ = reader.Close() }()
+	sub := reader.Subscribe(ctx, "app|managed-resources|team-a_guestbook|1.8.3")
+	defer func() { _ = sub.Close() }()
+	_, err = sub.Receive(ctx) // the subscription's confirmation
+	g.Expect(err).NotTo(HaveOccurred())
+
+	tree := Build([]any{resource("ConfigMap", "guestbook", "ui", "Healthy")}).Tree
+	g.Expect(c.Put(ctx, "team-a_guestbook", tree)).To(Succeed())
+	raw, err := reader.Get(ctx, "app|resources-tree|team-a_guestbook|1.8.3.gz").Bytes()
+	g.Expect(err).NotTo(HaveOccurred())
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	g.Expect(err).NotTo(HaveOccurred())
+	var back Tree
+	g.Expect(json.NewDecoder(zr).Decode(&back)).To(Succeed())
+	g.Expect(back).To(Equal(tree))
+	ttl, err := reader.TTL(ctx, "app|resources-tree|team-a_guestbook|1.8.3.gz").Result()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ttl).To(BeNumerically("~", time.Hour, time.Minute))
+	msg, err := sub.ReceiveMessage(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(msg.Channel).To(Equal("app|managed-resources|team-a_guestbook|1.8.3"))
+
+	g.Expect(c.Delete(ctx, "team-a_guestbook")).To(Succeed())
+	g.Expect(reader.Exists(ctx, "app|resources-tree|team-a_guestbook|1.8.3.gz").Val()).To(BeZero())
+	_, err = sub.ReceiveMessage(ctx)
+	g.Expect(err).NotTo(HaveOccurred(), "the deletion is announced")
+	keys, err := reader.Keys(ctx, "*").Result()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(keys).To(BeEmpty(), "nothing else is written")
+}
+
+// A wrong password and an unreachable redis fail each write with an error that names the redis
+// and the reason.
+func TestARedisThatCannotBeWrittenSaysWhy(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	addr := testenv.Redis(t, "s3cret")
+	tree := Build([]any{resource("ConfigMap", "guestbook", "ui", "Healthy")}).Tree
+
+	wrong, err := NewCache(Options{Address: addr, Credentials: password("guess"), TTL: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = wrong.Close() }()
+	err = wrong.Put(ctx, "guestbook", tree)
+	g.Expect(err).To(MatchError(And(ContainSubstring("the hub's redis "+addr), ContainSubstring("WRONGPASS"))))
+	none, err := NewCache(Options{Address: addr, TTL: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = none.Close() }()
+	g.Expect(none.Put(ctx, "guestbook", tree)).To(MatchError(ContainSubstring("NOAUTH")))
+
+	free, err := localproc.FreeAddr()
+	g.Expect(err).NotTo(HaveOccurred())
+	gone, err := NewCache(Options{Address: free, TTL: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = gone.Close() }()
+	g.Expect(gone.Ping(ctx)).To(MatchError(And(ContainSubstring("the hub's redis "+free), ContainSubstring("connection refused"))))
+
+	_, err = NewCache(Options{})
+	g.Expect(err).To(MatchError("no redis address"))
+	_, err = NewCache(Options{Address: addr})
+	g.Expect(err).To(MatchError(ContainSubstring("TTL must be positive")))
+}
