@@ -54,6 +54,7 @@ type controllerFlags struct {
 	managedNamespaceGrants  []string
 	opts                    controller.Options
 	argoCDNamespaceGrants   []string
+	redisCompress           string
 	zap                     zap.Options
 }
 
@@ -110,6 +111,7 @@ GOMEMLIMIT is set): it collects garbage harder near the limit instead of being k
 	fs.DurationVar(&f.opts.ReportCoalesce, "report-coalesce", f.opts.ReportCoalesce, "How long events of one ApplicationSet are gathered into one report update")
 	fs.DurationVar(&f.opts.ReportIntervalPerCluster, "report-interval-per-cluster", f.opts.ReportIntervalPerCluster, "Paces large reports: a report of N clusters is written at most once per N times this (1ms: once a second at 1,000 clusters); 0 disables pacing")
 	fs.IntVar(&f.opts.ReportEntriesPerSecond, "report-entries-per-second", f.opts.ReportEntriesPerSecond, "Bounds the cluster entries all report writes carry together each second, the apiserver's cost of reports (about 0.15 ms of its CPU per entry). 1000: ten reports of 1,000 clusters each written every 10 s, one alone every second, ten of 100 clusters every second; 0 disables the bound")
+	addResourceTreeFlags(fs, &f)
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(goflags)
 	fs.AddGoFlagSet(goflags)
@@ -138,6 +140,9 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	}
 	if f.opts.ArgoCDNamespaceGrants, err = tenancy.ParseGrants(f.argoCDNamespaceGrants); err != nil {
 		return fmt.Errorf("--grant-argocd-namespaces: %w", err)
+	}
+	if err := f.resourceTree(); err != nil {
+		return err
 	}
 	if err := f.opts.Validate(); err != nil {
 		return err

@@ -3,6 +3,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +31,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/intern"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/search"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
@@ -76,6 +79,13 @@ type Options struct {
 	// basic mode) deliver, without redeploying them (manifestwork/takeover.go). Off, those
 	// Applications are refused and their works left as they are.
 	AdoptUpstreamWorks bool
+	// ResourceTree is how to reach the hub Argo CD's redis, where each pull-model Application's
+	// display tree is written (internal/resourcetree); no tree is written when its Address is
+	// empty. Its Credentials, when nil, come from RedisSecret.
+	ResourceTree resourcetree.Options
+	// RedisSecret is the Secret in ArgoCDNamespace whose "auth" key is the redis password (Argo
+	// CD's argocd-redis); read at each new connection. A missing Secret means no password.
+	RedisSecret string
 }
 
 // ArgoCDNamespaces are the Argo CD namespaces the install names: ArgoCDNamespace and
@@ -104,6 +114,8 @@ func DefaultOptions() Options {
 		SecretGracePeriod:        10 * time.Minute,
 
 		ApplicationSetServiceAccount: "argocd-applicationset-controller",
+		ResourceTree:                 resourcetree.Options{Encoding: resourcetree.Encoding{Gzip: true}, TTL: time.Hour},
+		RedisSecret:                  "argocd-redis",
 	}
 }
 
@@ -141,6 +153,9 @@ func (o Options) Validate() error {
 				return fmt.Errorf("the grant %s=%s names %s, which is not an Argo CD namespace of this install (--argocd-namespace, --gitops-namespaces)", tenant, ns, ns)
 			}
 		}
+	}
+	if o.ResourceTree.Address != "" && o.ResourceTree.TTL <= 0 {
+		return fmt.Errorf("the resource tree's TTL must be positive, got %s", o.ResourceTree.TTL)
 	}
 	if o.Search.URL != "" && o.SearchInterval <= 0 {
 		return fmt.Errorf("the Search polling interval must be positive, got %s", o.SearchInterval)
@@ -233,6 +248,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := reports.SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the report controller: %w", err)
 	}
+	if opts.ResourceTree.Address != "" {
+		if err := setupResourceTree(mgr, opts, copts); err != nil {
+			return err
+		}
+	}
 	if err := (&GitOpsClusterReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("argocd-pull-gitopscluster"),
@@ -241,4 +261,45 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
 	}
 	return nil
+}
+
+// setupResourceTree registers the resource tree controller, writing to the redis opts name.
+func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options) error {
+	treeOpts := opts.ResourceTree
+	if treeOpts.Credentials == nil {
+		treeOpts.Credentials = RedisCredentials(mgr.GetAPIReader(), client.ObjectKey{Namespace: opts.ArgoCDNamespace, Name: opts.RedisSecret})
+	}
+	cache, err := resourcetree.NewCache(treeOpts)
+	if err != nil {
+		return fmt.Errorf("setting up the resource tree's redis: %w", err)
+	}
+	if err := (&ResourceTreeReconciler{
+		Client:          mgr.GetClient(),
+		Recorder:        mgr.GetEventRecorder("argocd-pull-resourcetree"),
+		Cache:           cache,
+		ArgoCDNamespace: opts.ArgoCDNamespace,
+		TTL:             treeOpts.TTL,
+	}).SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("setting up the resource tree controller: %w", err)
+	}
+	return nil
+}
+
+// RedisCredentials reads the redis password from the "auth" key of the Secret named (Argo CD's
+// argocd-redis), straight from the apiserver at each new connection: a rotated password is used
+// from the next connection on. No Secret, or no name, means no password.
+func RedisCredentials(reader client.Reader, secret client.ObjectKey) func(ctx context.Context) (string, string, error) {
+	return func(ctx context.Context) (string, string, error) {
+		if secret.Name == "" {
+			return "", "", nil
+		}
+		s := &corev1.Secret{}
+		switch err := reader.Get(ctx, secret, s); {
+		case apierrors.IsNotFound(err):
+			return "", "", nil
+		case err != nil:
+			return "", "", fmt.Errorf("reading the redis password from Secret %s: %w", secret, err)
+		}
+		return "", string(s.Data["auth"]), nil
+	}
 }

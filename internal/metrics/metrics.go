@@ -66,6 +66,12 @@ var (
 		Help: "MulticlusterApplicationSetReports written by the report controller, by operation (create, update, delete).",
 	}, []string{"operation"})
 
+	// TreeWrites counts the resource-tree writes to the hub Argo CD's redis (internal/resourcetree).
+	TreeWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "argocd_pull_resource_tree_writes_total",
+		Help: "Resource trees written to the hub Argo CD's cache, by operation (put: a changed tree; renew: an unchanged one before its TTL ends; delete) and result (ok, error).",
+	}, []string{"operation", "result"})
+
 	// PropagationLatency is the time from a hub Application change seen by the controller to its
 	// ManifestWork written.
 	PropagationLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -116,7 +122,7 @@ var (
 // the gauges to its reader.
 func Register(reader client.Reader, staleAfter time.Duration) {
 	register.Do(func() {
-		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
+		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, TreeWrites, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
 		// Every operation is exported from the start, at 0: rate() and alerts see a series
 		// before the first write.
 		for _, op := range []string{OpCreate, OpUpdate, OpDelete} {

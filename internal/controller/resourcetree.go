@@ -1,0 +1,211 @@
+package controller
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+	"github.com/argocd-pull/argocd-pull/internal/metrics"
+	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
+)
+
+// Event reasons of the resource tree controller.
+const (
+	ReasonTreeNotWritten = "ResourceTreeNotWritten"
+	ReasonTreeWritten    = "ResourceTreeWritten"
+)
+
+// TreeCache is where the resource trees go: the hub Argo CD's redis (resourcetree.Cache).
+type TreeCache interface {
+	Put(ctx context.Context, instance string, t resourcetree.Tree) error
+	Delete(ctx context.Context, instance string) error
+}
+
+// ResourceTreeReconciler keeps a display-only resource tree of each pull-model hub Application in
+// the hub Argo CD's cache (see internal/resourcetree), built from the Application's
+// status.resources, which the status controller writes from what the cluster reports. A tree is
+// written when it changes (and after a restart), renewed before its TTL ends, and removed with the
+// Application. When the redis cannot be written, delivery and status go on; one reconcile probes
+// it per backoff window, and each Application says why in an event, once.
+type ResourceTreeReconciler struct {
+	client.Client
+	Recorder        events.EventRecorder
+	Cache           TreeCache
+	ArgoCDNamespace string
+	// TTL is the written trees' lifetime; each is renewed after half of it.
+	TTL time.Duration
+
+	written sync.Map // types.NamespacedName → treeRecord
+	outage  outage
+}
+
+// treeRecord is what was last written of one Application's tree, or that it could not be.
+type treeRecord struct {
+	sum     [32]byte
+	at      time.Time
+	failing bool
+}
+
+// SetupWithManager registers the reconciler: every pull-labelled Application (the cache holds
+// those only), on creation, deletion, and a change of its status.resources, labels or annotations.
+func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("resourcetree").
+		WithOptions(opts).
+		For(argocd.NewApplication(), builder.WithPredicates(treeSourceChanged())).
+		Complete(r)
+}
+
+// treeSourceChanged passes what may change an Application's tree: its status.resources, its
+// deletion, and its labels or annotations (whether it is a pull-model Application).
+func treeSourceChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*unstructured.Unstructured), e.ObjectNew.(*unstructured.Unstructured)
+			oldRes, _, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "resources")
+			newRes, _, _ := unstructured.NestedFieldNoCopy(n.Object, "status", "resources")
+			return !equality.Semantic.DeepEqual(oldRes, newRes) || !n.GetDeletionTimestamp().IsZero() ||
+				!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) || !equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations())
+		},
+	}
+}
+
+// Reconcile writes, renews or removes one Application's tree.
+func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	key := req.NamespacedName
+	instance := resourcetree.Instance(key.Namespace, key.Name, r.ArgoCDNamespace)
+	app := argocd.NewApplication()
+	err := r.Get(ctx, key, app, client.UnsafeDisableDeepCopy)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	now := time.Now()
+	if until, down := r.outage.down(now); down {
+		r.notWritten(ctx, app, err == nil, key, now)
+		return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
+	}
+	_, pull, _ := manifestwork.ReadMarkers(app)
+	if apierrors.IsNotFound(err) || !pull || !app.GetDeletionTimestamp().IsZero() {
+		// Gone, no longer pull-model, or going: its tree goes (deleting a missing key is fine).
+		if err := r.Cache.Delete(ctx, instance); err != nil {
+			metrics.TreeWrites.WithLabelValues("delete", "error").Inc()
+			until := r.outage.failed(ctx, err, now)
+			return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
+		}
+		metrics.TreeWrites.WithLabelValues("delete", "ok").Inc()
+		r.written.Delete(key)
+		return ctrl.Result{}, nil
+	}
+
+	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+	built := resourcetree.Build(resources)
+	sum := built.Tree.Sum()
+	op := "put"
+	if last, ok := r.record(key); ok && !last.failing && last.sum == sum {
+		if renew := last.at.Add(r.TTL / 2); now.Before(renew) {
+			return ctrl.Result{RequeueAfter: renew.Sub(now)}, nil
+		}
+		op = "renew"
+	}
+	if err := r.Cache.Put(ctx, instance, built.Tree); err != nil {
+		metrics.TreeWrites.WithLabelValues(op, "error").Inc()
+		until := r.outage.failed(ctx, err, now)
+		r.notWritten(ctx, app, true, key, now)
+		return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
+	}
+	metrics.TreeWrites.WithLabelValues(op, "ok").Inc()
+	r.outage.ok()
+	if last, ok := r.record(key); ok && last.failing {
+		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonTreeWritten, "ResourceTree",
+			"The resource tree is in the hub Argo CD's cache again")
+	}
+	r.written.Store(key, treeRecord{sum: sum, at: now})
+	if msg := built.Message(); msg != "" && op == "put" {
+		ctrl.LoggerFrom(ctx).Info("Cutting the resource tree", "reason", msg)
+	}
+	return ctrl.Result{RequeueAfter: r.TTL / 2}, nil
+}
+
+func (r *ResourceTreeReconciler) record(key types.NamespacedName) (treeRecord, bool) {
+	v, ok := r.written.Load(key)
+	if !ok {
+		return treeRecord{}, false
+	}
+	return v.(treeRecord), true
+}
+
+// notWritten says once, on the Application, that its tree is not in the cache and why.
+func (r *ResourceTreeReconciler) notWritten(ctx context.Context, app *unstructured.Unstructured, exists bool, key types.NamespacedName, now time.Time) {
+	last, _ := r.record(key)
+	if last.failing {
+		return
+	}
+	last.failing = true
+	r.written.Store(key, last)
+	if !exists {
+		return
+	}
+	r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, ReasonTreeNotWritten, "ResourceTree",
+		"The resource tree is not in the hub Argo CD's cache (the UI and argocd app resources show no tree, and a page view asks the cluster for a refresh): %v. "+
+			"Delivery and status go on; argocd-pull retries with backoff. argocd-pull doctor checks the connection", r.outage.reason())
+}
+
+// outage is the hub redis being unwritable, shared by all reconciles: while it lasts, they wait,
+// and the first one after it probes again; the wait doubles from 1 s to 5 min.
+type outage struct {
+	mu      sync.Mutex
+	until   time.Time
+	backoff time.Duration
+	err     error
+}
+
+func (o *outage) down(now time.Time) (time.Time, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.until, now.Before(o.until)
+}
+
+func (o *outage) failed(ctx context.Context, err error, now time.Time) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.backoff == 0 {
+		ctrl.LoggerFrom(ctx).Error(err, "The hub Argo CD's redis cannot be written: resource trees wait")
+	}
+	o.backoff = min(max(2*o.backoff, time.Second), 5*time.Minute)
+	o.until, o.err = now.Add(o.backoff), err
+	return o.until
+}
+
+func (o *outage) ok() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.backoff, o.until, o.err = 0, time.Time{}, nil
+}
+
+func (o *outage) reason() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil {
+		return "unknown"
+	}
+	return o.err.Error()
+}
+
+// jitter spreads the reconciles waiting for the same moment over a second.
+func jitter() time.Duration { return time.Duration(rand.Int64N(int64(time.Second))) }
