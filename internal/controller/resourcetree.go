@@ -167,7 +167,7 @@ func (r *ResourceTreeReconciler) notWritten(ctx context.Context, app *unstructur
 }
 
 // outage is the hub redis being unwritable, shared by all reconciles: while it lasts, they wait,
-// and the first one after it probes again; the wait doubles from 1 s to 5 min.
+// and the first one after it probes again; the wait doubles from 1 s to 1 min.
 type outage struct {
 	mu      sync.Mutex
 	until   time.Time
@@ -187,7 +187,7 @@ func (o *outage) failed(ctx context.Context, err error, now time.Time) time.Time
 	if o.backoff == 0 {
 		ctrl.LoggerFrom(ctx).Error(err, "The hub Argo CD's redis cannot be written: resource trees wait")
 	}
-	o.backoff = min(max(2*o.backoff, time.Second), 5*time.Minute)
+	o.backoff = min(max(2*o.backoff, time.Second), time.Minute)
 	o.until, o.err = now.Add(o.backoff), err
 	return o.until
 }

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -87,12 +88,16 @@ func InstallArgoConfig(ctx context.Context, c client.Client, root, version, name
 
 // startRedisAndRepoServer starts the redis and the repo-server of one Argo CD install (prefix
 // "cluster1", "hub"), on their own loopback ports, and returns their addresses.
-func startRedisAndRepoServer(dir string, argo argoCDRelease, prefix, kubeconfig string, ports *portBook, repoArgs ...string) (redis, repo string, err error) {
+func startRedisAndRepoServer(dir string, argo argoCDRelease, prefix, kubeconfig string, ports *portBook, password string, repoArgs ...string) (redis, repo string, err error) {
 	redisPort, err := ports.port(prefix + "-redis")
 	if err != nil {
 		return "", "", err
 	}
-	if _, err := start(dir, prefix+"-redis", "redis-server", []string{"--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}); err != nil {
+	redisArgs := []string{"--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}
+	if password != "" {
+		redisArgs = append(redisArgs, "--requirepass", password)
+	}
+	if _, err := start(dir, prefix+"-redis", "redis-server", redisArgs); err != nil {
 		return "", "", fmt.Errorf("%w (install Debian's redis-server: make sandbox-deps)", err)
 	}
 	repoPort, err := ports.port(prefix + "-argocd-repo-server")
@@ -114,7 +119,7 @@ func startRedisAndRepoServer(dir string, argo argoCDRelease, prefix, kubeconfig 
 	}, plaintextRepoServer(argo.version)...)
 	// PATH: the scripts Argo CD's image has in /usr/local/bin are beside the binary (git-verify-wrapper.sh:
 	// the repo-server of 3.5+ runs it on each revision).
-	env := append(argoEnv(kubeconfig), "TMPDIR="+tmp, "PATH="+filepath.Dir(argo.bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	env := append(argoEnv(kubeconfig), "REDIS_PASSWORD="+password, "TMPDIR="+tmp, "PATH="+filepath.Dir(argo.bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	_, err = start(dir, prefix+"-argocd-repo-server", argo.bin, append(args, repoArgs...), env...)
 	return redis, repo, err
 }
@@ -132,7 +137,7 @@ func plaintextRepoServer(version string) []string {
 // startManagedArgoCD starts redis, the repo-server and the application controller of one
 // managed cluster.
 func startManagedArgoCD(dir string, argo argoCDRelease, c *Cluster, ports *portBook) error {
-	redis, repo, err := startRedisAndRepoServer(dir, argo, c.Name, c.Kubeconfig, ports,
+	redis, repo, err := startRedisAndRepoServer(dir, argo, c.Name, c.Kubeconfig, ports, "",
 		// A lab shows a new commit within seconds, not after Argo CD's 3-minute revision cache.
 		"--revision-cache-expiration=5s")
 	if err != nil {
@@ -367,8 +372,11 @@ func (r argoCDRelease) noWebUI() string {
 // own, as an Argo CD install on the hub runs them: the argocd CLI talks to it. No application
 // controller runs on the hub: the pull model's Applications are reconciled on the managed
 // clusters. It returns the server's address.
-func startHubArgoCDServer(dir string, argo argoCDRelease, hub *Cluster, ports *portBook) (string, error) {
-	redis, repo, err := startRedisAndRepoServer(dir, argo, "hub", hub.Kubeconfig, ports)
+func startHubArgoCDServer(ctx context.Context, dir string, argo argoCDRelease, hub *Cluster, ports *portBook) (string, error) {
+	if err := writeHubRedisSecret(ctx, hub); err != nil {
+		return "", err
+	}
+	redis, repo, err := startRedisAndRepoServer(dir, argo, "hub", hub.Kubeconfig, ports, HubRedisPassword)
 	if err != nil {
 		return "", err
 	}
@@ -386,7 +394,7 @@ func startHubArgoCDServer(dir string, argo argoCDRelease, hub *Cluster, ports *p
 		"--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(metrics),
 		"--redis=" + redis, "--repo-server=" + repo, "--repo-server-plaintext",
 		"--dex-server=http://127.0.0.1:1", "--logformat=text",
-	}, argoEnv(hub.Kubeconfig)...)
+	}, append(argoEnv(hub.Kubeconfig), "REDIS_PASSWORD="+HubRedisPassword)...)
 	return "127.0.0.1:" + strconv.Itoa(port), err
 }
 
@@ -428,4 +436,23 @@ func healthy(ctx context.Context, url string) bool {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// HubRedisPassword is the password of the hub Argo CD's redis, in its argocd-redis Secret as an
+// Argo CD install writes it (argocd admin redis-initial-password): argocd-pull reads it there to
+// write the resource trees (--argocd-redis).
+const HubRedisPassword = "argocd-pull-sandbox-redis"
+
+// writeHubRedisSecret writes the hub's argocd-redis Secret.
+func writeHubRedisSecret(ctx context.Context, hub *Cluster) error {
+	c, err := hub.Client()
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ArgoNamespace, Name: "argocd-redis"},
+		StringData: map[string]string{"auth": HubRedisPassword}}
+	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the hub's argocd-redis Secret: %w", err)
+	}
+	return nil
 }

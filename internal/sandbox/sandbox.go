@@ -248,6 +248,21 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	done()
 
+	done = lab.progress.step("hub: Argo CD API server (the argocd CLI's and the UI's), its redis and repo-server")
+	argoCDServer, err := startHubArgoCDServer(ctx, o.Dir, hubArgo, lab.Hub, ports)
+	if err != nil {
+		return lab, err
+	}
+	if lab.ArgoCD, err = lab.waitArgoCDServer(ctx, argoCDServer, 2*time.Minute); err != nil {
+		return lab, err
+	}
+	done()
+	if lab.ArgoCD.NoWebUI = hubArgo.noWebUI(); lab.ArgoCD.NoWebUI != "" {
+		fmt.Fprintf(o.Out, "  no web UI: %s\n", lab.ArgoCD.NoWebUI)
+	}
+
+	// The documents' order: the GitOpsCluster registers the clusters (and the placement generator
+	// ConfigMap the ApplicationSet names) before the ApplicationSet exists.
 	done = lab.progress.step("hub: argocd-pull controller")
 	metrics, err := ports.addr("hub-argocd-pull-metrics")
 	if err != nil {
@@ -257,10 +272,16 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return lab, err
 	}
+	hubRedis, err := ports.addr("hub-redis")
+	if err != nil {
+		return lab, err
+	}
 	bin, args := o.Controller, append([]string{
 		"controller", "--kubeconfig=" + lab.Hub.Kubeconfig, "--argocd-namespace=" + ArgoNamespace,
 		"--pull-namespaces=" + ArgoNamespace + "," + TenantNamespace,
 		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes,
+		// The hub Argo CD's redis, where argocd-pull writes the resource trees the UI shows.
+		"--argocd-redis=" + hubRedis,
 	}, o.ControllerArgs...)
 	if o.ControllerImage != "" {
 		// A copy for the container's uid to own: the lab's own kubeconfig stays the user's.
@@ -285,21 +306,6 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	done()
 
-	done = lab.progress.step("hub: Argo CD API server (the argocd CLI's and the UI's), its redis and repo-server")
-	argoCDServer, err := startHubArgoCDServer(o.Dir, hubArgo, lab.Hub, ports)
-	if err != nil {
-		return lab, err
-	}
-	if lab.ArgoCD, err = lab.waitArgoCDServer(ctx, argoCDServer, 2*time.Minute); err != nil {
-		return lab, err
-	}
-	done()
-	if lab.ArgoCD.NoWebUI = hubArgo.noWebUI(); lab.ArgoCD.NoWebUI != "" {
-		fmt.Fprintf(o.Out, "  no web UI: %s\n", lab.ArgoCD.NoWebUI)
-	}
-
-	// The documents' order: the GitOpsCluster registers the clusters (and the placement generator
-	// ConfigMap the ApplicationSet names) before the ApplicationSet exists.
 	done = lab.progress.step("waiting for the GitOpsCluster to register the clusters")
 	if err := lab.waitGitOpsClusterReady(ctx, 2*time.Minute); err != nil {
 		return lab, err
