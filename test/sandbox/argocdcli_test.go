@@ -61,9 +61,9 @@ func (c argocdCLI) run(deadline time.Duration, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// api calls the hub's Argo CD API server as the logged-in CLI user, and returns the status and
-// body of its answer.
-func (c argocdCLI) api(t *testing.T, method, path string) (int, string) {
+// api calls the hub's Argo CD API server as the logged-in CLI user, with body (JSON) when given,
+// and returns the status and body of its answer.
+func (c argocdCLI) api(t *testing.T, method, path string, body ...string) (int, string) {
 	t.Helper()
 	raw, err := os.ReadFile(c.config)
 	if err != nil {
@@ -77,18 +77,19 @@ func (c argocdCLI) api(t *testing.T, method, path string) (int, string) {
 	if err := yaml.Unmarshal(raw, &config); err != nil || len(config.Users) == 0 {
 		t.Fatalf("reading the CLI's token from %s: %v", c.config, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+lab.ArgoCD.Addr+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+lab.ArgoCD.Addr+path, strings.NewReader(strings.Join(body, "")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+config.Users[0].AuthToken)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	answer, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(answer)
 }
 
 // cliApp is a pull-model hub Application with a manual sync policy, delivered to cluster into
@@ -340,9 +341,10 @@ func TestArgoCDCLIOnAPullModelApplication(t *testing.T) {
 	}
 
 	// Argo CD's API server answers resource-level verbs from its cache and acts on the
-	// Application's destination, https://kubernetes.default.svc: on the hub, the hub itself. No
-	// resource tree is written for a pull-model Application, so they fail, from the CLI and from
-	// the API alike, and never reach the hub's own object of the same name (docs/security.md).
+	// Application's destination, https://kubernetes.default.svc: on the hub, the hub itself. The
+	// tree argocd-pull writes has no uid on any node, and no managed resources are written, so they
+	// fail, from the CLI and from the API alike, and never reach the hub's own object of the same
+	// name (docs/security.md; TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject has each verb).
 	hubOwn := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cliNamespace, Name: "cli-greeting"}, Data: map[string]string{"greeting": "the hub's own"}}
 	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cliNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

@@ -1,0 +1,176 @@
+package sandbox_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/argocd-pull/argocd-pull/internal/sandbox"
+)
+
+// Objects named as the hub's own Argo CD namespace names them: the Secret holding the hub's admin
+// password and argocd-pull's placement generator ConfigMap. A tenant's repository may hold such
+// manifests; delivered to cluster1 they are harmless there, and cluster1 reports them.
+var hubNamedManifests = map[string]string{
+	"hubnames/secret.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: argocd-initial-admin-secret
+  namespace: ` + sandbox.ArgoNamespace + `
+stringData:
+  password: cluster1-own
+`,
+	"hubnames/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ocm-placement-generator
+  namespace: ` + sandbox.ArgoNamespace + `
+data:
+  note: cluster1-own
+`,
+}
+
+// The hub's Argo CD shows a pull-model Application's resources from the display tree argocd-pull
+// writes (argocd app resources, with health), and every resource-level verb on it is refused or
+// reaches nothing on the hub, even where the cluster reports objects named as the hub's own in
+// its Argo CD namespace (the Application's destination, https://kubernetes.default.svc, is the
+// hub itself to the hub's API server): the hub objects are unchanged, and no answer carries their
+// data. docs/security.md lists each row.
+func TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	cli := loginArgoCD(t)
+
+	// The documents' Application: each resource cluster1 reports, from the tree.
+	docs := appKey("cluster1")
+	eventually(t, "argocd app resources listing the documents' Application's resources", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "resources", docs.Namespace+"/"+docs.Name)
+		return err == nil && strings.Contains(out, "guestbook-ui"), fmt.Errorf("%v: %s", err, out)
+	})
+
+	hubSecret, hubConfigMap := &corev1.Secret{}, &corev1.ConfigMap{}
+	secretKey := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "argocd-initial-admin-secret"}
+	configMapKey := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "ocm-placement-generator"}
+	if err := hub.Get(ctx, secretKey, hubSecret); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Get(ctx, configMapKey, hubConfigMap); err != nil {
+		t.Fatal(err)
+	}
+	// What no answer may carry: the hub Secret's values (plain and base64) and the ConfigMap's.
+	var hubData []string
+	for _, v := range hubSecret.Data {
+		hubData = append(hubData, string(v), base64.StdEncoding.EncodeToString(v))
+	}
+	for _, v := range hubConfigMap.Data {
+		hubData = append(hubData, v)
+	}
+
+	if _, err := lab.CommitFiles("objects named as the hub's", hubNamedManifests); err != nil {
+		t.Fatal(err)
+	}
+	app := uiApp("hubnames", "hubnames", sandbox.ArgoNamespace, false)
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, app) }) // cascades: cluster1's objects go with it
+	name := sandbox.ArgoNamespace + "/hubnames"
+	eventually(t, "argocd app resources listing the hub-named objects cluster1 holds, each with its health", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "resources", name, "--output", "tree=detailed")
+		return err == nil && strings.Contains(out, "argocd-initial-admin-secret") && strings.Contains(out, "Healthy"), fmt.Errorf("%v: %s", err, out)
+	})
+	for _, args := range [][]string{{"app", "resources", name}, {"app", "resources", name, "--output", "tree"}, {"app", "get", name, "--output", "tree"}} {
+		out, err := cli.run(time.Minute, args...)
+		if err != nil {
+			t.Errorf("argocd %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("argocd %s:\n%s", strings.Join(args, " "), out)
+	}
+
+	answered := func(what, out string) {
+		t.Helper()
+		for _, v := range hubData {
+			if v != "" && strings.Contains(out, v) {
+				t.Errorf("%s answered with the hub object's data:\n%s", what, out)
+			}
+		}
+		t.Logf("%s: %s", what, strings.TrimSpace(out))
+	}
+	const (
+		notInApp = "argocd-initial-admin-secret not found as part of application hubnames"
+		noCache  = "error getting cached app managed resources: cache: key is missing"
+	)
+	target := []string{"--kind", "Secret", "--resource-name", "argocd-initial-admin-secret", "--namespace", sandbox.ArgoNamespace}
+	for _, c := range []struct {
+		args []string
+		want string // "" for an answer of nothing, exit 0
+	}{
+		{[]string{"app", "get-resource", name, "--kind", "Secret", "--resource-name", "argocd-initial-admin-secret"}, notInApp},
+		{append([]string{"app", "patch-resource", name, "--patch", `{"data":{"password":"cGF0Y2hlZA=="}}`, "--patch-type", "application/merge-patch+json"}, target...), noCache},
+		{append([]string{"app", "delete-resource", name}, target...), noCache},
+		{append([]string{"app", "actions", "list", name}, target...), noCache},
+		{append([]string{"app", "actions", "run", name, "restart"}, target...), noCache},
+		{[]string{"app", "logs", name, "--kind", "Secret", "--name", "argocd-initial-admin-secret", "--namespace", sandbox.ArgoNamespace}, ""},
+		{[]string{"app", "diff", name}, noCache},
+		{[]string{"app", "diff", name, "--server-side-diff"}, noCache},
+		{[]string{"app", "manifests", name, "--source", "live"}, noCache},
+	} {
+		what := "argocd " + strings.Join(c.args[:2], " ")
+		out, err := cli.run(2*time.Minute, c.args...)
+		switch {
+		case c.want == "" && (err != nil || strings.TrimSpace(out) != ""):
+			t.Errorf("%s: %v, want nothing, exit 0\n%s", what, err, out)
+		case c.want != "" && (err == nil || !strings.Contains(out, c.want)):
+			t.Errorf("%s: %v, want an error saying %q\n%s", what, err, c.want, out)
+		}
+		answered(what, out)
+	}
+
+	query := "?appNamespace=" + sandbox.ArgoNamespace + "&namespace=" + sandbox.ArgoNamespace + "&resourceName=argocd-initial-admin-secret&version=v1&kind=Secret"
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{http.MethodGet, "/api/v1/applications/hubnames/resource" + query, "", http.StatusBadRequest, notInApp},
+		{http.MethodPost, "/api/v1/applications/hubnames/resource" + query + "&patchType=application/merge-patch%2Bjson", `"{\"data\":{\"password\":\"cGF0Y2hlZA==\"}}"`, http.StatusBadRequest, notInApp},
+		{http.MethodDelete, "/api/v1/applications/hubnames/resource" + query, "", http.StatusBadRequest, notInApp},
+		{http.MethodGet, "/api/v1/applications/hubnames/resource/actions" + query, "", http.StatusBadRequest, notInApp},
+		{http.MethodPost, "/api/v1/applications/hubnames/resource/actions" + query, `"restart"`, http.StatusBadRequest, notInApp},
+		{http.MethodPost, "/api/v1/applications/hubnames/resource/actions/v2", fmt.Sprintf(`{"name":"hubnames","appNamespace":%q,"namespace":%q,"resourceName":"argocd-initial-admin-secret","version":"v1","kind":"Secret","action":"restart"}`, sandbox.ArgoNamespace, sandbox.ArgoNamespace), http.StatusBadRequest, notInApp},
+		{http.MethodGet, "/api/v1/applications/hubnames/resource/links" + query, "", http.StatusBadRequest, notInApp},
+		// The one path without the uid guard: an empty uid matches a uid-less node, and the
+		// destination's events with an empty involvedObject.uid are listed: on the hub, none.
+		{http.MethodGet, "/api/v1/applications/hubnames/events?appNamespace=" + sandbox.ArgoNamespace + "&resourceNamespace=" + sandbox.ArgoNamespace + "&resourceName=argocd-initial-admin-secret&resourceUID=", "", http.StatusOK, `"items":null`},
+		{http.MethodGet, "/api/v1/applications/hubnames/logs" + query + "&follow=false", "", http.StatusOK, ""},
+		{http.MethodGet, "/api/v1/applications/hubnames/server-side-diff?appNamespace=" + sandbox.ArgoNamespace, "", http.StatusInternalServerError, "error getting managed resources: cache: key is missing"},
+	} {
+		what := c.method + " " + strings.SplitN(c.path, "?", 2)[0]
+		status, body := cli.api(t, c.method, c.path, c.body)
+		if status != c.status || !strings.Contains(body, c.want) || c.want == "" && strings.TrimSpace(body) != "" {
+			t.Errorf("%s: %d, want %d with %q\n%s", what, status, c.status, c.want, body)
+		}
+		answered(what, body)
+	}
+
+	// The hub objects are as they were; so are cluster1's (no verb reached it either).
+	after, afterConfigMap := &corev1.Secret{}, &corev1.ConfigMap{}
+	if err := hub.Get(ctx, secretKey, after); err != nil || after.ResourceVersion != hubSecret.ResourceVersion {
+		t.Errorf("the hub's %s changed: %v, resourceVersion %s, was %s", secretKey, err, after.ResourceVersion, hubSecret.ResourceVersion)
+	}
+	if err := hub.Get(ctx, configMapKey, afterConfigMap); err != nil || afterConfigMap.ResourceVersion != hubConfigMap.ResourceVersion {
+		t.Errorf("the hub's %s changed: %v, resourceVersion %s, was %s", configMapKey, err, afterConfigMap.ResourceVersion, hubConfigMap.ResourceVersion)
+	}
+	onCluster1 := &corev1.Secret{}
+	if err := spokes["cluster1"].Get(ctx, secretKey, onCluster1); err != nil || string(onCluster1.Data["password"]) != "cluster1-own" {
+		t.Errorf("cluster1's own %s: %v, password %q", secretKey, err, onCluster1.Data["password"])
+	}
+}
