@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/redis/go-redis/v9"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +19,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 	"github.com/argocd-pull/argocd-pull/internal/test/searchtest"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
@@ -395,4 +397,49 @@ func TestSearchIsAskedOnlyAboutDeliveredApplications(t *testing.T) {
 			h.g.Expect(c.Conditions).NotTo(ContainElement(HaveField("Message", ContainSubstring("payroll-db"))))
 		}
 	}
+}
+
+// A tenant may write its own Application's status (Applications have no status subresource):
+// resources naming the hub's Argo CD Secret with a uid and parent refs, names Kubernetes would
+// refuse, statuses Argo CD never writes, the same resource twice and thousands more. The hub's
+// resource tree, which the API server's resource-level verbs look resources up in, still holds
+// only checked, uid-less, flat nodes within its caps, under the tenant's own key.
+func TestATenantWritingItsApplicationsStatusGetsOnlyADisplayTree(t *testing.T) {
+	addr := testenv.Redis(t, "")
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer func() { _ = rdb.Close() }()
+	h := start(t, allNamespaces, func(o *Options, _ string) { o.ResourceTree.Address = addr })
+	cluster := h.cluster()
+	tenant := h.tenant(cluster)
+	h.project("team", tenant.ns)
+	tenant.app("guestbook", cluster, onProject("team"))
+	tenant.work("guestbook", cluster)
+
+	forged := []any{
+		map[string]any{"version": "v1", "kind": "Secret", "namespace": h.ns, "name": "argocd-secret", "uid": "9d2c6f4e-real-uid", "health": map[string]any{"status": "Healthy"},
+			"parentRefs": []any{map[string]any{"kind": "Secret", "name": "argocd-secret", "uid": "9d2c6f4e-real-uid"}}},
+		map[string]any{"version": "v1", "kind": "Secret", "namespace": h.ns, "name": "argocd-secret"},
+		map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": h.ns, "name": "../argocd-cm"},
+		map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": h.ns, "name": "argocd-cm", "health": map[string]any{"status": "<img src=x>"}},
+	}
+	for i := range 3000 {
+		forged = append(forged, map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "guestbook", "name": fmt.Sprintf("cm-%04d", i)})
+	}
+	tenant.updateApp("guestbook", func(app *unstructured.Unstructured) {
+		app.Object["status"] = map[string]any{"resources": forged}
+	})
+
+	key := tenant.ns + "_guestbook"
+	h.g.Eventually(func(g Gomega) {
+		tree := treeOf(g, rdb, key)
+		g.Expect(tree).NotTo(BeNil())
+		g.Expect(tree.Nodes).NotTo(BeEmpty())
+		g.Expect(tree.Nodes[0]).To(Equal(resourcetree.Node{Version: "v1", Kind: "Secret", Namespace: h.ns, Name: "argocd-secret", Health: resourcetree.Health{Status: "Healthy"}}),
+			"listed, without its uid or parent refs: no verb acts on it")
+		g.Expect(tree.Nodes[1].Name).To(Equal("cm-0000"), "the same resource twice, a name with a slash and an unknown health are dropped")
+		g.Expect(len(tree.Nodes)).To(BeNumerically("<=", resourcetree.MaxNodes))
+	}, timeout, interval).Should(Succeed())
+	keys, err := rdb.Keys(context.Background(), "*").Result()
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(keys).To(ConsistOf("app|resources-tree|"+key+"|1.8.3.gz"), "the tenant's own key only")
 }
