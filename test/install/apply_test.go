@@ -36,10 +36,11 @@ var (
 		"rolebinding.rbac.authorization.k8s.io/" + leaderElection,
 	}
 	// argocd-pull's Role in the Argo CD namespace: its only rights to Secrets, ConfigMaps, Roles
-	// and RoleBindings.
+	// and RoleBindings; and the NetworkPolicy that admits it to Argo CD's redis.
 	argoCDNamespaceObjects = []string{
 		"role.rbac.authorization.k8s.io/" + argoCDNamespaceRole,
 		"rolebinding.rbac.authorization.k8s.io/" + argoCDNamespaceRole,
+		"networkpolicy.networking.k8s.io/argocd-pull-redis",
 	}
 	clusterObjects = []string{
 		"clusterrole.rbac.authorization.k8s.io/" + clusterRole,
@@ -113,7 +114,7 @@ func uninstall(t *testing.T, k kube) {
 	t.Helper()
 	k.run("delete", "-n", installNamespace, "deployment,service,serviceaccount,role,rolebinding", "-l", partOfLabel, "--wait=false")
 	k.run("delete", "clusterrole,clusterrolebinding", "-l", partOfLabel, "--wait=false")
-	k.run("delete", "-n", argoCDNamespace, "role,rolebinding", "-l", partOfLabel, "--wait=false")
+	k.run("delete", "-n", argoCDNamespace, "role,rolebinding,networkpolicy", "-l", partOfLabel, "--wait=false")
 	checkUninstalled(t, k, "uninstall")
 	k.run("get", "namespace", installNamespace)
 	k.run(append([]string{"get", "-o", "name"}, crds...)...)

@@ -35,6 +35,7 @@ var wantObjects = []string{
 	"RoleBinding/" + argoCDNamespace + "/" + argoCDNamespaceRole,
 	"Deployment/" + installNamespace + "/" + deploymentName,
 	"Service/" + installNamespace + "/" + metricsService,
+	"NetworkPolicy/" + argoCDNamespace + "/argocd-pull-redis",
 }
 
 func TestKustomizeAndHelmRenderTheSameObjects(t *testing.T) {

@@ -325,8 +325,8 @@ func TestArgoCDsWebUIOnPullModelApplications(t *testing.T) {
 	counted = refreshesDelivered(cluster1, docs)
 	ui.visit("resource-panel", "/applications/"+docs.Namespace+"/"+docs.Name+"?node="+url.QueryEscape(nodeKey))
 	ui.waitText("the resource panel", ".sliding-panel__body", time.Minute, "Failed to load data")
+	time.Sleep(5 * time.Second) // the panel loads twice: a toast each time
 	ui.expectErrorToast("error getting cached app managed resources: cache: key is missing")
-	time.Sleep(5 * time.Second)
 	t.Logf("opening a resource's panel delivered %d refreshes to its managed cluster", counted())
 
 	// Its history (multi-source): each deployment with its revision, source and who started it.
