@@ -174,11 +174,25 @@ func (ui *argoUI) noErrorToasts() {
 	}
 }
 
-// expectErrorToast waits for an error toast containing text, and forgets the page's toasts: what
-// the UI says where the hub cannot answer.
+// expectErrorToast waits for an error toast containing text, then until the page raises no new
+// toast for 5 s, fails on any toast that does not contain text, and forgets them: what the UI says
+// where the hub cannot answer.
 func (ui *argoUI) expectErrorToast(text string) {
 	ui.t.Helper()
 	ui.waitFor(fmt.Sprintf("an error toast saying %q", text), time.Minute, fmt.Sprintf(`(window.__argocdPullToasts || []).some(t => t.includes(%q))`, text))
+	var toasts []any
+	for deadline, seen := time.Now().Add(time.Minute), -1; time.Now().Before(deadline); time.Sleep(5 * time.Second) {
+		v, _ := ui.eval(`window.__argocdPullToasts || []`)
+		if toasts, _ = v.([]any); len(toasts) == seen {
+			break
+		}
+		seen = len(toasts)
+	}
+	for _, toast := range toasts {
+		if s, _ := toast.(string); !strings.Contains(s, text) {
+			ui.t.Errorf("the UI showed an error toast %q, want only %q", s, text)
+		}
+	}
 	_, _ = ui.eval(`window.__argocdPullToasts = []`)
 }
 
@@ -325,7 +339,6 @@ func TestArgoCDsWebUIOnPullModelApplications(t *testing.T) {
 	counted = refreshesDelivered(cluster1, docs)
 	ui.visit("resource-panel", "/applications/"+docs.Namespace+"/"+docs.Name+"?node="+url.QueryEscape(nodeKey))
 	ui.waitText("the resource panel", ".sliding-panel__body", time.Minute, "Failed to load data")
-	time.Sleep(5 * time.Second) // the panel loads twice: a toast each time
 	ui.expectErrorToast("error getting cached app managed resources: cache: key is missing")
 	t.Logf("opening a resource's panel delivered %d refreshes to its managed cluster", counted())
 
