@@ -65,6 +65,11 @@ do not fail it.`,
 	fs.StringVar(&f.opts.ControllerServiceAccount, "managed-argocd-service-account", doctor.DefaultControllerServiceAccount, "Service account of the Argo CD application controller on the managed clusters")
 	fs.StringVar(&f.workAgent, "work-agent-service-account", doctor.DefaultWorkAgentNamespace+"/"+doctor.DefaultWorkAgentServiceAccount, "NAMESPACE/NAME of the OCM work agent's service account on the managed clusters")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "How long all checks may take")
+	fs.StringVar(&f.opts.ArgoCDRedis.Address, "argocd-redis", "", "host:port of the hub Argo CD's redis as this machine reaches it (kubectl port-forward -n openshift-gitops svc/argocd-redis 6379): doctor then checks the connection, the cache version and each pull-model Application's resource tree")
+	fs.BoolVar(&f.opts.ArgoCDRedis.TLS, "argocd-redis-use-tls", false, "Connect to --argocd-redis with TLS")
+	fs.StringVar(&f.opts.ArgoCDRedis.CAFile, "argocd-redis-ca-certificate", "", "CA bundle that verifies --argocd-redis's certificate")
+	fs.StringVar(&f.opts.RedisSecret, "argocd-redis-secret", "argocd-redis", "Secret in --argocd-namespace whose auth key is the redis password")
+	fs.StringVar(&f.opts.ArgoCDRedis.KeyPrefix, "argocd-redis-key-prefix", "", "Prefix of the hub Argo CD's redis keys (ARGOCD_REDIS_KEY_PREFIX)")
 	return cmd
 }
 

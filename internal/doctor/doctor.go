@@ -21,6 +21,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
@@ -150,6 +151,11 @@ type Options struct {
 	// clusters.
 	WorkAgentNamespace      string
 	WorkAgentServiceAccount string
+	// ArgoCDRedis is the hub Argo CD's redis as doctor reaches it (a port-forward), and its
+	// layout; its Address empty, the resource-tree check reads the controller's events only.
+	// RedisSecret is the Secret in ArgoCDNamespace whose auth key is its password.
+	ArgoCDRedis resourcetree.Options
+	RedisSecret string
 }
 
 // policy is what the controller's ladder would apply with the same flags.
@@ -169,6 +175,9 @@ func (o *Options) defaults() {
 	}
 	if o.WorkAgentNamespace == "" {
 		o.WorkAgentNamespace = DefaultWorkAgentNamespace
+	}
+	if o.RedisSecret == "" {
+		o.RedisSecret = "argocd-redis"
 	}
 	if o.WorkAgentServiceAccount == "" {
 		o.WorkAgentServiceAccount = DefaultWorkAgentServiceAccount

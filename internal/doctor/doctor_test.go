@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/cli"
 	"github.com/argocd-pull/argocd-pull/internal/doctor"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
@@ -463,7 +465,7 @@ func TestDoctorCommand(t *testing.T) {
 	out, err := execute()
 	s.g.Expect(err).NotTo(HaveOccurred(), out)
 	s.g.Expect(out).To(ContainSubstring("[ok]   Pull-model ApplicationSet template (" + s.ns + "/guestbook-allclusters-app-set)"))
-	s.g.Expect(out).To(HaveSuffix("\n15 checks: 15 passed, 0 warnings, 0 failed, 0 skipped\n"))
+	s.g.Expect(out).To(HaveSuffix("\n16 checks: 16 passed, 0 warnings, 0 failed, 0 skipped\n"))
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: gitops.SecretName(s.cluster), Namespace: s.ns}}
 	s.g.Expect(s.hub.Client.Delete(s.ctx, secret)).To(Succeed())
@@ -475,7 +477,7 @@ func TestDoctorCommand(t *testing.T) {
 	s.g.Expect(err).To(MatchError("1 check failed"))
 	var report doctor.Report
 	s.g.Expect(json.Unmarshal([]byte(out), &report)).To(Succeed(), out)
-	s.g.Expect(report.Summary).To(Equal(doctor.Summary{Pass: 14, Fail: 1}))
+	s.g.Expect(report.Summary).To(Equal(doctor.Summary{Pass: 15, Fail: 1}))
 	s.g.Expect(report.Checks).To(ContainElement(And(
 		HaveField("ID", "cluster-secrets"), HaveField("Status", doctor.StatusFail), HaveField("Fix", ContainSubstring("GitOpsCluster")))))
 
@@ -546,4 +548,61 @@ func TestApplicationsTheRulesRefuse(t *testing.T) {
 	r = s.result(doctor.Run(ctx, opts), "pull-application-rules")
 	s.g.Expect(r.Status).To(Equal(doctor.StatusPass), r.Fix)
 	s.g.Expect(r.Message).To(Equal("all 2 are delivered"))
+}
+
+// The resource-tree check against a real redis with a password, as the hub's Argo CD runs it: a
+// pull-model Application without its tree, with it, the hub's Argo CD writing another cache
+// version, a wrong password; and the controller's own event, with no redis given.
+func TestTheHubArgoCDsCache(t *testing.T) {
+	s := newScenario(t)
+	app := argocd.NewApplication()
+	app.SetName("guestbook")
+	app.SetNamespace(s.ns)
+	app.SetLabels(map[string]string{api.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{api.ClusterAnnotation: s.cluster})
+	s.g.Expect(unstructured.SetNestedMap(app.Object, map[string]any{
+		"project":     "default",
+		"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"},
+		"source":      map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps.git", "path": "guestbook"},
+	}, "spec")).To(Succeed())
+	s.create(s.hub.Client, app)
+	addr := testenv.Redis(t, "s3cret")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "argocd-redis"}, Data: map[string][]byte{"auth": []byte("s3cret")}}
+	s.create(s.hub.Client, secret)
+	check := func(status doctor.Status, message string) {
+		t.Helper()
+		o := s.options()
+		o.ArgoCDRedis.Address = addr
+		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+		defer cancel()
+		r := s.result(doctor.Run(ctx, o), "argocd-redis")
+		s.g.Expect(r.Status).To(Equal(status), r.Message)
+		s.g.Expect(r.Message).To(ContainSubstring(message))
+	}
+	check(doctor.StatusWarn, "1 of 1 pull-model Application have no tree in "+addr+" at cache version 1.8.3: guestbook")
+
+	enc := resourcetree.Encoding{Gzip: true}
+	cache, err := resourcetree.NewCache(resourcetree.Options{Address: addr, Encoding: enc, TTL: time.Hour,
+		Credentials: func(context.Context) (string, string, error) { return "", "s3cret", nil }})
+	s.g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = cache.Close() }()
+	s.g.Expect(cache.Put(s.ctx, "guestbook", resourcetree.Tree{})).To(Succeed())
+	s.g.Expect(cache.Put(s.ctx, "push-model", resourcetree.Tree{})).To(Succeed()) // as the hub's own controller writes
+	check(doctor.StatusPass, "1 pull-model tree in "+addr+" at cache version 1.8.3; the hub's Argo CD writes the same version (1 tree of its own)")
+
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
+	defer func() { _ = rdb.Close() }()
+	s.g.Expect(rdb.Set(s.ctx, "app|resources-tree|push-model|1.9.0.gz", "x", time.Hour).Err()).To(Succeed())
+	check(doctor.StatusFail, "the hub's Argo CD writes its trees at cache version 1.9.0; argocd-pull writes 1.8.3")
+
+	secret.Data["auth"] = []byte("wrong")
+	s.g.Expect(s.hub.Client.Update(s.ctx, secret)).To(Succeed())
+	check(doctor.StatusFail, "WRONGPASS")
+
+	// No redis given: the controller's last word on each Application.
+	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "guestbook.tree"}, Reason: "ResourceTreeNotWritten", Type: corev1.EventTypeWarning,
+		Message:        "The resource tree is not in the hub Argo CD's cache: the hub's redis: WRONGPASS",
+		InvolvedObject: corev1.ObjectReference{Kind: "Application", Namespace: s.ns, Name: "guestbook"}, LastTimestamp: metav1.Now()}
+	s.create(s.hub.Client, event)
+	s.expect("argocd-redis", doctor.StatusWarn, "argocd-pull could not write the tree of 1 Application: "+s.ns+"/guestbook: The resource tree is not in the hub Argo CD's cache")
 }

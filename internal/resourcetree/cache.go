@@ -111,3 +111,17 @@ func (c *Cache) Ping(ctx context.Context) error {
 
 // Close closes the connections.
 func (c *Cache) Close() error { return c.client.Close() }
+
+// TreeKeys lists the resource-tree keys in the redis (every Application's, argocd-pull's and Argo
+// CD's own), at most limit of them: doctor compares their cache versions.
+func (c *Cache) TreeKeys(ctx context.Context, limit int) ([]string, error) {
+	var keys []string
+	iter := c.client.Scan(ctx, 0, c.opts.KeyPrefix+"app|resources-tree|*", 1000).Iterator()
+	for iter.Next(ctx) && len(keys) < limit {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return keys, fmt.Errorf("listing the resource trees in the hub's redis %s: %w", c.opts.Address, err)
+	}
+	return keys, nil
+}

@@ -20,6 +20,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 )
@@ -183,4 +184,23 @@ func (e Encoding) Encode(t Tree) ([]byte, error) {
 func (t Tree) Sum() [sha256.Size]byte {
 	data, _ := json.Marshal(t)
 	return sha256.Sum256(data)
+}
+
+// ParseTreeKey reads a resource-tree key as Argo CD writes it: the Application's instance name and
+// the cache version (see TreeKey; a shard number after the instance, and the compression suffix,
+// are dropped). ok is false for a key of another layout.
+func (e Encoding) ParseTreeKey(key string) (instance, version string, ok bool) {
+	rest, found := strings.CutPrefix(key, e.KeyPrefix+"app|resources-tree|")
+	if !found {
+		return "", "", false
+	}
+	rest = strings.TrimSuffix(rest, ".gz")
+	parts := strings.Split(rest, "|")
+	switch len(parts) {
+	case 2: // instance|version
+		return parts[0], parts[1], true
+	case 3: // instance|shard|version
+		return parts[0], parts[2], true
+	}
+	return "", "", false
 }
