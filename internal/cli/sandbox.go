@@ -66,6 +66,9 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 			for _, c := range lab.Managed {
 				fmt.Fprintf(out, " --managed-kubeconfig %s=%s", c.Name, c.Kubeconfig)
 			}
+			if redis, err := lab.Addr("hub-redis"); err == nil {
+				fmt.Fprintf(out, " --argocd-redis %s", redis)
+			}
 			fmt.Fprintf(out, "\nThe hub's Argo CD API server (the argocd CLI's; user admin):\n  %s login %s --plaintext --username admin --password %s --config %s\n  %s app list --config %s\n",
 				lab.ArgoCDCLI, lab.ArgoCD.Addr, lab.ArgoCD.Password, filepath.Join(abs, "argocd.config"), lab.ArgoCDCLI, filepath.Join(abs, "argocd.config"))
 			if lab.ArgoCD.NoWebUI == "" {

@@ -222,6 +222,11 @@ func TestDoctorAndStatusOnTheLab(t *testing.T) {
 	for _, c := range lab.Managed {
 		args = append(args, "--managed-kubeconfig", c.Name+"="+c.Kubeconfig)
 	}
+	redis, err := lab.Addr("hub-redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, "--argocd-redis", redis)
 	out, err := exec.Command(bin, args...).Output()
 	var verdict struct {
 		Checks []struct {
@@ -244,7 +249,7 @@ func TestDoctorAndStatusOnTheLab(t *testing.T) {
 	for _, c := range verdict.Checks {
 		seen[c.ID] = true
 	}
-	for _, id := range []string{"applicationset-template", "placement-generator", "cluster-secrets", "managed-clusters",
+	for _, id := range []string{"applicationset-template", "placement-generator", "cluster-secrets", "managed-clusters", "argocd-redis",
 		"managed-argocd-rbac", "managed-work-agent-rbac", "managed-app-namespace"} {
 		if !seen[id] {
 			t.Errorf("doctor did not run %s on the lab", id)
