@@ -4,14 +4,19 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
 
@@ -40,9 +45,11 @@ data:
 // The hub's Argo CD shows a pull-model Application's resources from the display tree argocd-pull
 // writes (argocd app resources, with health), and every resource-level verb on it is refused or
 // reaches nothing on the hub, even where the cluster reports objects named as the hub's own in
-// its Argo CD namespace (the Application's destination, https://kubernetes.default.svc, is the
-// hub itself to the hub's API server): the hub objects are unchanged, and no answer carries their
-// data. docs/security.md lists each row.
+// its Argo CD namespace, for both destination forms: the documents' in-cluster one
+// (https://kubernetes.default.svc, which is the hub itself to the hub's API server) and the
+// hardened one naming the cluster (its GitOpsCluster secret on the hub, which holds no
+// credentials). The hub objects are unchanged, and no answer carries their data.
+// docs/security.md lists each row.
 func TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject(t *testing.T) {
 	requireLab(t)
 	hub, spokes := clients(t)
@@ -54,7 +61,25 @@ func TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject(t *testing.T) {
 		out, err := cli.run(time.Minute, "app", "resources", docs.Namespace+"/"+docs.Name)
 		return err == nil && strings.Contains(out, "guestbook-ui"), fmt.Errorf("%v: %s", err, out)
 	})
+	if _, err := lab.CommitFiles("objects named as the hub's", hubNamedManifests); err != nil {
+		t.Fatal(err)
+	}
+	for form, destination := range map[string]map[string]any{
+		"in-cluster": {"server": argocd.LocalServer, "namespace": sandbox.ArgoNamespace},
+		"named":      {"name": "cluster1", "namespace": sandbox.ArgoNamespace},
+	} {
+		t.Run(form, func(t *testing.T) {
+			app := uiApp("hubnames-"+form, "hubnames", sandbox.ArgoNamespace, false)
+			_ = unstructured.SetNestedMap(app.Object, destination, "spec", "destination")
+			verbsReachNoHubObject(t, cli, hub, spokes["cluster1"], app, form == "named")
+		})
+	}
+}
 
+// verbsReachNoHubObject delivers app, which deploys hubNamedManifests on cluster1, and runs every
+// resource-level verb on them through the hub's API server. named: its destination names the
+// cluster, and the calls that pass the uid guard go to cluster1's apiserver without credentials.
+func verbsReachNoHubObject(t *testing.T, cli argocdCLI, hub, cluster1 client.Client, app *unstructured.Unstructured, named bool) {
 	hubSecret, hubConfigMap := &corev1.Secret{}, &corev1.ConfigMap{}
 	secretKey := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "argocd-initial-admin-secret"}
 	configMapKey := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "ocm-placement-generator"}
@@ -73,24 +98,31 @@ func TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject(t *testing.T) {
 		hubData = append(hubData, v)
 	}
 
-	if _, err := lab.CommitFiles("objects named as the hub's", hubNamedManifests); err != nil {
-		t.Fatal(err)
-	}
-	app := uiApp("hubnames", "hubnames", sandbox.ArgoNamespace, false)
 	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
 	if err := hub.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = hub.Delete(ctx, app) }) // cascades: cluster1's objects go with it
-	name := sandbox.ArgoNamespace + "/hubnames"
+	t.Cleanup(func() {
+		// Cascades: cluster1's objects go with it, before the next form deploys them again.
+		_ = hub.Delete(ctx, app)
+		eventually(t, "cluster1's objects gone with "+app.GetName(), 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+			err := cluster1.Get(ctx, secretKey, &corev1.Secret{})
+			return apierrors.IsNotFound(err), err
+		})
+	})
+	appName := app.GetName()
+	name := sandbox.ArgoNamespace + "/" + appName
 	eventually(t, "argocd app resources listing the hub-named objects cluster1 holds, each with its health", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
 		out, err := cli.run(time.Minute, "app", "resources", name, "--output", "tree=detailed")
 		return err == nil && strings.Contains(out, "argocd-initial-admin-secret") && strings.Contains(out, "Healthy"), fmt.Errorf("%v: %s", err, out)
 	})
-	for _, args := range [][]string{{"app", "resources", name}, {"app", "resources", name, "--output", "tree"}, {"app", "get", name, "--output", "tree"}} {
+	for _, args := range [][]string{{"app", "resources", name}, {"app", "resources", name, "--output", "tree"}, {"app", "get", name, "--output", "tree"}, {"app", "list"}} {
 		out, err := cli.run(time.Minute, args...)
 		if err != nil {
 			t.Errorf("argocd %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if named && args[1] == "list" && !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`\s+cluster1\s`).MatchString(out) {
+			t.Errorf("argocd app list does not show %s's cluster by name:\n%s", name, out)
 		}
 		t.Logf("argocd %s:\n%s", strings.Join(args, " "), out)
 	}
@@ -104,10 +136,8 @@ func TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject(t *testing.T) {
 		}
 		t.Logf("%s: %s", what, strings.TrimSpace(out))
 	}
-	const (
-		notInApp = "argocd-initial-admin-secret not found as part of application hubnames"
-		noCache  = "error getting cached app managed resources: cache: key is missing"
-	)
+	notInApp := "argocd-initial-admin-secret not found as part of application " + appName
+	const noCache = "error getting cached app managed resources: cache: key is missing"
 	target := []string{"--kind", "Secret", "--resource-name", "argocd-initial-admin-secret", "--namespace", sandbox.ArgoNamespace}
 	for _, c := range []struct {
 		args []string
@@ -134,24 +164,41 @@ func TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject(t *testing.T) {
 		answered(what, out)
 	}
 
+	// The calls that pass the uid guard act on the destination. In-cluster: the hub itself; named:
+	// the cluster's URL in its GitOpsCluster secret, with no credentials and no CA.
+	events := struct {
+		status int
+		want   string
+	}{http.StatusOK, `"items":null`}
+	serverSideDiff := events
+	serverSideDiff.status, serverSideDiff.want = http.StatusInternalServerError, "error getting managed resources: cache: key is missing"
+	if named {
+		secret := &corev1.Secret{}
+		if err := hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: gitops.SecretName("cluster1")}, secret); err != nil {
+			t.Fatal(err)
+		}
+		server := string(secret.Data["server"])
+		events.status, events.want = http.StatusInternalServerError, "error listing resource events: Get \""+server+"/api/v1/namespaces/"+sandbox.ArgoNamespace+"/events"
+		serverSideDiff.want = "failed to get OpenAPI schema: error getting openapi resources: Get \"" + server + "/openapi/v2"
+	}
 	query := "?appNamespace=" + sandbox.ArgoNamespace + "&namespace=" + sandbox.ArgoNamespace + "&resourceName=argocd-initial-admin-secret&version=v1&kind=Secret"
 	for _, c := range []struct {
 		method, path, body string
 		status             int
 		want               string
 	}{
-		{http.MethodGet, "/api/v1/applications/hubnames/resource" + query, "", http.StatusBadRequest, notInApp},
-		{http.MethodPost, "/api/v1/applications/hubnames/resource" + query + "&patchType=application/merge-patch%2Bjson", `"{\"data\":{\"password\":\"cGF0Y2hlZA==\"}}"`, http.StatusBadRequest, notInApp},
-		{http.MethodDelete, "/api/v1/applications/hubnames/resource" + query, "", http.StatusBadRequest, notInApp},
-		{http.MethodGet, "/api/v1/applications/hubnames/resource/actions" + query, "", http.StatusBadRequest, notInApp},
-		{http.MethodPost, "/api/v1/applications/hubnames/resource/actions" + query, `"restart"`, http.StatusBadRequest, notInApp},
-		{http.MethodPost, "/api/v1/applications/hubnames/resource/actions/v2", fmt.Sprintf(`{"name":"hubnames","appNamespace":%q,"namespace":%q,"resourceName":"argocd-initial-admin-secret","version":"v1","kind":"Secret","action":"restart"}`, sandbox.ArgoNamespace, sandbox.ArgoNamespace), http.StatusBadRequest, notInApp},
-		{http.MethodGet, "/api/v1/applications/hubnames/resource/links" + query, "", http.StatusBadRequest, notInApp},
+		{http.MethodGet, "/api/v1/applications/" + appName + "/resource" + query, "", http.StatusBadRequest, notInApp},
+		{http.MethodPost, "/api/v1/applications/" + appName + "/resource" + query + "&patchType=application/merge-patch%2Bjson", `"{\"data\":{\"password\":\"cGF0Y2hlZA==\"}}"`, http.StatusBadRequest, notInApp},
+		{http.MethodDelete, "/api/v1/applications/" + appName + "/resource" + query, "", http.StatusBadRequest, notInApp},
+		{http.MethodGet, "/api/v1/applications/" + appName + "/resource/actions" + query, "", http.StatusBadRequest, notInApp},
+		{http.MethodPost, "/api/v1/applications/" + appName + "/resource/actions" + query, `"restart"`, http.StatusBadRequest, notInApp},
+		{http.MethodPost, "/api/v1/applications/" + appName + "/resource/actions/v2", fmt.Sprintf(`{"name":%q,"appNamespace":%q,"namespace":%q,"resourceName":"argocd-initial-admin-secret","version":"v1","kind":"Secret","action":"restart"}`, appName, sandbox.ArgoNamespace, sandbox.ArgoNamespace), http.StatusBadRequest, notInApp},
+		{http.MethodGet, "/api/v1/applications/" + appName + "/resource/links" + query, "", http.StatusBadRequest, notInApp},
 		// The one path without the uid guard: an empty uid matches a uid-less node, and the
 		// destination's events with an empty involvedObject.uid are listed: on the hub, none.
-		{http.MethodGet, "/api/v1/applications/hubnames/events?appNamespace=" + sandbox.ArgoNamespace + "&resourceNamespace=" + sandbox.ArgoNamespace + "&resourceName=argocd-initial-admin-secret&resourceUID=", "", http.StatusOK, `"items":null`},
-		{http.MethodGet, "/api/v1/applications/hubnames/logs" + query + "&follow=false", "", http.StatusOK, ""},
-		{http.MethodGet, "/api/v1/applications/hubnames/server-side-diff?appNamespace=" + sandbox.ArgoNamespace, "", http.StatusInternalServerError, "error getting managed resources: cache: key is missing"},
+		{http.MethodGet, "/api/v1/applications/" + appName + "/events?appNamespace=" + sandbox.ArgoNamespace + "&resourceNamespace=" + sandbox.ArgoNamespace + "&resourceName=argocd-initial-admin-secret&resourceUID=", "", events.status, events.want},
+		{http.MethodGet, "/api/v1/applications/" + appName + "/logs" + query + "&follow=false", "", http.StatusOK, ""},
+		{http.MethodGet, "/api/v1/applications/" + appName + "/server-side-diff?appNamespace=" + sandbox.ArgoNamespace, "", serverSideDiff.status, serverSideDiff.want},
 	} {
 		what := c.method + " " + strings.SplitN(c.path, "?", 2)[0]
 		status, body := cli.api(t, c.method, c.path, c.body)
@@ -170,7 +217,7 @@ func TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject(t *testing.T) {
 		t.Errorf("the hub's %s changed: %v, resourceVersion %s, was %s", configMapKey, err, afterConfigMap.ResourceVersion, hubConfigMap.ResourceVersion)
 	}
 	onCluster1 := &corev1.Secret{}
-	if err := spokes["cluster1"].Get(ctx, secretKey, onCluster1); err != nil || string(onCluster1.Data["password"]) != "cluster1-own" {
+	if err := cluster1.Get(ctx, secretKey, onCluster1); err != nil || string(onCluster1.Data["password"]) != "cluster1-own" {
 		t.Errorf("cluster1's own %s: %v, password %q", secretKey, err, onCluster1.Data["password"])
 	}
 }
