@@ -32,7 +32,7 @@ var checks = []check{
 		help: "argocd-pull APIs served (MulticlusterApplicationSetReport, GitOpsCluster)"},
 	{id: idAppSet, title: titleAppSet, hub: checkApplicationSets,
 		needs: "applicationsets.argoproj.io", needsWhat: "ApplicationSets",
-		help: `each pull-model ApplicationSet's template: pull label "true", cluster annotation ('{{name}}'), skip-reconcile "true", local destination; a template with the cluster annotation but no pull label is flagged`},
+		help: `each pull-model ApplicationSet's template: pull label "true", cluster annotation ('{{name}}'), skip-reconcile "true", and a destination naming the cluster (name: '{{name}}'); the documents' in-cluster server is flagged (on the hub it is the hub), and so is a template with the cluster annotation but no pull label`},
 	{id: idGenerator, title: titleGenerator, hub: checkPlacementGenerators,
 		needs: "applicationsets.argoproj.io", needsWhat: "ApplicationSets",
 		help: "the clusterDecisionResource generator's ConfigMap (ocm-placement-generator) exists with the documents' data"},

@@ -72,6 +72,14 @@ func withDestinationServer(server string) func(*unstructured.Unstructured) {
 	}
 }
 
+// withDestinationName makes the template's destination name the cluster (no server).
+func withDestinationName(name string) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		unstructured.RemoveNestedField(u.Object, "spec", "template", "spec", "destination", "server")
+		_ = unstructured.SetNestedField(u.Object, name, "spec", "template", "spec", "destination", "name")
+	}
+}
+
 func TestDecideApplicationSet(t *testing.T) {
 	tests := map[string]struct {
 		mutate   []func(*unstructured.Unstructured)
@@ -80,9 +88,16 @@ func TestDecideApplicationSet(t *testing.T) {
 		fix      string
 		noFixFor string
 	}{
-		"the documents' ApplicationSet": {status: StatusPass, message: "cluster annotation {{name}}"},
+		"the documents' ApplicationSet": {status: StatusWarn,
+			message: "the destination is the in-cluster server https://kubernetes.default.svc, which on the hub is the hub itself to Argo CD's API server",
+			fix:     "set spec.template.spec.destination to name: '{{name}}'"},
+		"the hardened form names the cluster": {
+			mutate:  []func(*unstructured.Unstructured){withDestinationName("{{name}}")},
+			status:  StatusPass,
+			message: "pull label, cluster annotation {{name}}, skip-reconcile and the destination naming the cluster are set",
+		},
 		"pull label True parses as a bool": {
-			mutate: []func(*unstructured.Unstructured){withTemplateLabel(api.PullLabel, "True")},
+			mutate: []func(*unstructured.Unstructured){withTemplateLabel(api.PullLabel, "True"), withDestinationName("{{name}}")},
 			status: StatusPass,
 		},
 		"no skip-reconcile": {
@@ -137,20 +152,21 @@ func TestDecideApplicationSet(t *testing.T) {
 		"remote destination": {
 			mutate:  []func(*unstructured.Unstructured){withDestinationServer("https://cluster1.example.com:6443")},
 			status:  StatusWarn,
-			message: "the destination is https://cluster1.example.com:6443, not the local server",
-			fix:     "destination.server: https://kubernetes.default.svc",
+			message: "the destination is https://cluster1.example.com:6443, not the cluster the Application goes to ({{name}})",
+			fix:     "set spec.template.spec.destination to name: '{{name}}'",
 		},
 		"remote destination with an override annotation": {
 			mutate: []func(*unstructured.Unstructured){withDestinationServer("{{server}}"),
 				withTemplateAnnotation(api.DestinationServerAnnotation, "https://kubernetes.default.svc")},
-			status: StatusPass,
+			status:  StatusWarn,
+			message: "on the hub Argo CD's API server acts on {{server}}",
 		},
 		"every problem at once reports the worst and every fix": {
 			mutate: []func(*unstructured.Unstructured){withDestinationServer("{{server}}"),
 				withTemplateAnnotation(argocd.SkipReconcileAnnotation, ""), withTemplateAnnotation(api.ClusterAnnotation, "")},
 			status:  StatusFail,
 			message: "Application goes to; annotation argocd.argoproj.io/skip-reconcile",
-			fix:     "destination.server",
+			fix:     "spec.template.spec.destination to name",
 		},
 	}
 	for name, tt := range tests {

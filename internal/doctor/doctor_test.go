@@ -263,8 +263,12 @@ func TestApplicationSetTemplate(t *testing.T) {
 	s.g.Expect(r.Fix).To(ContainSubstring(`add to spec.template.metadata.annotations: argocd.argoproj.io/skip-reconcile: "true"`))
 
 	s.g.Expect(s.hub.Client.Delete(s.ctx, appset)).To(Succeed())
-	s.create(s.hub.Client, s.applicationSet())
-	s.expect("applicationset-template", doctor.StatusPass, "pull label, cluster annotation {{name}}, skip-reconcile and the local destination are set")
+	documents := s.applicationSet()
+	s.create(s.hub.Client, documents)
+	s.expect("applicationset-template", doctor.StatusWarn, "the destination is the in-cluster server https://kubernetes.default.svc, which on the hub is the hub itself")
+	s.g.Expect(s.hub.Client.Delete(s.ctx, documents)).To(Succeed())
+	s.create(s.hub.Client, s.applicationSet(namingTheCluster))
+	s.expect("applicationset-template", doctor.StatusPass, "pull label, cluster annotation {{name}}, skip-reconcile and the destination naming the cluster are set")
 
 	push := s.applicationSet(func(u *unstructured.Unstructured) {
 		u.SetName("pushes")
@@ -438,12 +442,19 @@ func TestUnreachableManagedCluster(t *testing.T) {
 	}
 }
 
-// The command: a hub set up as the documents say, with a managed cluster whose Argo CD and work
-// agent have their rights, passes every check; take one prerequisite away and it fails, in text
-// and in JSON.
+// namingTheCluster is the hardened form of the documents' template: its destination names the
+// cluster ('{{name}}'), no server.
+func namingTheCluster(u *unstructured.Unstructured) {
+	unstructured.RemoveNestedField(u.Object, "spec", "template", "spec", "destination", "server")
+	_ = unstructured.SetNestedField(u.Object, "{{name}}", "spec", "template", "spec", "destination", "name")
+}
+
+// The command: a hub set up as the documents say, in the hardened form (the destination names the
+// cluster), with a managed cluster whose Argo CD and work agent have their rights, passes every
+// check; take one prerequisite away and it fails, in text and in JSON.
 func TestDoctorCommand(t *testing.T) {
 	s := newScenario(t)
-	s.create(s.hub.Client, s.applicationSet())
+	s.create(s.hub.Client, s.applicationSet(namingTheCluster))
 	s.registered()
 	s.spokeNamespace(s.argoNS, nil)
 	s.controllerIsClusterAdmin()

@@ -161,21 +161,38 @@ func decideApplicationSet(appset *unstructured.Unstructured) Result {
 			fmt.Sprintf("annotation %s: \"true\" is missing: the hub's own Argo CD also syncs the generated Applications", argocd.SkipReconcileAnnotation),
 			fmt.Sprintf("add to spec.template.metadata.annotations: %s: \"true\" (needs Argo CD 2.7+ / OpenShift GitOps 1.9+ on the hub)", argocd.SkipReconcileAnnotation)})
 	}
-	server, _, _ := unstructured.NestedString(appset.Object, "spec", "template", "spec", "destination", "server")
-	name, _, _ := unstructured.NestedString(appset.Object, "spec", "template", "spec", "destination", "name")
-	override := annotations[api.DestinationServerAnnotation] != "" || annotations[api.DestinationNameAnnotation] != ""
-	local := server == argocd.LocalServer || (server == "" && name == "in-cluster")
-	if !override && !local {
-		dest := server
-		if dest == "" {
-			dest = "name " + strconv.Quote(name)
-		}
-		fs = append(fs, finding{StatusWarn,
-			fmt.Sprintf("the destination is %s, not the local server %s: argocd-pull points the Application at the managed cluster's local server anyway, but the hub's AppProject rules see this one", dest, argocd.LocalServer),
-			fmt.Sprintf("set spec.template.spec.destination.server: %s, as the documents do (or say where the managed cluster's Argo CD deploys with the annotation %s or %s)", argocd.LocalServer, api.DestinationServerAnnotation, api.DestinationNameAnnotation)})
+	if f, ok := hubDestination(appset, cluster); !ok {
+		fs = append(fs, f)
 	}
 	return combine(idAppSet, titleAppSet, subject,
-		fmt.Sprintf("pull label, cluster annotation %s, skip-reconcile and the local destination are set", cluster), fs)
+		fmt.Sprintf("pull label, cluster annotation %s, skip-reconcile and the destination naming the cluster are set", cluster), fs)
+}
+
+// namedDestinationFix is how a template names the cluster in its destination.
+const namedDestinationFix = "set spec.template.spec.destination to name: '{{name}}' (the cluster annotation's value) and your namespace, without server: on the hub it resolves to the cluster's GitOpsCluster secret, which holds no credentials; argocd-pull delivers the Application to the cluster's own in-cluster destination either way (docs/security.md)"
+
+// hubDestination checks what a template's destination is on the hub, to Argo CD's API server:
+// argocd-pull delivers every pull-model Application to its cluster's own in-cluster destination
+// whatever it says, but the API server's calls that act on the destination act there. Naming the
+// cluster (the hardened form) is ok; the documents' in-cluster server is the hub itself.
+func hubDestination(appset *unstructured.Unstructured, cluster string) (finding, bool) {
+	server, _, _ := unstructured.NestedString(appset.Object, "spec", "template", "spec", "destination", "server")
+	name, _, _ := unstructured.NestedString(appset.Object, "spec", "template", "spec", "destination", "name")
+	switch {
+	case server == "" && name != "" && name == cluster:
+		return finding{}, true
+	case server == argocd.LocalServer || (server == "" && name == "in-cluster"):
+		return finding{StatusWarn,
+			fmt.Sprintf("the destination is the in-cluster server %s, which on the hub is the hub itself to Argo CD's API server: its resource-level verbs are refused on argocd-pull's resource trees (no node has a uid), but three calls act on the destination without that check: the resource events with an empty uid (the hub's events in that namespace with none), ServerSideDiff (refused only while no managed resources are cached) and actions on the Application itself",
+				argocd.LocalServer), namedDestinationFix}, false
+	}
+	dest := server
+	if dest == "" {
+		dest = "name " + strconv.Quote(name)
+	}
+	return finding{StatusWarn,
+		fmt.Sprintf("the destination is %s, not the cluster the Application goes to (%s): argocd-pull delivers it to that cluster's in-cluster destination anyway, but on the hub Argo CD's API server acts on %s", dest, cluster, dest),
+		namedDestinationFix}, false
 }
 
 // decisionGenerators finds the clusterDecisionResource generators of an ApplicationSet, also
