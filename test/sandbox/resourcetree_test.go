@@ -178,8 +178,11 @@ func verbsReachNoHubObject(t *testing.T, cli argocdCLI, hub, cluster1 client.Cli
 			t.Fatal(err)
 		}
 		server := string(secret.Data["server"])
-		events.status, events.want = http.StatusInternalServerError, "error listing resource events: Get \""+server+"/api/v1/namespaces/"+sandbox.ArgoNamespace+"/events"
-		serverSideDiff.want = "failed to get OpenAPI schema: error getting openapi resources: Get \"" + server + "/openapi/v2"
+		// "error listing resource events: Get \"<server>/api/v1/...\": tls: failed to verify
+		// certificate", and "failed to get OpenAPI schema: ... Get \"<server>/openapi/v2...": the
+		// cluster's URL, not the hub's.
+		events.status, events.want = http.StatusInternalServerError, server+"/api/v1/namespaces/"+sandbox.ArgoNamespace+"/events?"
+		serverSideDiff.want = server + "/openapi/v2"
 	}
 	query := "?appNamespace=" + sandbox.ArgoNamespace + "&namespace=" + sandbox.ArgoNamespace + "&resourceName=argocd-initial-admin-secret&version=v1&kind=Secret"
 	for _, c := range []struct {
