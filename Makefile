@@ -170,7 +170,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s; a count such as 1
 BENCH_FLAGS ?= --clusters 100,1000 --applicationsets 10
 
 .PHONY: bench
-bench: kube-assets ocm-assets argocd-assets build chromium ## Run the scale benchmark and the rollout scenarios (BENCH_FLAGS, default N=100,1000 clusters, A=10), then bench-go; results in test/bench/results, then make docs; not part of make test
+bench: kube-assets ocm-assets argocd-assets sandbox-deps build chromium ## Run the scale benchmark and the rollout scenarios (BENCH_FLAGS, default N=100,1000 clusters, A=10), then bench-go; results in test/bench/results, then make docs; not part of make test
 	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull $(BENCH_FLAGS)
 	$(MAKE) --no-print-directory bench-go
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -236,7 +237,12 @@ type metricsSnapshot struct {
 	// QueueWait and Work are, by controller, the summed seconds items waited in the queue and
 	// were worked on, with their counts: where a latency goes.
 	QueueWait, Work map[string]sumCount
+	// TreeWrites counts the resource-tree writes to redis that succeeded, by operation.
+	TreeWrites map[string]float64
 }
+
+// trees is the resource-tree writes of every operation.
+func (m metricsSnapshot) trees() float64 { return total(m.TreeWrites) }
 
 type sumCount struct{ Sum, Count float64 }
 
@@ -254,7 +260,7 @@ func (m metricsSnapshot) writes() float64 {
 }
 
 func (p *controllerProcess) scrape(ctx context.Context) (metricsSnapshot, error) {
-	snap := metricsSnapshot{Requests: map[string]float64{}, Reconciles: map[string]float64{}, QueueWait: map[string]sumCount{}, Work: map[string]sumCount{}}
+	snap := metricsSnapshot{Requests: map[string]float64{}, Reconciles: map[string]float64{}, QueueWait: map[string]sumCount{}, Work: map[string]sumCount{}, TreeWrites: map[string]float64{}}
 	families, err := fetchMetrics(ctx, http.DefaultClient, p.metrics)
 	if err != nil {
 		return snap, err
@@ -264,6 +270,11 @@ func (p *controllerProcess) scrape(ctx context.Context) (metricsSnapshot, error)
 	}
 	for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
 		snap.Reconciles[label(m, "controller")] += m.GetCounter().GetValue()
+	}
+	for _, m := range families["argocd_pull_resource_tree_writes_total"].GetMetric() {
+		if label(m, "result") == "ok" {
+			snap.TreeWrites[label(m, "operation")] += m.GetCounter().GetValue()
+		}
 	}
 	for _, m := range families["workqueue_depth"].GetMetric() {
 		snap.QueueDepth += m.GetGauge().GetValue()
@@ -307,4 +318,26 @@ func label(m *dto.Metric, name string) string {
 func parseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	return parser.TextToMetricFamilies(r)
+}
+
+// startRedis runs Debian's redis-server on a free loopback port (make sandbox-deps installs it),
+// as the hub Argo CD's redis, and returns its address and how to stop it.
+func startRedis(logPath string) (string, func(), error) {
+	port, err := localproc.FreePort()
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := localproc.Start(logPath, "redis-server", []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"})
+	if err != nil {
+		return "", nil, fmt.Errorf("%w (install Debian's redis-server: make sandbox-deps)", err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			_ = c.Close()
+			return addr, p.Stop, nil
+		}
+	}
+	p.Stop()
+	return "", nil, fmt.Errorf("redis-server did not listen on %s within 30s; read %s", addr, logPath)
 }
