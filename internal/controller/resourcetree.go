@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -35,7 +36,11 @@ const (
 type TreeCache interface {
 	Put(ctx context.Context, instance string, t resourcetree.Tree) error
 	Delete(ctx context.Context, instance string) error
+	TreeKeys(ctx context.Context, limit int) ([]string, error)
 }
+
+// versionRecheck is how often the cache version the hub's Argo CD writes is read again.
+const versionRecheck = 10 * time.Minute
 
 // ResourceTreeReconciler keeps a display-only resource tree of each pull-model hub Application in
 // the hub Argo CD's cache (see internal/resourcetree), built from the Application's
@@ -47,12 +52,22 @@ type ResourceTreeReconciler struct {
 	client.Client
 	Recorder        events.EventRecorder
 	Cache           TreeCache
+	Encoding        resourcetree.Encoding
 	ArgoCDNamespace string
 	// TTL is the written trees' lifetime; each is renewed after half of it.
 	TTL time.Duration
 
 	written sync.Map // types.NamespacedName → treeRecord
 	outage  outage
+	version hubVersion
+}
+
+// hubVersion is the cache version the hub's Argo CD writes when it is not argocd-pull's (see
+// resourcetree.OtherVersion), as last read.
+type hubVersion struct {
+	mu    sync.Mutex
+	at    time.Time
+	other string
 }
 
 // treeRecord is what was last written of one Application's tree, or that it could not be.
@@ -97,7 +112,7 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	now := time.Now()
 	if until, down := r.outage.down(now); down {
-		r.notWritten(ctx, app, err == nil, key, now)
+		r.notWritten(ctx, app, err == nil, key, r.outage.reason())
 		return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
 	}
 	_, pull, _ := manifestwork.ReadMarkers(app)
@@ -113,6 +128,10 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, nil
 	}
 
+	if other := r.otherVersion(ctx, now); other != "" {
+		r.notWritten(ctx, app, true, key, fmt.Sprintf("the hub's Argo CD writes its cache at version %s, and argocd-pull writes %s, which it does not read", other, resourcetree.CacheVersion))
+		return ctrl.Result{RequeueAfter: versionRecheck + jitter()}, nil
+	}
 	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
 	built := resourcetree.Build(resources)
 	sum := built.Tree.Sum()
@@ -126,7 +145,7 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.Cache.Put(ctx, instance, built.Tree); err != nil {
 		metrics.TreeWrites.WithLabelValues(op, "error").Inc()
 		until := r.outage.failed(ctx, err, now)
-		r.notWritten(ctx, app, true, key, now)
+		r.notWritten(ctx, app, true, key, r.outage.reason())
 		return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
 	}
 	metrics.TreeWrites.WithLabelValues(op, "ok").Inc()
@@ -150,8 +169,37 @@ func (r *ResourceTreeReconciler) record(key types.NamespacedName) (treeRecord, b
 	return v.(treeRecord), true
 }
 
+// otherVersion is the cache version the hub's Argo CD writes when it is not argocd-pull's, read
+// from the trees in its redis at most every versionRecheck ("" when it is, when the hub's Argo CD
+// wrote none, or when the redis cannot be read: a write then says why).
+func (r *ResourceTreeReconciler) otherVersion(ctx context.Context, now time.Time) string {
+	r.version.mu.Lock()
+	defer r.version.mu.Unlock()
+	if !r.version.at.IsZero() && now.Sub(r.version.at) < versionRecheck {
+		return r.version.other
+	}
+	keys, err := r.Cache.TreeKeys(ctx, 100000)
+	if err != nil {
+		return ""
+	}
+	apps := argocd.NewApplicationList()
+	if err := r.List(ctx, apps, client.UnsafeDisableDeepCopy); err != nil {
+		return ""
+	}
+	pull := make(map[string]bool, len(apps.Items))
+	for i := range apps.Items {
+		pull[resourcetree.Instance(apps.Items[i].GetNamespace(), apps.Items[i].GetName(), r.ArgoCDNamespace)] = true
+	}
+	_, hub := r.Encoding.Versions(keys, func(instance string) bool { return pull[instance] })
+	r.version.at, r.version.other = now, resourcetree.OtherVersion(hub)
+	if r.version.other != "" {
+		ctrl.LoggerFrom(ctx).Info("The hub's Argo CD writes another cache version: no resource tree is written", "hub", r.version.other, "argocdPull", resourcetree.CacheVersion)
+	}
+	return r.version.other
+}
+
 // notWritten says once, on the Application, that its tree is not in the cache and why.
-func (r *ResourceTreeReconciler) notWritten(ctx context.Context, app *unstructured.Unstructured, exists bool, key types.NamespacedName, now time.Time) {
+func (r *ResourceTreeReconciler) notWritten(ctx context.Context, app *unstructured.Unstructured, exists bool, key types.NamespacedName, why string) {
 	last, _ := r.record(key)
 	if last.failing {
 		return
@@ -163,7 +211,7 @@ func (r *ResourceTreeReconciler) notWritten(ctx context.Context, app *unstructur
 	}
 	r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, ReasonTreeNotWritten, "ResourceTree",
 		"The resource tree is not in the hub Argo CD's cache (the UI and argocd app resources show no tree, and a page view asks the cluster for a refresh): %v. "+
-			"Delivery and status go on; argocd-pull retries with backoff. argocd-pull doctor checks the connection", r.outage.reason())
+			"Delivery and status go on; argocd-pull retries with backoff. argocd-pull doctor checks the connection", why)
 }
 
 // outage is the hub redis being unwritable, shared by all reconciles: while it lasts, they wait,

@@ -150,3 +150,25 @@ func TestAnUnwritableRedisStopsNothingAndSaysWhy(t *testing.T) {
 	resources, _, _ := unstructured.NestedSlice(h.getApp("guestbook").Object, "status", "resources")
 	h.g.Expect(resources).To(HaveLen(2))
 }
+
+// The hub's Argo CD writes its own trees at another cache version than argocd-pull's: it would
+// not read argocd-pull's, so none is written, and the Application says why; delivery and status
+// go on.
+func TestNoTreeIsWrittenForAnArgoCDThatReadsAnotherCacheVersion(t *testing.T) {
+	addr := testenv.Redis(t, "")
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer func() { _ = rdb.Close() }()
+	h := start(t, func(o *Options, _ string) { o.ResourceTree.Address = addr })
+	// A push-model Application's tree, as the hub's own Argo CD controller writes it.
+	h.g.Expect(rdb.Set(context.Background(), "app|resources-tree|push-model|1.9.0.gz", "x", time.Hour).Err()).To(Succeed())
+	cluster := h.cluster()
+	h.documentsApp("guestbook", cluster)
+	w := h.work("guestbook", cluster)
+	h.report("guestbook", cluster, w.Generation, managedMultiSourceFeedback(t, nil))
+	h.g.Eventually(func() string { return statusField(h.getApp("guestbook"), "health", "status") }, timeout, interval).Should(Equal("Healthy"), "status goes on")
+	h.g.Eventually(func() []string { return h.eventsFor("guestbook") }, timeout, interval).Should(ContainElement(And(
+		HavePrefix(ReasonTreeNotWritten+":"), ContainSubstring("the hub's Argo CD writes its cache at version 1.9.0, and argocd-pull writes 1.8.3, which it does not read"))))
+	keys, err := rdb.Keys(context.Background(), "*").Result()
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(keys).To(ConsistOf("app|resources-tree|push-model|1.9.0.gz"), "no tree written")
+}

@@ -277,6 +277,7 @@ func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options)
 		Client:          mgr.GetClient(),
 		Recorder:        mgr.GetEventRecorder("argocd-pull-resourcetree"),
 		Cache:           cache,
+		Encoding:        treeOpts.Encoding,
 		ArgoCDNamespace: opts.ArgoCDNamespace,
 		TTL:             treeOpts.TTL,
 	}).SetupWithManager(mgr, copts); err != nil {

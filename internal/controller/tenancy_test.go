@@ -411,9 +411,10 @@ func TestATenantWritingItsApplicationsStatusGetsOnlyADisplayTree(t *testing.T) {
 	h := start(t, allNamespaces, func(o *Options, _ string) { o.ResourceTree.Address = addr })
 	cluster := h.cluster()
 	tenant := h.tenant(cluster)
-	h.project("team", tenant.ns)
-	tenant.app("guestbook", cluster, onProject("team"))
-	tenant.work("guestbook", cluster)
+	// Refused (no AppProject lets it in): no cluster reports for it, so its status is the
+	// tenant's alone, as it is in the moment before the status controller writes over it.
+	tenant.app("guestbook", cluster)
+	h.g.Eventually(func() string { return tenant.condition("guestbook") }, timeout, interval).Should(HavePrefix(propagation.ReasonProjectNotFound))
 
 	forged := []any{
 		map[string]any{"version": "v1", "kind": "Secret", "namespace": h.ns, "name": "argocd-secret", "uid": "9d2c6f4e-real-uid", "health": map[string]any{"status": "Healthy"},
@@ -426,7 +427,7 @@ func TestATenantWritingItsApplicationsStatusGetsOnlyADisplayTree(t *testing.T) {
 		forged = append(forged, map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "guestbook", "name": fmt.Sprintf("cm-%04d", i)})
 	}
 	tenant.updateApp("guestbook", func(app *unstructured.Unstructured) {
-		app.Object["status"] = map[string]any{"resources": forged}
+		_ = unstructured.SetNestedSlice(app.Object, forged, "status", "resources")
 	})
 
 	key := tenant.ns + "_guestbook"

@@ -2,9 +2,7 @@ package doctor
 
 import (
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 )
@@ -53,28 +51,17 @@ func decideResourceTree(f treeFacts) Result {
 	for _, p := range f.pull {
 		pull[p] = true
 	}
-	theirs, ours := map[string]int{}, map[string]bool{}
+	ours := map[string]bool{}
 	for _, k := range f.keys {
-		instance, version, ok := f.enc.ParseTreeKey(k)
-		switch {
-		case !ok:
-		case pull[instance] && version == resourcetree.CacheVersion:
+		if instance, version, ok := f.enc.ParseTreeKey(k); ok && pull[instance] && version == resourcetree.CacheVersion {
 			ours[instance] = true
-		case !pull[instance]:
-			theirs[version]++
 		}
 	}
-	var other []string
-	for v := range theirs {
-		if v != resourcetree.CacheVersion {
-			other = append(other, v)
-		}
-	}
-	if len(other) > 0 {
-		slices.Sort(other)
+	_, theirs := f.enc.Versions(f.keys, func(instance string) bool { return pull[instance] })
+	if other := resourcetree.OtherVersion(theirs); other != "" {
 		return Result{ID: idResourceTree, Title: titleResourceTree, Status: StatusFail,
 			Message: fmt.Sprintf("the hub's Argo CD writes its trees at cache version %s; argocd-pull writes %s, which that Argo CD does not read: its UI and argocd app resources show no pull-model tree",
-				strings.Join(other, ", "), resourcetree.CacheVersion),
+				other, resourcetree.CacheVersion),
 			Fix: "run an argocd-pull release that supports the hub's Argo CD version (docs/compatibility.md)"}
 	}
 	var missing []string

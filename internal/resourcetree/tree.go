@@ -20,6 +20,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
@@ -203,4 +204,37 @@ func (e Encoding) ParseTreeKey(key string) (instance, version string, ok bool) {
 		return parts[0], parts[2], true
 	}
 	return "", "", false
+}
+
+// Versions reads the resource-tree keys of a redis: how many trees of the pull-model Applications
+// (isPull, by instance) are at CacheVersion, and the cache versions of every other Application's
+// trees, which the hub's own Argo CD controller wrote, with their counts. A hub Argo CD that writes
+// only other versions than CacheVersion reads those, and not argocd-pull's.
+func (e Encoding) Versions(keys []string, isPull func(instance string) bool) (pull int, hub map[string]int) {
+	hub = map[string]int{}
+	for _, k := range keys {
+		instance, version, ok := e.ParseTreeKey(k)
+		switch {
+		case !ok:
+		case !isPull(instance):
+			hub[version]++
+		case version == CacheVersion:
+			pull++
+		}
+	}
+	return pull, hub
+}
+
+// OtherVersion is the cache version the hub's Argo CD writes when it is not CacheVersion (and it
+// writes none at CacheVersion), "" otherwise: no tree argocd-pull writes would be read.
+func OtherVersion(hub map[string]int) string {
+	if hub[CacheVersion] > 0 {
+		return ""
+	}
+	var other []string
+	for v := range hub {
+		other = append(other, v)
+	}
+	slices.Sort(other)
+	return strings.Join(other, ", ")
 }
