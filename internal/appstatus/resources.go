@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
@@ -142,7 +142,8 @@ func kindName(s string) []string {
 		return []string{validation.MaxLenError(validation.DNS1123LabelMaxLength)}
 	}
 	for i, r := range s {
-		if r > unicode.MaxASCII || !(unicode.IsLetter(r) || (i > 0 && unicode.IsDigit(r))) {
+		letterOrDigit := unicode.IsLetter(r) || (i > 0 && unicode.IsDigit(r))
+		if r > unicode.MaxASCII || !letterOrDigit {
 			return []string{"a kind is a letter followed by letters and digits"}
 		}
 	}
@@ -159,7 +160,7 @@ func objectName(s string) []string {
 	if strings.IndexFunc(s, func(r rune) bool { return r > unicode.MaxASCII || !unicode.IsPrint(r) || unicode.IsSpace(r) }) >= 0 {
 		return []string{"a name holds printable ASCII characters only"}
 	}
-	return path.IsValidPathSegmentName(s)
+	return content.IsPathSegmentName(s)
 }
 
 func oneOf(values []string) func(string) []string {

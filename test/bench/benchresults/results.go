@@ -122,18 +122,18 @@ type Result struct {
 // reconcile every Application each resync period (reconciledAt), and changeRate feedback changes
 // a second arrive.
 type SteadyState struct {
-	Seconds           float64     `json:"seconds"`
-	ResyncSeconds     float64     `json:"argocdResyncSeconds"`
-	ChangesPerSecond  float64     `json:"changesPerSecond"`
-	AgentWritesPerSec float64     `json:"agentWritesPerSecond"`
-	LeaseWritesPerSec float64     `json:"leaseWritesPerSecond"`
-	ControllerWrites  float64     `json:"controllerWritesPerSecond"`
+	Seconds           float64 `json:"seconds"`
+	ResyncSeconds     float64 `json:"argocdResyncSeconds"`
+	ChangesPerSecond  float64 `json:"changesPerSecond"`
+	AgentWritesPerSec float64 `json:"agentWritesPerSecond"`
+	LeaseWritesPerSec float64 `json:"leaseWritesPerSecond"`
+	ControllerWrites  float64 `json:"controllerWritesPerSecond"`
 	// TreeWritesPerSec is the resource-tree writes a second (changed trees and TTL renewals).
-	TreeWritesPerSec float64 `json:"treeWritesPerSecond"`
-	ControllerCPU     float64     `json:"controllerCPUSecondsPerMinute"`
-	AppStatusLatency  Percentiles `json:"appStatusLatency"`
-	ReportLatency     Percentiles `json:"reportLatency"`
-	CPU               CPUShare    `json:"cpu"`
+	TreeWritesPerSec float64     `json:"treeWritesPerSecond"`
+	ControllerCPU    float64     `json:"controllerCPUSecondsPerMinute"`
+	AppStatusLatency Percentiles `json:"appStatusLatency"`
+	ReportLatency    Percentiles `json:"reportLatency"`
+	CPU              CPUShare    `json:"cpu"`
 }
 
 // CPUShare is the CPU seconds each process of the hub used during one phase, all on the same
