@@ -348,10 +348,11 @@ func TestTargetedClusters(t *testing.T) {
 }
 
 // A cluster named only by an existing pull-model Application is a targeted cluster too.
-func TestTargetedClustersFromApplications(t *testing.T) {
-	s := newScenario(t)
+// pullApplication creates a pull-model Application for the test's cluster in its Argo CD namespace.
+func (s *scenario) pullApplication(name string) {
+	s.t.Helper()
 	app := argocd.NewApplication()
-	app.SetName("guestbook")
+	app.SetName(name)
 	app.SetNamespace(s.ns)
 	app.SetLabels(map[string]string{api.PullLabel: "true"})
 	app.SetAnnotations(map[string]string{api.ClusterAnnotation: s.cluster})
@@ -361,6 +362,11 @@ func TestTargetedClustersFromApplications(t *testing.T) {
 		"source":      map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps.git", "path": "guestbook"},
 	}, "spec")).To(Succeed())
 	s.create(s.hub.Client, app)
+}
+
+func TestTargetedClustersFromApplications(t *testing.T) {
+	s := newScenario(t)
+	s.pullApplication("guestbook")
 	s.expect("cluster-secrets", doctor.StatusFail, s.cluster)
 	s.clusterSecret()
 	s.expect("cluster-secrets", doctor.StatusPass, "all 1 have one")
@@ -566,17 +572,7 @@ func TestApplicationsTheRulesRefuse(t *testing.T) {
 // version, a wrong password; and the controller's own event, with no redis given.
 func TestTheHubArgoCDsCache(t *testing.T) {
 	s := newScenario(t)
-	app := argocd.NewApplication()
-	app.SetName("guestbook")
-	app.SetNamespace(s.ns)
-	app.SetLabels(map[string]string{api.PullLabel: "true"})
-	app.SetAnnotations(map[string]string{api.ClusterAnnotation: s.cluster})
-	s.g.Expect(unstructured.SetNestedMap(app.Object, map[string]any{
-		"project":     "default",
-		"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"},
-		"source":      map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps.git", "path": "guestbook"},
-	}, "spec")).To(Succeed())
-	s.create(s.hub.Client, app)
+	s.pullApplication("guestbook")
 	addr := testenv.Redis(t, "s3cret")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "argocd-redis"}, Data: map[string][]byte{"auth": []byte("s3cret")}}
 	s.create(s.hub.Client, secret)
@@ -603,6 +599,8 @@ func TestTheHubArgoCDsCache(t *testing.T) {
 
 	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
 	defer func() { _ = rdb.Close() }()
+	// The hub's Argo CD upgraded to a release of another cache version: its trees are written anew.
+	s.g.Expect(cache.Delete(s.ctx, "push-model")).To(Succeed())
 	s.g.Expect(rdb.Set(s.ctx, "app|resources-tree|push-model|1.9.0.gz", "x", time.Hour).Err()).To(Succeed())
 	check(doctor.StatusFail, "the hub's Argo CD writes its trees at cache version 1.9.0; argocd-pull writes 1.8.3")
 
