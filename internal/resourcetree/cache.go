@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Options say how to reach the hub Argo CD's redis, and how its cache is laid out.
@@ -35,6 +36,17 @@ type Cache struct {
 	opts   Options
 	client *redis.Client
 }
+
+// redisLog sends go-redis's own messages (its pool's dial retries) to the controller's log at
+// debug level: each failed write already returns its error to the reconcile that logs and counts
+// it, and says it on the Application.
+type redisLog struct{}
+
+func (redisLog) Printf(ctx context.Context, format string, v ...any) {
+	logf.FromContext(ctx).WithName("redis").V(1).Info(fmt.Sprintf(format, v...))
+}
+
+func init() { redis.SetLogger(redisLog{}) }
 
 // NewCache connects lazily: nothing is dialled before the first write.
 func NewCache(opts Options) (*Cache, error) {

@@ -93,3 +93,26 @@ func TestARedisThatCannotBeWrittenSaysWhy(t *testing.T) {
 	_, err = NewCache(Options{Address: addr})
 	g.Expect(err).To(MatchError(ContainSubstring("TTL must be positive")))
 }
+
+// With TLS, as Argo CD's --redis-use-tls: the tree is written when the CA is trusted, and a
+// certificate nobody vouches for is refused with a clear error; a plain connection to a TLS redis
+// fails too.
+func TestTheTreeIsWrittenOverTLS(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	addr, caFile := testenv.RedisTLS(t, "s3cret")
+	tree := Build([]any{resource("ConfigMap", "guestbook", "ui", "Healthy")}).Tree
+	open := func(opts Options) *Cache {
+		opts.Address, opts.Credentials, opts.TTL = addr, password("s3cret"), time.Hour
+		c, err := NewCache(opts)
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	g.Expect(open(Options{TLS: true, CAFile: caFile}).Put(ctx, "guestbook", tree)).To(Succeed())
+	g.Expect(open(Options{TLS: true}).Put(ctx, "guestbook", tree)).To(MatchError(ContainSubstring("certificate signed by unknown authority")))
+	g.Expect(open(Options{}).Ping(ctx)).NotTo(Succeed())
+
+	_, err := NewCache(Options{Address: addr, TTL: time.Hour, TLS: true, CAFile: "/nonexistent/ca.crt"})
+	g.Expect(err).To(MatchError(ContainSubstring("reading the redis CA")))
+}

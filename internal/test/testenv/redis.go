@@ -1,7 +1,15 @@
 package testenv
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -16,6 +24,44 @@ import (
 // under -short and fails when redis-server is not installed (make sandbox-deps installs it).
 func Redis(t testing.TB, password string) string {
 	t.Helper()
+	return startRedis(t, password, nil)
+}
+
+// RedisTLS is Redis serving TLS only (as Argo CD's --redis-use-tls expects), with a self-signed
+// certificate for 127.0.0.1; it returns the address and the certificate's file, the CA to trust.
+func RedisTLS(t testing.TB, password string) (addr, caFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "redis.crt"), filepath.Join(dir, "redis.key")
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "redis"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startRedis(t, password, []string{"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", certFile, "--tls-auth-clients", "no"}), certFile
+}
+
+// startRedis runs redis-server; with tlsArgs it serves TLS only, on the port it would serve
+// plain text on.
+func startRedis(t testing.TB, password string, tlsArgs []string) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("needs redis-server; run without -short")
 	}
@@ -28,6 +74,9 @@ func Redis(t testing.TB, password string) string {
 		t.Fatal(err)
 	}
 	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}
+	if tlsArgs != nil {
+		args = append([]string{"--port", "0", "--tls-port", strconv.Itoa(port)}, append(args[2:], tlsArgs...)...)
+	}
 	if password != "" {
 		args = append(args, "--requirepass", password)
 	}
