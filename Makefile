@@ -151,7 +151,7 @@ test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium c
 # The lab's tests of Argo CD's own clients on a pull-model Application: the argocd CLI through the
 # API server, the web UI it serves, the ApplicationSet controller's RollingSync, the documents'
 # flow, and the status a managed cluster's Argo CD version reports (docs/compatibility.md).
-ARGOCD_CLIENT_TESTS := TestArgoCDCLIOnAPullModelApplication|TestArgoCDCLITerminatesASyncStuckInAHook|TestArgoCDCLIOnTheDocumentsMultiSourceApplication|TestTheHubServesArgoCDsWebUI|TestArgoCDsWebUIOnPullModelApplications|TestDocumentsFlowConverges|TestTheHubShowsWhatTheClusterReports|TestRefreshAndSyncFromTheHubReachTheClusterOnce|TestRollingSyncStepsThroughTheFleet
+ARGOCD_CLIENT_TESTS := TestArgoCDCLIOnAPullModelApplication|TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject|TestArgoCDCLITerminatesASyncStuckInAHook|TestArgoCDCLIOnTheDocumentsMultiSourceApplication|TestTheHubServesArgoCDsWebUI|TestArgoCDsWebUIOnPullModelApplications|TestDocumentsFlowConverges|TestTheHubShowsWhatTheClusterReports|TestRefreshAndSyncFromTheHubReachTheClusterOnce|TestRollingSyncStepsThroughTheFleet
 
 .PHONY: test-argocd
 test-argocd: kube-assets ocm-assets argocd-assets sandbox-deps chromium ## Run the lab's Argo CD client tests on ARGOCD_VERSION (hub) and MANAGED_ARGOCD_VERSION (managed clusters); the pull-request workflow runs them on each supported version
