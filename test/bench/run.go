@@ -167,7 +167,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	ctl.heapProfile(ctx, cfg, fmt.Sprintf("heap-%d.pprof", clusters))
 	if propagated, err := ctl.scrape(ctx); err == nil {
 		res.RequestsPerApplication = total(propagated.Requests) / float64(f.apps())
-		res.TreeWritesAtStart = propagated.trees()
+		res.TreeWritesAtStart = new(propagated.trees())
 	}
 	cfg.progress("every report shows all %d clusters after %.1fs; %.2f controller requests per Application until then (CPU: %s); first delivery per Application after the controller's start: %s",
 		clusters, res.InitialReportSeconds, res.RequestsPerApplication, res.PropagationCPU, res.FirstDelivery)
@@ -196,9 +196,9 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	appLat, repLat := ag.latencies()
 	res.AppStatusLatency, res.ReportLatency = summarize(appLat), summarize(repLat)
 	res.WritesPerChange = (after.writes() - before.writes()) / float64(cfg.changes)
-	res.TreeWritesPerChange = (after.trees() - before.trees()) / float64(cfg.changes)
+	res.TreeWritesPerChange = new((after.trees() - before.trees()) / float64(cfg.changes))
 	cfg.progress("%d feedback changes at %.0f/s: -> hub Application %s; -> report %s; %.2f controller writes and %.2f resource-tree writes per change",
-		cfg.changes, res.ChangesPerSecond, res.AppStatusLatency, res.ReportLatency, res.WritesPerChange, res.TreeWritesPerChange)
+		cfg.changes, res.ChangesPerSecond, res.AppStatusLatency, res.ReportLatency, res.WritesPerChange, *res.TreeWritesPerChange)
 	if n := ag.untimed(); n > 0 {
 		cfg.progress("%d changes not timed at the report: their cluster was already left out of it as Synced and Healthy", n)
 	}
@@ -293,12 +293,12 @@ func measureSteady(ctx context.Context, cfg config, ag *agents, reg *registratio
 	st.AgentWritesPerSec = float64(ag.writes.Load()-writesBefore) / st.Seconds
 	st.LeaseWritesPerSec = float64(reg.writes.Load()-leasesBefore) / st.Seconds
 	st.ControllerWrites = (after.writes() - before.writes()) / st.Seconds
-	st.TreeWritesPerSec = (after.trees() - before.trees()) / st.Seconds
+	st.TreeWritesPerSec = new((after.trees() - before.trees()) / st.Seconds)
 	st.ControllerCPU = (cpuAfter.CPUSeconds - cpuBefore.CPUSeconds) / st.Seconds * 60
 	appLat, repLat := ag.latencies()
 	st.AppStatusLatency, st.ReportLatency = summarize(appLat), summarize(repLat)
 	cfg.progress("steady state for %.0fs (Argo CD resync %s, %.0f changes/s): agents %.1f writes/s and %.1f lease writes/s, controller %.1f writes/s, %.2f resource-tree writes/s and %.1f CPU s/min; -> hub Application %s; -> report %s; CPU: %s",
-		st.Seconds, cfg.resync, st.ChangesPerSecond, st.AgentWritesPerSec, st.LeaseWritesPerSec, st.ControllerWrites, st.TreeWritesPerSec, st.ControllerCPU, st.AppStatusLatency, st.ReportLatency, st.CPU)
+		st.Seconds, cfg.resync, st.ChangesPerSecond, st.AgentWritesPerSec, st.LeaseWritesPerSec, st.ControllerWrites, *st.TreeWritesPerSec, st.ControllerCPU, st.AppStatusLatency, st.ReportLatency, st.CPU)
 	return st, nil
 }
 

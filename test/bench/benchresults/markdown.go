@@ -69,7 +69,10 @@ func (r Report) Markdown() string {
 	})
 	row("controller writes per change", func(x Result) string { return fmt.Sprintf("%.2f", x.WritesPerChange) })
 	row("resource-tree writes: first deliveries / per change", func(x Result) string {
-		return fmt.Sprintf("%s / %.2f", Thousands(x.TreeWritesAtStart), x.TreeWritesPerChange)
+		if x.TreeWritesAtStart == nil || x.TreeWritesPerChange == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%s / %.2f", Thousands(*x.TreeWritesAtStart), *x.TreeWritesPerChange)
 	})
 	row("controller peak RSS", func(x Result) string { return Thousands(x.Controller.PeakRSSMiB) + " MiB" })
 	row("controller CPU", func(x Result) string { return Thousands1(x.Controller.CPUSeconds) + " s" })
@@ -99,7 +102,12 @@ func (r Report) Markdown() string {
 	steady("steady state: agent / lease / controller writes", func(s *SteadyState) string {
 		return fmt.Sprintf("%.1f / %.1f / %.1f per s", s.AgentWritesPerSec, s.LeaseWritesPerSec, s.ControllerWrites)
 	})
-	steady("steady state: resource-tree writes", func(s *SteadyState) string { return fmt.Sprintf("%.2f per s", s.TreeWritesPerSec) })
+	steady("steady state: resource-tree writes", func(s *SteadyState) string {
+		if s.TreeWritesPerSec == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f per s", *s.TreeWritesPerSec)
+	})
 	steady("steady state: controller CPU", func(s *SteadyState) string { return fmt.Sprintf("%.1f s/min", s.ControllerCPU) })
 	steady("steady state: CPU", func(s *SteadyState) string { return s.CPU.String() })
 	steady("steady state: feedback -> hub Application", func(s *SteadyState) string { return latencyCell(s.AppStatusLatency) })

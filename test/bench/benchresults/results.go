@@ -84,10 +84,10 @@ type Result struct {
 	ChangesPerSecond float64     `json:"changesPerSecond"`
 	WritesPerChange  float64     `json:"controllerWritesPerChange"`
 	// TreeWritesPerChange is the resource-tree writes to the hub Argo CD's redis per feedback
-	// change (internal/resourcetree); TreeWritesAtStart those of the first deliveries. Absent
-	// (-1) in files written before the tree.
-	TreeWritesPerChange float64 `json:"treeWritesPerChange"`
-	TreeWritesAtStart   float64 `json:"treeWritesAtStart"`
+	// change (internal/resourcetree); TreeWritesAtStart those of the first deliveries. Nil in
+	// files written before the tree.
+	TreeWritesPerChange *float64 `json:"treeWritesPerChange,omitempty"`
+	TreeWritesAtStart   *float64 `json:"treeWritesAtStart,omitempty"`
 
 	Controller Usage              `json:"controller"`
 	Requests   map[string]float64 `json:"controllerRequests"`
@@ -128,8 +128,9 @@ type SteadyState struct {
 	AgentWritesPerSec float64 `json:"agentWritesPerSecond"`
 	LeaseWritesPerSec float64 `json:"leaseWritesPerSecond"`
 	ControllerWrites  float64 `json:"controllerWritesPerSecond"`
-	// TreeWritesPerSec is the resource-tree writes a second (changed trees and TTL renewals).
-	TreeWritesPerSec float64     `json:"treeWritesPerSecond"`
+	// TreeWritesPerSec is the resource-tree writes a second (changed trees and TTL renewals); nil
+	// in files written before the tree.
+	TreeWritesPerSec *float64 `json:"treeWritesPerSecond,omitempty"`
 	ControllerCPU    float64     `json:"controllerCPUSecondsPerMinute"`
 	AppStatusLatency Percentiles `json:"appStatusLatency"`
 	ReportLatency    Percentiles `json:"reportLatency"`
