@@ -130,7 +130,7 @@ type SteadyState struct {
 	ControllerWrites  float64 `json:"controllerWritesPerSecond"`
 	// TreeWritesPerSec is the resource-tree writes a second (changed trees and TTL renewals); nil
 	// in files written before the tree.
-	TreeWritesPerSec *float64 `json:"treeWritesPerSecond,omitempty"`
+	TreeWritesPerSec *float64    `json:"treeWritesPerSecond,omitempty"`
 	ControllerCPU    float64     `json:"controllerCPUSecondsPerMinute"`
 	AppStatusLatency Percentiles `json:"appStatusLatency"`
 	ReportLatency    Percentiles `json:"reportLatency"`
