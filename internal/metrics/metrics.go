@@ -131,6 +131,11 @@ func Register(reader client.Reader, staleAfter time.Duration) {
 		}
 		Takeovers.WithLabelValues(TakeoverReleased)
 		Takeovers.WithLabelValues(TakeoverAdopted)
+		for _, op := range []string{"put", "renew", "delete"} {
+			for _, result := range []string{"ok", "error"} {
+				TreeWrites.WithLabelValues(op, result)
+			}
+		}
 	})
 	collector.reader.Store(&scrapeSource{reader: reader, staleAfter: staleAfter})
 }

@@ -107,6 +107,8 @@ func TestDeploymentContract(t *testing.T) {
 				"--argocd-namespace="+argoCDNamespace,
 				"--metrics-bind-address=:8080",
 				"--health-probe-bind-address=:8081",
+				// The hub Argo CD's redis, where the resource trees go.
+				"--argocd-redis=argocd-redis."+argoCDNamespace+".svc:6379",
 			))
 			g.Expect(c.Env).To(ContainElement(HaveField("Name", "POD_NAMESPACE")))
 			for _, e := range c.Env {
