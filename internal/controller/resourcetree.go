@@ -190,7 +190,7 @@ func (r *ResourceTreeReconciler) otherVersion(ctx context.Context, now time.Time
 	for i := range apps.Items {
 		pull[resourcetree.Instance(apps.Items[i].GetNamespace(), apps.Items[i].GetName(), r.ArgoCDNamespace)] = true
 	}
-	_, hub := r.Encoding.Versions(keys, func(instance string) bool { return pull[instance] })
+	hub := r.Encoding.HubVersions(keys, func(instance string) bool { return pull[instance] })
 	r.version.at, r.version.other = now, resourcetree.OtherVersion(hub)
 	if r.version.other != "" {
 		ctrl.LoggerFrom(ctx).Info("The hub's Argo CD writes another cache version: no resource tree is written", "hub", r.version.other, "argocdPull", resourcetree.CacheVersion)

@@ -128,11 +128,7 @@ func TestAnUnwritableRedisStopsNothingAndSaysWhy(t *testing.T) {
 	defer func() { _ = rdb.Close() }()
 	h := start(t, func(o *Options, _ string) { o.ResourceTree.Address = addr })
 	h.redisSecret("wrong")
-	cluster := h.cluster()
-	h.documentsApp("guestbook", cluster)
-	w := h.work("guestbook", cluster)
-	h.report("guestbook", cluster, w.Generation, managedMultiSourceFeedback(t, nil))
-	h.g.Eventually(func() string { return statusField(h.getApp("guestbook"), "health", "status") }, timeout, interval).Should(Equal("Healthy"), "status goes on")
+	h.reportedDocumentsApp(t)
 	h.g.Eventually(func() []string { return h.eventsFor("guestbook") }, timeout, interval).Should(ContainElement(And(
 		HavePrefix(ReasonTreeNotWritten+": The resource tree is not in the hub Argo CD's cache"), ContainSubstring("the hub's redis "+addr), ContainSubstring("WRONGPASS"))))
 	h.g.Expect(treeOf(h.g, rdb, "guestbook")).To(BeNil())
@@ -161,14 +157,21 @@ func TestNoTreeIsWrittenForAnArgoCDThatReadsAnotherCacheVersion(t *testing.T) {
 	h := start(t, func(o *Options, _ string) { o.ResourceTree.Address = addr })
 	// A push-model Application's tree, as the hub's own Argo CD controller writes it.
 	h.g.Expect(rdb.Set(context.Background(), "app|resources-tree|push-model|1.9.0.gz", "x", time.Hour).Err()).To(Succeed())
-	cluster := h.cluster()
-	h.documentsApp("guestbook", cluster)
-	w := h.work("guestbook", cluster)
-	h.report("guestbook", cluster, w.Generation, managedMultiSourceFeedback(t, nil))
-	h.g.Eventually(func() string { return statusField(h.getApp("guestbook"), "health", "status") }, timeout, interval).Should(Equal("Healthy"), "status goes on")
+	h.reportedDocumentsApp(t)
 	h.g.Eventually(func() []string { return h.eventsFor("guestbook") }, timeout, interval).Should(ContainElement(And(
 		HavePrefix(ReasonTreeNotWritten+":"), ContainSubstring("the hub's Argo CD writes its cache at version 1.9.0, and argocd-pull writes 1.8.3, which it does not read"))))
 	keys, err := rdb.Keys(context.Background(), "*").Result()
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.g.Expect(keys).To(ConsistOf("app|resources-tree|push-model|1.9.0.gz"), "no tree written")
+}
+
+// reportedDocumentsApp delivers the documents' Application "guestbook" to a new cluster, which
+// reports it Healthy, and waits until the hub shows that: status goes on whatever the tree.
+func (h *harness) reportedDocumentsApp(t *testing.T) {
+	t.Helper()
+	cluster := h.cluster()
+	h.documentsApp("guestbook", cluster)
+	w := h.work("guestbook", cluster)
+	h.report("guestbook", cluster, w.Generation, managedMultiSourceFeedback(t, nil))
+	h.g.Eventually(func() string { return statusField(h.getApp("guestbook"), "health", "status") }, timeout, interval).Should(Equal("Healthy"), "status goes on")
 }

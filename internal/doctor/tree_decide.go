@@ -57,7 +57,7 @@ func decideResourceTree(f treeFacts) Result {
 			ours[instance] = true
 		}
 	}
-	_, theirs := f.enc.Versions(f.keys, func(instance string) bool { return pull[instance] })
+	theirs := f.enc.HubVersions(f.keys, func(instance string) bool { return pull[instance] })
 	if other := resourcetree.OtherVersion(theirs); other != "" {
 		return Result{ID: idResourceTree, Title: titleResourceTree, Status: StatusFail,
 			Message: fmt.Sprintf("the hub's Argo CD writes its trees at cache version %s; argocd-pull writes %s, which that Argo CD does not read: its UI and argocd app resources show no pull-model tree",

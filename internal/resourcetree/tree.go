@@ -206,23 +206,18 @@ func (e Encoding) ParseTreeKey(key string) (instance, version string, ok bool) {
 	return "", "", false
 }
 
-// Versions reads the resource-tree keys of a redis: how many trees of the pull-model Applications
-// (isPull, by instance) are at CacheVersion, and the cache versions of every other Application's
-// trees, which the hub's own Argo CD controller wrote, with their counts. A hub Argo CD that writes
-// only other versions than CacheVersion reads those, and not argocd-pull's.
-func (e Encoding) Versions(keys []string, isPull func(instance string) bool) (pull int, hub map[string]int) {
-	hub = map[string]int{}
+// HubVersions reads the resource-tree keys of a redis: the cache versions of the trees of every
+// Application but the pull-model ones (isPull, by instance), which the hub's own Argo CD
+// controller wrote, with their counts. A hub Argo CD that writes only other versions than
+// CacheVersion reads those, and not argocd-pull's.
+func (e Encoding) HubVersions(keys []string, isPull func(instance string) bool) map[string]int {
+	hub := map[string]int{}
 	for _, k := range keys {
-		instance, version, ok := e.ParseTreeKey(k)
-		switch {
-		case !ok:
-		case !isPull(instance):
+		if instance, version, ok := e.ParseTreeKey(k); ok && !isPull(instance) {
 			hub[version]++
-		case version == CacheVersion:
-			pull++
 		}
 	}
-	return pull, hub
+	return hub
 }
 
 // OtherVersion is the cache version the hub's Argo CD writes when it is not CacheVersion (and it
