@@ -78,7 +78,7 @@ type treeRecord struct {
 }
 
 // SetupWithManager registers the reconciler: every pull-labelled Application (the cache holds
-// those only), on creation, deletion, and a change of its status.resources, labels or annotations.
+// those only), on creation, deletion, and a change of its status.resources or pull markers.
 func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("resourcetree").
@@ -88,15 +88,17 @@ func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 }
 
 // treeSourceChanged passes what may change an Application's tree: its status.resources, its
-// deletion, and its labels or annotations (whether it is a pull-model Application).
+// deletion, and whether it is a pull-model Application; not the requests and deliveries its
+// annotations carry, the bulk of its updates.
 func treeSourceChanged() predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*unstructured.Unstructured), e.ObjectNew.(*unstructured.Unstructured)
 			oldRes, _, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "resources")
 			newRes, _, _ := unstructured.NestedFieldNoCopy(n.Object, "status", "resources")
-			return !equality.Semantic.DeepEqual(oldRes, newRes) || !n.GetDeletionTimestamp().IsZero() ||
-				!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) || !equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations())
+			_, oldPull, _ := manifestwork.ReadMarkers(o)
+			_, newPull, _ := manifestwork.ReadMarkers(n)
+			return !equality.Semantic.DeepEqual(oldRes, newRes) || !n.GetDeletionTimestamp().IsZero() || oldPull != newPull
 		},
 	}
 }
