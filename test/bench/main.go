@@ -67,7 +67,7 @@ func run() error {
 	flag.DurationVar(&rc.syncFor, "sync-duration", 5*time.Second, "How long each simulated Argo CD's sync runs (rollouts)")
 	flag.IntVar(&rc.steps, "rollout-steps", 10, "RollingSync steps of the rollout ApplicationSets")
 	flag.IntVar(&rc.concurrent, "concurrent-rollouts", 10, "RollingSync ApplicationSets rolling out a revision at once in the last rollout scenario (<2: skipped)")
-	scenarioList := flag.String("rollout-scenarios", strings.Join(rolloutScenarios, ","), "Which rollout scenarios to run after the first rollout of a new ApplicationSet (which they all start from)")
+	scenarioList := flag.String("rollout-scenarios", strings.Join(rolloutScenarios, ","), "Which rollout scenarios to run after the first rollout of a new ApplicationSet (which they all start from; empty: the first rollout alone)")
 	flag.Float64Var(&rc.appSetQPS, "applicationset-client-qps", 50, "The ApplicationSet controller's client limit in requests per second (its ARGOCD_K8S_CLIENT_QPS, burst twice that; Argo CD's default is 50)")
 	flag.IntVar(&rc.appSetMaxResources, "applicationset-max-resources-status-count", 0, "The most resources the ApplicationSet controller keeps in an ApplicationSet's status (its ARGOCD_APPLICATIONSET_CONTROLLER_MAX_RESOURCES_STATUS_COUNT; 0: every one, Argo CD's default). One entry per Application: at 5,000 Applications the status outgrows etcd's request limit")
 	extra := flag.String("controller-args", "", "More flags for the controller, space-separated (e.g. \"--report-interval-per-cluster=2ms\")")

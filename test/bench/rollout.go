@@ -44,9 +44,13 @@ type rolloutConfig struct {
 // The rollout scenarios that --rollout-scenarios names, in the order they run.
 var rolloutScenarios = []string{"new-revision", "second-commit", "failing-revision", "no-rollingsync", "concurrent"}
 
-// parseRolloutScenarios reads --rollout-scenarios: a comma-separated subset of rolloutScenarios.
+// parseRolloutScenarios reads --rollout-scenarios: a comma-separated subset of rolloutScenarios;
+// empty runs the first rollout alone.
 func parseRolloutScenarios(list string) (map[string]bool, error) {
 	out := map[string]bool{}
+	if strings.TrimSpace(list) == "" {
+		return out, nil
+	}
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
 		if !slices.Contains(rolloutScenarios, s) {

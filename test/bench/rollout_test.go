@@ -17,6 +17,10 @@ func TestRolloutScenariosAreChosenByName(t *testing.T) {
 
 	_, err = parseRolloutScenarios("new-revision,concurent")
 	g.Expect(err).To(MatchError(ContainSubstring(`"concurent" is none of new-revision, second-commit, failing-revision, no-rollingsync, concurrent`)))
+
+	firstAlone, err := parseRolloutScenarios("")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(firstAlone).To(BeEmpty())
 }
 
 func TestTheConcurrentSetupSyncsItselfInTheStepsItWillRollIn(t *testing.T) {
