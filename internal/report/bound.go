@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
@@ -59,9 +60,11 @@ func healthyAndSynced(c v1alpha1.ClusterCondition) bool {
 func shortenMessages(out *v1alpha1.AppConditions) string {
 	for i := range out.ClusterConditions {
 		c := &out.ClusterConditions[i]
-		if len(c.Conditions) > 2 {
-			c.Conditions = c.Conditions[:2]
+		if len(c.Conditions) == 0 {
+			continue
 		}
+		// A copy: the entries' condition lists are shared with the Tracker that listed them.
+		c.Conditions = slices.Clone(c.Conditions[:min(len(c.Conditions), 2)])
 		for j := range c.Conditions {
 			c.Conditions[j].Message = appstatus.Truncate(c.Conditions[j].Message, 128)
 		}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -114,52 +112,20 @@ func (o Options) withDefaults() Options {
 }
 
 // Build returns the report's statuses, and the time at which it must be rebuilt even if nothing
-// changes (the earliest moment a cluster turns stale); zero when there is none.
+// changes (the earliest moment a cluster turns stale); zero when there is none. It is a Tracker's
+// report of the members, each Put once at opts.Now; members are keyed by their Application.
 func Build(members []Member, opts Options) (v1alpha1.AppConditions, time.Time) {
-	opts = opts.withDefaults()
-	var (
-		out            v1alpha1.AppConditions
-		recheck        time.Time
-		resources      = map[v1alpha1.ResourceRef]struct{}{}
-		noResourceFeed int
-	)
-	trimmed := map[string][]string{}
+	t := NewTracker(opts)
 	for _, m := range members {
-		cc, next, res, fed, cut := member(m, opts)
-		out.ClusterConditions = append(out.ClusterConditions, cc)
-		for _, phrase := range cut {
-			if !slices.Contains(trimmed[m.Cluster], phrase) {
-				trimmed[m.Cluster] = append(trimmed[m.Cluster], phrase)
-			}
-		}
-		if !next.IsZero() && (recheck.IsZero() || next.Before(recheck)) {
-			recheck = next
-		}
-		for _, r := range res {
-			resources[r] = struct{}{}
-		}
-		if !fed {
-			noResourceFeed++
-		}
+		t.Put(m, opts.Now)
 	}
-	sort.Slice(out.ClusterConditions, func(i, j int) bool {
-		a, b := out.ClusterConditions[i], out.ClusterConditions[j]
-		return a.Cluster < b.Cluster || a.Cluster == b.Cluster && a.App < b.App
-	})
-	for r := range resources {
-		out.Resources = append(out.Resources, r)
-	}
-	sort.Slice(out.Resources, func(i, j int) bool { return resourceKey(out.Resources[i]) < resourceKey(out.Resources[j]) })
-	out.Summary = Summarize(out.ClusterConditions)
-	if noResourceFeed > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("resources unknown for %d of %d clusters: their work agent returned no .status.resources "+
-			"(it needs the RawFeedbackJsonString feature gate, and the list must fit in its --max-json-raw-length)", noResourceFeed, len(members)))
-	}
-	if len(trimmed) > 0 {
-		out.Notes = append(out.Notes, trimmedNote(trimmed, len(members)))
-	}
-	bound(&out, opts.SizeBudget)
-	return out, recheck
+	return t.Report()
+}
+
+// noResourceFeedNote says how many clusters returned no resource list.
+func noResourceFeedNote(unfed, members int) string {
+	return fmt.Sprintf("resources unknown for %d of %d clusters: their work agent returned no .status.resources "+
+		"(it needs the RawFeedbackJsonString feature gate, and the list must fit in its --max-json-raw-length)", unfed, members)
 }
 
 // trimmedNoteClusters is how many clusters the note on cut feedback names; their conditions say
@@ -372,31 +338,11 @@ func capConditions(conditions []v1alpha1.Condition, opts Options) []v1alpha1.Con
 // Summarize counts clusters with the documents' rules: Healthy -> healthy; Progressing ->
 // inProgress and notHealthy; anything else -> notHealthy; Synced -> synced; else notSynced.
 func Summarize(clusters []v1alpha1.ClusterCondition) v1alpha1.ReportSummary {
-	var healthy, inProgress, notHealthy, synced, notSynced int
-	for _, c := range clusters {
-		switch c.HealthStatus {
-		case argocd.HealthHealthy:
-			healthy++
-		case argocd.HealthProgressing:
-			inProgress++
-			notHealthy++
-		default:
-			notHealthy++
-		}
-		if c.SyncStatus == argocd.SyncSynced {
-			synced++
-		} else {
-			notSynced++
-		}
+	var c summaryCounts
+	for _, cc := range clusters {
+		c.add(cc, 1)
 	}
-	return v1alpha1.ReportSummary{
-		Clusters:   strconv.Itoa(len(clusters)),
-		Healthy:    strconv.Itoa(healthy),
-		InProgress: strconv.Itoa(inProgress),
-		NotHealthy: strconv.Itoa(notHealthy),
-		NotSynced:  strconv.Itoa(notSynced),
-		Synced:     strconv.Itoa(synced),
-	}
+	return c.summary()
 }
 
 func resourceKey(r v1alpha1.ResourceRef) string {
