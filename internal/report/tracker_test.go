@@ -202,4 +202,3 @@ func TestDueNamesTheMembersTurningStale(t *testing.T) {
 	g.Expect(recheck.IsZero()).To(BeTrue())
 	g.Expect(out.ClusterConditions[0].Conditions[0].Type).To(Equal(ConditionStale))
 }
-
