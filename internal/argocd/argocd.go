@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -99,7 +100,7 @@ func RollingSync(appSet *unstructured.Unstructured) bool {
 }
 
 // OwningApplicationSet returns the name of the ApplicationSet that owns the Application, if any.
-func OwningApplicationSet(app *unstructured.Unstructured) (string, bool) {
+func OwningApplicationSet(app metav1.Object) (string, bool) {
 	for _, ref := range app.GetOwnerReferences() {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err == nil && gv.Group == Group && ref.Kind == ApplicationSetGVK.Kind {

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -23,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -34,8 +31,9 @@ import (
 )
 
 // ReportReconciler keeps one MulticlusterApplicationSetReport per ApplicationSet that has
-// pull-model Applications, rebuilt from the hub's cache whenever one of its Applications, their
-// ManifestWorks or their clusters' availability changes.
+// pull-model Applications, from the hub's cache: when one of its Applications, their ManifestWorks
+// or their clusters' availability changes, that member's entry is recomputed (report_tracking.go)
+// and the report written at its pace.
 type ReportReconciler struct {
 	client.Client
 	Options Options
@@ -43,6 +41,8 @@ type ReportReconciler struct {
 	Search *reportSearch
 
 	pacing *reportPacer
+	// sets keeps each ApplicationSet's report a member at a time.
+	sets *reportSets
 
 	// changed holds, per ApplicationSet, when a change not yet in its report was first seen.
 	changed metrics.Since[types.NamespacedName]
@@ -71,17 +71,18 @@ func (r *ReportReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Op
 	appSet := argocd.NewApplicationSet()
 	delay := r.Options.ReportCoalesce
 	r.pacing = newReportPacer(r.Options.ReportEntriesPerSecond)
+	r.sets = newReportSets()
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.Search != nil {
-		b = b.WatchesRawSource(source.Channel(r.Search.events, &handler.EnqueueRequestForObject{}))
+		b = b.WatchesRawSource(source.Channel(r.Search.events, r.searchAnswered()))
 	}
 	return b.
 		Named("report").
 		WithOptions(opts).
 		For(appSet).
-		Watches(argocd.NewApplication(), enqueueAfter(delay, &r.changed, appSetOfApplication)).
-		Watches(&workv1.ManifestWork{}, enqueueAfter(delay, &r.changed, appSetOfWork)).
-		Watches(&clusterv1.ManagedCluster{}, enqueueAfter(delay, &r.changed, r.appSetsOnCluster), builder.WithPredicates(availabilityChanged())).
+		Watches(argocd.NewApplication(), r.enqueueMembers(delay, membersOfApplication)).
+		Watches(&workv1.ManifestWork{}, r.enqueueMembers(delay, r.membersOfWork)).
+		Watches(&clusterv1.ManagedCluster{}, r.enqueueMembers(delay, r.membersOnCluster), builder.WithPredicates(availabilityChanged())).
 		Watches(&v1alpha1.MulticlusterApplicationSetReport{}, &handler.EnqueueRequestForObject{}).
 		Complete(r)
 }
@@ -94,6 +95,7 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Get(ctx, req.NamespacedName, appSet, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Garbage collection removes it through its owner reference; this covers hubs without.
+			r.sets.forget(req.NamespacedName)
 			return ctrl.Result{}, r.deleteReport(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, fmt.Errorf("reading ApplicationSet %s: %w", req, err)
@@ -118,18 +120,25 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	members, err := r.members(ctx, req.NamespacedName)
+	ts, err := r.track(ctx, req.NamespacedName, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !found && len(members) == 0 {
+	if !found && ts.tracker.Len() == 0 {
+		r.sets.forget(req.NamespacedName)
 		return ctrl.Result{}, nil // not a pull-model ApplicationSet
 	}
-	statuses, recheck := report.Build(members, report.Options{Now: now, StaleAfter: r.Options.StaleAfter})
 	result := ctrl.Result{}
-	if !recheck.IsZero() {
-		result.RequeueAfter = recheck.Sub(now) + time.Second
+	if recheck := ts.tracker.NextRecheck(); !recheck.IsZero() {
+		result.RequeueAfter = max(recheck.Sub(now), 0) + time.Second
 	}
+	generation := ts.tracker.Generation()
+	if found && ts.current(generation, existing.ResourceVersion, appSet.GetUID()) {
+		// Nothing changed since this controller wrote or checked the report, and nobody else wrote it.
+		r.changed.Done(req.NamespacedName, now)
+		return result, nil
+	}
+	statuses, _ := ts.tracker.Report()
 	desired := &v1alpha1.MulticlusterApplicationSetReport{ObjectMeta: *existing.ObjectMeta.DeepCopy()}
 	desired.Name, desired.Namespace = req.Name, req.Namespace
 	if desired.Labels == nil {
@@ -149,12 +158,14 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			return ctrl.Result{}, fmt.Errorf("creating report %s: %w", req, err)
 		}
 		r.wrote(req.NamespacedName, now, metrics.OpCreate)
+		ts.wrote(generation, desired.ResourceVersion, appSet.GetUID())
 		return result, nil
 	}
 	if equality.Semantic.DeepEqual(existing.Statuses, desired.Statuses) &&
 		equality.Semantic.DeepEqual(existing.Labels, desired.Labels) &&
 		equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) {
 		r.changed.Done(req.NamespacedName, now) // the changes seen are already in the report
+		ts.wrote(generation, existing.ResourceVersion, appSet.GetUID())
 		return result, nil
 	}
 	// Only a write that changes the report takes its share of the apiserver budget.
@@ -169,13 +180,14 @@ func (r *ReportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, fmt.Errorf("updating report %s: %w", req, err)
 	}
 	r.wrote(req.NamespacedName, now, metrics.OpUpdate)
+	ts.wrote(generation, desired.ResourceVersion, appSet.GetUID())
 	return result, nil
 }
 
-// members collects, for each pull-model Application of the ApplicationSet, what the hub holds.
-// A report of N clusters reads N Applications, N ManifestWorks and N ManagedClusters from the
-// cache on every rebuild; they are read without copies (client.UnsafeDisableDeepCopy) because
-// the report is only built from them, never written to them.
+// members collects, for each pull-model Application of the ApplicationSet, what the hub holds:
+// a set's first rebuild reads N Applications, N ManifestWorks and N ManagedClusters from the
+// cache, without copies (client.UnsafeDisableDeepCopy) because the report is only built from
+// them, never written to them. Later rebuilds read the changed members alone (track).
 func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedName) ([]report.Member, error) {
 	apps := argocd.NewApplicationList()
 	if err := r.List(ctx, apps, client.InNamespace(appSet.Namespace), client.MatchingFields{appOwnerIndex: appSet.String()}, client.UnsafeDisableDeepCopy); err != nil {
@@ -183,29 +195,36 @@ func (r *ReportReconciler) members(ctx context.Context, appSet types.NamespacedN
 	}
 	members := make([]report.Member, 0, len(apps.Items))
 	for i := range apps.Items {
-		app := &apps.Items[i]
-		m, pull, err := report.NewMember(app)
-		if !pull {
-			continue
-		}
+		m, pull, err := r.memberOf(ctx, &apps.Items[i])
 		if err != nil {
-			members = append(members, m)
-			continue
-		}
-		if err := r.fill(ctx, &m); err != nil {
 			return nil, err
 		}
-		if r.Search != nil && m.Work != nil {
-			// Only about what this Application's own work delivers (see reportSearch.tracked).
-			if key, ok := searchKeyOf(m.Work); ok {
-				if res, ok := r.Search.poller.Get(key); ok {
-					m.Searched, m.SearchResources, m.SearchConditions = true, res.Resources, res.Conditions
-				}
-			}
+		if pull {
+			members = append(members, m)
 		}
-		members = append(members, m)
 	}
 	return members, nil
+}
+
+// memberOf is what the hub holds about one Application as a report member: its work, its
+// cluster and what Search answered; pull is false for an Application that is not pull-model.
+func (r *ReportReconciler) memberOf(ctx context.Context, app *unstructured.Unstructured) (m report.Member, pull bool, err error) {
+	m, pull, markerErr := report.NewMember(app)
+	if !pull || markerErr != nil {
+		return m, pull, nil // an entry that carries the markers' error, without a work
+	}
+	if err := r.fill(ctx, &m); err != nil {
+		return m, true, err
+	}
+	if r.Search != nil && m.Work != nil {
+		// Only about what this Application's own work delivers (see reportSearch.tracked).
+		if key, ok := searchKeyOf(m.Work); ok {
+			if res, ok := r.Search.poller.Get(key); ok {
+				m.Searched, m.SearchResources, m.SearchConditions = true, res.Resources, res.Conditions
+			}
+		}
+	}
+	return m, true, nil
 }
 
 // fill reads the member's ManifestWork and ManagedCluster from the cache.
@@ -242,45 +261,6 @@ func (r *ReportReconciler) deleteReport(ctx context.Context, key types.Namespace
 	return nil
 }
 
-// appSetsOnCluster maps a ManagedCluster to the ApplicationSets with an Application on it.
-func (r *ReportReconciler) appSetsOnCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	apps := argocd.NewApplicationList()
-	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing Applications to requeue their reports")
-		return nil
-	}
-	seen := map[reconcile.Request]bool{}
-	var reqs []reconcile.Request
-	for i := range apps.Items {
-		for _, req := range appSetOfApplication(ctx, &apps.Items[i]) {
-			if !seen[req] {
-				seen[req] = true
-				reqs = append(reqs, req)
-			}
-		}
-	}
-	return reqs
-}
-
-func appSetOfApplication(_ context.Context, o client.Object) []reconcile.Request {
-	u, ok := o.(*unstructured.Unstructured)
-	if !ok {
-		return nil
-	}
-	if name, ok := argocd.OwningApplicationSet(u); ok {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: u.GetNamespace(), Name: name}}}
-	}
-	return nil
-}
-
-func appSetOfWork(_ context.Context, o client.Object) []reconcile.Request {
-	ns, name, ok := strings.Cut(o.GetAnnotations()[api.HostingApplicationSetAnnotation], "/")
-	if !ok || ns == "" || name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
-}
-
 // availabilityChanged passes a ManagedCluster's creation, deletion, and the updates that change
 // its availability: what makes what its clusters reported stale, or current again.
 func availabilityChanged() predicate.Funcs {
@@ -299,35 +279,4 @@ func availability(o client.Object) metav1.ConditionStatus {
 		return c.Status
 	}
 	return ""
-}
-
-// enqueueAfter maps events to requests added after delay, so that the queue merges a burst of
-// events for one key into one reconcile.
-func enqueueAfter(delay time.Duration, changed *metrics.Since[types.NamespacedName], mapFn handler.MapFunc) handler.EventHandler {
-	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
-		now := time.Now()
-		for _, o := range objs {
-			if o == nil {
-				continue
-			}
-			for _, req := range mapFn(ctx, o) {
-				changed.Observe(req.NamespacedName, now)
-				q.AddAfter(req, delay)
-			}
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.ObjectOld, e.ObjectNew)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-	}
 }

@@ -40,6 +40,10 @@ const (
 	// The steps of a takeover (Takeovers).
 	TakeoverReleased = "released"
 	TakeoverAdopted  = "adopted"
+
+	// The rebuilds of a report (ReportEntriesComputed).
+	RebuildFull   = "full"
+	RebuildMember = "member"
 )
 
 // latencyBuckets span an event-driven path (tens of milliseconds) to a throttled or paced one
@@ -65,6 +69,14 @@ var (
 		Name: "argocd_pull_report_writes_total",
 		Help: "MulticlusterApplicationSetReports written by the report controller, by operation (create, update, delete).",
 	}, []string{"operation"})
+
+	// ReportEntriesComputed counts the report entries computed from a member's Application, work and
+	// cluster, by rebuild: full (every member, at a report's first rebuild after a start) or
+	// member (one changed member).
+	ReportEntriesComputed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "argocd_pull_report_entries_computed_total",
+		Help: "Cluster entries of MulticlusterApplicationSetReports computed from their Application, ManifestWork and ManagedCluster, by rebuild: full (every member of a report, at its first rebuild after a start) or member (a changed member).",
+	}, []string{"rebuild"})
 
 	// TreeWrites counts the resource-tree writes to the hub Argo CD's redis (internal/resourcetree).
 	TreeWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -122,13 +134,15 @@ var (
 // the gauges to its reader.
 func Register(reader client.Reader, staleAfter time.Duration) {
 	register.Do(func() {
-		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, TreeWrites, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
+		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, ReportEntriesComputed, TreeWrites, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
 		// Every operation is exported from the start, at 0: rate() and alerts see a series
 		// before the first write.
 		for _, op := range []string{OpCreate, OpUpdate, OpDelete} {
 			WorkWrites.WithLabelValues(op)
 			ReportWrites.WithLabelValues(op)
 		}
+		ReportEntriesComputed.WithLabelValues(RebuildFull)
+		ReportEntriesComputed.WithLabelValues(RebuildMember)
 		Takeovers.WithLabelValues(TakeoverReleased)
 		Takeovers.WithLabelValues(TakeoverAdopted)
 		for _, op := range []string{"put", "renew", "delete"} {

@@ -144,7 +144,7 @@ func (t *Tracker) Report() (v1alpha1.AppConditions, time.Time) {
 	if t.size(out) > t.opts.SizeBudget {
 		bound(&out, t.opts.SizeBudget)
 	}
-	return out, t.nextRecheck()
+	return out, t.NextRecheck()
 }
 
 // assemble returns the report before its size bound.
@@ -258,7 +258,8 @@ func (t *Tracker) pushRecheck(key string, at time.Time) {
 	heap.Push(&t.rechecks, recheckItem{key: key, at: at})
 }
 
-func (t *Tracker) nextRecheck() time.Time {
+// NextRecheck is the earliest time an entry turns stale, zero when none will.
+func (t *Tracker) NextRecheck() time.Time {
 	for len(t.rechecks) > 0 {
 		top := t.rechecks[0]
 		if e, ok := t.entries[top.key]; ok && e.recheck.Equal(top.at) {
