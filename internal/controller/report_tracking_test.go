@@ -80,7 +80,7 @@ func TestReportsAreKeptAMemberAtATimeAndRebuiltOnceAfterARestart(t *testing.T) {
 	h.report("rollout-"+names[0], names[0], h.writtenWork("rollout-"+names[0], names[0]).Generation, progressing)
 	h.g.Eventually(func() string { return h.summary("rollout").InProgress }, timeout, interval).Should(Equal("1"))
 	h.g.Expect(rebuilt(t, metrics.RebuildFull)).To(Equal(full), "no member but the changed one is read again")
-	h.g.Expect(rebuilt(t, metrics.RebuildMember)-member).To(BeNumerically(">=", 1))
+	h.g.Expect(rebuilt(t, metrics.RebuildMember) - member).To(BeNumerically(">=", 1))
 	h.g.Expect(rebuilt(t, metrics.RebuildMember)-member).To(BeNumerically("<", clusters),
 		"the events of one cluster's change (its work, its Application's status) recompute its entry, not every entry")
 
@@ -101,5 +101,5 @@ func TestReportsAreKeptAMemberAtATimeAndRebuiltOnceAfterARestart(t *testing.T) {
 		g.Expect(r.Statuses.Summary.InProgress).To(Equal("3"))
 		g.Expect(r.Statuses).To(Equal(h.fullRebuild(g, "rollout", time.Now())))
 	}, timeout, interval).Should(Succeed())
-	h.g.Expect(rebuilt(t, metrics.RebuildFull) - full).To(Equal(float64(clusters)), "rebuilt from the cache once: each member read once")
+	h.g.Expect(rebuilt(t, metrics.RebuildFull)-full).To(Equal(float64(clusters)), "rebuilt from the cache once: each member read once")
 }
