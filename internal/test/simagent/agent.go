@@ -124,24 +124,28 @@ func (f *Fleet) App(key types.NamespacedName) (App, bool) {
 }
 
 // Run works on the queue with workers goroutines until ctx ends.
-func (f *Fleet) Run(ctx context.Context, workers int) {
+func (f *Fleet) Run(ctx context.Context, workers int) { runQueue(ctx, f.queue, workers, f.sync) }
+
+// runQueue calls sync for each key of queue with workers goroutines until ctx ends, again later
+// (rate limited) when it fails.
+func runQueue(ctx context.Context, queue workqueue.TypedRateLimitingInterface[types.NamespacedName], workers int, sync func(context.Context, types.NamespacedName) error) {
 	go func() {
 		<-ctx.Done()
-		f.queue.ShutDown()
+		queue.ShutDown()
 	}()
 	for range workers {
 		go func() {
 			for {
-				key, quit := f.queue.Get()
+				key, quit := queue.Get()
 				if quit {
 					return
 				}
-				if err := f.sync(ctx, key); err != nil && ctx.Err() == nil {
-					f.queue.AddRateLimited(key)
+				if err := sync(ctx, key); err != nil && ctx.Err() == nil {
+					queue.AddRateLimited(key)
 				} else {
-					f.queue.Forget(key)
+					queue.Forget(key)
 				}
-				f.queue.Done(key)
+				queue.Done(key)
 			}
 		}()
 	}
@@ -262,11 +266,7 @@ func (f *Fleet) Redeliveries() int {
 	defer f.mu.Unlock()
 	n := 0
 	for _, c := range f.works {
-		for id, starts := range c.app.Starts {
-			if id != "" && starts > 1 {
-				n++
-			}
-		}
+		n += c.app.redeliveries()
 	}
 	return n
 }

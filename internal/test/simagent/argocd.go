@@ -284,6 +284,17 @@ func (a *App) Runs() int {
 	return n
 }
 
+// redeliveries counts the sync requests started more than once.
+func (a *App) redeliveries() int {
+	n := 0
+	for id, starts := range a.Starts {
+		if id != "" && starts > 1 {
+			n++
+		}
+	}
+	return n
+}
+
 // Deployed is the commit the last successful sync deployed, "" before any.
 func (a *App) Deployed() string { return a.deployed }
 
