@@ -70,6 +70,7 @@ func run() error {
 	scenarioList := flag.String("rollout-scenarios", strings.Join(rolloutScenarios, ","), "Which rollout scenarios to run after the first rollout of a new ApplicationSet (which they all start from; empty: the first rollout alone)")
 	flag.Float64Var(&rc.appSetQPS, "applicationset-client-qps", 50, "The ApplicationSet controller's client limit in requests per second (its ARGOCD_K8S_CLIENT_QPS, burst twice that; Argo CD's default is 50)")
 	flag.IntVar(&rc.appSetMaxResources, "applicationset-max-resources-status-count", 0, "The most resources the ApplicationSet controller keeps in an ApplicationSet's status (its ARGOCD_APPLICATIONSET_CONTROLLER_MAX_RESOURCES_STATUS_COUNT; 0: every one, Argo CD's default). One entry per Application: at 5,000 Applications the status outgrows etcd's request limit")
+	flag.BoolVar(&rc.limit, "rollout-limit", true, "After the rollout scenarios at each size, run them again without the pull model: no argocd-pull, the simulated clusters' Argo CD syncing the hub Applications themselves, as push-model Argo CD does. That run is the limit each pull-model rollout is a ratio to")
 	extra := flag.String("controller-args", "", "More flags for the controller, space-separated (e.g. \"--report-interval-per-cluster=2ms\")")
 	flag.Parse()
 	cfg.qps = float32(*qps)
@@ -142,6 +143,19 @@ func run() error {
 			})
 			if err != nil {
 				return fmt.Errorf("rollouts at N=%d: %w", n, err)
+			}
+			if rc.limit {
+				cfg.progress("rollouts, N=%d clusters: the limit, the same scenarios without the pull model (no argocd-pull; the clusters' Argo CD syncs the hub Applications)", n)
+				limit := rc
+				limit.push = true
+				_, err := measureRollouts(ctx, cfg, limit, n, func(res benchresults.RolloutResult) error {
+					rollouts.Results[done].Limit = &res
+					rollouts.Seconds = time.Since(started).Seconds()
+					return writeRolloutResults(rollouts, *rolloutOut)
+				})
+				if err != nil {
+					return fmt.Errorf("the limit rollouts at N=%d: %w", n, err)
+				}
 			}
 		}
 	}

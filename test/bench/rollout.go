@@ -39,6 +39,27 @@ type rolloutConfig struct {
 	// ApplicationSet's status (ARGOCD_APPLICATIONSET_CONTROLLER_MAX_RESOURCES_STATUS_COUNT; 0: all,
 	// Argo CD's default).
 	appSetMaxResources int
+	// push runs the limit scenario: the same hub without argocd-pull, the clusters' Argo CD
+	// syncing the hub Applications themselves (simagent.Push).
+	push bool
+	// limit runs the limit scenario after the pull model's at each size.
+	limit bool
+}
+
+// logPrefix tells the limit scenario's logs from the pull model's.
+func (rc rolloutConfig) logPrefix() string {
+	if rc.push {
+		return "limit-"
+	}
+	return ""
+}
+
+// describeHub says what runs between the ApplicationSet controller and the clusters.
+func (rc rolloutConfig) describeHub(clusters int) string {
+	if rc.push {
+		return fmt.Sprintf("no argocd-pull: the limit scenario, %d clusters' Argo CD syncing the hub Applications", clusters)
+	}
+	return fmt.Sprintf("argocd-pull; the GitOpsCluster registered %d clusters", clusters)
 }
 
 // The rollout scenarios that --rollout-scenarios names, in the order they run.
@@ -155,7 +176,7 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 	stall := 5*time.Minute + time.Duration(want)*50*time.Millisecond + syncFor
 	began := h.cpuClock()
 	written, _ := h.apiserverWrites(ctx)
-	asked, _ := h.ctl.scrape(ctx)
+	asked := h.scrape(ctx)
 	err := waitForProgress(ctx, stall, what, h.logPath, func() (bool, int, string) {
 		done, requested, started := 0, 0, 0
 		h.obs.each(appSets, func(a *observed) {
@@ -174,7 +195,7 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 	figures := rolloutFigures(h.obs.snapshot(appSets...), start, commit, max(steps, 1), syncFor)
 	cpu := h.cpuClock().since(began)
 	figures.CPU = &cpu
-	if now, err := h.ctl.scrape(ctx); err == nil && asked.Requests != nil {
+	if now := h.scrape(ctx); asked.Requests != nil && now.Requests != nil {
 		figures.ControllerRequests = grown(asked.Requests, now.Requests)
 	}
 	if now, err := h.apiserverWrites(ctx); err == nil && written != nil {
@@ -213,7 +234,7 @@ func (h *rolloutHub) explain(ctx context.Context, name string) string {
 		op, _ := manifestwork.PayloadRequests(w)
 		fmt.Fprintf(b, "its work (generation %d): deliveries %s, payload .operation %v\n", w.Generation, w.Annotations[api.DeliveriesAnnotation], op)
 	}
-	if sim, ok := h.sim.App(key); ok {
+	if sim, ok := h.simApp(key, types.NamespacedName{Namespace: argoNamespace, Name: name}); ok {
 		running, _ := sim.Syncing()
 		fmt.Fprintf(b, "on its cluster: .operation %v, operationState %v, sync starts by delivery %v, running %q, deployed %q", sim.Object["operation"],
 			sim.Object["status"].(map[string]any)["operationState"], sim.Starts, running, sim.Deployed())
@@ -235,9 +256,11 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 	}
 	defer h.stop()
 	finish := func() error {
-		res.AgentWrites, res.Redeliveries = h.sim.Writes.Load(), h.sim.Redeliveries()
-		if u, err := h.ctl.usage(); err == nil {
-			res.Controller = u
+		res.AgentWrites, res.Redeliveries = h.agentWrites(), h.redeliveries()
+		if h.ctl != nil {
+			if u, err := h.ctl.usage(); err == nil {
+				res.Controller = u
+			}
 		}
 		if u, err := procUsage(h.appSets.PID()); err == nil {
 			res.ApplicationSetController = u

@@ -45,7 +45,10 @@ type rolloutHub struct {
 	// appSetsLog is the ApplicationSet controller's log; appSetsPprof the URL of its profiles.
 	appSetsLog, appSetsPprof string
 	placement                *localproc.Process
-	sim                      *simagent.Fleet
+	// sim simulates the clusters behind argocd-pull; push, in the limit scenario, the clusters'
+	// Argo CD acting on the hub Applications themselves (no argocd-pull runs). One is nil.
+	sim  *simagent.Fleet
+	push *simagent.Push
 	obs                      *rolloutObserver
 	logPath                  string // argocd-pull's log
 	cancel                   context.CancelFunc
@@ -96,13 +99,17 @@ func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet,
 	if err := sandbox.CreateDefaultProject(ctx, h.c, argoNamespace); err != nil {
 		return h, err
 	}
-	for _, obj := range []client.Object{sandbox.Placement(rolloutPlacement, argoNamespace, clusterSet), sandbox.GitOpsCluster(rolloutPlacement, argoNamespace)} {
+	objs := []client.Object{sandbox.Placement(rolloutPlacement, argoNamespace, clusterSet)}
+	if !ro.push {
+		objs = append(objs, sandbox.GitOpsCluster(rolloutPlacement, argoNamespace))
+	}
+	for _, obj := range objs {
 		if err := h.c.Create(ctx, obj); err != nil {
 			return h, fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
 
-	kubeconfig := filepath.Join(cfg.logDir, fmt.Sprintf("rollout-hub-%d.kubeconfig", len(f.clusters)))
+	kubeconfig := filepath.Join(cfg.logDir, fmt.Sprintf("rollout-%shub-%d.kubeconfig", ro.logPrefix(), len(f.clusters)))
 	if err := h.env.WriteKubeconfig(kubeconfig); err != nil {
 		return h, err
 	}
@@ -114,37 +121,39 @@ func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet,
 	if err != nil {
 		return h, err
 	}
-	if h.placement, err = localproc.Start(filepath.Join(cfg.logDir, fmt.Sprintf("rollout-placement-%d.log", len(f.clusters))),
+	if h.placement, err = localproc.Start(filepath.Join(cfg.logDir, fmt.Sprintf("rollout-%splacement-%d.log", ro.logPrefix(), len(f.clusters))),
 		filepath.Join(ocmBin, "placement"), []string{"--kubeconfig=" + kubeconfig, "--disable-leader-election", "--listen=" + listen}); err != nil {
 		return h, err
 	}
+	h.appSetsLog = filepath.Join(cfg.logDir, fmt.Sprintf("rollout-%sapplicationset-controller-%d.log", ro.logPrefix(), len(f.clusters)))
 	h.logPath = filepath.Join(cfg.logDir, fmt.Sprintf("rollout-controller-%d.log", len(f.clusters)))
-	if h.ctl, err = startController(ctx, cfg.controller, kubeconfig, h.logPath, cfg.controllerArgs()); err != nil {
+	if ro.push {
+		h.logPath = h.appSetsLog // what waits name when they give up
+	} else if h.ctl, err = startController(ctx, cfg.controller, kubeconfig, h.logPath, cfg.controllerArgs()); err != nil {
 		return h, err
 	}
-	if err := waitFor(ctx, 5*time.Minute, "the GitOpsCluster Ready (every cluster registered with Argo CD)", h.logPath, func() (bool, string) {
-		gc := &gitopsv1beta1.GitOpsCluster{}
-		if err := h.c.Get(ctx, client.ObjectKey{Namespace: argoNamespace, Name: sandbox.GitOpsClusterName}, gc); err != nil {
-			return false, err.Error()
-		}
-		ready := meta.FindStatusCondition(gc.Status.Conditions, gitopsv1beta1.ReadyCondition)
-		if ready == nil {
-			return false, "no Ready condition yet"
-		}
-		return ready.Status == metav1.ConditionTrue, ready.Message
-	}); err != nil {
+	if err := h.awaitClustersRegistered(ctx, ro, len(f.clusters)); err != nil {
 		return h, err
 	}
-	cfg.progress("the OCM placement controller, argocd-pull; the GitOpsCluster registered %d clusters", len(f.clusters))
+	cfg.progress("the OCM placement controller, %s", ro.describeHub(len(f.clusters)))
 
 	cctx, cancel := context.WithCancel(ctx)
 	h.cancel = cancel
-	h.sim = simagent.New(h.c, b)
-	h.sim.OnChange = h.obs.simEvent
+	if ro.push {
+		h.push = simagent.NewPush(h.c, b)
+		h.push.OnChange = h.obs.simEvent
+	} else {
+		h.sim = simagent.New(h.c, b)
+		h.sim.OnChange = h.obs.simEvent
+	}
 	if err := h.watch(cctx, rc, f); err != nil {
 		return h, err
 	}
-	h.sim.Run(cctx, cfg.workers)
+	if ro.push {
+		h.push.Run(cctx, cfg.workers)
+	} else {
+		h.sim.Run(cctx, cfg.workers)
+	}
 	(&registrationAgents{c: h.c, clusters: f.clusters, duration: cfg.lease}).run(cctx)
 
 	argoBin, err := assets.ArgoCDBinDir(root, argoVersion)
@@ -172,12 +181,31 @@ func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet,
 		env = append(env, "ARGOCD_ENABLE_PROFILER_FILE_PATH="+enabled)
 		h.appSetsPprof = "http://" + addrs[0] + "/debug/pprof"
 	}
-	h.appSetsLog = filepath.Join(cfg.logDir, fmt.Sprintf("rollout-applicationset-controller-%d.log", len(f.clusters)))
 	if h.appSets, err = localproc.Start(h.appSetsLog, filepath.Join(argoBin, "argocd"), args, env...); err != nil {
 		return h, err
 	}
 	cfg.progress("the Argo CD ApplicationSet controller (progressive syncs), %d simulated clusters", len(f.clusters))
 	return h, nil
+}
+
+// awaitClustersRegistered waits, behind argocd-pull, for its GitOpsCluster to register every
+// cluster with Argo CD; the limit scenario has no argocd-pull, and its Applications' destination
+// (the in-cluster server) needs no cluster registered.
+func (h *rolloutHub) awaitClustersRegistered(ctx context.Context, ro rolloutConfig, clusters int) error {
+	if ro.push {
+		return nil
+	}
+	return waitFor(ctx, 5*time.Minute, "the GitOpsCluster Ready (every cluster registered with Argo CD)", h.logPath, func() (bool, string) {
+		gc := &gitopsv1beta1.GitOpsCluster{}
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: argoNamespace, Name: sandbox.GitOpsClusterName}, gc); err != nil {
+			return false, err.Error()
+		}
+		ready := meta.FindStatusCondition(gc.Status.Conditions, gitopsv1beta1.ReadyCondition)
+		if ready == nil {
+			return false, "no Ready condition yet"
+		}
+		return ready.Status == metav1.ConditionTrue, ready.Message
+	})
 }
 
 // cpuClock reads the CPU seconds the hub's processes used so far, the ApplicationSet
@@ -237,7 +265,9 @@ func (h *rolloutHub) profile(ctx context.Context, cfg config, name string) {
 	if cfg.profile <= 0 {
 		return
 	}
-	h.ctl.profile(ctx, cfg, name+"-argocd-pull.pprof")
+	if h.ctl != nil {
+		h.ctl.profile(ctx, cfg, name+"-argocd-pull.pprof")
+	}
 	if h.appSetsPprof != "" {
 		go keepProfile(ctx, cfg, h.appSetsPprof+"/"+cpuProfile(cfg), name+"-applicationset-controller.pprof")
 	}
@@ -277,7 +307,7 @@ func (h *rolloutHub) watch(ctx context.Context, rc *rest.Config, f fleet) error 
 			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 				o = d.Obj
 			}
-			if w, ok := o.(*workv1.ManifestWork); ok {
+			if w, ok := o.(*workv1.ManifestWork); ok && h.sim != nil {
 				h.sim.Forget(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 			}
 		},
@@ -287,9 +317,20 @@ func (h *rolloutHub) watch(ctx context.Context, rc *rest.Config, f fleet) error 
 	onApp := func(o any) {
 		if app, ok := o.(*unstructured.Unstructured); ok {
 			h.obs.hubEvent(app)
+			if h.push != nil {
+				h.push.Observe(app)
+			}
 		}
 	}
-	if err := handle(argocd.NewApplication(), toolscache.ResourceEventHandlerFuncs{AddFunc: onApp, UpdateFunc: func(_, o any) { onApp(o) }}); err != nil {
+	onAppDeleted := func(o any) {
+		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		if app, ok := o.(*unstructured.Unstructured); ok && h.push != nil {
+			h.push.Forget(client.ObjectKeyFromObject(app))
+		}
+	}
+	if err := handle(argocd.NewApplication(), toolscache.ResourceEventHandlerFuncs{AddFunc: onApp, UpdateFunc: func(_, o any) { onApp(o) }, DeleteFunc: onAppDeleted}); err != nil {
 		return err
 	}
 	onReport := func(o any) {
@@ -308,9 +349,47 @@ func (h *rolloutHub) watch(ctx context.Context, rc *rest.Config, f fleet) error 
 }
 
 func (h *rolloutHub) observeWork(o any) {
-	if w, ok := o.(*workv1.ManifestWork); ok {
+	if w, ok := o.(*workv1.ManifestWork); ok && h.sim != nil {
 		h.sim.Observe(w)
 	}
+}
+
+// scrape reads argocd-pull's metrics; empty in the limit scenario, or when they do not answer.
+func (h *rolloutHub) scrape(ctx context.Context) metricsSnapshot {
+	if h.ctl == nil {
+		return metricsSnapshot{}
+	}
+	snap, err := h.ctl.scrape(ctx)
+	if err != nil {
+		return metricsSnapshot{}
+	}
+	return snap
+}
+
+// agentWrites counts the simulated clusters' writes to the hub: their work agents' status
+// writes, or in the limit scenario their Argo CD's writes to the hub Applications.
+func (h *rolloutHub) agentWrites() int64 {
+	if h.push != nil {
+		return h.push.Writes.Load()
+	}
+	return h.sim.Writes.Load()
+}
+
+// redeliveries counts the sync requests some cluster started twice.
+func (h *rolloutHub) redeliveries() int {
+	if h.push != nil {
+		return h.push.Redeliveries()
+	}
+	return h.sim.Redeliveries()
+}
+
+// simApp is the simulated cluster's Application: by its work's key, or in the limit scenario by
+// the hub Application's.
+func (h *rolloutHub) simApp(work, app types.NamespacedName) (simagent.App, bool) {
+	if h.push != nil {
+		return h.push.App(app)
+	}
+	return h.sim.App(work)
 }
 
 // stop stops every process of the hub and the apiserver.

@@ -19,7 +19,7 @@ func (h *rolloutHub) newRevision(ctx context.Context, cfg config, rc rolloutConf
 	if err := h.commit(ctx, "rollout01", "v2"); err != nil {
 		return benchresults.Rollout{}, err
 	}
-	h.profile(ctx, cfg, fmt.Sprintf("rollout-%d-new-revision", clusters))
+	h.profile(ctx, cfg, fmt.Sprintf("rollout-%s%d-new-revision", rc.logPrefix(), clusters))
 	return h.await(ctx, "a new revision through every step", []string{"rollout01"}, clusters, start, "v2", rc.steps, rc.syncFor)
 }
 
@@ -97,7 +97,7 @@ func (h *rolloutHub) concurrentRollouts(ctx context.Context, cfg config, rc roll
 			return nil, err
 		}
 	}
-	h.profile(ctx, cfg, fmt.Sprintf("rollout-%d-concurrent", clusters))
+	h.profile(ctx, cfg, fmt.Sprintf("rollout-%s%d-concurrent", rc.logPrefix(), clusters))
 	concurrent, err := h.await(ctx, fmt.Sprintf("a new revision in %d ApplicationSets at once", len(sets)), sets, clusters, start, "v7", rc.steps, rc.syncFor)
 	return &concurrent, err
 }

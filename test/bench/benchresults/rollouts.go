@@ -66,6 +66,12 @@ type RolloutResult struct {
 	// a cluster's Argo CD started twice over the whole run (each must start once).
 	AgentWrites  int64 `json:"agentWrites"`
 	Redeliveries int   `json:"redeliveries"`
+
+	// Limit is the same scenarios at this size without the pull model: the same hub, ApplicationSet
+	// controller and simulated syncs, no argocd-pull, the clusters' Argo CD syncing the hub
+	// Applications themselves (simagent.Push). Its times are the limit for this machine. Nil in
+	// runs made before it was measured, and in the limit itself.
+	Limit *RolloutResult `json:"limit,omitempty"`
 }
 
 // Rollout is one revision reaching a set of Applications.
@@ -321,6 +327,28 @@ func (r RolloutReport) RolloutTable() string {
 		return fmt.Sprintf("%d sets: %s", res.Concurrent.ApplicationSets, rollout(res.Concurrent))
 	})
 	cpu("concurrent: cores busy", func(res RolloutResult) *Rollout { return res.Concurrent })
+	if slices.ContainsFunc(r.Results, func(res RolloutResult) bool { return res.Limit != nil }) {
+		limit := func(name string, of func(RolloutResult) *Rollout) {
+			row(name, func(res RolloutResult) string {
+				if res.Limit == nil {
+					return "-"
+				}
+				if a, ok := CompareWithLimit(of(res), of(*res.Limit)); ok {
+					return a.String()
+				}
+				return "-"
+			})
+		}
+		limit("against the limit (the same without the pull model): a new RollingSync ApplicationSet", func(res RolloutResult) *Rollout { return res.FirstRollout })
+		limit("against the limit: a new revision, step by step", func(res RolloutResult) *Rollout { return res.NewRevision })
+		limit("against the limit: concurrent RollingSync ApplicationSets", func(res RolloutResult) *Rollout { return res.Concurrent })
+		row("the limit: cores busy in its first rollout", func(res RolloutResult) string {
+			if res.Limit == nil || res.Limit.FirstRollout == nil || res.Limit.FirstRollout.CPU == nil {
+				return "-"
+			}
+			return res.Limit.FirstRollout.CPU.String()
+		})
+	}
 	row("sync requests started twice on a cluster", func(res RolloutResult) string { return fmt.Sprint(res.Redeliveries) })
 	row("argocd-pull: peak RSS, CPU", func(res RolloutResult) string {
 		return fmt.Sprintf("%.0f MiB, %.0f s", res.Controller.PeakRSSMiB, res.Controller.CPUSeconds)

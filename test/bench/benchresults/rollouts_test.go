@@ -1,6 +1,9 @@
 package benchresults
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestMostWritesListsTheLargestCountsFirst(t *testing.T) {
 	writes := map[string]float64{"applications PATCH": 4102, "manifestworks PUT": 1000, "events POST": 12, "leases PUT": 1000, "applicationsets/status PUT": 30}
@@ -9,5 +12,35 @@ func TestMostWritesListsTheLargestCountsFirst(t *testing.T) {
 	}
 	if got, want := mostWrites(map[string]float64{"applications PATCH": 2}, 5), "applications PATCH 2"; got != want {
 		t.Errorf("mostWrites = %q, want %q", got, want)
+	}
+}
+
+func TestARolloutIsComparedWithItsLimitStepByStep(t *testing.T) {
+	steps := func(lengths ...float64) []Step {
+		var out []Step
+		for i, s := range lengths {
+			out = append(out, Step{Step: i, Seconds: s})
+		}
+		return out
+	}
+	pull := &Rollout{Seconds: 60, Steps: steps(7, 5, 6, 8, 34)}
+	limit := &Rollout{Seconds: 48, Steps: steps(6, 5.5, 5, 6, 25.5)}
+	a, ok := CompareWithLimit(pull, limit)
+	if !ok {
+		t.Fatal("not compared")
+	}
+	if a.Ratio != 1.25 {
+		t.Errorf("ratio %v, want 1.25", a.Ratio)
+	}
+	// Added per step: 1, -0.5, 1, 2, 8.5 s; sorted -0.5, 1, 1, 2, 8.5.
+	if want := (Percentiles{Count: 5, P50ms: 1000, P90ms: 2000, P99ms: 2000, MaxMs: 8500}); a.AddedPerStep != want {
+		t.Errorf("added per step %+v, want %+v", a.AddedPerStep, want)
+	}
+	if _, ok := CompareWithLimit(pull, nil); ok {
+		t.Error("compared without a limit")
+	}
+	report := RolloutReport{Results: []RolloutResult{{Clusters: 1000, FirstRollout: pull, Limit: &RolloutResult{Clusters: 1000, FirstRollout: limit}}}}
+	if got := report.RolloutTable(); !strings.Contains(got, "60.0 s against 48.0 s: 1.25x the limit; argocd-pull added per step p50 1.0 s, p99 2.0 s, max 8.5 s over 5 steps") {
+		t.Errorf("the table does not compare the first rollout with its limit:\n%s", got)
 	}
 }
