@@ -47,11 +47,11 @@ type rolloutHub struct {
 	placement                *localproc.Process
 	// sim simulates the clusters behind argocd-pull; push, in the limit scenario, the clusters'
 	// Argo CD acting on the hub Applications themselves (no argocd-pull runs). One is nil.
-	sim  *simagent.Fleet
-	push *simagent.Push
-	obs                      *rolloutObserver
-	logPath                  string // argocd-pull's log
-	cancel                   context.CancelFunc
+	sim     *simagent.Fleet
+	push    *simagent.Push
+	obs     *rolloutObserver
+	logPath string // argocd-pull's log
+	cancel  context.CancelFunc
 }
 
 func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet, b simagent.Behaviour) (h *rolloutHub, err error) {
