@@ -15,6 +15,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/internal/controller"
 	"github.com/argocd-pull/argocd-pull/internal/dashboard"
+	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
@@ -168,7 +169,7 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	// rolling restart hands over in about a retry period instead of a lease duration.
 	mopts.LeaderElectionReleaseOnCancel = true
 	mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &f.leaseDuration, &f.renewDeadline, &f.retryPeriod
-	mgr, err := ctrl.NewManager(cfg, mopts)
+	mgr, err := ctrl.NewManager(metrics.CountAPIRequests(cfg), mopts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
@@ -79,7 +80,7 @@ func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 	}
 	mopts := ManagerOptions(s, opts)
 	mopts.Metrics = metricsserver.Options{BindAddress: "0"}
-	mgr, err := ctrl.NewManager(env.Config, mopts)
+	mgr, err := ctrl.NewManager(metrics.CountAPIRequests(env.Config), mopts)
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}

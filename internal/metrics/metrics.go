@@ -134,7 +134,7 @@ var (
 // the gauges to its reader.
 func Register(reader client.Reader, staleAfter time.Duration) {
 	register.Do(func() {
-		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, ReportEntriesComputed, TreeWrites, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
+		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, ReportEntriesComputed, APIRequests, TreeWrites, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
 		// Every operation is exported from the start, at 0: rate() and alerts see a series
 		// before the first write.
 		for _, op := range []string{OpCreate, OpUpdate, OpDelete} {

@@ -144,3 +144,27 @@ func TestApplicationConditions(t *testing.T) {
 	g.Expect(refused).To(Equal(map[string]int{"ManagedClusterNotFound": 2, "PayloadTooLarge": 1}))
 	g.Expect(paused).To(Equal(1))
 }
+
+func TestRequestsAreNamedAsTheApiserverNamesThem(t *testing.T) {
+	for _, tt := range []struct{ method, path, watch, verb, resource string }{
+		{"PATCH", "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/guestbook", "", "patch", "applications"},
+		{"PUT", "/apis/work.open-cluster-management.io/v1/namespaces/cluster1/manifestworks/w", "", "update", "manifestworks"},
+		{"PATCH", "/apis/work.open-cluster-management.io/v1/namespaces/cluster1/manifestworks/w/status", "", "patch", "manifestworks/status"},
+		{"POST", "/apis/events.k8s.io/v1/namespaces/argocd/events", "", "create", "events"},
+		{"GET", "/api/v1/namespaces/argocd/secrets", "", "list", "secrets"},
+		{"GET", "/api/v1/namespaces/argocd/secrets", "true", "watch", "secrets"},
+		{"GET", "/apis/cluster.open-cluster-management.io/v1/managedclusters/c1", "", "get", "managedclusters"},
+		{"GET", "/api/v1/namespaces/argocd", "", "get", "namespaces"},
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/argocd/leases/argocd-pull", "", "update", "leases"},
+	} {
+		verb, resource, ok := RequestOf(tt.method, tt.path, tt.watch)
+		if !ok || verb != tt.verb || resource != tt.resource {
+			t.Errorf("%s %s: %q %q %v, want %q %q", tt.method, tt.path, verb, resource, ok, tt.verb, tt.resource)
+		}
+	}
+	for _, path := range []string{"/healthz", "/apis", "/api/v1", "/apis/argoproj.io/v1alpha1"} {
+		if _, _, ok := RequestOf("GET", path, ""); ok {
+			t.Errorf("%s named as a resource's request", path)
+		}
+	}
+}

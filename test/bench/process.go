@@ -230,6 +230,9 @@ func (c cpuClock) since(start cpuClock) cpuShare {
 type metricsSnapshot struct {
 	// Requests counts API requests by HTTP method.
 	Requests map[string]float64
+	// ByResource counts them by verb and resource ("patch applications"), from
+	// argocd_pull_api_requests_total; empty for binaries without it.
+	ByResource map[string]float64
 	// Reconciles counts reconciles by controller.
 	Reconciles map[string]float64
 	// QueueDepth is the summed depth of all work queues.
@@ -260,13 +263,18 @@ func (m metricsSnapshot) writes() float64 {
 }
 
 func (p *controllerProcess) scrape(ctx context.Context) (metricsSnapshot, error) {
-	snap := metricsSnapshot{Requests: map[string]float64{}, Reconciles: map[string]float64{}, QueueWait: map[string]sumCount{}, Work: map[string]sumCount{}, TreeWrites: map[string]float64{}}
+	snap := metricsSnapshot{Requests: map[string]float64{}, ByResource: map[string]float64{}, Reconciles: map[string]float64{}, QueueWait: map[string]sumCount{}, Work: map[string]sumCount{}, TreeWrites: map[string]float64{}}
 	families, err := fetchMetrics(ctx, http.DefaultClient, p.metrics)
 	if err != nil {
 		return snap, err
 	}
 	for _, m := range families["rest_client_requests_total"].GetMetric() {
 		snap.Requests[label(m, "method")] += m.GetCounter().GetValue()
+	}
+	for _, m := range families["argocd_pull_api_requests_total"].GetMetric() {
+		if v := m.GetCounter().GetValue(); v > 0 {
+			snap.ByResource[label(m, "verb")+" "+label(m, "resource")] += v
+		}
 	}
 	for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
 		snap.Reconciles[label(m, "controller")] += m.GetCounter().GetValue()

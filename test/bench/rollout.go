@@ -197,6 +197,9 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 	figures.CPU = &cpu
 	if now := h.scrape(ctx); asked.Requests != nil && now.Requests != nil {
 		figures.ControllerRequests = grown(asked.Requests, now.Requests)
+		if len(now.ByResource) > 0 {
+			figures.ControllerRequestsByResource = grown(asked.ByResource, now.ByResource)
+		}
 	}
 	if now, err := h.apiserverWrites(ctx); err == nil && written != nil {
 		figures.APIServerWrites = grown(written, now)

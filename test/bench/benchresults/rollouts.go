@@ -104,6 +104,10 @@ type Rollout struct {
 	// ControllerRequests counts argocd-pull's own requests meanwhile, by HTTP method: its share
 	// of APIServerWrites. Nil in runs made before it was recorded.
 	ControllerRequests map[string]float64 `json:"controllerRequests,omitempty"`
+	// ControllerRequestsByResource counts them by verb and resource ("patch applications",
+	// "update manifestworks"), from argocd_pull_api_requests_total. Nil in runs made before it was
+	// recorded.
+	ControllerRequestsByResource map[string]float64 `json:"controllerRequestsByResource,omitempty"`
 	// Per Application: RequestLag from the previous step done (the commit for the first) until the
 	// ApplicationSet controller's sync request was on the hub Application; Delivery from that
 	// request (without RollingSync: from the commit, the Applications syncing themselves) until the
@@ -285,6 +289,16 @@ func (r RolloutReport) RolloutTable() string {
 			return mostWrites(res.NewRevision.ControllerRequests, 5)
 		})
 	}
+	if slices.ContainsFunc(r.Results, func(res RolloutResult) bool {
+		return res.FirstRollout != nil && res.FirstRollout.ControllerRequestsByResource != nil
+	}) {
+		row("the first rollout: argocd-pull's writes per Application, by verb and resource", func(res RolloutResult) string {
+			if res.FirstRollout == nil || res.FirstRollout.ControllerRequestsByResource == nil {
+				return "-"
+			}
+			return res.FirstRollout.WritesPerApplication()
+		})
+	}
 	row("syncs per Application (1: each asked once)", func(res RolloutResult) string {
 		if res.NewRevision == nil {
 			return "-"
@@ -365,6 +379,33 @@ func (r RolloutReport) RolloutTable() string {
 		})
 	}
 	return b.String()
+}
+
+// writeVerbs are the verbs of the requests that change something.
+var writeVerbs = []string{"create", "update", "patch", "delete"}
+
+// WritesPerApplication is argocd-pull's writes in the rollout per Application, in all and by verb
+// and resource, most first: "5.80: 2.00 patch applications, 1.90 update manifestworks, ...".
+func (ro *Rollout) WritesPerApplication() string {
+	if ro.Applications == 0 {
+		return "-"
+	}
+	per := map[string]float64{}
+	total := 0.0
+	for k, v := range ro.ControllerRequestsByResource {
+		verb, _, _ := strings.Cut(k, " ")
+		if slices.Contains(writeVerbs, verb) {
+			per[k] = v / float64(ro.Applications)
+			total += per[k]
+		}
+	}
+	keys := slices.Collect(maps.Keys(per))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(per[b], per[a]), strings.Compare(a, b)) })
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%.2f %s", per[k], k))
+	}
+	return fmt.Sprintf("%.2f: %s", total, strings.Join(parts, ", "))
 }
 
 // mostWrites is the n largest counts of writes, "applications PATCH 4,102, ...".

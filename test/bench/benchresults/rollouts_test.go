@@ -44,3 +44,11 @@ func TestARolloutIsComparedWithItsLimitStepByStep(t *testing.T) {
 		t.Errorf("the table does not compare the first rollout with its limit:\n%s", got)
 	}
 }
+
+func TestWritesPerApplicationCountsOnlyWrites(t *testing.T) {
+	ro := &Rollout{Applications: 100, ControllerRequestsByResource: map[string]float64{
+		"patch applications": 200, "update manifestworks": 190, "create events": 100, "get applications": 7, "watch secrets": 1}}
+	if got, want := ro.WritesPerApplication(), "4.90: 2.00 patch applications, 1.90 update manifestworks, 1.00 create events"; got != want {
+		t.Errorf("WritesPerApplication = %q, want %q", got, want)
+	}
+}
