@@ -104,7 +104,7 @@ func run() error {
 	cfg.progress = func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
 	}
-	report := benchReport{Run: benchresults.Run{Machine: machine(), ControllerVersion: controllerVersion(cfg.controller), Started: started.UTC().Format(time.RFC3339),
+	report := benchReport{Run: benchresults.Run{Kind: benchresults.KindScale, Machine: machine(), ControllerVersion: controllerVersion(cfg.controller), Started: started.UTC().Format(time.RFC3339),
 		Command: strings.Join(append([]string{"go run ./test/bench"}, withoutMachinePaths(os.Args[1:])...), " ")}}
 	// The results are written after each size, so that a larger size that fails (or is stopped)
 	// keeps the smaller ones.
@@ -120,6 +120,7 @@ func run() error {
 		}
 	}
 	rollouts := benchresults.RolloutReport{Run: report.Run, ArgoCDVersion: argoCDVersion()}
+	rollouts.Kind = benchresults.KindRollouts
 	for _, n := range counts {
 		if runFleet {
 			cfg.progress("N=%d clusters, A=%d ApplicationSets: %d Applications", n, *appSets, n**appSets)

@@ -21,6 +21,9 @@ type Report struct {
 
 // Run is what every results file says of the run that wrote it.
 type Run struct {
+	// Kind is what the file holds: KindScale or KindRollouts ("" in files written before it was
+	// recorded: see KindOf).
+	Kind    string `json:"kind,omitempty"`
 	Machine string `json:"machine"`
 	Started string `json:"started"`
 	Command string `json:"command"`
