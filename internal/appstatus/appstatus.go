@@ -228,9 +228,11 @@ func Derive(obs Observed, wanted *Source) Status {
 	case wanted != nil && obs.ComparedTo != nil && *obs.ComparedTo != *wanted:
 		// Its Argo CD has not compared against the wanted source: what it says is about the old one.
 		st.Health, st.Sync = argocd.HealthProgressing, argocd.SyncOutOfSync
-	case manifestwork.InFlight(obs.Carried, obs.Delivery, obs.HubSynced) && st.Health == argocd.HealthHealthy:
-		// A requested sync has not finished there: its health is about what ran before (a
-		// RollingSync step must not advance on it).
+	case manifestwork.InFlight(obs.Carried, obs.Delivery, obs.HubSynced) && st.Health == argocd.HealthHealthy && st.Sync == argocd.SyncSynced:
+		// A requested sync has not finished there: its health is about what ran before, and a
+		// RollingSync step must not advance on it (the ApplicationSet controller counts an
+		// Application done when it reads Healthy and Synced; one that reads OutOfSync it does not,
+		// so its health is shown as its cluster reports it, without a write of its own).
 		st.Health = argocd.HealthProgressing
 	}
 	if obs.Behind && st.Sync == argocd.SyncSynced {

@@ -141,8 +141,11 @@ func TestFinishedButUnsettledSyncStillRuns(t *testing.T) {
 	st := Derive(obs, nil)
 	g.Expect(st.Operation.Phase).To(Equal("Running"))
 	g.Expect(st.Operation.FinishedAt).To(BeEmpty())
-	g.Expect(st.Health).To(Equal(argocd.HealthProgressing))
+	g.Expect(st.Health).To(Equal(argocd.HealthHealthy), "OutOfSync: no RollingSync step counts it done, its health is its cluster's")
 	g.Expect(manifestwork.DeliveryID(st.Operation.Operation)).To(Equal("d1"))
+	synced := obs
+	synced.Sync = argocd.SyncSynced
+	g.Expect(Derive(synced, nil).Health).To(Equal(argocd.HealthProgressing), "Synced, its health is about what ran before the request: a step must not advance on it")
 
 	obs.Delivery.ReconciledAt = "2026-11-23T10:00:06Z"
 	st = Derive(obs, nil)

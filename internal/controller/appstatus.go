@@ -128,6 +128,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		return ctrl.Result{}, time.Time{}, nil
 	}
 	obs := appstatus.Observe(work)
+	obs.Carried = obs.Carried.Outstanding(manifestwork.HubOf(app))
 	if obs.Stale, recheck, err = r.staleness(ctx, work, obs); err != nil {
 		return ctrl.Result{}, time.Time{}, err
 	}
@@ -163,11 +164,12 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		r.recheck(ctx, key.Namespace, barrier.Recheck)
 	}
 
-	// Whether the hub already shows the sync status the cluster settled on (see manifestwork.Clears).
+	// Whether the hub shows Synced in this very write (see manifestwork.Clears): the request is
+	// cleared in the write that shows the Application Synced, never while it reads OutOfSync (a
+	// cluster its RollingSync fleet went ahead of reads OutOfSync though its sync succeeded).
 	hub := manifestwork.HubOf(app)
 	obs.HubTerminating = hub.Terminating != "" && hub.Terminating == obs.Delivery.SyncStarted
-	hubSync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
-	obs.HubSynced = hubSync == appstatus.Derive(obs, appstatus.WantedSource(app)).Sync
+	obs.HubSynced = appstatus.Derive(obs, appstatus.WantedSource(app)).Sync == argocd.SyncSynced
 	st := appstatus.Derive(obs, appstatus.WantedSource(app))
 	hub.Synced = obs.HubSynced
 	if hubPhase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase"); hubPhase == manifestwork.PhaseTerminating &&
@@ -238,7 +240,10 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		r.rolling.Put(set, key, own.Showing(updated))
 		r.evaluated(ctx, key, barrier, obs.Revision)
 	}
-	if clearSync || clearRefresh {
+	if clearSync && manifestwork.RolledOut(hub) && !clearRefresh {
+		// A RollingSync step's sync: the ApplicationSet's status records each Application's
+		// progress, and an event for each would be one more write per Application of a rollout.
+	} else if clearSync || clearRefresh {
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Deliver",
 			"The managed cluster %s finished the requested %s", work.Namespace, requestNames(clearSync, clearRefresh))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,6 +41,9 @@ type PropagationReconciler struct {
 	Cache client.Reader
 	// upstream reads the works of the upstream pull controllers (see takeover.go).
 	upstream *upstreamWorks
+	// writtenFrom holds, per work this controller updated, the resourceVersion it updated it from
+	// (see behindOwnWrite).
+	writtenFrom sync.Map
 }
 
 // conflictRetry is how soon an Application is read again after a write based on a copy that had
@@ -87,6 +91,9 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if r.behindOwnWrite(g.Facts.Existing) {
+		return ctrl.Result{}, nil // the update's event brings the Application back
+	}
 	verdict, err := propagation.Ladder(g.Facts)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -108,6 +115,9 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if err != nil {
 		switch failed := plan.Steps[done]; {
+		case apierrors.IsConflict(err):
+			// The work changed since the cache's copy: no refusal, read it again (see Reconcile).
+			return ctrl.Result{}, err
 		case failed.Action == propagation.ActCreate || failed.Action == propagation.ActUpdate:
 			if tooLarge(err) {
 				return ctrl.Result{}, conditions.refuse(ctx, app, propagation.ReasonPayloadTooLarge, "the apiserver refused the ManifestWork: "+err.Error())

@@ -331,6 +331,7 @@ func TestBadInputIsReportedAndNothingElseIsAffected(t *testing.T) {
 
 			h.g.Eventually(func() string { return h.condition("bad") }, timeout, interval).Should(And(HavePrefix(tt.reason+": "), ContainSubstring(tt.message)))
 			h.g.Eventually(func() []string { return h.eventsFor("bad") }, timeout, interval).Should(ContainElement(HavePrefix(tt.reason + ": ")))
+			h.g.Expect(h.warnings("bad")).To(ConsistOf(tt.reason), "a Warning event, as the README's table of bad input says")
 			h.noWorkFor("bad")
 			h.work("healthy-neighbour", good)
 			h.g.Expect(h.eventsFor("bad")).To(HaveLen(1), "one event for one transition, not one per retry")

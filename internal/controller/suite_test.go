@@ -80,7 +80,11 @@ func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 	}
 	mopts := ManagerOptions(s, opts)
 	mopts.Metrics = metricsserver.Options{BindAddress: "0"}
-	mgr, err := ctrl.NewManager(metrics.CountAPIRequests(env.Config), mopts)
+	cfg := metrics.CountAPIRequests(env.Config)
+	if recordWrites != nil {
+		cfg.Wrap(recordWrites)
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}

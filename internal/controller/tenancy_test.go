@@ -19,6 +19,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/report"
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 	"github.com/argocd-pull/argocd-pull/internal/test/searchtest"
@@ -391,11 +392,15 @@ func TestSearchIsAskedOnlyAboutDeliveredApplications(t *testing.T) {
 	attacker.app("payroll", cluster, ownedBy(evil), landingIn(h.ns))
 	h.g.Eventually(func() string { return attacker.condition("payroll") }, timeout, interval).Should(HavePrefix(propagation.ReasonNamespaceNotAllowed))
 	h.g.Consistently(func() bool { return fake.Asked(searchtest.Key{Cluster: cluster, Namespace: h.ns, Name: "payroll"}) }, 2*time.Second, 200*time.Millisecond).Should(BeFalse())
-	if r, err := attacker.getReport("evil"); err == nil {
-		h.g.Expect(r.Statuses.Resources).To(BeEmpty(), "no Search answer in the attacker's report")
-		for _, c := range r.Statuses.ClusterConditions {
-			h.g.Expect(c.Conditions).NotTo(ContainElement(HaveField("Message", ContainSubstring("payroll-db"))))
-		}
+	// The attacker's ApplicationSet has its report (its refused Application listed, with why), and
+	// nothing Search said about the victim is in it.
+	h.g.Eventually(func() []string { return attacker.conditionsOf("evil", "") }, timeout, interval).Should(ContainElement(report.ConditionNotPropagated))
+	r, err := attacker.getReport("evil")
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(r.Statuses.Resources).To(BeEmpty(), "no Search answer in the attacker's report")
+	h.g.Expect(r.Statuses.ClusterConditions).To(HaveLen(1))
+	for _, c := range r.Statuses.ClusterConditions {
+		h.g.Expect(c.Conditions).NotTo(ContainElement(HaveField("Message", ContainSubstring("payroll-db"))))
 	}
 }
 

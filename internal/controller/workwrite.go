@@ -48,12 +48,16 @@ func (r *PropagationReconciler) write(ctx context.Context, w workWrite) error {
 		err = r.Create(ctx, w.work)
 	case metrics.OpUpdate:
 		manifestwork.StampWritten(w.work, time.Now())
-		err = r.Update(ctx, w.work)
+		from := w.work.ResourceVersion
+		if err = r.Update(ctx, w.work); err == nil && w.work.ResourceVersion != from {
+			r.writtenFrom.Store(client.ObjectKeyFromObject(w.work), from)
+		}
 	case metrics.OpDelete:
 		var opts []client.DeleteOption
 		if w.exact {
 			opts = append(opts, client.Preconditions{UID: &w.work.UID})
 		}
+		r.writtenFrom.Delete(client.ObjectKeyFromObject(w.work))
 		if err = r.Delete(ctx, w.work, opts...); apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -66,6 +70,18 @@ func (r *PropagationReconciler) write(ctx context.Context, w workWrite) error {
 	}
 	metrics.WorkWrites.WithLabelValues(w.op).Inc()
 	return nil
+}
+
+// behindOwnWrite says whether the cache still shows work as it was before this controller's last
+// update of it: what is decided from it would be decided again from an old copy (a second delivery
+// of the same request, a write that conflicts). The update's own event reconciles the Application
+// again once the cache has it.
+func (r *PropagationReconciler) behindOwnWrite(work *workv1.ManifestWork) bool {
+	if work == nil {
+		return false
+	}
+	from, ok := r.writtenFrom.Load(client.ObjectKeyFromObject(work))
+	return ok && from.(string) == work.ResourceVersion
 }
 
 // execute carries out steps in order, through write, and records what each says: the created

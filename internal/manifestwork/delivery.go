@@ -295,6 +295,13 @@ func (r Reported) terminateLost(attempt int) bool {
 // RollingSyncUser is who the ApplicationSet controller's RollingSync requests are initiated by.
 const RollingSyncUser = "applicationset-controller"
 
+// RolledOut says whether the hub's sync request is a RollingSync step's, made by the
+// ApplicationSet controller.
+func RolledOut(hub Hub) bool {
+	initiator, _, _ := unstructured.NestedString(hub.Operation, "initiatedBy", "username")
+	return initiator == RollingSyncUser
+}
+
 // pinnedRevision is the revision a RollingSync step's sync request is pinned to: the one the hub
 // showed (status.sync.revision: what the cluster reported, or the revision its fleet went ahead
 // to) when the request came. The ApplicationSet controller
@@ -302,10 +309,9 @@ const RollingSyncUser = "applicationset-controller"
 // requests a step's sync a second time; unpinned, a late second request would sync a commit made
 // since, in a step the rollout has not reached. Other requests (argocd app sync) are not pinned.
 func pinnedRevision(hub Hub) string {
-	initiator, _, _ := unstructured.NestedString(hub.Operation, "initiatedBy", "username")
 	revision, _, _ := unstructured.NestedString(hub.Operation, "sync", "revision")
 	revisions, _, _ := unstructured.NestedSlice(hub.Operation, "sync", "revisions")
-	if initiator != RollingSyncUser || revision != "" || len(revisions) > 0 {
+	if !RolledOut(hub) || revision != "" || len(revisions) > 0 {
 		return ""
 	}
 	return hub.ComparedRevision
@@ -355,20 +361,36 @@ func WithdrawFinished(next Deliveries, reported Reported) (Deliveries, bool) {
 // just finished it and removed .operation, run it a second time; dropping a finished sync while a
 // refresh is carried would refresh again. So a request the hub cleared leaves the payload together
 // with the other, or with a change the payload carries anyway (Ladder keeps the work as it is only
-// when nothing else changed).
+// when nothing else changed). Requests the hub cleared stay when nothing else is carried too:
+// withdrawing them would be one more work write and apply for every sync of a rollout, for nothing
+// (the agent applies a manifest only when it changes, by the hash it records on the Application, so
+// a finished .operation is not applied again), and the next change drops them (WithdrawFinished).
 func KeepCleared(hub Hub, carried, next Deliveries, reported Reported) (Deliveries, bool) {
-	kept := next
+	syncCleared := carried.Sync != nil && (carried.Operation != nil || carried.Sync.Done) && hub.SyncCleared == carried.Sync.ID
 	refreshCleared := carried.Refresh != nil && (hub.RefreshCleared == carried.Refresh.ID || reported.refreshDone(carried.Refresh))
-	switch {
-	case next.Refresh == nil && refreshCleared && sameDelivery(next.Sync, carried.Sync):
-		kept.Refresh, kept.RefreshValue = carried.Refresh, carried.RefreshValue
-	case next.Sync == nil && carried.Sync != nil && (carried.Operation != nil || carried.Sync.Done) && hub.SyncCleared == carried.Sync.ID &&
-		sameDelivery(next.Refresh, carried.Refresh):
-		kept.Sync, kept.Operation = carried.Sync, carried.Operation
-	default:
+	// Each request stays as the work carries it, or leaves only because the hub cleared it.
+	syncStays := sameDelivery(next.Sync, carried.Sync) || next.Sync == nil && (syncCleared || carried.Sync == nil)
+	refreshStays := sameDelivery(next.Refresh, carried.Refresh) || next.Refresh == nil && (refreshCleared || carried.Refresh == nil)
+	if !syncStays || !refreshStays || !(next.Sync == nil && syncCleared || next.Refresh == nil && refreshCleared) {
 		return next, false
 	}
+	kept := next
+	if next.Sync == nil && syncCleared {
+		kept.Sync, kept.Operation = carried.Sync, carried.Operation
+	}
+	if next.Refresh == nil && refreshCleared {
+		kept.Refresh, kept.RefreshValue = carried.Refresh, carried.RefreshValue
+	}
 	return kept, true
+}
+
+// Outstanding is what the payload carries that the hub has not cleared: a sync request the hub
+// cleared may stay in an unchanged work (KeepCleared) and is then no request in flight.
+func (d Deliveries) Outstanding(hub Hub) Deliveries {
+	if d.Sync != nil && hub.SyncCleared == d.Sync.ID {
+		d.Sync, d.Operation = nil, nil
+	}
+	return d
 }
 
 func sameDelivery(a, b *Delivery) bool { return a != nil && b != nil && *a == *b }

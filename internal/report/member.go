@@ -32,6 +32,7 @@ func NewMember(app *unstructured.Unstructured) (m Member, pull bool, err error) 
 		Wanted:           appstatus.WantedSource(app),
 		PropagationError: argocd.ConditionMessage(app, api.PropagationErrorCondition),
 		Paused:           argocd.ConditionMessage(app, api.PausedCondition),
+		SyncCleared:      manifestwork.HubOf(app).SyncCleared,
 	}
 	if err != nil {
 		m.PropagationError = err.Error()

@@ -19,6 +19,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
 
 // Condition types the report adds to the spoke's own (SyncError, ComparisonError, ...).
@@ -69,6 +70,9 @@ type Member struct {
 	PropagationError string
 	// Paused says why the hub Application's delivery is paused, "" when it is not.
 	Paused string
+	// SyncCleared is the delivery ID of the sync request the hub Application cleared last (see
+	// manifestwork.Hub): the work may still carry it, finished.
+	SyncCleared string
 	// Searched is true when OCM Search answered about this Application; SearchResources and
 	// SearchConditions are its answer. They fill in what ManifestWork feedback lacks.
 	Searched         bool
@@ -163,6 +167,7 @@ func member(m Member, opts Options) (cc v1alpha1.ClusterCondition, recheck time.
 	fed = true
 	if m.Work != nil {
 		obs := appstatus.Observe(m.Work)
+		obs.Carried = obs.Carried.Outstanding(manifestwork.Hub{SyncCleared: m.SyncCleared})
 		st := appstatus.Derive(obs, m.Wanted)
 		cc.SyncStatus, cc.HealthStatus, cc.SyncRevision = st.Sync, st.Health, st.Revision
 		if st.Operation != nil {
