@@ -50,20 +50,54 @@ func TestTheBenchmarkFiguresAreTheResultsFiles(t *testing.T) {
 	}
 }
 
-// docs/benchmarks.md states no measured figure of its own: every latency, rate, memory and CPU
-// figure on it is filled from a results file (a bench-table or a bench figure).
+// docs/benchmarks.md states no measured figure of its own: every latency, duration, rate, ratio,
+// share, memory and CPU figure on it is filled from a results file (a bench-table or a bench
+// figure), in backticks too. A figure that is not a measurement (a flag's default, a setting of the
+// run, a goal, a design's polling period) says so with the marker <!-- given --> on its line;
+// commands and flags in backticks are not figures.
 func TestBenchmarksPageQuotesOnlyGeneratedFigures(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "benchmarks.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := regexp.MustCompile(`(?s)<!-- bench-table .*?<!-- end bench-table -->`).ReplaceAllString(string(data), "")
+	for i, line := range unmeasuredFigures(string(data)) {
+		t.Errorf("docs/benchmarks.md: %q is not filled from a results file, nor marked <!-- given -->: %s", line[0], line[1])
+		_ = i
+	}
+}
+
+// measuredFigure is a figure with a unit of measure: 12 ms, 3.5 s, 1.25x, 30%, 360 MiB, 2 cores.
+var measuredFigure = regexp.MustCompile(`\d[\d,.]*\s?(ms|s|x|%|MiB|GiB|KiB|works/s|changes/s|cores)(\W|$)`)
+
+// unmeasuredFigures lists the figures of a page (each with its line) that neither a bench marker
+// fills nor a given marker excuses.
+func unmeasuredFigures(page string) [][2]string {
+	text := regexp.MustCompile(`(?s)<!-- bench-table .*?<!-- end bench-table -->`).ReplaceAllString(page, "")
 	text = regexp.MustCompile(`<!-- bench [^>]*-->.*?<!-- /bench -->`).ReplaceAllString(text, "")
-	text = regexp.MustCompile("`[^`]*`").ReplaceAllString(text, "")
-	measured := regexp.MustCompile(`\d[\d,.]*\s?(ms|MiB|GiB|KiB|works/s|changes/s|cores)\b`)
-	for i, line := range strings.Split(text, "\n") {
-		if m := measured.FindString(line); m != "" {
-			t.Errorf("docs/benchmarks.md, paragraph line %d: %q (%s) is not filled from a results file", i+1, m, strings.TrimSpace(line))
+	// Commands and flags quoted in backticks are not figures.
+	text = regexp.MustCompile("`(go run|make|--)[^`]*`").ReplaceAllString(text, "")
+	var out [][2]string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, "<!-- given -->") {
+			continue
+		}
+		if m := measuredFigure.FindString(line); m != "" {
+			out = append(out, [2]string{strings.TrimSpace(m), strings.TrimSpace(line)})
+		}
+	}
+	return out
+}
+
+func TestTheFiguresGuardFindsEveryKindOfFigure(t *testing.T) {
+	for _, figure := range []string{"took 254 s", "5.09x the agents'", "a 41% slowdown", "`1.5 MiB`", "12 ms", "0.29 cores", "3,828 s"} {
+		if got := unmeasuredFigures("A sentence: " + figure + ".\n"); len(got) != 1 {
+			t.Errorf("%q: found %v", figure, got)
+		}
+	}
+	for _, fine := range []string{"`go run ./test/bench --cpu-profile 120s`", "`--lease-duration 60s`", "OCM's default 60 s <!-- given -->",
+		"<!-- bench x.json a -->254<!-- /bench --> s", "10 steps", "1,000 clusters"} {
+		if got := unmeasuredFigures(fine + "\n"); len(got) != 0 {
+			t.Errorf("%q: found %v", fine, got)
 		}
 	}
 }
