@@ -32,7 +32,9 @@
 //   - Argo CD starts a sync the instant .operation arrives and no sync retries (a failed sync of
 //     the ApplicationSet controller's, which asks for 5 retries, fails once);
 //   - no resources, health checks or hooks: an Application is Healthy once anything was deployed;
-//   - a work's deletion deletes its Application at once (no finalizers run).
+//   - a work's deletion deletes its Application at once (no finalizers run);
+//   - no OCM admission webhook validates the works on the hub (a real hub's adds a round trip to
+//     every work write).
 package simagent
 
 import (
