@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/gitops"
 )
 
 const (
@@ -29,6 +31,9 @@ const (
 type fleet struct {
 	clusters []string
 	appSets  []string
+	// steps, when above 0, labels each ManagedCluster with its RollingSync step (stepLabel):
+	// (its number - 1) mod steps, the step the goTemplate rollouts derive from its name.
+	steps int
 }
 
 func newFleet(clusters, appSets int) fleet {
@@ -99,7 +104,7 @@ func (f fleet) createClusters(ctx context.Context, c client.Client, workers int,
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 			return err
 		}
-		mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: clusterSet}},
+		mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: f.clusterLabels(i)},
 			Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}}
 		if err := c.Create(ctx, mc); err != nil {
 			return err
@@ -119,6 +124,24 @@ func (f fleet) createClusters(ctx context.Context, c client.Client, workers int,
 	}
 	progress("%d ManagedClusters, Available, with their namespaces", len(f.clusters))
 	return nil
+}
+
+// clusterLabels are the labels of the ManagedCluster clusters[i]: its set, and its step.
+func (f fleet) clusterLabels(i int) map[string]string {
+	labels := map[string]string{clusterv1beta2.ClusterSetLabel: clusterSet}
+	if f.steps > 0 {
+		labels[stepLabel] = strconv.Itoa(i % f.steps) // cluster0001 is clusters[0]
+	}
+	return labels
+}
+
+// createClusterSecrets registers every cluster with Argo CD as the GitOpsCluster does (its
+// labels copied; no credentials), for a hub without argocd-pull: the limit scenario's.
+func (f fleet) createClusterSecrets(ctx context.Context, c client.Client, workers int) error {
+	return parallel(ctx, len(f.clusters), workers, func(ctx context.Context, i int) error {
+		mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: f.clusters[i], Labels: f.clusterLabels(i)}}
+		return c.Create(ctx, gitops.ClusterSecret(mc, argoNamespace, "bench"))
+	})
 }
 
 // createApplications makes the ApplicationSets and one pull-model Application per cluster of

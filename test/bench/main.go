@@ -70,9 +70,13 @@ func run() error {
 	scenarioList := flag.String("rollout-scenarios", strings.Join(rolloutScenarios, ","), "Which rollout scenarios to run after the first rollout of a new ApplicationSet (which they all start from; empty: the first rollout alone)")
 	flag.Float64Var(&rc.appSetQPS, "applicationset-client-qps", 50, "The ApplicationSet controller's client limit in requests per second (its ARGOCD_K8S_CLIENT_QPS, burst twice that; Argo CD's default is 50)")
 	flag.IntVar(&rc.appSetMaxResources, "applicationset-max-resources-status-count", 0, "The most resources the ApplicationSet controller keeps in an ApplicationSet's status (its ARGOCD_APPLICATIONSET_CONTROLLER_MAX_RESOURCES_STATUS_COUNT; 0: every one, Argo CD's default). One entry per Application: at 5,000 Applications the status outgrows etcd's request limit")
+	flag.StringVar(&rc.templating, "applicationset-templating", templatingGo, "How the rollout ApplicationSets' templates are rendered: go (goTemplate with sprig over the clusterDecisionResource generator, the step derived from the cluster's name) or default (Argo CD's default templating, as the documents' examples, over the cluster generator, the step from a cluster label)")
 	flag.BoolVar(&rc.limit, "rollout-limit", true, "After the rollout scenarios at each size, run them again without the pull model: no argocd-pull, the simulated clusters' Argo CD syncing the hub Applications themselves, as push-model Argo CD does. That run is the limit each pull-model rollout is a ratio to")
 	extra := flag.String("controller-args", "", "More flags for the controller, space-separated (e.g. \"--report-interval-per-cluster=2ms\")")
 	flag.Parse()
+	if rc.templating != templatingGo && rc.templating != templatingDefault {
+		return fmt.Errorf("--applicationset-templating: %q is neither %s nor %s", rc.templating, templatingGo, templatingDefault)
+	}
 	cfg.qps = float32(*qps)
 	var err error
 	if rc.scenarios, err = parseRolloutScenarios(*scenarioList); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,7 +45,21 @@ type rolloutConfig struct {
 	push bool
 	// limit runs the limit scenario after the pull model's at each size.
 	limit bool
+	// templating is how the rollout ApplicationSets' templates are rendered: templatingGo, or
+	// templatingDefault (Argo CD's default, as the documents' examples).
+	templating string
 }
+
+// The rollout ApplicationSets' templating (--applicationset-templating).
+const (
+	// templatingGo: goTemplate with sprig, the step derived from the cluster's name by the
+	// clusterDecisionResource generator's parameters.
+	templatingGo = "go"
+	// templatingDefault: Argo CD's default templating ({{name}}), as the documents' examples, over
+	// the cluster generator, the step taken from the cluster's label (the GitOpsCluster copies a
+	// ManagedCluster's labels to its cluster secret).
+	templatingDefault = "default"
+)
 
 // logPrefix tells the limit scenario's logs from the pull model's.
 func (rc rolloutConfig) logPrefix() string {
@@ -90,9 +105,10 @@ const failingSuffix = "-fails"
 // cluster's number - 1) mod steps, which the template derives from the cluster's name. Rolling,
 // the ApplicationSet has a RollingSync in those steps; otherwise it has no strategy, and the
 // Applications sync themselves (automated policy).
-func rolloutAppSet(name, revision string, steps int, rolling bool) *unstructured.Unstructured {
+func rolloutAppSet(name, revision string, steps int, rolling bool, templating string) *unstructured.Unstructured {
 	labels := map[string]any{api.PullLabel: "true"}
 	syncPolicy := map[string]any{"syncOptions": []any{"CreateNamespace=true"}}
+	clusterName := "{{ .name }}"
 	spec := map[string]any{
 		"goTemplate":        true,
 		"goTemplateOptions": []any{"missingkey=error"},
@@ -105,6 +121,15 @@ func rolloutAppSet(name, revision string, steps int, rolling bool) *unstructured
 	if steps > 0 {
 		labels[stepLabel] = fmt.Sprintf(`{{ mod (sub (atoi (trimPrefix "cluster" .name)) 1) %d }}`, steps)
 	}
+	if templating == templatingDefault {
+		clusterName = "{{name}}"
+		spec = map[string]any{"generators": []any{map[string]any{"clusters": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{clusterv1beta2.ClusterSetLabel: clusterSet}},
+		}}}}
+		if steps > 0 {
+			labels[stepLabel] = "{{metadata.labels." + stepLabel + "}}"
+		}
+	}
 	if rolling {
 		spec["strategy"] = rollingSync(steps)
 	} else {
@@ -112,10 +137,10 @@ func rolloutAppSet(name, revision string, steps int, rolling bool) *unstructured
 	}
 	spec["template"] = map[string]any{
 		"metadata": map[string]any{
-			"name":   "{{ .name }}-" + name,
+			"name":   clusterName + "-" + name,
 			"labels": labels,
 			"annotations": map[string]any{
-				api.ClusterAnnotation:          "{{ .name }}",
+				api.ClusterAnnotation:          clusterName,
 				api.AppNamespaceAnnotation:     argoNamespace,
 				argocd.SkipReconcileAnnotation: "true",
 			},
@@ -249,10 +274,11 @@ func (h *rolloutHub) explain(ctx context.Context, name string) string {
 // result after each scenario, so that a later one that fails keeps the earlier ones.
 func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters int, keep func(benchresults.RolloutResult) error) (res benchresults.RolloutResult, err error) {
 	res = benchresults.RolloutResult{Clusters: clusters, SyncSeconds: rc.syncFor.Seconds(), Steps: rc.steps, ApplicationSetClientQPS: rc.appSetQPS,
-		ApplicationSetMaxResourcesStatusCount: rc.appSetMaxResources}
+		ApplicationSetMaxResourcesStatusCount: rc.appSetMaxResources, Templating: rc.templating}
 	b := simagent.Behaviour{SyncDuration: rc.syncFor, Fails: func(target string) bool { return strings.HasSuffix(target, failingSuffix) },
 		Resync: cfg.resync, Jitter: cfg.jitter}
 	f := newFleet(clusters, 0)
+	f.steps = rc.steps
 	h, err := startRolloutHub(ctx, cfg, rc, f, b)
 	if err != nil {
 		return res, err
@@ -284,7 +310,7 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 	// A new RollingSync ApplicationSet: its first revision, step by step. Every other scenario
 	// starts from it.
 	start := time.Now()
-	if err := h.c.Create(ctx, rolloutAppSet("rollout01", "v1", rc.steps, true)); err != nil {
+	if err := h.c.Create(ctx, rolloutAppSet("rollout01", "v1", rc.steps, true, rc.templating)); err != nil {
 		return res, err
 	}
 	first, err := h.await(ctx, "the first rollout of a new ApplicationSet", []string{"rollout01"}, clusters, start, "v1", rc.steps, rc.syncFor)

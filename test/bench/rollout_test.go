@@ -44,15 +44,15 @@ func TestTheConcurrentSetupSyncsItselfInTheStepsItWillRollIn(t *testing.T) {
 		return ok
 	}
 
-	rolling := rolloutAppSet("rollout01", "v1", 3, true).Object
+	rolling := rolloutAppSet("rollout01", "v1", 3, true, templatingGo).Object
 	g.Expect(steps(rolling)).To(Equal([][]any{{"0"}, {"1"}, {"2"}}))
 	g.Expect(automated(rolling)).To(BeFalse())
 
-	setup := rolloutAppSet("rollout02", "v6", 3, false).Object
+	setup := rolloutAppSet("rollout02", "v6", 3, false, templatingGo).Object
 	g.Expect(setup["spec"]).NotTo(HaveKey("strategy"))
 	g.Expect(automated(setup)).To(BeTrue())
 	g.Expect(stepOf(setup)).To(Equal(stepOf(rolling)), "the setup labels each Application with the step it rolls in later")
-	g.Expect(stepOf(rolloutAppSet("plain01", "v1", 0, false).Object)).To(BeEmpty())
+	g.Expect(stepOf(rolloutAppSet("plain01", "v1", 0, false, templatingGo).Object)).To(BeEmpty())
 }
 
 func TestGrownCountsOnlyWhatGained(t *testing.T) {
@@ -74,4 +74,24 @@ func TestAWaitThatMovesGoesOnPastItsStall(t *testing.T) {
 	still := func() (bool, int, string) { return false, 3, "stuck at 3" }
 	err := waitForProgress(context.Background(), 500*time.Millisecond, "a count that stopped", "log", still)
 	g.Expect(err).To(MatchError(ContainSubstring("not within 500ms of its last progress (stuck at 3)")))
+}
+
+// With Argo CD's default templating, as the documents' examples: the cluster generator over the
+// bench's clusters, {{name}}, and the step from the cluster's label (its cluster secret's).
+func TestTheDefaultTemplatingTakesTheStepFromAClusterLabel(t *testing.T) {
+	g := NewWithT(t)
+	set := rolloutAppSet("rollout01", "v1", 10, true, templatingDefault).Object
+	g.Expect(set["spec"]).NotTo(HaveKey("goTemplate"))
+	name, _, _ := unstructured.NestedString(set, "spec", "template", "metadata", "name")
+	g.Expect(name).To(Equal("{{name}}-rollout01"))
+	step, _, _ := unstructured.NestedString(set, "spec", "template", "metadata", "labels", stepLabel)
+	g.Expect(step).To(Equal("{{metadata.labels.rollout-step}}"))
+	generators, _, _ := unstructured.NestedSlice(set, "spec", "generators")
+	g.Expect(generators).To(HaveLen(1))
+	g.Expect(generators[0]).To(HaveKey("clusters"))
+	f := newFleet(12, 0)
+	f.steps = 10
+	g.Expect(f.clusterLabels(0)).To(HaveKeyWithValue(stepLabel, "0"), "cluster0001, the goTemplate's step 0")
+	g.Expect(f.clusterLabels(10)).To(HaveKeyWithValue(stepLabel, "0"), "cluster0011")
+	g.Expect(f.clusterLabels(11)).To(HaveKeyWithValue(stepLabel, "1"))
 }

@@ -102,6 +102,10 @@ func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet,
 	objs := []client.Object{sandbox.Placement(rolloutPlacement, argoNamespace, clusterSet)}
 	if !ro.push {
 		objs = append(objs, sandbox.GitOpsCluster(rolloutPlacement, argoNamespace))
+	} else if err := f.createClusterSecrets(ctx, h.c, cfg.workers); err != nil {
+		// What the GitOpsCluster would register: the same cluster secrets the ApplicationSet
+		// controller watches (and the cluster generator reads).
+		return h, fmt.Errorf("registering the clusters with Argo CD: %w", err)
 	}
 	for _, obj := range objs {
 		if err := h.c.Create(ctx, obj); err != nil {

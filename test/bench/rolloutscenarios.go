@@ -28,7 +28,7 @@ func (h *rolloutHub) newRevision(ctx context.Context, cfg config, rc rolloutConf
 // hub Application and in the report.
 func (h *rolloutHub) withoutRollingSync(ctx context.Context, rc rolloutConfig, clusters int) (*benchresults.Rollout, error) {
 	start := time.Now()
-	if err := h.c.Create(ctx, rolloutAppSet("plain01", "v1", 0, false)); err != nil {
+	if err := h.c.Create(ctx, rolloutAppSet("plain01", "v1", 0, false, rc.templating)); err != nil {
 		return nil, err
 	}
 	if _, err := h.await(ctx, "an ApplicationSet without RollingSync, its first revision", []string{"plain01"}, clusters, start, "v1", 0, rc.syncFor); err != nil {
@@ -64,7 +64,7 @@ func (h *rolloutHub) concurrentRollouts(ctx context.Context, cfg config, rc roll
 	for i := 2; i <= rc.concurrent; i++ {
 		name := fmt.Sprintf("rollout%02d", i)
 		sets = append(sets, name)
-		if err := h.c.Create(ctx, rolloutAppSet(name, "v6", rc.steps, false)); err != nil {
+		if err := h.c.Create(ctx, rolloutAppSet(name, "v6", rc.steps, false, rc.templating)); err != nil {
 			return nil, err
 		}
 	}

@@ -114,6 +114,12 @@ func (r RolloutReport) RolloutTable() string {
 		}
 		return fmt.Sprintf("%g requests/s, burst %d", qps, int(2*qps))
 	})
+	row("ApplicationSet templating", func(res RolloutResult) string {
+		if res.Templating == "default" {
+			return "Argo CD's default, cluster generator, the step from a cluster label"
+		}
+		return "goTemplate, clusterDecisionResource generator, the step from the cluster's name"
+	})
 	if slices.ContainsFunc(r.Results, func(res RolloutResult) bool { return res.ApplicationSetMaxResourcesStatusCount > 0 }) {
 		row("resources the ApplicationSet controller keeps in an ApplicationSet's status", func(res RolloutResult) string {
 			if res.ApplicationSetMaxResourcesStatusCount == 0 {

@@ -30,6 +30,10 @@ type RolloutResult struct {
 	// in an ApplicationSet's status (ARGOCD_APPLICATIONSET_CONTROLLER_MAX_RESOURCES_STATUS_COUNT);
 	// 0 for every one, Argo CD's default.
 	ApplicationSetMaxResourcesStatusCount int `json:"applicationSetMaxResourcesStatusCount,omitempty"`
+	// Templating is how the ApplicationSets' templates are rendered: "go" (goTemplate, the step
+	// derived from the cluster's name) or "default" (Argo CD's default templating over the cluster
+	// generator, the step from a cluster label). "" in runs made before it was recorded: go.
+	Templating string `json:"templating,omitempty"`
 
 	// FirstRollout: a new RollingSync ApplicationSet, from its creation until every Application is
 	// Synced and Healthy at its first revision.
