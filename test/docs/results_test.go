@@ -15,12 +15,7 @@ import (
 // A page rendered by the wrong renderer ("0 apps", "requests 0") fails, whatever the renderer
 // and its own checks say.
 func TestEveryResultsPageStatesItsJSONsCounts(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "test", "bench", "results", "*", "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files = append(files, filepath.Join("..", "..", "test", "bench", "results", "results.json"))
-	for _, path := range files {
+	for _, path := range resultsFiles(t) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
