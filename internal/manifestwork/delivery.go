@@ -371,7 +371,8 @@ func KeepCleared(hub Hub, carried, next Deliveries, reported Reported) (Deliveri
 	// Each request stays as the work carries it, or leaves only because the hub cleared it.
 	syncStays := sameDelivery(next.Sync, carried.Sync) || next.Sync == nil && (syncCleared || carried.Sync == nil)
 	refreshStays := sameDelivery(next.Refresh, carried.Refresh) || next.Refresh == nil && (refreshCleared || carried.Refresh == nil)
-	if !syncStays || !refreshStays || !(next.Sync == nil && syncCleared || next.Refresh == nil && refreshCleared) {
+	putBack := next.Sync == nil && syncCleared || next.Refresh == nil && refreshCleared
+	if !syncStays || !refreshStays || !putBack {
 		return next, false
 	}
 	kept := next
