@@ -41,8 +41,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -50,7 +48,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,111 +56,36 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
-// Fleet is the work agents and Argo CDs of every simulated cluster.
+// Fleet is the work agents and Argo CDs of every simulated cluster, by work.
 type Fleet struct {
 	c         client.Client
 	behaviour Behaviour
-	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
-
-	mu    sync.Mutex
-	works map[types.NamespacedName]*cluster
-
-	// Writes counts the status writes to the hub.
-	Writes atomic.Int64
-	// OnChange, when set, is called (outside any lock) with the work's key and its Application
-	// after the simulation changed it; it must not keep the object.
-	OnChange func(key types.NamespacedName, app *App, now time.Time)
-}
-
-// cluster is what one work's agent and Argo CD hold.
-type cluster struct {
-	work     *workv1.ManifestWork // the last version seen
-	app      App
-	reported *workv1.ManifestWorkStatus // what the agent last wrote
-	timer    *time.Timer
+	// clusters holds each work as last seen and what its agent last wrote.
+	clusters[*workv1.ManifestWork, *workv1.ManifestWorkStatus]
 }
 
 // New returns the fleet, writing to the hub with c.
 func New(c client.Client, b Behaviour) *Fleet {
-	return &Fleet{c: c, behaviour: b, works: map[types.NamespacedName]*cluster{},
-		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](50*time.Millisecond, 5*time.Second))}
+	return &Fleet{c: c, behaviour: b, clusters: newClusters[*workv1.ManifestWork, *workv1.ManifestWorkStatus]()}
 }
 
 // Observe takes a ManifestWork as a cluster's agent receives it (added or updated).
-func (f *Fleet) Observe(w *workv1.ManifestWork) {
-	key := client.ObjectKeyFromObject(w)
-	f.mu.Lock()
-	c := f.works[key]
-	if c == nil {
-		c = &cluster{}
-		f.works[key] = c
-	}
-	c.work = w
-	f.mu.Unlock()
-	f.queue.Add(key)
-}
-
-// Forget takes a deleted ManifestWork: its Application is gone with it.
-func (f *Fleet) Forget(key types.NamespacedName) {
-	f.mu.Lock()
-	if c := f.works[key]; c != nil && c.timer != nil {
-		c.timer.Stop()
-	}
-	delete(f.works, key)
-	f.mu.Unlock()
-}
-
-// App returns a copy of what the simulation holds for the work key: the managed Application, its
-// operations' starts; false when there is none.
-func (f *Fleet) App(key types.NamespacedName) (App, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := f.works[key]
-	if c == nil || c.app.Object == nil {
-		return App{}, false
-	}
-	return c.app.snapshot(), true
-}
+func (f *Fleet) Observe(w *workv1.ManifestWork) { f.observe(client.ObjectKeyFromObject(w), w) }
 
 // Run works on the queue with workers goroutines until ctx ends.
-func (f *Fleet) Run(ctx context.Context, workers int) { runQueue(ctx, f.queue, workers, f.sync) }
-
-// runQueue calls sync for each key of queue with workers goroutines until ctx ends, again later
-// (rate limited) when it fails.
-func runQueue(ctx context.Context, queue workqueue.TypedRateLimitingInterface[types.NamespacedName], workers int, sync func(context.Context, types.NamespacedName) error) {
-	go func() {
-		<-ctx.Done()
-		queue.ShutDown()
-	}()
-	for range workers {
-		go func() {
-			for {
-				key, quit := queue.Get()
-				if quit {
-					return
-				}
-				if err := sync(ctx, key); err != nil && ctx.Err() == nil {
-					queue.AddRateLimited(key)
-				} else {
-					queue.Forget(key)
-				}
-				queue.Done(key)
-			}
-		}()
-	}
-}
+func (f *Fleet) Run(ctx context.Context, workers int) { f.run(ctx, workers, f.sync) }
 
 // sync is one work's agent and Argo CD acting now: apply the work's manifest if it changed, let
 // Argo CD act, and report what changed.
 func (f *Fleet) sync(ctx context.Context, key types.NamespacedName) error {
 	now := time.Now()
 	f.mu.Lock()
-	c := f.works[key]
+	c := f.entries[key]
 	if c == nil {
 		f.mu.Unlock()
 		return nil
 	}
-	w := c.work
+	w := c.seen
 	changed := false
 	if manifestwork.Held(w) {
 		if manifest, ok := applicationManifest(w); ok {
@@ -172,24 +94,10 @@ func (f *Fleet) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	next, stepped := c.app.Step(now, f.behaviour)
 	changed = changed || stepped
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
-	}
-	if !next.IsZero() {
-		c.timer = time.AfterFunc(time.Until(next), func() { f.queue.Add(key) })
-	}
+	f.wake(key, c, next)
 	status := agentStatus(w, &c.app, now)
-	write := c.reported == nil || !sameStatus(c.reported, status)
-	var app App
-	notify := changed && f.OnChange != nil
-	if notify {
-		app = c.app.snapshot()
-	}
-	f.mu.Unlock()
-	if notify {
-		f.OnChange(key, &app, now)
-	}
+	write := c.written == nil || !sameStatus(c.written, status)
+	f.unlockAndTell(key, c, changed, now)
 	if !write {
 		return nil
 	}
@@ -205,11 +113,7 @@ func (f *Fleet) sync(ctx context.Context, key types.NamespacedName) error {
 		}
 		return fmt.Errorf("status of %s: %w", key, err)
 	}
-	f.mu.Lock()
-	if c := f.works[key]; c != nil {
-		c.reported = status
-	}
-	f.mu.Unlock()
+	f.wrote(key, status)
 	return nil
 }
 
@@ -260,15 +164,4 @@ func sameStatus(a, b *workv1.ManifestWorkStatus) bool {
 		return s
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))
-}
-
-// Redeliveries counts the sync requests some cluster's Argo CD started more than once.
-func (f *Fleet) Redeliveries() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, c := range f.works {
-		n += c.app.redeliveries()
-	}
-	return n
 }
