@@ -24,6 +24,7 @@ import (
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/assets"
+	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/localproc"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
@@ -102,10 +103,13 @@ func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet,
 	objs := []client.Object{sandbox.Placement(rolloutPlacement, argoNamespace, clusterSet)}
 	if !ro.push {
 		objs = append(objs, sandbox.GitOpsCluster(rolloutPlacement, argoNamespace))
-	} else if err := f.createClusterSecrets(ctx, h.c, cfg.workers); err != nil {
-		// What the GitOpsCluster would register: the same cluster secrets the ApplicationSet
-		// controller watches (and the cluster generator reads).
-		return h, fmt.Errorf("registering the clusters with Argo CD: %w", err)
+	} else {
+		// What the GitOpsCluster would write: the placement generator's ConfigMap, and the same
+		// cluster secrets the ApplicationSet controller watches (and the cluster generator reads).
+		objs = append(objs, gitops.PlacementGenerator(argoNamespace))
+		if err := f.createClusterSecrets(ctx, h.c, cfg.workers); err != nil {
+			return h, fmt.Errorf("registering the clusters with Argo CD: %w", err)
+		}
 	}
 	for _, obj := range objs {
 		if err := h.c.Create(ctx, obj); err != nil {
