@@ -366,7 +366,10 @@ func WithdrawFinished(next Deliveries, reported Reported) (Deliveries, bool) {
 // (the agent applies a manifest only when it changes, by the hash it records on the Application, so
 // a finished .operation is not applied again), and the next change drops them (WithdrawFinished).
 func KeepCleared(hub Hub, carried, next Deliveries, reported Reported) (Deliveries, bool) {
-	syncCleared := carried.Sync != nil && (carried.Operation != nil || carried.Sync.Done) && hub.SyncCleared == carried.Sync.ID
+	// A request carried with an attempt to terminate it leaves at once: the phase Terminating the
+	// payload sets is not left behind a finished operation.
+	syncCleared := carried.Sync != nil && (carried.Operation != nil || carried.Sync.Done) && hub.SyncCleared == carried.Sync.ID &&
+		carried.Sync.Terminate == 0
 	refreshCleared := carried.Refresh != nil && (hub.RefreshCleared == carried.Refresh.ID || reported.refreshDone(carried.Refresh))
 	// Each request stays as the work carries it, or leaves only because the hub cleared it.
 	syncStays := sameDelivery(next.Sync, carried.Sync) || next.Sync == nil && (syncCleared || carried.Sync == nil)

@@ -192,17 +192,16 @@ func Ladder(f Facts) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
+	if kept, ok := manifestwork.KeepCleared(hub, f.Carried, deliveries, f.Reported); ok && f.Existing != nil {
+		// A request the hub cleared stays as the work carries it, unless the work changes anyway.
+		if w, err := desired(kept); err == nil && manifestwork.UpToDate(f.Existing, w) {
+			work, deliveries = w, kept
+		}
+	}
 	if finished, ok := manifestwork.WithdrawFinished(deliveries, f.Reported); ok && f.Existing != nil && !manifestwork.UpToDate(f.Existing, work) {
 		// The work changes anyway: without the .operation the managed cluster already ran.
 		if work, err = desired(finished); err != nil {
 			return Verdict{}, err
-		}
-		deliveries = finished
-	}
-	if kept, ok := manifestwork.KeepCleared(hub, f.Carried, deliveries, f.Reported); ok && f.Existing != nil {
-		// A request the hub cleared stays while the other is carried, unless the work changes anyway.
-		if w, err := desired(kept); err == nil && manifestwork.UpToDate(f.Existing, w) {
-			work = w
 		}
 	}
 	if f.Existing != nil {
