@@ -169,12 +169,13 @@ func TestTheYoungerWorkYieldsOnceTheOlderIsApplied(t *testing.T) {
 	h.project("team", team.ns)
 	h.app("web", cluster, landingIn(team.ns))
 	first := h.writtenWork("web", cluster) // not applied yet
+	// The tenant's Application a second later (creation times have a one-second granularity;
+	// within one second the names decide which work is first), when the controller's cache has the
+	// first work: otherwise its own reconcile may write the younger work this test writes below.
+	time.Sleep(time.Until(first.CreationTimestamp.Add(1100 * time.Millisecond)))
 	web := team.app("web", cluster, onProject("team"))
 	h.g.Eventually(func() string { return team.condition("web") }, timeout, interval).Should(HavePrefix(propagation.ReasonAlreadyDelivered))
-	// The tenant's work, as a reconcile that had not yet seen the first's would have written it, a
-	// second later (creation times have a one-second granularity; within one second the names
-	// decide which is first).
-	time.Sleep(time.Until(first.CreationTimestamp.Add(1100 * time.Millisecond)))
+	// The tenant's work, as a reconcile that had not yet seen the first's would have written it.
 	younger, err := manifestwork.DesiredWork(web, nil, manifestwork.Target{Cluster: cluster, AppNamespace: team.ns}, manifestwork.Deliveries{})
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.create(younger)
