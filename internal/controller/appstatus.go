@@ -164,12 +164,15 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		r.recheck(ctx, key.Namespace, barrier.Recheck)
 	}
 
-	// Whether the hub shows Synced in this very write (see manifestwork.Clears): the request is
-	// cleared in the write that shows the Application Synced, never while it reads OutOfSync (a
-	// cluster its RollingSync fleet went ahead of reads OutOfSync though its sync succeeded).
+	// Whether the hub shows the sync status the cluster settled on (see manifestwork.Clears): in
+	// this very write, when it shows the Application Synced (the request is cleared in that
+	// write), or already (a status the cluster's report does not make Synced: Unknown without a
+	// health, OutOfSync behind its RollingSync fleet).
 	hub := manifestwork.HubOf(app)
 	obs.HubTerminating = hub.Terminating != "" && hub.Terminating == obs.Delivery.SyncStarted
-	obs.HubSynced = appstatus.Derive(obs, appstatus.WantedSource(app)).Sync == argocd.SyncSynced
+	hubSync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+	derivedSync := appstatus.Derive(obs, appstatus.WantedSource(app)).Sync
+	obs.HubSynced = derivedSync == argocd.SyncSynced || hubSync == derivedSync
 	st := appstatus.Derive(obs, appstatus.WantedSource(app))
 	hub.Synced = obs.HubSynced
 	if hubPhase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase"); hubPhase == manifestwork.PhaseTerminating &&
