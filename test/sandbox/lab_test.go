@@ -313,8 +313,17 @@ func TestAFleetAtRestWritesNothingToTheHub(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			if d := w.Annotations[api.DeliveriesAnnotation]; d != "" {
-				return false, fmt.Errorf("%s carries %s", name, d)
+			// No request in flight: none on the hub Application, and none the work carries that the
+			// hub has not cleared (a cleared one stays in an unchanged work: manifestwork.KeepCleared).
+			hubApp := argocd.NewApplication()
+			if err := hub.Get(ctx, appKey(name), hubApp); err != nil {
+				return false, err
+			}
+			requests := manifestwork.HubOf(hubApp)
+			carried := manifestwork.ParseDeliveries(w.Annotations[api.DeliveriesAnnotation]).Outstanding(requests)
+			if requests.Operation != nil || requests.Refresh != "" || carried.Sync != nil {
+				return false, fmt.Errorf("%s: a request in flight (the hub's .operation %v, refresh %q; the work carries %s)", name,
+					requests.Operation, requests.Refresh, w.Annotations[api.DeliveriesAnnotation])
 			}
 			if cc := byCluster[name]; cc.SyncStatus != "Synced" || cc.HealthStatus != "Healthy" {
 				return false, fmt.Errorf("%s: %+v", name, cc)
