@@ -127,8 +127,9 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		r.forget(ctx, key) // not propagated yet: the work's creation requeues this
 		return ctrl.Result{}, time.Time{}, nil
 	}
+	hub := manifestwork.HubOf(app)
 	obs := appstatus.Observe(work)
-	obs.Carried = obs.Carried.Outstanding(manifestwork.HubOf(app))
+	obs.Carried = obs.Carried.Outstanding(hub)
 	if obs.Stale, recheck, err = r.staleness(ctx, work, obs); err != nil {
 		return ctrl.Result{}, time.Time{}, err
 	}
@@ -168,7 +169,6 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	// this very write, when it shows the Application Synced (the request is cleared in that
 	// write), or already (a status the cluster's report does not make Synced: Unknown without a
 	// health, OutOfSync behind its RollingSync fleet).
-	hub := manifestwork.HubOf(app)
 	obs.HubTerminating = hub.Terminating != "" && hub.Terminating == obs.Delivery.SyncStarted
 	hubSync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
 	derivedSync := appstatus.Derive(obs, appstatus.WantedSource(app)).Sync
@@ -243,10 +243,10 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		r.rolling.Put(set, key, own.Showing(updated))
 		r.evaluated(ctx, key, barrier, obs.Revision)
 	}
-	if clearSync && manifestwork.RolledOut(hub) && !clearRefresh {
-		// A RollingSync step's sync: the ApplicationSet's status records each Application's
-		// progress, and an event for each would be one more write per Application of a rollout.
-	} else if clearSync || clearRefresh {
+	// No event for a RollingSync step's sync alone: the ApplicationSet's status records each
+	// Application's progress, and an event for each would be one more write per Application of a
+	// rollout.
+	if clearRefresh || clearSync && !manifestwork.RolledOut(hub) {
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonDelivered, "Deliver",
 			"The managed cluster %s finished the requested %s", work.Namespace, requestNames(clearSync, clearRefresh))
 	}

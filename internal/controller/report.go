@@ -81,7 +81,7 @@ func (r *ReportReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Op
 		WithOptions(opts).
 		For(appSet).
 		Watches(argocd.NewApplication(), r.enqueueMembers(delay, membersOfApplication)).
-		Watches(&workv1.ManifestWork{}, r.enqueueMembers(delay, r.membersOfWork)).
+		Watches(&workv1.ManifestWork{}, r.enqueueMembers(delay, membersOfWork)).
 		Watches(&clusterv1.ManagedCluster{}, r.enqueueMembers(delay, r.membersOnCluster), builder.WithPredicates(availabilityChanged())).
 		Watches(&v1alpha1.MulticlusterApplicationSetReport{}, &handler.EnqueueRequestForObject{}).
 		Complete(r)

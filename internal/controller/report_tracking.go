@@ -112,7 +112,7 @@ func (s *reportSets) forget(set types.NamespacedName) {
 
 // track brings the set's Tracker up to date at now: built from every member in the cache the
 // first time (or when every member is marked), else the marked members and those turning stale
-// recomputed. It returns the Tracker, nil when the set has none and no members.
+// recomputed.
 func (r *ReportReconciler) track(ctx context.Context, set types.NamespacedName, now time.Time) (*trackedSet, error) {
 	ts, dirty, all := r.sets.take(set)
 	if ts.tracker == nil || all {
@@ -173,26 +173,18 @@ func membersOfApplication(_ context.Context, o client.Object) []memberRef {
 	return nil
 }
 
-// membersOfWork: the work's hub Application, in the ApplicationSet the work names and in the one
-// that owns the Application now.
-func (r *ReportReconciler) membersOfWork(ctx context.Context, o client.Object) []memberRef {
+// membersOfWork: the work's hub Application, in the ApplicationSet the work names (propagation
+// writes the Application's owner there; an Application moving to another set marks both through
+// its own update).
+func membersOfWork(_ context.Context, o client.Object) []memberRef {
 	app, ok := manifestwork.HubApplicationOf(o)
 	if !ok {
 		return nil
 	}
-	var out []memberRef
 	if ns, name, ok := strings.Cut(o.GetAnnotations()[api.HostingApplicationSetAnnotation], "/"); ok && ns != "" && name != "" {
-		out = append(out, memberRef{set: types.NamespacedName{Namespace: ns, Name: name}, app: app})
+		return []memberRef{{set: types.NamespacedName{Namespace: ns, Name: name}, app: app}}
 	}
-	u := argocd.NewApplication()
-	if err := r.Get(ctx, app, u, client.UnsafeDisableDeepCopy); err == nil {
-		for _, ref := range membersOfApplication(ctx, u) {
-			if len(out) == 0 || ref != out[0] {
-				out = append(out, ref)
-			}
-		}
-	}
-	return out
+	return nil
 }
 
 // membersOnCluster: the Applications on the ManagedCluster, in their ApplicationSets.

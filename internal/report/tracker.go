@@ -104,21 +104,6 @@ func (t *Tracker) Delete(key string) bool {
 	return true
 }
 
-// Has says whether a member with this key is tracked.
-func (t *Tracker) Has(key string) bool {
-	_, ok := t.entries[key]
-	return ok
-}
-
-// Keys lists the keys of the members tracked, in no order.
-func (t *Tracker) Keys() []string {
-	keys := make([]string, 0, len(t.entries))
-	for k := range t.entries {
-		keys = append(keys, k)
-	}
-	return keys
-}
-
 // Due lists the members whose entry turns stale at or before now: the caller Puts them again.
 func (t *Tracker) Due(now time.Time) []string {
 	var keys []string

@@ -38,28 +38,21 @@ func KindOf(path string) (string, error) {
 }
 
 // RenderFile is the results.md of a results.json, of either kind.
-func RenderFile(path string) (string, error) {
-	kind, err := KindOf(path)
-	if err != nil {
-		return "", err
-	}
-	if kind == KindRollouts {
-		r, err := LoadRollouts(path)
-		return r.RolloutMarkdown(), err
-	}
-	r, err := Load(path)
-	return r.Markdown(), err
-}
+func RenderFile(path string) (string, error) { return renderAs(path, RolloutReport.RolloutMarkdown) }
 
 // tableFile is the table a bench-table marker shows for a results file, of either kind.
-func tableFile(path string) (string, error) {
+func tableFile(path string) (string, error) { return renderAs(path, RolloutReport.RolloutTable) }
+
+// renderAs renders a results file by its kind: a rollouts file with rollouts, a scale file as its
+// markdown.
+func renderAs(path string, rollouts func(RolloutReport) string) (string, error) {
 	kind, err := KindOf(path)
 	if err != nil {
 		return "", err
 	}
 	if kind == KindRollouts {
 		r, err := LoadRollouts(path)
-		return r.RolloutTable(), err
+		return rollouts(r), err
 	}
 	r, err := Load(path)
 	return r.Markdown(), err
