@@ -28,12 +28,16 @@ type Process struct {
 const processesFile = "processes"
 
 // start runs bin detached from this process (its own session), output in logs/<name>.log, and
-// records it.
+// records it. Its temporary files (the OCM agents' self-signed certificates) go to the lab's tmp
+// directory unless env names another, so that they leave with the lab.
 func start(dir, name, bin string, args []string, env ...string) (Process, error) {
-	logDir := filepath.Join(dir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return Process{}, err
+	logDir, tmpDir := filepath.Join(dir, "logs"), filepath.Join(dir, "tmp")
+	for _, d := range []string{logDir, tmpDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return Process{}, err
+		}
 	}
+	env = append([]string{"TMPDIR=" + tmpDir}, env...) // a later TMPDIR in env wins
 	logPath := filepath.Join(logDir, name+".log")
 	pid, err := localproc.StartDetached(logPath, bin, args, env...)
 	if err != nil {

@@ -85,6 +85,7 @@ func TestMain(m *testing.M) {
 	lab.startErr = err
 	code := m.Run()
 	stop()
+	testenv.RemoveUnlessFailed(lab.dir, code)
 	os.Exit(code)
 }
 

@@ -268,6 +268,7 @@ func checkServiceAccountPermissions(t *testing.T, k kube) {
 
 var (
 	buildOnce sync.Once
+	binaryDir string // removed when the test binary ends
 	binary    string
 	buildErr  error
 )
@@ -281,14 +282,13 @@ func argocdPull(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		binary = filepath.Join(dir, "argocd-pull")
+		binaryDir, binary = dir, filepath.Join(dir, "argocd-pull")
 		_, buildErr = runErr(nil, "go", "build", "-o", binary, "./cmd/argocd-pull")
 	})
 	if buildErr != nil {
 		t.Fatalf("building argocd-pull: %v", buildErr)
 	}
-	// Kept for the whole test binary (go test -count runs the tests again); the system's temporary
-	// directory cleaning removes it.
+	// Kept for the whole test binary (go test -count runs the tests again).
 	return binary
 }
 

@@ -48,7 +48,7 @@ const (
 func TestMain(m *testing.M) {
 	// The test's own clients: the apiserver's warnings (Argo CD's finalizer name) are noise here.
 	ctrl.SetLogger(logr.Discard())
-	testenv.Main(m)
+	testenv.Main(m, func() { testenv.RemoveUnlessFailed(binaryDir, 0) })
 }
 
 func repoRoot(t *testing.T) string {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/internal/assets"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
 var (
@@ -59,6 +60,7 @@ func TestMain(m *testing.M) {
 		lab, upErr = sandbox.Up(context.Background(), labOptions)
 		return m.Run()
 	}()
+	testenv.RemoveUnlessFailed(labDir, code)
 	os.Exit(code)
 }
 

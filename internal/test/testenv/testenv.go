@@ -48,14 +48,18 @@ var (
 	startErr error
 )
 
-// Main starts the package's apiserver, runs the tests and stops it. Call it from TestMain.
-func Main(m *testing.M) {
+// Main starts the package's apiserver, runs the tests and stops it, then runs cleanups (what the
+// tests left on disk). Call it from TestMain.
+func Main(m *testing.M, cleanups ...func()) {
 	flag.Parse()
 	if testing.Short() {
 		os.Exit(m.Run())
 	}
 	current, startErr = Start()
 	code := m.Run()
+	for _, cleanup := range cleanups {
+		cleanup()
+	}
 	stopManaged()
 	if current != nil {
 		if err := current.Stop(); err != nil {
@@ -63,6 +67,21 @@ func Main(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// RemoveUnlessFailed removes a lab's directory after its tests passed (a lab holds hundreds of
+// megabytes of data and binaries), and keeps it, naming it, for reading the logs after a failure.
+func RemoveUnlessFailed(dir string, code int) {
+	if dir == "" {
+		return
+	}
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "the lab's files and logs are kept in %s\n", dir)
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "removing the lab's directory: %v\n", err)
+	}
 }
 
 // Get returns the package's apiserver. It skips the test under -short and fails it when the
