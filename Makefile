@@ -177,6 +177,10 @@ bench: kube-assets ocm-assets argocd-assets sandbox-deps build chromium ## Run t
 # Go's own benchmark output, with the command before each package's: make docs reads its figures.
 BENCH_GO := test/bench/results/gobench.txt
 
+.PHONY: bench-age
+bench-age: ## Print how many commits under internal/ and cmd/ each results file is behind; fail when one the README quotes is behind (the rule: docs/benchmarks.md)
+	@go run ./hack/benchage
+
 .PHONY: bench-go
 bench-go: kube-assets chromium ## Run the Go benchmarks (feedback -> report latency, a report rebuild, the cache's interning, the fleet view at 5,000 clusters in Chromium) into test/bench/results/gobench.txt, then make docs
 	@echo "# make bench-go at $(REVISION), one command per package:" > $(BENCH_GO)
