@@ -108,10 +108,11 @@ docs: ## Write docs/cli.md from the commands, and the benchmark tables and figur
 	go run ./hack/gendocs
 
 .PHONY: verify
-verify: generate docs ## Check that generated files, the docs' generated parts (command reference, benchmark figures) and go.mod are up to date, and that the tests install the pinned Argo CD's CRDs
+verify: generate docs ## Check that generated files, the docs' generated parts (command reference, benchmark figures) and go.mod are up to date, that the tests install the pinned Argo CD's CRDs, and that no results file the README quotes is behind the code (make bench-age)
 	go mod tidy
 	ARGOCD_VERSION= MANAGED_ARGOCD_VERSION= go test -count=1 -run 'TestTheTestsInstallThePinnedArgoCDsCRDs' ./internal/assets
 	@git diff --exit-code -- api config charts docs README.md test/bench/results go.mod go.sum || { echo "Generated files or go.mod are out of date: run 'make generate docs' and 'go mod tidy', then commit."; exit 1; }
+	@go run ./hack/benchage
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run gofmt, go vet, golangci-lint, and actionlint on the workflows
