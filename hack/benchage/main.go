@@ -58,9 +58,8 @@ func gather() ([]benchresults.Age, error) {
 		}
 		a := benchresults.Age{File: rel, Revision: rev, Dirty: dirty, Quoted: slices.Contains(quoted, rel)}
 		if rev != "" {
-			if a.Since, err = commitsSince(rev); err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
+			// A shallow clone may not hold the revision: the file's age is then unknown.
+			a.Since, a.Unknown = commitsSince(rev)
 		}
 		ages = append(ages, a)
 		return nil
@@ -73,16 +72,16 @@ func gather() ([]benchresults.Age, error) {
 	return ages, err
 }
 
-// commitsSince lists the commits after rev that changed the measured code, with their trailers.
-func commitsSince(rev string) ([]benchresults.Commit, error) {
+// commitsSince lists the commits after rev that changed the measured code, with their trailers;
+// unknown when this clone's history does not hold rev.
+func commitsSince(rev string) (commits []benchresults.Commit, unknown bool) {
 	const sep = "\x1f"
 	format := "--format=%h" + sep + "%s" + sep + "%(trailers:key=" + benchresults.UnaffectedTrailer + ",valueonly,separator=; )"
 	args := append([]string{"log", "-z", format, rev + "..HEAD", "--"}, benchresults.MeasuredCode...)
 	out, err := exec.Command("git", args...).Output()
 	if err != nil {
-		return nil, fmt.Errorf("git log %s..HEAD (is the revision in this clone's history?): %w", rev, err)
+		return nil, true
 	}
-	var commits []benchresults.Commit
 	for _, rec := range strings.Split(string(out), "\x00") {
 		f := strings.SplitN(rec, sep, 3)
 		if len(f) < 3 {
@@ -90,5 +89,5 @@ func commitsSince(rev string) ([]benchresults.Commit, error) {
 		}
 		commits = append(commits, benchresults.Commit{Hash: strings.TrimSpace(f[0]), Subject: f[1], Unaffected: strings.TrimSpace(f[2])})
 	}
-	return commits, nil
+	return commits, false
 }

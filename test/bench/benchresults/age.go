@@ -30,6 +30,7 @@ type Age struct {
 	File     string // relative to the results directory
 	Revision string // the commit it measured ("" when the file does not say)
 	Dirty    bool   // measured a tree with changes not committed
+	Unknown  bool   // this clone's history does not hold Revision (a shallow clone)
 	Quoted   bool   // the README quotes it
 	// Since are the commits after Revision that changed the measured code, newest first.
 	Since []Commit
@@ -56,6 +57,8 @@ func (a Age) Refused() string {
 		return "it does not say which revision it measured"
 	case a.Dirty:
 		return fmt.Sprintf("it measured %s with changes not committed", a.Revision)
+	case a.Unknown:
+		return fmt.Sprintf("this clone's history does not hold %s, the revision it measured (a shallow clone?)", a.Revision)
 	case a.Behind() > 0:
 		return fmt.Sprintf("%d commit(s) since %s changed the code it measures (run its benchmark again, or say in a %s: trailer why its figures stand)",
 			a.Behind(), a.Revision, UnaffectedTrailer)
@@ -123,7 +126,11 @@ func AgeTable(ages []Age) string {
 		if n := len(a.Since) - a.Behind(); n > 0 {
 			note += fmt.Sprintf("  (%d more said unaffected)", n)
 		}
-		fmt.Fprintf(&b, "%-*s  %-18s %d%s\n", width, a.File, rev, a.Behind(), note)
+		behind := fmt.Sprint(a.Behind())
+		if a.Unknown {
+			behind = "unknown (not in this clone's history)"
+		}
+		fmt.Fprintf(&b, "%-*s  %-18s %s%s\n", width, a.File, rev, behind, note)
 	}
 	for _, a := range ages {
 		if !a.Quoted {

@@ -23,6 +23,8 @@ func TestAFileTheREADMEQuotesMayNotBeBehindTheCodeItMeasures(t *testing.T) {
 		{"not quoted, behind", Age{Revision: "2991a05f57ff", Since: []Commit{changed}}, 1, ""},
 		{"a tree with changes", Age{Revision: "2991a05f57ff", Dirty: true, Quoted: true}, 0, "changes not committed"},
 		{"no revision", Age{Quoted: true}, 0, "does not say which revision"},
+		{"a revision this clone does not hold", Age{Revision: "2991a05f57ff", Unknown: true, Quoted: true}, 0, "does not hold 2991a05f57ff"},
+		{"not quoted, a revision this clone does not hold", Age{Revision: "2991a05f57ff", Unknown: true}, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.age.Behind(); got != tc.behind {
