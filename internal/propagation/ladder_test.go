@@ -196,8 +196,9 @@ func TestLadderCarriesRequests(t *testing.T) {
 }
 
 // A request the hub cleared stays in the payload while the other is carried: a rewrite would make
-// the work agent apply the other again (a sync Argo CD just finished would run twice). Both cleared,
-// they stay too (a rewrite for nothing), and leave with the next change the work carries anyway.
+// the work agent apply the other again (a sync Argo CD just finished would run twice). Both
+// cleared, they leave at once: a work carrying a request asks its cluster for reconciledAt, which
+// changes on every reconciliation, and its agent would write its status to the hub at rest.
 func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 	cluster, global := deliveryTarget()
 	ids := 0
@@ -238,11 +239,12 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 		g.Expect(manifestwork.ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Refresh).To(BeNil(), "a change rewrites the work anyway: the cleared refresh leaves with it")
 		g.Expect(manifestwork.ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
 
+		g.Expect(asksReconciledAt(both)).To(BeTrue(), "a work carrying a request asks for reconciledAt")
 		syncCleared(app)
-		g.Expect(manifestwork.UpToDate(both, ladder(g, app, both))).To(BeTrue(), "both cleared: they stay, nothing to write (the agent applies an unchanged manifest only once)")
-		again := app.DeepCopy()
-		_ = unstructured.SetNestedField(again.Object, "v3", "spec", "source", "targetRevision")
-		g.Expect(ladder(g, again, both).Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "both leave with the next change")
+		withdrawn := ladder(g, app, both)
+		g.Expect(withdrawn.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "both cleared: they leave at once")
+		g.Expect(asksReconciledAt(withdrawn)).To(BeFalse(), "nor does it ask for reconciledAt, which changes at rest")
+		g.Expect(manifestwork.UpToDate(withdrawn, ladder(g, app, withdrawn))).To(BeTrue(), "then nothing to write")
 	})
 	t.Run("refresh cleared first, its marker then dropped by the ApplicationSet controller", func(t *testing.T) {
 		// The ApplicationSet controller rewrites the annotations of the Applications it generates
@@ -272,9 +274,9 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 		app := pullApp(func(u *unstructured.Unstructured) { u.Object = requested.DeepCopy().Object; syncCleared(u) })
 		g.Expect(manifestwork.UpToDate(both, ladder(g, app, both))).To(BeTrue(), "the cleared sync stays while the refresh is carried: nothing to write")
 		refreshCleared(app)
-		g.Expect(manifestwork.UpToDate(both, ladder(g, app, both))).To(BeTrue(), "both cleared: nothing to write")
-		_ = unstructured.SetNestedField(app.Object, "v3", "spec", "source", "targetRevision")
-		g.Expect(ladder(g, app, both).Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "both leave with the next change")
+		withdrawn := ladder(g, app, both)
+		g.Expect(withdrawn.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "both cleared: they leave at once")
+		g.Expect(asksReconciledAt(withdrawn)).To(BeFalse())
 	})
 	t.Run("a new sync while the cleared refresh is kept", func(t *testing.T) {
 		g := NewWithT(t)
@@ -291,7 +293,7 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 // A sync the managed cluster finished, still on the hub (its Argo CD has not compared since): the
 // work keeps it while nothing else changes; a change rewrites the work without its .operation (the
 // work agent would apply it again and Argo CD run it twice), and it stays out; once the hub cleared
-// it, its record leaves with the next change.
+// it, its record leaves at once.
 func TestAFinishedSyncLeavesThePayloadWithAChange(t *testing.T) {
 	g := NewWithT(t)
 	cluster, global := deliveryTarget()
@@ -338,12 +340,24 @@ func TestAFinishedSyncLeavesThePayloadWithAChange(t *testing.T) {
 	delete(cleared.Object, "operation")
 	cleared.Object["status"] = map[string]any{"operationState": map[string]any{"phase": "Succeeded",
 		"operation": manifestwork.WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}
-	g.Expect(manifestwork.UpToDate(changed, ladder(cleared, changed, finished))).To(BeTrue(), "the hub cleared it: nothing to write for that alone")
-	next := cleared.DeepCopy()
-	g.Expect(unstructured.SetNestedField(next.Object, "v3", "spec", "source", "targetRevision")).To(Succeed())
-	left := ladder(next, changed, finished)
-	g.Expect(left.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "it leaves with the next change")
+	left := ladder(cleared, changed, finished)
+	g.Expect(left.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "the hub cleared it: it leaves at once")
 	g.Expect(operation(left)).To(BeNil())
+	g.Expect(asksReconciledAt(left)).To(BeFalse())
+}
+
+// asksReconciledAt says whether a work's feedback rules ask its cluster for reconciledAt.
+func asksReconciledAt(w *workv1.ManifestWork) bool {
+	for _, c := range w.Spec.ManifestConfigs {
+		for _, r := range c.FeedbackRules {
+			for _, p := range r.JsonPaths {
+				if p.Name == manifestwork.FeedbackReconciledAt {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // deliveryTarget is a cluster every namespace may deliver to.

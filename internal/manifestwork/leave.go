@@ -1,0 +1,124 @@
+package manifestwork
+
+// When a request leaves: the payload a finished or cleared request leaves (WithdrawFinished,
+// KeepCleared), and the hub Application it is cleared from (Clears), once the managed cluster
+// finished it and compared since (Unsettled, InFlight).
+
+// WithdrawFinished marks the sync request next carries done when the managed cluster finished it:
+// the payload then carries its delivery ID, not its .operation. ok is false when there is none.
+//
+// The hub clears a finished request only once the cluster compared the Application since and the
+// hub shows the result (see readyToClear): seconds at best, longer on a busy hub. The work agent
+// applies the whole manifest whenever it changes, and Argo CD runs any .operation it finds: a
+// change of the work meanwhile (a commit the ApplicationSet controller writes into every
+// Application) would run the finished sync a second time. So a work that changes drops a finished
+// request's .operation, and keeps it dropped until the request leaves (Done travels in the
+// deliveries).
+// A work that does not change keeps it: withdrawing it would be one more apply for each sync.
+func WithdrawFinished(next Deliveries, reported Reported) (Deliveries, bool) {
+	d := next.Sync
+	if d == nil || d.Done || next.Operation != nil || !reported.syncDone(d) {
+		return next, false
+	}
+	done := *d
+	done.Done = true
+	next.Sync = &done
+	return next, true
+}
+
+// KeepCleared puts back into next the request the hub has cleared, as the work carries it, while
+// the other request the work carries stays unchanged and outstanding; ok is false when there is
+// none to put back, or nothing outstanding to keep it beside.
+// A refresh counts as cleared when the hub recorded it (RefreshDeliveredAnnotation) or when the
+// managed cluster reported it finished and the hub no longer asks for it: the ApplicationSet
+// controller rewrites the annotations of the Applications it generates, and drops that record.
+//
+// The work agent re-applies the whole manifest whenever it changes. Dropping a finished refresh
+// while a sync is carried would apply the sync's .operation again, and if the managed Argo CD had
+// just finished it and removed .operation, run it a second time; dropping a finished sync while a
+// refresh is carried would refresh again. So a request the hub cleared leaves the payload together
+// with the other, or with a change the payload carries anyway (Ladder keeps the work as it is only
+// when nothing else changed). Once every request the work carries is cleared, they leave at once,
+// in a work write of their own: a work carrying a request asks its cluster for reconciledAt
+// (feedbackRules), which Argo CD rewrites on every reconciliation of the Application, so a work
+// that kept them would have its agent write its status to the hub every few minutes for an
+// Application at rest.
+func KeepCleared(hub Hub, carried, next Deliveries, reported Reported) (Deliveries, bool) {
+	// A request carried with an attempt to terminate it leaves at once: the phase Terminating the
+	// payload sets is not left behind a finished operation.
+	syncCleared := carried.Sync != nil && (carried.Operation != nil || carried.Sync.Done) && hub.SyncCleared == carried.Sync.ID &&
+		carried.Sync.Terminate == 0
+	refreshCleared := carried.Refresh != nil && (hub.RefreshCleared == carried.Refresh.ID || reported.refreshDone(carried.Refresh))
+	// Each request stays as the work carries it, or leaves only because the hub cleared it.
+	syncStays := sameDelivery(next.Sync, carried.Sync) || next.Sync == nil && (syncCleared || carried.Sync == nil)
+	refreshStays := sameDelivery(next.Refresh, carried.Refresh) || next.Refresh == nil && (refreshCleared || carried.Refresh == nil)
+	putBack := next.Sync == nil && syncCleared || next.Refresh == nil && refreshCleared
+	if !syncStays || !refreshStays || !putBack {
+		return next, false
+	}
+	syncOutstanding := carried.Sync != nil && !syncCleared
+	refreshOutstanding := carried.Refresh != nil && !refreshCleared
+	if !syncOutstanding && !refreshOutstanding {
+		return next, false
+	}
+	kept := next
+	if next.Sync == nil && syncCleared {
+		kept.Sync, kept.Operation = carried.Sync, carried.Operation
+	}
+	if next.Refresh == nil && refreshCleared {
+		kept.Refresh, kept.RefreshValue = carried.Refresh, carried.RefreshValue
+	}
+	return kept, true
+}
+
+// Outstanding is what the payload carries that the hub has not cleared: a sync request the hub
+// cleared may stay in an unchanged work (KeepCleared) and is then no request in flight.
+func (d Deliveries) Outstanding(hub Hub) Deliveries {
+	if d.Sync != nil && hub.SyncCleared == d.Sync.ID {
+		d.Sync, d.Operation = nil, nil
+	}
+	return d
+}
+
+func sameDelivery(a, b *Delivery) bool { return a != nil && b != nil && *a == *b }
+
+// Clears says which requests the status controller removes from the hub Application, in the same
+// write as the status: those whose delivery the managed cluster finished, when the hub still has
+// that very request.
+func Clears(hub Hub, carried Deliveries, reported Reported) (sync, refresh bool) {
+	if d := carried.Sync; hub.Operation != nil && reported.readyToClear(d, hub.Synced) && hub.SyncCleared != d.ID &&
+		ContentHash(withoutDeliveryInfo(hub.Operation)) == d.Hash {
+		sync = true
+	}
+	if d := carried.Refresh; hub.Refresh != "" && reported.refreshDone(d) && hub.RefreshCleared != d.ID &&
+		ContentHash(hub.Refresh) == d.Hash {
+		refresh = true
+	}
+	return sync, refresh
+}
+
+// Unsettled is true while the managed cluster has finished the carried sync request but its Argo
+// CD has not compared the Application since. The hub shows that operation as still Running: the
+// status write that shows it finished is the one that clears the request (see Clears), so that a
+// finished operation on the hub always means a cleared request (see Hub.SyncCleared).
+func Unsettled(carried Deliveries, reported Reported, hubSynced bool) bool {
+	return carried.Sync != nil && reported.syncDone(carried.Sync) && !reported.readyToClear(carried.Sync, hubSynced)
+}
+
+// readyToClear: the delivery is settled, and when it left the cluster Synced, the hub already
+// shows the sync status derived from it (hubSynced). The ApplicationSet controller decides a RollingSync step's sync on a snapshot of
+// the Application and writes .operation on the current one: seeing the request cleared while it
+// still read OutOfSync, it requests the same sync again. So the hub first shows Synced (the
+// operation still Running), and clears the request in the next write.
+func (r Reported) readyToClear(d *Delivery, hubSynced bool) bool {
+	if !r.syncSettled(d) {
+		return false
+	}
+	return r.Phase != "Succeeded" || r.SyncStatus != "Synced" || hubSynced
+}
+
+// InFlight is true while a sync request is carried and the managed cluster has not finished it
+// and compared the Application since.
+func InFlight(carried Deliveries, reported Reported, hubSynced bool) bool {
+	return carried.Sync != nil && !reported.readyToClear(carried.Sync, hubSynced)
+}
