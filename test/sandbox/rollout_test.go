@@ -59,6 +59,27 @@ func doneAt(hub client.Client, key types.NamespacedName, sha string) bool {
 	return sync == "Synced" && health == "Healthy" && revision == sha
 }
 
+// deployment is when a cluster's Argo CD first deployed a revision (RFC 3339, to the second), from
+// its Application's status.history.
+type deployment struct{ startedAt, at string }
+
+// deployed reads the first deployment of revision sha in the history of a cluster's Application.
+func deployed(c client.Client, key types.NamespacedName, sha string) deployment {
+	app := argocd.NewApplication()
+	if c.Get(ctx, key, app) != nil {
+		return deployment{}
+	}
+	history, _, _ := unstructured.NestedSlice(app.Object, "status", "history")
+	for _, h := range history {
+		if m, ok := h.(map[string]any); ok && m["revision"] == sha {
+			started, _ := m["deployStartedAt"].(string)
+			at, _ := m["deployedAt"].(string)
+			return deployment{startedAt: started, at: at}
+		}
+	}
+	return deployment{}
+}
+
 // configMapData is one value of a ConfigMap on a cluster, "" when there is none.
 func configMapData(c client.Client, namespace, name, key string) string {
 	cm := &corev1.ConfigMap{}
@@ -277,8 +298,15 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	converge := func(revision, sha string, timeout time.Duration) {
 		t.Helper()
 		eventually(t, "revision "+revision+" Synced and Healthy on both clusters, cluster1 first", timeout, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+			// The ApplicationSet controller may request cluster1's sync again after its step went
+			// on, which shows it in flight on the hub meanwhile: then the clusters' records say
+			// whether cluster1 had finished the revision before cluster2 started it.
 			if configMapData(spokes["cluster2"], "rollout", "rollout", "revision") == revision && !healthyAt("cluster1", sha) {
-				t.Fatalf("revision %s reached cluster2 before cluster1's hub Application was Synced and Healthy at %s", revision, sha)
+				finished, started := deployed(spokes["cluster1"], key("cluster1"), sha), deployed(spokes["cluster2"], key("cluster2"), sha)
+				if finished.at == "" || started.startedAt == "" || finished.at > started.startedAt {
+					t.Fatalf("revision %s reached cluster2 (its sync started at %q) before cluster1 had deployed it (at %q), and cluster1's hub Application is not Synced and Healthy at %s",
+						revision, started.startedAt, finished.at, sha)
+				}
 			}
 			return healthyAt("cluster1", sha) && healthyAt("cluster2", sha), nil
 		})
