@@ -166,6 +166,19 @@ func FeedbackRulePaths() []workv1.JsonPath {
 // the manifests only: adding or dropping the rule applies nothing on the managed cluster.
 var reconciledAtPath = workv1.JsonPath{Name: FeedbackReconciledAt, Path: ".status.reconciledAt"}
 
+// AsksReconciledAt says whether a work's feedback rules ask its cluster for reconciledAt (only a
+// work carrying a request does).
+func AsksReconciledAt(w *workv1.ManifestWork) bool {
+	for _, c := range w.Spec.ManifestConfigs {
+		for _, r := range c.FeedbackRules {
+			if slices.ContainsFunc(r.JsonPaths, func(p workv1.JsonPath) bool { return p.Name == FeedbackReconciledAt }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // feedbackRules are the feedback rules of a work carrying deliveries.
 func feedbackRules(deliveries Deliveries) []workv1.FeedbackRule {
 	paths := feedbackPaths

@@ -239,11 +239,11 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 		g.Expect(manifestwork.ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Refresh).To(BeNil(), "a change rewrites the work anyway: the cleared refresh leaves with it")
 		g.Expect(manifestwork.ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
 
-		g.Expect(asksReconciledAt(both)).To(BeTrue(), "a work carrying a request asks for reconciledAt")
+		g.Expect(manifestwork.AsksReconciledAt(both)).To(BeTrue(), "a work carrying a request asks for reconciledAt")
 		syncCleared(app)
 		withdrawn := ladder(g, app, both)
 		g.Expect(withdrawn.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "both cleared: they leave at once")
-		g.Expect(asksReconciledAt(withdrawn)).To(BeFalse(), "nor does it ask for reconciledAt, which changes at rest")
+		g.Expect(manifestwork.AsksReconciledAt(withdrawn)).To(BeFalse(), "nor does it ask for reconciledAt, which changes at rest")
 		g.Expect(manifestwork.UpToDate(withdrawn, ladder(g, app, withdrawn))).To(BeTrue(), "then nothing to write")
 	})
 	t.Run("refresh cleared first, its marker then dropped by the ApplicationSet controller", func(t *testing.T) {
@@ -276,7 +276,7 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 		refreshCleared(app)
 		withdrawn := ladder(g, app, both)
 		g.Expect(withdrawn.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "both cleared: they leave at once")
-		g.Expect(asksReconciledAt(withdrawn)).To(BeFalse())
+		g.Expect(manifestwork.AsksReconciledAt(withdrawn)).To(BeFalse())
 	})
 	t.Run("a new sync while the cleared refresh is kept", func(t *testing.T) {
 		g := NewWithT(t)
@@ -343,21 +343,7 @@ func TestAFinishedSyncLeavesThePayloadWithAChange(t *testing.T) {
 	left := ladder(cleared, changed, finished)
 	g.Expect(left.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "the hub cleared it: it leaves at once")
 	g.Expect(operation(left)).To(BeNil())
-	g.Expect(asksReconciledAt(left)).To(BeFalse())
-}
-
-// asksReconciledAt says whether a work's feedback rules ask its cluster for reconciledAt.
-func asksReconciledAt(w *workv1.ManifestWork) bool {
-	for _, c := range w.Spec.ManifestConfigs {
-		for _, r := range c.FeedbackRules {
-			for _, p := range r.JsonPaths {
-				if p.Name == manifestwork.FeedbackReconciledAt {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	g.Expect(manifestwork.AsksReconciledAt(left)).To(BeFalse())
 }
 
 // deliveryTarget is a cluster every namespace may deliver to.

@@ -91,20 +91,6 @@ func newAgents(c client.Client, workers int, resync, jitter time.Duration) *agen
 		resync: resync, jitter: jitter, state: map[types.NamespacedName]*workState{}}
 }
 
-// asksReconciledAt says whether the work's feedback rules copy the Application's reconciledAt.
-func asksReconciledAt(w *workv1.ManifestWork) bool {
-	for _, mc := range w.Spec.ManifestConfigs {
-		for _, rule := range mc.FeedbackRules {
-			for _, p := range rule.JsonPaths {
-				if p.Name == manifestwork.FeedbackReconciledAt {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
 // nextReconcile is when an Argo CD reconciling on resync with jitter looks at an Application again.
 func (a *agents) nextReconcile(from time.Time) time.Time {
 	next := from.Add(a.resync)
@@ -210,7 +196,7 @@ func (a *agents) workEvent(w *workv1.ManifestWork) {
 		st = &workState{}
 		a.state[key] = st
 	}
-	st.asksReconciled = asksReconciledAt(w)
+	st.asksReconciled = manifestwork.AsksReconciledAt(w)
 	a.mu.Unlock()
 	if applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); applied == nil || applied.ObservedGeneration != w.Generation {
 		a.queue <- key
