@@ -283,8 +283,9 @@ func Settled(obs Observed, wanted *Source) bool {
 }
 
 // ReconciledAt is the hub Application's status.reconciledAt, written in the status write that
-// clears a request the managed cluster finished (never at rest: its Argo CD rewrites its own on
-// every periodic comparison): when that Argo CD compared the Application, and never before the
+// clears a request the managed cluster finished (and carried by the other writes while a request
+// is, NewerReconciledAt; never at rest: its Argo CD rewrites its own on every periodic
+// comparison, and a work at rest does not ask for it): when that Argo CD compared the Application, and never before the
 // operation the hub shows finished, which is what argocd app sync and argocd app wait wait for
 // (reconciledAt >= operationState.finishedAt). "" when the cluster reported neither as a time.
 func ReconciledAt(obs Observed) string {
@@ -297,6 +298,21 @@ func ReconciledAt(obs Observed) string {
 		reconciled = finished
 	}
 	return reconciled.UTC().Format(time.RFC3339)
+}
+
+// NewerReconciledAt is the time the managed cluster last compared the Application, as it reported
+// it (only while its work carries a request: feedbackRules), when that is later than the hub
+// Application's status.reconciledAt; "" otherwise. It never moves the hub's back.
+func NewerReconciledAt(app *unstructured.Unstructured, obs Observed) string {
+	reported, err := time.Parse(time.RFC3339, obs.ReconciledAt)
+	if err != nil {
+		return ""
+	}
+	hub, _, _ := unstructured.NestedString(app.Object, "status", "reconciledAt")
+	if at, err := time.Parse(time.RFC3339, hub); err == nil && !reported.After(at) {
+		return ""
+	}
+	return reported.UTC().Format(time.RFC3339)
 }
 
 // Unanswered is true when the managed cluster has not answered for its Application yet and the hub

@@ -203,12 +203,17 @@ func TestOneRolloutCostsAtMostSevenWritesPerApplication(t *testing.T) {
 	after := settle()
 	log.mu.Lock()
 	log.on = false
+	runningCarriesReconciledAt := false
 	for _, line := range log.lines {
 		if strings.Contains(line, names[0]) {
 			t.Logf("%s", line)
+			runningCarriesReconciledAt = runningCarriesReconciledAt || strings.Contains(line, "phase=Running") && strings.Contains(line, "status.reconciledAt")
 		}
 	}
 	log.mu.Unlock()
+	// Argo CD 3.5's RollingSync moves a step's Application on from Pending once its reconciledAt
+	// is after the step began: the write showing the sync started carries the cluster's.
+	h.g.Expect(runningCarriesReconciledAt).To(BeTrue(), "the write that shows the sync running carries the cluster's reconciledAt")
 
 	perApp := map[string]float64{}
 	total := 0.0
