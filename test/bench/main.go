@@ -65,6 +65,7 @@ func run() error {
 	rolloutOut := flag.String("rollouts-out", "test/bench/results/rollouts", "Directory for the rollout scenarios' results.json and results.md")
 	rc := rolloutConfig{}
 	flag.DurationVar(&rc.syncFor, "sync-duration", 5*time.Second, "How long each simulated Argo CD's sync runs (rollouts)")
+	flag.DurationVar(&rc.compare, "argocd-compare", 500*time.Millisecond, "How long each simulated Argo CD takes to compare a changed Application with Git before it writes the status (rollouts; its repo server: tens of milliseconds with the manifests cached, seconds for a new commit). Argo CD 3.4+'s ApplicationSet controller loses from its view a status written within milliseconds of its own patch (argo-cd#26578), which a real comparison never is")
 	flag.IntVar(&rc.steps, "rollout-steps", 10, "RollingSync steps of the rollout ApplicationSets")
 	flag.IntVar(&rc.concurrent, "concurrent-rollouts", 10, "RollingSync ApplicationSets rolling out a revision at once in the last rollout scenario (<2: skipped)")
 	scenarioList := flag.String("rollout-scenarios", strings.Join(rolloutScenarios, ","), "Which rollout scenarios to run after the first rollout of a new ApplicationSet (which they all start from; empty: the first rollout alone)")

@@ -29,6 +29,7 @@ import (
 
 type rolloutConfig struct {
 	syncFor    time.Duration // each simulated sync's length
+	compare    time.Duration // each simulated comparison's length (simagent.Behaviour.Compare)
 	steps      int           // RollingSync steps
 	concurrent int           // ApplicationSets rolling out at once in the last scenario (<2: skipped)
 	// scenarios are the scenarios to run after the first rollout (which every other needs).
@@ -273,10 +274,10 @@ func (h *rolloutHub) explain(ctx context.Context, name string) string {
 // measureRollouts runs the rollout scenarios at one size on a fresh hub; keep is called with the
 // result after each scenario, so that a later one that fails keeps the earlier ones.
 func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters int, keep func(benchresults.RolloutResult) error) (res benchresults.RolloutResult, err error) {
-	res = benchresults.RolloutResult{Clusters: clusters, SyncSeconds: rc.syncFor.Seconds(), Steps: rc.steps, ApplicationSetClientQPS: rc.appSetQPS,
+	res = benchresults.RolloutResult{Clusters: clusters, SyncSeconds: rc.syncFor.Seconds(), CompareSeconds: rc.compare.Seconds(), Steps: rc.steps, ApplicationSetClientQPS: rc.appSetQPS,
 		ApplicationSetMaxResourcesStatusCount: rc.appSetMaxResources, Templating: rc.templating}
 	b := simagent.Behaviour{SyncDuration: rc.syncFor, Fails: func(target string) bool { return strings.HasSuffix(target, failingSuffix) },
-		Resync: cfg.resync, Jitter: cfg.jitter}
+		Resync: cfg.resync, Jitter: cfg.jitter, Compare: rc.compare}
 	f := newFleet(clusters, 0)
 	f.steps = rc.steps
 	h, err := startRolloutHub(ctx, cfg, rc, f, b)

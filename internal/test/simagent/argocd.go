@@ -25,6 +25,14 @@ type Behaviour struct {
 	// Resync is how often Argo CD compares an Application with nothing to do with Git again
 	// (timeout.reconciliation), plus up to Jitter; 0: never.
 	Resync, Jitter time.Duration
+	// Compare is how long Argo CD takes to compare an Application with Git once it changed (its
+	// repo server generating the manifests): the status of that comparison is written this much
+	// after the change; 0: at once. Real Argo CD takes from tens of milliseconds (manifests
+	// cached) to seconds (a new commit fetched). A status written within milliseconds of the
+	// ApplicationSet controller's own patch is lost from that controller's view in Argo CD 3.4 and
+	// later, which writes each patch's response back into its informer cache, over a newer object
+	// already there, until the Application changes again (argo-cd#26578).
+	Compare time.Duration
 }
 
 // nextResync is when Argo CD reconciles an Application compared at from again.
@@ -61,6 +69,8 @@ type App struct {
 	running *operation
 	// resync is when Argo CD next compares the Application on its own.
 	resync time.Time
+	// comparing is when the comparison a change started ends (zero: none is under way).
+	comparing time.Time
 	// autoSynced is the revision the automated sync policy last tried.
 	autoSynced string
 	// Starts counts, per delivery ID, the operations Argo CD started under it: one request run
@@ -122,7 +132,11 @@ func (a *App) Apply(manifest map[string]any, now time.Time, b Behaviour) bool {
 	if phase, _, _ := unstructured.NestedString(m.Object, "status", "operationState", "phase"); phase == manifestwork.PhaseTerminating && a.running != nil {
 		a.finish(now, false, "Operation terminated")
 	}
-	a.refresh(now)
+	if b.Compare > 0 {
+		a.comparing = now.Add(b.Compare)
+	} else {
+		a.refresh(now)
+	}
 	a.resync = b.nextResync(now)
 	a.Step(now, b)
 	return true
@@ -131,6 +145,7 @@ func (a *App) Apply(manifest map[string]any, now time.Time, b Behaviour) bool {
 // refresh is Argo CD comparing the Application with Git: the target revision's commit, Synced when
 // the last sync deployed it, the refresh annotation removed.
 func (a *App) refresh(now time.Time) {
+	a.comparing = time.Time{}
 	target, _, _ := unstructured.NestedString(a.Object, "spec", "source", "targetRevision")
 	source, _, _ := unstructured.NestedMap(a.Object, "spec", "source")
 	revision := Resolve(target)
@@ -173,6 +188,10 @@ func (a *App) Step(now time.Time, b Behaviour) (next time.Time, changed bool) {
 	if a.Object == nil {
 		return time.Time{}, false
 	}
+	if !a.comparing.IsZero() && !now.Before(a.comparing) {
+		a.refresh(now)
+		changed = true
+	}
 	if !a.resync.IsZero() && !now.Before(a.resync) {
 		a.refresh(now)
 		a.resync = b.nextResync(now)
@@ -195,10 +214,20 @@ func (a *App) Step(now time.Time, b Behaviour) (next time.Time, changed bool) {
 		changed = true
 	}
 	next = a.resync
-	if a.running != nil && (next.IsZero() || a.running.finishes.Before(next)) {
-		next = a.running.finishes
+	for _, at := range []time.Time{a.comparing, a.runningFinishes()} {
+		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
 	}
 	return next, changed
+}
+
+// runningFinishes is when the running operation finishes, zero when none runs.
+func (a *App) runningFinishes() time.Time {
+	if a.running == nil {
+		return time.Time{}
+	}
+	return a.running.finishes
 }
 
 // autoSync is Argo CD's automated sync policy: an Application OutOfSync at a revision it has not

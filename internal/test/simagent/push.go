@@ -27,7 +27,8 @@ import (
 // What real push-model Argo CD does that it does not: it holds credentials for every cluster and
 // applies the resources there (here nothing is deployed); it compares with Git through its repo
 // server (here Resolve); it writes .status with a computed patch, often in several writes per
-// sync (operation started, finished, refreshed), where Push writes once per change, as App does.
+// sync (operation started, finished, refreshed), where Push writes once per change, as App does;
+// its comparison with Git takes the repo server's time, which Behaviour.Compare stands in for.
 type Push struct {
 	c         client.Client
 	behaviour Behaviour

@@ -216,3 +216,37 @@ func TestArgoCDComparesAgainEachResync(t *testing.T) {
 	g.Expect(changed).To(BeTrue())
 	g.Expect(app.Object["status"].(map[string]any)["reconciledAt"]).To(Equal("2026-01-01T00:00:10Z"))
 }
+
+func TestArgoCDWritesAComparisonOnlyOnceItEnds(t *testing.T) {
+	g := NewWithT(t)
+	b := Behaviour{SyncDuration: time.Second, Compare: 500 * time.Millisecond}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	hub := workfixture.PullApp(func(u *unstructured.Unstructured) {
+		delete(u.Object["spec"].(map[string]any), "syncPolicy")
+	})
+	manifest, _ := applicationManifest(heldWork(t, hub, ""))
+	var app App
+	g.Expect(app.Apply(manifest, now, b)).To(BeTrue())
+	g.Expect(app.Object["status"]).To(BeNil(), "nothing is compared yet")
+	next, changed := app.Step(now, b)
+	g.Expect(changed).To(BeFalse())
+	g.Expect(next).To(Equal(now.Add(500 * time.Millisecond)))
+	_, changed = app.Step(next, b)
+	g.Expect(changed).To(BeTrue())
+	sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
+	g.Expect(sync).To(Equal(Resolve("main")))
+
+	// A new targetRevision: the status still shows the old commit until the comparison ends.
+	unstructured.SetNestedField(manifest, "v2", "spec", "source", "targetRevision")
+	later := next.Add(time.Second)
+	g.Expect(app.Apply(manifest, later, b)).To(BeTrue())
+	sync, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
+	g.Expect(sync).To(Equal(Resolve("main")))
+	next, _ = app.Step(later, b)
+	g.Expect(next).To(Equal(later.Add(500 * time.Millisecond)))
+	_, changed = app.Step(next, b)
+	g.Expect(changed).To(BeTrue())
+	sync, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
+	g.Expect(sync).To(Equal(Resolve("v2")))
+	g.Expect(app.Object["status"].(map[string]any)["reconciledAt"]).To(Equal(next.UTC().Format(time.RFC3339)))
+}

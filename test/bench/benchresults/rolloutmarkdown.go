@@ -107,6 +107,12 @@ func (r RolloutReport) RolloutTable() string {
 		return fmt.Sprintf("%.1f s for %d Applications, %.2fx the agents' %.0f s%s", ro.Seconds, ro.Applications, ro.Ratio, ro.AgentsSeconds, done)
 	}
 	row("sync duration, steps", func(res RolloutResult) string { return fmt.Sprintf("%.0f s, %d", res.SyncSeconds, res.Steps) })
+	row("Argo CD's comparison of a changed Application", func(res RolloutResult) string {
+		if res.CompareSeconds == 0 {
+			return "none: written at once"
+		}
+		return fmt.Sprintf("%.1f s", res.CompareSeconds)
+	})
 	row("ApplicationSet controller's client limit", func(res RolloutResult) string {
 		qps := res.ApplicationSetClientQPS
 		if qps == 0 {

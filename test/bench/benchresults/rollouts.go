@@ -22,6 +22,10 @@ type RolloutResult struct {
 	// SyncSeconds is how long each simulated Argo CD's sync runs; Steps the RollingSync steps.
 	SyncSeconds float64 `json:"syncSeconds"`
 	Steps       int     `json:"steps"`
+	// CompareSeconds is how long each simulated Argo CD takes to compare a changed Application
+	// with Git before it writes the status (simagent.Behaviour.Compare). 0 in runs made before it
+	// was simulated, whose comparisons were written at once.
+	CompareSeconds float64 `json:"compareSeconds,omitempty"`
 	// ApplicationSetClientQPS is the ApplicationSet controller's client limit in requests per
 	// second (ARGOCD_K8S_CLIENT_QPS, burst twice that; Argo CD's default is 50). 0 in runs made
 	// before it was recorded, which ran with the default.
