@@ -315,6 +315,31 @@ func NewerReconciledAt(app *unstructured.Unstructured, obs Observed) string {
 	return reported.UTC().Format(time.RFC3339)
 }
 
+// ComparedSinceStart says whether at, when the managed cluster last compared the Application
+// (NewerReconciledAt), is worth a status write of its own: the operation st shows is running, at
+// is not before its start, and the hub's reconciledAt is. Argo CD 3.5's RollingSync moves a step's
+// Application from Pending only once its reconciledAt is after the step began, and asks one still
+// Pending to sync again once its sync finished and the request was cleared: a second sync on the
+// cluster. Argo CD writes the sync's start and the comparison it requests in two writes, so the
+// work's status often shows the first without the second. At most once per sync: the next finds
+// the hub's reconciledAt not before the start.
+func ComparedSinceStart(app *unstructured.Unstructured, st Status, at string) bool {
+	if st.Operation == nil || st.Operation.Phase == "" || manifestwork.Finished(st.Operation.Phase) {
+		return false
+	}
+	started, err := time.Parse(time.RFC3339, st.Operation.StartedAt)
+	if err != nil {
+		return false
+	}
+	compared, err := time.Parse(time.RFC3339, at)
+	if err != nil || compared.Before(started) {
+		return false
+	}
+	hub, _, _ := unstructured.NestedString(app.Object, "status", "reconciledAt")
+	hubAt, err := time.Parse(time.RFC3339, hub)
+	return err != nil || hubAt.Before(started)
+}
+
 // Unanswered is true when the managed cluster has not answered for its Application yet and the hub
 // Application shows no status from an earlier answer: no status already reads as unknown, and
 // writing Unknown would cost one request per new Application of a rollout. An Application that

@@ -31,3 +31,37 @@ func TestTheHubsReconciledAtOnlyMovesForward(t *testing.T) {
 		})
 	}
 }
+
+func TestAComparisonSinceTheSyncStartedIsWrittenOncePerSync(t *testing.T) {
+	app := func(at string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		if at != "" {
+			_ = unstructured.SetNestedField(u.Object, at, "status", "reconciledAt")
+		}
+		return u
+	}
+	running := func(phase, started string) Status {
+		return Status{Operation: &OperationState{Phase: phase, StartedAt: started}}
+	}
+	const start = "2026-11-28T02:00:10Z"
+	for _, tc := range []struct {
+		name, hub, at string
+		st            Status
+		want          bool
+	}{
+		{"compared since the start, the hub's from before it", "2026-11-28T02:00:00Z", "2026-11-28T02:00:11Z", running("Running", start), true},
+		{"compared in the second it started", "2026-11-28T02:00:00Z", start, running("Running", start), true},
+		{"the hub has none yet", "", "2026-11-28T02:00:11Z", running("Running", start), true},
+		{"already written for this sync", start, "2026-11-28T02:00:12Z", running("Running", start), false},
+		{"compared before the start", "2026-11-28T02:00:00Z", "2026-11-28T02:00:09Z", running("Running", start), false},
+		{"the sync finished (the clearing write carries it)", "2026-11-28T02:00:00Z", "2026-11-28T02:00:15Z", running("Succeeded", start), false},
+		{"no operation", "2026-11-28T02:00:00Z", "2026-11-28T02:00:11Z", Status{}, false},
+		{"a start that is not a time", "2026-11-28T02:00:00Z", "2026-11-28T02:00:11Z", running("Running", "soon"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ComparedSinceStart(app(tc.hub), tc.st, tc.at); got != tc.want {
+				t.Errorf("ComparedSinceStart = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -189,14 +189,15 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		st.ReconciledAt = appstatus.ReconciledAt(obs)
 	}
 	updated, changed := appstatus.WithStatus(app, st)
-	if changed && st.ReconciledAt == "" {
+	if st.ReconciledAt == "" {
 		// A write made anyway carries when the cluster last compared, if it said (while a request
-		// is carried): Argo CD 3.5's RollingSync moves a step's Application on from Pending only
+		// is carried); so does a write of its own once the cluster compared since its sync
+		// started: Argo CD 3.5's RollingSync moves a step's Application on from Pending only
 		// once its reconciledAt is after the step began, and an Application left Pending while
 		// its sync runs is asked to sync again once the request is cleared.
-		if at := appstatus.NewerReconciledAt(app, obs); at != "" {
+		if at := appstatus.NewerReconciledAt(app, obs); at != "" && (changed || appstatus.ComparedSinceStart(app, st, at)) {
 			st.ReconciledAt = at
-			updated, _ = appstatus.WithStatus(app, st)
+			updated, changed = appstatus.WithStatus(app, st)
 		}
 	}
 	if clearSync {

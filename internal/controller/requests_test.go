@@ -74,6 +74,11 @@ func describeWrite(method, path string, body []byte) string {
 		sy, _, _ := unstructured.NestedString(st, "sync", "status")
 		ph, _, _ := unstructured.NestedString(st, "operationState", "phase")
 		detail = fmt.Sprintf(" health=%s sync=%s phase=%s", h, sy, ph)
+		for _, field := range [][]string{{"operationState", "startedAt"}, {"reconciledAt"}} {
+			if v, ok, _ := unstructured.NestedString(st, field...); ok {
+				detail += fmt.Sprintf(" %s=%s", field[len(field)-1], v)
+			}
+		}
 	}
 	md, _ := doc["metadata"].(map[string]any)
 	if a, ok := md["annotations"].(map[string]any); ok && strings.HasPrefix(what, "manifestworks") {
@@ -124,9 +129,11 @@ func (h *harness) simulate(ctx context.Context, b simagent.Behaviour, clusters .
 // What one rollout costs argocd-pull in requests for each Application: the commit (a new
 // targetRevision the ApplicationSet controller writes into every Application), then its step's
 // sync request, run by the cluster, finished, cleared, withdrawn. The list is docs/benchmarks.md's
-// "Requests per Application"; the total is held to 7, and the fleet it leaves at rest asks its
-// clusters for nothing that changes at rest (reconciledAt).
-func TestOneRolloutCostsAtMostSevenWritesPerApplication(t *testing.T) {
+// "Requests per Application"; the total is held to 8, and the fleet it leaves at rest asks its
+// clusters for nothing that changes at rest (reconciledAt). Each cluster's Argo CD writes the
+// comparison a change starts a little after the change, as a real one does (its repo server),
+// so the sync's start reaches the hub before the comparison it requested.
+func TestOneRolloutCostsAtMostEightWritesPerApplication(t *testing.T) {
 	const apps = 4
 	log := &writeLog{}
 	recordWrites = func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log }
@@ -143,7 +150,7 @@ func TestOneRolloutCostsAtMostSevenWritesPerApplication(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h.simulate(ctx, simagent.Behaviour{SyncDuration: 300 * time.Millisecond}, clusters...)
+	h.simulate(ctx, simagent.Behaviour{SyncDuration: 300 * time.Millisecond, Compare: 100 * time.Millisecond}, clusters...)
 
 	request := func(name string) {
 		h.updateApp(name, func(u *unstructured.Unstructured) {
@@ -196,6 +203,10 @@ func TestOneRolloutCostsAtMostSevenWritesPerApplication(t *testing.T) {
 			g.Expect(statusField(app, "sync", "revision")).To(Equal(simagent.Resolve("v2")), "%s: its cluster compared the commit", name)
 		}
 	}, timeout, interval).Should(Succeed(), func() string { return h.explainApps(names) })
+	// Argo CD's times are to the second: the step begins in a later second than the clusters
+	// compared the commit, as a RollingSync step does, so that a comparison since the sync's
+	// start tells from the one before it.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
 	for _, name := range names {
 		request(name)
 	}
@@ -203,17 +214,35 @@ func TestOneRolloutCostsAtMostSevenWritesPerApplication(t *testing.T) {
 	after := settle()
 	log.mu.Lock()
 	log.on = false
-	runningCarriesReconciledAt := false
+	// The value after "name=" in a described write, "" when it has none.
+	valueOf := func(line, name string) string {
+		_, after, ok := strings.Cut(line, " "+name+"=")
+		if !ok {
+			return ""
+		}
+		v, _, _ := strings.Cut(after, " ")
+		return v
+	}
+	startedAt, comparedWhileRunning := "", false
 	for _, line := range log.lines {
 		if strings.Contains(line, names[0]) {
 			t.Logf("%s", line)
-			runningCarriesReconciledAt = runningCarriesReconciledAt || strings.Contains(line, "phase=Running") && strings.Contains(line, "status.reconciledAt")
+			if strings.Contains(line, "phase=Running") {
+				startedAt = valueOf(line, "startedAt")
+			}
+			if strings.Contains(line, "phase=Succeeded") {
+				startedAt = ""
+			}
+			// RFC 3339 times in UTC, to the second: they compare as strings.
+			at := valueOf(line, "reconciledAt")
+			comparedWhileRunning = comparedWhileRunning || startedAt != "" && at != "" && at >= startedAt
 		}
 	}
 	log.mu.Unlock()
 	// Argo CD 3.5's RollingSync moves a step's Application on from Pending once its reconciledAt
-	// is after the step began: the write showing the sync started carries the cluster's.
-	h.g.Expect(runningCarriesReconciledAt).To(BeTrue(), "the write that shows the sync running carries the cluster's reconciledAt")
+	// is after the step began, and asks one still Pending to sync again once the request is
+	// cleared: the hub shows the cluster's comparison since the sync started while it runs.
+	h.g.Expect(comparedWhileRunning).To(BeTrue(), "a write while the sync runs carries the cluster's reconciledAt since its start")
 
 	perApp := map[string]float64{}
 	total := 0.0
@@ -228,7 +257,7 @@ func TestOneRolloutCostsAtMostSevenWritesPerApplication(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("%s %.2f", k, perApp[k]))
 	}
 	t.Logf("argocd-pull's writes per Application for one rollout (the report's, per ApplicationSet, left out): %.2f: %s", total, strings.Join(lines, ", "))
-	h.g.Expect(total).To(BeNumerically("<=", 7), "writes per Application: %s", strings.Join(lines, ", "))
+	h.g.Expect(total).To(BeNumerically("<=", 8), "writes per Application: %s", strings.Join(lines, ", "))
 	for _, cluster := range clusters {
 		works := &workv1.ManifestWorkList{}
 		h.g.Expect(h.c.List(ctx, works, client.InNamespace(cluster))).To(Succeed())
