@@ -202,11 +202,25 @@ func (r RolloutReport) RolloutTable() string {
 			return res.FirstRollout.WritesPerApplication()
 		})
 	}
-	row("syncs per Application (1: each asked once)", func(res RolloutResult) string {
-		if res.NewRevision == nil {
+	// syncs is a rollout's syncs per Application, with its limit's beside it when there is one.
+	syncs := func(res RolloutResult, of func(RolloutResult) *Rollout) string {
+		ro := of(res)
+		if ro == nil {
 			return "-"
 		}
-		return fmt.Sprintf("%.2f", res.NewRevision.SyncsPerApplication)
+		out := fmt.Sprintf("%.2f", ro.SyncsPerApplication)
+		if res.Limit != nil {
+			if lim := of(*res.Limit); lim != nil {
+				out += fmt.Sprintf(" (the limit: %.2f)", lim.SyncsPerApplication)
+			}
+		}
+		return out
+	}
+	row("syncs per Application in the first rollout (1: each asked once)", func(res RolloutResult) string {
+		return syncs(res, func(r RolloutResult) *Rollout { return r.FirstRollout })
+	})
+	row("syncs per Application, a new revision", func(res RolloutResult) string {
+		return syncs(res, func(r RolloutResult) *Rollout { return r.NewRevision })
 	})
 	row("a second commit mid-rollout: the new revision", func(res RolloutResult) string {
 		if res.SecondCommit == nil || res.SecondCommit.Rollout == nil {
