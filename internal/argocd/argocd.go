@@ -99,6 +99,18 @@ func RollingSync(appSet *unstructured.Unstructured) bool {
 	return strategy == "RollingSync"
 }
 
+// AutomatedSync says whether an Application syncs itself: spec.syncPolicy.automated is set and not
+// turned off by its enabled field, as Argo CD's SyncPolicy.IsAutomatedSyncEnabled reads it. Argo CD
+// 3.5's RollingSync turns it off with enabled: false rather than removing it.
+func AutomatedSync(app *unstructured.Unstructured) bool {
+	automated, ok, _ := unstructured.NestedMap(app.Object, "spec", "syncPolicy", "automated")
+	if !ok || automated == nil {
+		return false
+	}
+	enabled, set := automated["enabled"].(bool)
+	return !set || enabled
+}
+
 // OwningApplicationSet returns the name of the ApplicationSet that owns the Application, if any.
 func OwningApplicationSet(app metav1.Object) (string, bool) {
 	for _, ref := range app.GetOwnerReferences() {

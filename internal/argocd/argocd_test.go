@@ -83,3 +83,27 @@ func TestSupportedReleases(t *testing.T) {
 		}
 	}
 }
+
+func TestAutomatedSyncReadsTheEnabledField(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy map[string]any
+		want   bool
+	}{
+		{"no sync policy", nil, false},
+		{"no automated policy", map[string]any{"syncOptions": []any{"CreateNamespace=true"}}, false},
+		{"automated", map[string]any{"automated": map[string]any{"prune": true}}, true},
+		{"automated, enabled", map[string]any{"automated": map[string]any{"enabled": true}}, true},
+		{"automated, turned off (Argo CD 3.5's RollingSync)", map[string]any{"automated": map[string]any{"prune": true, "enabled": false}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := NewApplication()
+			if tc.policy != nil {
+				app.Object["spec"] = map[string]any{"syncPolicy": tc.policy}
+			}
+			if got := AutomatedSync(app); got != tc.want {
+				t.Errorf("AutomatedSync = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/report"
 	"github.com/argocd-pull/argocd-pull/internal/test/simagent"
 	"github.com/argocd-pull/argocd-pull/test/bench/benchresults"
@@ -81,7 +82,7 @@ func (o *rolloutObserver) hubEvent(app *unstructured.Unstructured) {
 	sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
 	health, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
 	phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
-	_, automated, _ := unstructured.NestedMap(app.Object, "spec", "syncPolicy", "automated")
+	automated := argocd.AutomatedSync(app)
 	operation := ""
 	if op, ok := app.Object["operation"]; ok && op != nil {
 		raw, _ := json.Marshal(op)

@@ -233,7 +233,7 @@ func (a *App) runningFinishes() time.Time {
 // autoSync is Argo CD's automated sync policy: an Application OutOfSync at a revision it has not
 // tried to sync yet gets an operation of its own (a failed revision is not tried again).
 func (a *App) autoSync() {
-	if _, automated, _ := unstructured.NestedMap(a.Object, "spec", "syncPolicy", "automated"); !automated {
+	if !argocd.AutomatedSync(&unstructured.Unstructured{Object: a.Object}) {
 		return
 	}
 	sync, _, _ := unstructured.NestedString(a.Object, "status", "sync", "status")
