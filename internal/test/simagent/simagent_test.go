@@ -237,7 +237,7 @@ func TestArgoCDWritesAComparisonOnlyOnceItEnds(t *testing.T) {
 	g.Expect(sync).To(Equal(Resolve("main")))
 
 	// A new targetRevision: the status still shows the old commit until the comparison ends.
-	unstructured.SetNestedField(manifest, "v2", "spec", "source", "targetRevision")
+	g.Expect(unstructured.SetNestedField(manifest, "v2", "spec", "source", "targetRevision")).To(Succeed())
 	later := next.Add(time.Second)
 	g.Expect(app.Apply(manifest, later, b)).To(BeTrue())
 	sync, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
