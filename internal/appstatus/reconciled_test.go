@@ -7,13 +7,6 @@ import (
 )
 
 func TestTheHubsReconciledAtOnlyMovesForward(t *testing.T) {
-	app := func(at string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{}}
-		if at != "" {
-			_ = unstructured.SetNestedField(u.Object, at, "status", "reconciledAt")
-		}
-		return u
-	}
 	for _, tc := range []struct {
 		name, hub, reported, want string
 	}{
@@ -25,7 +18,7 @@ func TestTheHubsReconciledAtOnlyMovesForward(t *testing.T) {
 		{"not a time", "2026-11-28T02:00:00Z", "yesterday", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := NewerReconciledAt(app(tc.hub), Observed{ReconciledAt: tc.reported}); got != tc.want {
+			if got := NewerReconciledAt(appReconciledAt(tc.hub), Observed{ReconciledAt: tc.reported}); got != tc.want {
 				t.Errorf("NewerReconciledAt = %q, want %q", got, tc.want)
 			}
 		})
@@ -33,13 +26,6 @@ func TestTheHubsReconciledAtOnlyMovesForward(t *testing.T) {
 }
 
 func TestAComparisonSinceTheSyncStartedIsWrittenOncePerSync(t *testing.T) {
-	app := func(at string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{}}
-		if at != "" {
-			_ = unstructured.SetNestedField(u.Object, at, "status", "reconciledAt")
-		}
-		return u
-	}
 	running := func(phase, started string) Status {
 		return Status{Operation: &OperationState{Phase: phase, StartedAt: started}}
 	}
@@ -59,9 +45,18 @@ func TestAComparisonSinceTheSyncStartedIsWrittenOncePerSync(t *testing.T) {
 		{"a start that is not a time", "2026-11-28T02:00:00Z", "2026-11-28T02:00:11Z", running("Running", "soon"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ComparedSinceStart(app(tc.hub), tc.st, tc.at); got != tc.want {
+			if got := ComparedSinceStart(appReconciledAt(tc.hub), tc.st, tc.at); got != tc.want {
 				t.Errorf("ComparedSinceStart = %v, want %v", got, tc.want)
 			}
 		})
 	}
+}
+
+// appReconciledAt is a hub Application whose status.reconciledAt is at ("": none).
+func appReconciledAt(at string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	if at != "" {
+		_ = unstructured.SetNestedField(u.Object, at, "status", "reconciledAt")
+	}
+	return u
 }
