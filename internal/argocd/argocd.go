@@ -101,7 +101,7 @@ func RollingSync(appSet *unstructured.Unstructured) bool {
 
 // AutomatedSync says whether an Application syncs itself: spec.syncPolicy.automated is set and not
 // turned off by its enabled field, as Argo CD's SyncPolicy.IsAutomatedSyncEnabled reads it. Argo CD
-// 3.5's RollingSync turns it off with enabled: false rather than removing it.
+// 3.4 and later turn it off so under RollingSync (3.2 removed it).
 func AutomatedSync(app *unstructured.Unstructured) bool {
 	automated, ok, _ := unstructured.NestedMap(app.Object, "spec", "syncPolicy", "automated")
 	if !ok || automated == nil {

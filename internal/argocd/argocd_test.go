@@ -94,7 +94,7 @@ func TestAutomatedSyncReadsTheEnabledField(t *testing.T) {
 		{"no automated policy", map[string]any{"syncOptions": []any{"CreateNamespace=true"}}, false},
 		{"automated", map[string]any{"automated": map[string]any{"prune": true}}, true},
 		{"automated, enabled", map[string]any{"automated": map[string]any{"enabled": true}}, true},
-		{"automated, turned off (Argo CD 3.5's RollingSync)", map[string]any{"automated": map[string]any{"prune": true, "enabled": false}}, false},
+		{"automated, turned off (Argo CD 3.4+ RollingSync)", map[string]any{"automated": map[string]any{"prune": true, "enabled": false}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			app := NewApplication()
