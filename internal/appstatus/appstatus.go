@@ -286,8 +286,8 @@ func Settled(obs Observed, wanted *Source) bool {
 // clears a request the managed cluster finished (and carried by the other writes while a request
 // is, NewerReconciledAt; never at rest: its Argo CD rewrites its own on every periodic
 // comparison, and a work at rest does not ask for it): when that Argo CD compared the
-// Application, and never before the operation the hub shows finished, which is what argocd app sync and argocd app wait wait for
-// (reconciledAt >= operationState.finishedAt). "" when the cluster reported neither as a time.
+// Application, and never before the operation the hub shows finished, which is what argocd app
+// sync and argocd app wait wait for (reconciledAt >= operationState.finishedAt). "" when the cluster reported neither as a time.
 func ReconciledAt(obs Observed) string {
 	reconciled, errR := time.Parse(time.RFC3339, obs.ReconciledAt)
 	finished, errF := time.Parse(time.RFC3339, obs.FinishedAt)
