@@ -52,3 +52,26 @@ func TestWritesPerApplicationCountsOnlyWrites(t *testing.T) {
 		t.Errorf("WritesPerApplication = %q, want %q", got, want)
 	}
 }
+
+func TestTheTableGivesSyncsPerApplicationBesideTheLimitsAndTheComparison(t *testing.T) {
+	report := RolloutReport{Results: []RolloutResult{{Clusters: 1000, CompareSeconds: 0.5,
+		FirstRollout: &Rollout{SyncsPerApplication: 1.9}, NewRevision: &Rollout{SyncsPerApplication: 1.9},
+		Limit: &RolloutResult{Clusters: 1000, FirstRollout: &Rollout{SyncsPerApplication: 1.5}, NewRevision: &Rollout{SyncsPerApplication: 1}}}}}
+	got := report.RolloutTable()
+	for _, want := range []string{
+		"| Argo CD's comparison of a changed Application | 0.5 s |",
+		"| syncs per Application in the first rollout (1: each asked once) | 1.90 (the limit: 1.50) |",
+		"| syncs per Application, a new revision | 1.90 (the limit: 1.00) |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the table lacks %q:\n%s", want, got)
+		}
+	}
+	// A run made before the comparison was simulated, without a limit.
+	old := RolloutReport{Results: []RolloutResult{{Clusters: 100, NewRevision: &Rollout{SyncsPerApplication: 1.28}}}}.RolloutTable()
+	for _, want := range []string{"| none: written at once |", "| syncs per Application, a new revision | 1.28 |", "| syncs per Application in the first rollout (1: each asked once) | - |"} {
+		if !strings.Contains(old, want) {
+			t.Errorf("the table lacks %q:\n%s", want, old)
+		}
+	}
+}
