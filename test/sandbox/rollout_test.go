@@ -199,7 +199,9 @@ spec:
 
 // A RollingSync rollout in pull mode: each revision reaches cluster1 first and cluster2 only once
 // cluster1's hub Application is Synced and Healthy at that revision; a revision that fails on
-// cluster1 never reaches cluster2, and the rollout goes on once cluster1 is fixed.
+// cluster1 never reaches cluster2, and the rollout goes on once cluster1 is fixed. Throughout, a
+// comparison a cluster reports while its sync runs shows on the hub while it runs, and the hub's
+// reconciledAt never moves back (watchReconciledAt).
 func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	requireLab(t)
 	hub, spokes := clients(t)
@@ -219,6 +221,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 		return types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: cluster + "-rollout"}
 	}
 	healthyAt := func(cluster, sha string) bool { return doneAt(hub, key(cluster), sha) }
+	checkReconciledAt := watchReconciledAt(t, []string{"cluster1", "cluster2"}, key)
 	// syncedOnce checks that each cluster synced revision sha: Argo CD records every successful
 	// sync in the Application's status.history.
 	syncedOnce := func(sha string) {
@@ -375,6 +378,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	sha6 := rollout("six", true)
 	converge("six", sha6, 5*time.Minute)
 	syncedOnce(sha6)
+	checkReconciledAt()
 }
 
 // regexpImmutable matches Argo CD's message for a change to an immutable ConfigMap.
