@@ -76,6 +76,9 @@ type Observed struct {
 	// HubSynced is true when the hub Application already shows the sync status derived from this
 	// observation (see manifestwork.Clears).
 	HubSynced bool
+	// StepHeld is true while the request's RollingSync step holds it on the hub once finished
+	// (manifestwork.HeldForStep): the hub shows it still running.
+	StepHeld bool
 	// HubTerminating is true when the hub Application asks to terminate the operation the managed
 	// cluster runs (manifestwork.Hub.Terminating names its delivery).
 	HubTerminating bool
@@ -228,7 +231,7 @@ func Derive(obs Observed, wanted *Source) Status {
 	case wanted != nil && obs.ComparedTo != nil && *obs.ComparedTo != *wanted:
 		// Its Argo CD has not compared against the wanted source: what it says is about the old one.
 		st.Health, st.Sync = argocd.HealthProgressing, argocd.SyncOutOfSync
-	case manifestwork.InFlight(obs.Carried, obs.Delivery, obs.HubSynced) && st.Health == argocd.HealthHealthy && st.Sync == argocd.SyncSynced:
+	case manifestwork.InFlight(obs.Carried, obs.Delivery, obs.HubSynced, obs.StepHeld) && st.Health == argocd.HealthHealthy && st.Sync == argocd.SyncSynced:
 		// A requested sync has not finished there: its health is about what ran before, and a
 		// RollingSync step must not advance on it (the ApplicationSet controller counts an
 		// Application done when it reads Healthy and Synced; one that reads OutOfSync it does not,
@@ -258,7 +261,7 @@ func Derive(obs Observed, wanted *Source) Status {
 		}
 		st.Operation = &OperationState{Operation: op, Phase: obs.Phase, StartedAt: obs.StartedAt, FinishedAt: obs.FinishedAt, Message: obs.Message,
 			SyncedRevision: obs.SyncedRevision, Resources: obs.SyncResources}
-		if manifestwork.Unsettled(obs.Carried, obs.Delivery, obs.HubSynced) {
+		if manifestwork.Unsettled(obs.Carried, obs.Delivery, obs.HubSynced, obs.StepHeld) {
 			// Finished there, but its Argo CD has not compared since: the request is still in
 			// flight for the hub, which shows it finished in the write that clears it.
 			st.Operation.Phase, st.Operation.FinishedAt = "Running", ""

@@ -5,8 +5,10 @@ package argocd
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -97,6 +99,56 @@ func Project(app *unstructured.Unstructured) string {
 func RollingSync(appSet *unstructured.Unstructured) bool {
 	strategy, _, _ := unstructured.NestedString(appSet.Object, "spec", "strategy", "type")
 	return strategy == "RollingSync"
+}
+
+// StepPending is the status Argo CD's RollingSync gives an Application whose step's sync it has
+// requested and not yet seen start (an ApplicationSet's status.applicationStatus[].status).
+const StepPending = "Pending"
+
+// StepPendingSince is when the RollingSync ApplicationSet appSet put its Application app in the
+// Pending status, as its status records it (to the second); zero when it does not read app Pending.
+// Argo CD 3.4 and later move it on only once its operation started, and it was compared, in a
+// later second.
+func StepPendingSince(appSet *unstructured.Unstructured, app string) time.Time {
+	var since time.Time
+	eachStep(appSet, func(name, status string, entry map[string]any) {
+		if name != app || status != StepPending {
+			return
+		}
+		at, _ := entry["lastTransitionTime"].(string)
+		since, _ = time.Parse(time.RFC3339, at)
+	})
+	return since
+}
+
+// LeftPending names the Applications the RollingSync ApplicationSet read Pending in its status
+// before (old) and no longer reads Pending after (updated), removed ones included.
+func LeftPending(old, updated *unstructured.Unstructured) []string {
+	pending := map[string]bool{}
+	eachStep(old, func(app, status string, _ map[string]any) {
+		if status == StepPending {
+			pending[app] = true
+		}
+	})
+	eachStep(updated, func(app, status string, _ map[string]any) {
+		if status == StepPending {
+			delete(pending, app)
+		}
+	})
+	return slices.Sorted(maps.Keys(pending))
+}
+
+// eachStep calls f with each entry of appSet's status.applicationStatus (one per Application: its
+// name and status), read in place: a copy would cost each caller the set's size.
+func eachStep(appSet *unstructured.Unstructured, f func(app, status string, entry map[string]any)) {
+	v, _, _ := unstructured.NestedFieldNoCopy(appSet.Object, "status", "applicationStatus")
+	entries, _ := v.([]any)
+	for _, e := range entries {
+		entry, _ := e.(map[string]any)
+		app, _ := entry["application"].(string)
+		status, _ := entry["status"].(string)
+		f(app, status, entry)
+	}
 }
 
 // AutomatedSync says whether an Application syncs itself: spec.syncPolicy.automated is set and not

@@ -2,7 +2,9 @@ package argocd
 
 import (
 	"testing"
+	"time"
 
+	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -106,4 +108,28 @@ func TestAutomatedSyncReadsTheEnabledField(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestStepPendingSinceAndLeftPending(t *testing.T) {
+	g := NewWithT(t)
+	set := func(entries ...map[string]any) *unstructured.Unstructured {
+		u := NewApplicationSet()
+		list := make([]any, 0, len(entries))
+		for _, e := range entries {
+			list = append(list, e)
+		}
+		g.Expect(unstructured.SetNestedSlice(u.Object, list, "status", "applicationStatus")).To(Succeed())
+		return u
+	}
+	entry := func(app, status string) map[string]any {
+		return map[string]any{"application": app, "status": status, "lastTransitionTime": "2026-11-23T10:00:00Z", "step": "1"}
+	}
+	before := set(entry("a", "Pending"), entry("b", "Pending"), entry("c", "Waiting"), entry("d", "Pending"))
+	after := set(entry("a", "Progressing"), entry("b", "Pending"), entry("c", "Pending"))
+	g.Expect(StepPendingSince(before, "a")).To(Equal(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)))
+	g.Expect(StepPendingSince(before, "c").IsZero()).To(BeTrue(), "Waiting is not Pending")
+	g.Expect(StepPendingSince(before, "x").IsZero()).To(BeTrue(), "no entry")
+	g.Expect(StepPendingSince(NewApplicationSet(), "a").IsZero()).To(BeTrue(), "no status")
+	g.Expect(LeftPending(before, after)).To(Equal([]string{"a", "d"}), "moved on, or gone from the status")
+	g.Expect(LeftPending(after, after)).To(BeEmpty())
 }

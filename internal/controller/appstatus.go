@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -70,7 +71,25 @@ func (r *AppStatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		Watches(argocd.NewApplicationSet(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return applicationRequests(ctx, r.Client, client.MatchingFields{appOwnerIndex: o.GetNamespace() + "/" + o.GetName()})
 		}), builder.WithPredicates(rollingSyncChanged())).
+		// A RollingSync step that moved an Application on from Pending frees the request its
+		// finished sync left on the hub (manifestwork.HeldForStep).
+		Watches(argocd.NewApplicationSet(), leftPending()).
 		Complete(r)
+}
+
+// leftPending queues the Applications an ApplicationSet's update no longer reads Pending (in its
+// own namespace, where Argo CD generates them).
+func leftPending() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.Funcs{UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		old, okOld := e.ObjectOld.(*unstructured.Unstructured)
+		updated, okNew := e.ObjectNew.(*unstructured.Unstructured)
+		if !okOld || !okNew {
+			return
+		}
+		for _, name := range argocd.LeftPending(old, updated) {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: updated.GetNamespace(), Name: name}})
+		}
+	}}
 }
 
 // rollingSyncChanged passes an ApplicationSet's deletion, and the updates that start or stop its
@@ -133,13 +152,23 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	if obs.Stale, recheck, err = r.staleness(ctx, work, obs); err != nil {
 		return ctrl.Result{}, time.Time{}, err
 	}
-	set, rolling, err := r.rollingSet(ctx, app)
+	set, appSet, err := r.rollingSet(ctx, app)
 	if err != nil {
 		return ctrl.Result{}, time.Time{}, err
 	}
+	if appSet != nil {
+		// A RollingSync step's finished sync stays on the hub while its ApplicationSet reads the
+		// Application Pending (the ApplicationSet's own update requeues this), at most until then.
+		var until time.Time
+		hub.StepHeld, until = manifestwork.HeldForStep(hub, obs.Carried, obs.Delivery, obs.StartedAt,
+			argocd.StepPendingSince(appSet, app.GetName()), time.Now())
+		if obs.StepHeld = hub.StepHeld; obs.StepHeld && (recheck.IsZero() || until.Before(recheck)) {
+			recheck = until
+		}
+	}
 	var barrier appstatus.Decision
 	own, member := appstatus.MemberOf(app, obs)
-	if member = member && rolling; member {
+	if member = member && appSet != nil; member {
 		if left, moved := r.rolling.Put(set, key, own); moved {
 			// Its source changed: its leaving may free siblings of the old one.
 			r.recheck(ctx, key.Namespace, r.rolling.Freed(left))
@@ -274,40 +303,40 @@ func (r *AppStatusReconciler) workOf(ctx context.Context, app *unstructured.Unst
 	return workOn(ctx, r.Client, target.Cluster, client.ObjectKeyFromObject(app), client.UnsafeDisableDeepCopy)
 }
 
-// rollingSet is app's ApplicationSet when it rolls out with RollingSync (ok false otherwise). It
-// seeds the set's view from the cache on first use.
-func (r *AppStatusReconciler) rollingSet(ctx context.Context, app *unstructured.Unstructured) (set types.NamespacedName, ok bool, err error) {
+// rollingSet is app's ApplicationSet (its key, and the cache's own object, only read) when it rolls
+// out with RollingSync (appSet nil otherwise). It seeds the set's view from the cache on first use.
+func (r *AppStatusReconciler) rollingSet(ctx context.Context, app *unstructured.Unstructured) (set types.NamespacedName, appSet *unstructured.Unstructured, err error) {
 	name, owned := argocd.OwningApplicationSet(app)
 	if !owned {
-		return set, false, nil
+		return set, nil, nil
 	}
 	set = types.NamespacedName{Namespace: app.GetNamespace(), Name: name}
 	// The cache's own objects, not copies: they are only read.
-	appSet := argocd.NewApplicationSet()
+	appSet = argocd.NewApplicationSet()
 	if err := r.Get(ctx, set, appSet, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.rolling.Drop(set)
-			return set, false, nil
+			return set, nil, nil
 		}
-		return set, false, err
+		return set, nil, err
 	}
 	if !argocd.RollingSync(appSet) {
 		r.rolling.Drop(set)
-		return set, false, nil
+		return set, nil, nil
 	}
 	if r.rolling.Seeded(set) {
-		return set, true, nil
+		return set, appSet, nil
 	}
 	list := argocd.NewApplicationList()
 	if err := r.List(ctx, list, client.MatchingFields{appOwnerIndex: set.String()}, client.UnsafeDisableDeepCopy); err != nil {
-		return set, false, fmt.Errorf("listing the Applications of ApplicationSet %s: %w", set, err)
+		return set, nil, fmt.Errorf("listing the Applications of ApplicationSet %s: %w", set, err)
 	}
 	members := make(map[string]appstatus.Member, len(list.Items))
 	for i := range list.Items {
 		sibling := &list.Items[i]
 		work, err := r.workOf(ctx, sibling)
 		if err != nil {
-			return set, false, err
+			return set, nil, err
 		}
 		if work == nil {
 			continue
@@ -317,7 +346,7 @@ func (r *AppStatusReconciler) rollingSet(ctx context.Context, app *unstructured.
 		}
 	}
 	r.rolling.Seed(set, members)
-	return set, true, nil
+	return set, appSet, nil
 }
 
 // staleness says why what work's cluster reports is not current, or when to look again (see

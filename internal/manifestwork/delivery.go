@@ -182,6 +182,9 @@ type Hub struct {
 	// Synced is true when the hub Application already shows the sync status the managed cluster
 	// settled on (set by the status controller, which derives it).
 	Synced bool
+	// StepHeld is true while the request's RollingSync step holds it on the hub once finished
+	// (set by the status controller from the ApplicationSet: HeldForStep).
+	StepHeld bool
 	// Terminating is the delivery ID of the operation the hub Application shows, when its phase
 	// is Terminating: argocd app terminate-op asked to stop it.
 	Terminating string

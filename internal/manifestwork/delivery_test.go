@@ -200,6 +200,8 @@ func TestClears(t *testing.T) {
 			FinishedAt: "2026-11-23T10:00:05Z", ReconciledAt: "2026-11-23T10:00:05Z", SyncStatus: "Synced"}, wantSync: true},
 		"failed and compared in the same second": {hub: Hub{Operation: opA}, reported: Reported{SyncStarted: "d1", Phase: "Failed",
 			FinishedAt: "2026-11-23T10:00:05Z", ReconciledAt: "2026-11-23T10:00:05Z", SyncStatus: "OutOfSync"}, wantSync: true},
+		"succeeded and Synced, held by its RollingSync step": {hub: Hub{Operation: opA, Synced: true, StepHeld: true}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded",
+			FinishedAt: "2026-11-23T10:00:05Z", ReconciledAt: "2026-11-23T10:00:05Z", SyncStatus: "Synced"}},
 		"already cleared":                {hub: Hub{Operation: opA, SyncCleared: "d1"}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded"}},
 		"a newer request":                {hub: Hub{Operation: map[string]any{"sync": map[string]any{}}}, reported: Reported{SyncStarted: "d1", Phase: "Succeeded"}},
 		"refresh performed":              {hub: Hub{Refresh: "hard"}, reported: Reported{RefreshDelivered: "r1"}, wantRefreshDone: true},

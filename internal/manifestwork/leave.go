@@ -1,5 +1,7 @@
 package manifestwork
 
+import "time"
+
 // When a request leaves: the payload a finished or cleared request leaves (WithdrawFinished,
 // KeepCleared), and the hub Application it is cleared from (Clears), once the managed cluster
 // finished it and compared since (Unsettled, InFlight).
@@ -86,7 +88,7 @@ func sameDelivery(a, b *Delivery) bool { return a != nil && b != nil && *a == *b
 // write as the status: those whose delivery the managed cluster finished, when the hub still has
 // that very request.
 func Clears(hub Hub, carried Deliveries, reported Reported) (sync, refresh bool) {
-	if d := carried.Sync; hub.Operation != nil && reported.readyToClear(d, hub.Synced) && hub.SyncCleared != d.ID &&
+	if d := carried.Sync; hub.Operation != nil && reported.readyToClear(d, hub.Synced, hub.StepHeld) && hub.SyncCleared != d.ID &&
 		ContentHash(withoutDeliveryInfo(hub.Operation)) == d.Hash {
 		sync = true
 	}
@@ -101,24 +103,60 @@ func Clears(hub Hub, carried Deliveries, reported Reported) (sync, refresh bool)
 // CD has not compared the Application since. The hub shows that operation as still Running: the
 // status write that shows it finished is the one that clears the request (see Clears), so that a
 // finished operation on the hub always means a cleared request (see Hub.SyncCleared).
-func Unsettled(carried Deliveries, reported Reported, hubSynced bool) bool {
-	return carried.Sync != nil && reported.syncDone(carried.Sync) && !reported.readyToClear(carried.Sync, hubSynced)
+func Unsettled(carried Deliveries, reported Reported, hubSynced, stepHeld bool) bool {
+	return carried.Sync != nil && reported.syncDone(carried.Sync) && !reported.readyToClear(carried.Sync, hubSynced, stepHeld)
 }
 
 // readyToClear: the delivery is settled, and when it left the cluster Synced, the hub already
 // shows the sync status derived from it (hubSynced). The ApplicationSet controller decides a RollingSync step's sync on a snapshot of
 // the Application and writes .operation on the current one: seeing the request cleared while it
 // still read OutOfSync, it requests the same sync again. So the hub first shows Synced (the
-// operation still Running), and clears the request in the next write.
-func (r Reported) readyToClear(d *Delivery, hubSynced bool) bool {
-	if !r.syncSettled(d) {
+// operation still Running), and clears the request in the next write. A request its RollingSync
+// step holds (stepHeld, see HeldForStep) is not cleared yet either.
+func (r Reported) readyToClear(d *Delivery, hubSynced, stepHeld bool) bool {
+	if !r.syncSettled(d) || stepHeld {
 		return false
 	}
 	return r.Phase != "Succeeded" || r.SyncStatus != "Synced" || hubSynced
 }
 
 // InFlight is true while a sync request is carried and the managed cluster has not finished it
-// and compared the Application since.
-func InFlight(carried Deliveries, reported Reported, hubSynced bool) bool {
-	return carried.Sync != nil && !reported.readyToClear(carried.Sync, hubSynced)
+// and compared the Application since (or its RollingSync step holds it: HeldForStep).
+func InFlight(carried Deliveries, reported Reported, hubSynced, stepHeld bool) bool {
+	return carried.Sync != nil && !reported.readyToClear(carried.Sync, hubSynced, stepHeld)
+}
+
+// StepHoldLimit bounds how long a RollingSync step holds a finished sync's request on the hub
+// (HeldForStep): the ApplicationSet controller's own requeue period. A controller that works
+// moves the step's Application on well before; past it the request is cleared, and if the
+// controller still reads it Pending it asks for the sync again, as it would of Argo CD itself.
+const StepHoldLimit = 3 * time.Minute
+
+// HeldForStep says whether the request carried, a RollingSync step's sync that the managed cluster
+// finished and settled, stays on the hub Application a while, and until when at most. It does
+// while the step's ApplicationSet still reads the Application Pending (pendingSince, to the
+// second; zero when it does not) and will move it on from what the hub shows: the sync Succeeded,
+// left it Synced, and started in a later second than the step began.
+//
+// Argo CD 3.4 and later's ApplicationSet controller moves a Pending Application on once its
+// operation started and it was compared after the step began, but in that same reconcile it
+// requests the syncs of its steps from the statuses it read before (argo-cd#21502): it writes
+// .operation again on an Application it just moved on, and if the request was cleared meanwhile,
+// that is a second sync on the cluster. So the hub shows the sync still Running, Synced and the
+// comparison since (what moves it on), keeps the request, and clears it once the ApplicationSet
+// reads the Application Pending no longer. A sync that started in the step's own second does not
+// move it on: the controller asks again, and that request is cleared at once. So is a failed one
+// (the controller's retry) and any request the ApplicationSet controller did not make.
+func HeldForStep(hub Hub, carried Deliveries, reported Reported, startedAt string, pendingSince, now time.Time) (held bool, until time.Time) {
+	d := carried.Sync
+	if pendingSince.IsZero() || !RolledOut(hub) || !reported.syncSettled(d) || reported.Phase != "Succeeded" || reported.SyncStatus != "Synced" {
+		return false, time.Time{}
+	}
+	started, errS := time.Parse(time.RFC3339, startedAt)
+	finished, errF := time.Parse(time.RFC3339, reported.FinishedAt)
+	if errS != nil || errF != nil || !started.After(pendingSince) {
+		return false, time.Time{}
+	}
+	until = finished.Add(StepHoldLimit)
+	return now.Before(until), until
 }

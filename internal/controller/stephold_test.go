@@ -1,0 +1,115 @@
+package controller
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+	"github.com/argocd-pull/argocd-pull/internal/test/simagent"
+)
+
+// setStep writes the RollingSync status the ApplicationSet controller keeps for app: status since
+// the given time (to the second, as it stores it).
+func (h *harness) setStep(set *unstructured.Unstructured, app, status string, since time.Time) {
+	h.t.Helper()
+	h.g.Eventually(func() error {
+		got := argocd.NewApplicationSet()
+		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(set), got); err != nil {
+			return err
+		}
+		entry := map[string]any{"application": app, "status": status, "step": "1", "message": "set by the test", "targetRevisions": []any{"main"},
+			"lastTransitionTime": since.UTC().Format(time.RFC3339)}
+		if err := unstructured.SetNestedSlice(got.Object, []any{entry}, "status", "applicationStatus"); err != nil {
+			return err
+		}
+		return h.c.Status().Update(context.Background(), got)
+	}, timeout, interval).Should(Succeed())
+}
+
+// Argo CD 3.4 and later's ApplicationSet controller moves a RollingSync step's Pending Application
+// on once its sync started, and it was compared, after the step began; in that same reconcile it
+// writes the sync request again from the status it read before (argo-cd#21502), which is a second
+// sync on the cluster if the hub had cleared the first request. So the hub keeps a step's finished
+// request, showing it still running with the cluster's Synced and its comparison since, until the
+// ApplicationSet reads the Application Pending no longer; then it clears the request at once, and
+// the cluster ran the sync once.
+func TestARollingSyncStepKeepsItsFinishedRequestUntilItsStepMovesOn(t *testing.T) {
+	h := start(t)
+	set := h.appSet("steps")
+	h.updateAppSet(set, map[string]any{"type": "RollingSync"})
+	cluster := h.cluster()
+	h.app("step", cluster, ownedBy(set))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fleet := h.simulate(ctx, simagent.Behaviour{SyncDuration: 300 * time.Millisecond, Compare: 100 * time.Millisecond}, cluster)
+	h.g.Eventually(func() string { return statusField(h.getApp("step"), "sync", "status") }, timeout, interval).Should(Equal("OutOfSync"))
+
+	// The step begins: Pending since this second; its sync request comes in a later one.
+	began := time.Now().Truncate(time.Second)
+	h.setStep(set, "step", argocd.StepPending, began)
+	time.Sleep(time.Until(began.Add(time.Second + 50*time.Millisecond)))
+	h.updateApp("step", func(u *unstructured.Unstructured) {
+		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": manifestwork.RollingSyncUser, "automated": true},
+			"sync": map[string]any{"syncOptions": []any{"CreateNamespace=true"}}}
+	})
+	work := client.ObjectKeyFromObject(h.work("step", cluster))
+	finished := func() bool {
+		app, ok := fleet.App(work)
+		return ok && len(app.Finished) > 0
+	}
+	h.g.Eventually(finished, timeout, interval).Should(BeTrue(), "the cluster finished the sync")
+
+	// What moves the step on, with the request kept.
+	held := func(g Gomega) {
+		app := h.getApp("step")
+		g.Expect(app.Object).To(HaveKey("operation"), "the request stays while its step reads Pending")
+		g.Expect(statusField(app, "operationState", "phase")).To(Equal("Running"))
+		g.Expect(statusField(app, "sync", "status")).To(Equal("Synced"))
+		started, err := time.Parse(time.RFC3339, statusField(app, "operationState", "startedAt"))
+		g.Expect(err).NotTo(HaveOccurred())
+		reconciled, err := time.Parse(time.RFC3339, statusField(app, "reconciledAt"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(started.After(began)).To(BeTrue(), "the sync started after the step began")
+		g.Expect(reconciled.After(began)).To(BeTrue(), "compared after the step began")
+	}
+	h.g.Eventually(held, timeout, interval).Should(Succeed(), func() string { return h.explainApps([]string{"step"}) })
+	h.g.Consistently(held, 2*time.Second, interval).Should(Succeed())
+
+	// The ApplicationSet controller moved it on: the request leaves, in the write that shows the end.
+	h.setStep(set, "step", "Progressing", time.Now())
+	h.g.Eventually(func(g Gomega) {
+		app := h.getApp("step")
+		g.Expect(app.Object).NotTo(HaveKey("operation"))
+		g.Expect(statusField(app, "operationState", "phase")).To(Equal("Succeeded"))
+		g.Expect(statusField(app, "health", "status")).To(Equal("Healthy"))
+	}, 5*time.Second, interval).Should(Succeed(), func() string { return h.explainApps([]string{"step"}) })
+	app, _ := fleet.App(work)
+	starts := 0
+	for _, n := range app.Starts {
+		starts += n
+	}
+	h.g.Expect(starts).To(Equal(1), "the cluster ran one sync (per delivery: %v)", app.Starts)
+
+	// A step that began in the second its sync started never moves on from that sync: the
+	// ApplicationSet controller asks again, so that request is cleared at once.
+	h.setStep(set, "step", argocd.StepPending, time.Now().Add(time.Hour))
+	h.updateApp("step", func(u *unstructured.Unstructured) {
+		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": manifestwork.RollingSyncUser, "automated": true},
+			"sync": map[string]any{"syncOptions": []any{"CreateNamespace=true"}}}
+	})
+	h.g.Eventually(func(g Gomega) {
+		app := h.getApp("step")
+		g.Expect(app.Object).NotTo(HaveKey("operation"))
+		g.Expect(statusField(app, "operationState", "phase")).To(Equal("Succeeded"))
+	}, timeout, interval).Should(Succeed(), func() string { return h.explainApps([]string{"step"}) })
+	app, _ = fleet.App(work)
+	h.g.Expect(slices.Collect(maps.Values(app.Starts))).To(Equal([]int{1, 1}), "each request ran once")
+}

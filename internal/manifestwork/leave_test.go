@@ -1,0 +1,52 @@
+package manifestwork
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestHeldForStep(t *testing.T) {
+	step := map[string]any{"initiatedBy": map[string]any{"username": RollingSyncUser, "automated": true}, "sync": map[string]any{}}
+	byHand := map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{}}
+	d := &Delivery{ID: "d1", Hash: ContentHash(step)}
+	carried := Deliveries{Sync: d}
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
+	pending := at("2026-11-23T10:00:00Z") // the step's Pending, to the second
+	settled := Reported{SyncStarted: "d1", Phase: "Succeeded", SyncStatus: "Synced", FinishedAt: "2026-11-23T10:00:06Z", ReconciledAt: "2026-11-23T10:00:06Z"}
+	now := at("2026-11-23T10:00:07Z")
+	failed := settled
+	failed.Phase, failed.SyncStatus = "Failed", "OutOfSync"
+	running := settled
+	running.Phase, running.FinishedAt = "Running", ""
+	tests := map[string]struct {
+		op        map[string]any
+		reported  Reported
+		startedAt string
+		pending   time.Time
+		now       time.Time
+		want      bool
+	}{
+		"succeeded, its step still Pending":                {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", pending: pending, now: now, want: true},
+		"its step no longer Pending":                       {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", now: now},
+		"started in the step's own second: never moves on": {op: step, reported: settled, startedAt: "2026-11-23T10:00:00Z", pending: pending, now: now},
+		"a request the ApplicationSet did not make":        {op: byHand, reported: settled, startedAt: "2026-11-23T10:00:01Z", pending: pending, now: now},
+		"failed: the ApplicationSet's retry":               {op: step, reported: failed, startedAt: "2026-11-23T10:00:01Z", pending: pending, now: now},
+		"still running: not finished":                      {op: step, reported: running, startedAt: "2026-11-23T10:00:01Z", pending: pending, now: now},
+		"past the limit":                                   {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", pending: pending, now: at("2026-11-23T10:03:06Z")},
+		"no start reported":                                {op: step, reported: settled, pending: pending, now: now},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			held, until := HeldForStep(Hub{Operation: tt.op}, carried, tt.reported, tt.startedAt, tt.pending, tt.now)
+			g.Expect(held).To(Equal(tt.want))
+			if held {
+				g.Expect(until).To(Equal(at("2026-11-23T10:00:06Z").Add(StepHoldLimit)), "held at most the limit past the sync's end")
+				g.Expect(InFlight(carried, tt.reported, true, held)).To(BeTrue(), "a held request is still in flight for the hub")
+				g.Expect(Unsettled(carried, tt.reported, true, held)).To(BeTrue(), "the hub shows a held request's sync running")
+			}
+		})
+	}
+}
