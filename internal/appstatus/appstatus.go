@@ -77,7 +77,8 @@ type Observed struct {
 	// observation (see manifestwork.Clears).
 	HubSynced bool
 	// StepHeld is true while the request's RollingSync step holds it on the hub once finished
-	// (manifestwork.HeldForStep): the hub shows it still running.
+	// (manifestwork.HeldForStep): the hub shows it still running, and the health its cluster
+	// reports after it.
 	StepHeld bool
 	// HubTerminating is true when the hub Application asks to terminate the operation the managed
 	// cluster runs (manifestwork.Hub.Terminating names its delivery).
@@ -231,7 +232,7 @@ func Derive(obs Observed, wanted *Source) Status {
 	case wanted != nil && obs.ComparedTo != nil && *obs.ComparedTo != *wanted:
 		// Its Argo CD has not compared against the wanted source: what it says is about the old one.
 		st.Health, st.Sync = argocd.HealthProgressing, argocd.SyncOutOfSync
-	case manifestwork.InFlight(obs.Carried, obs.Delivery, obs.HubSynced, obs.StepHeld) && st.Health == argocd.HealthHealthy && st.Sync == argocd.SyncSynced:
+	case manifestwork.InFlight(obs.Carried, obs.Delivery, obs.HubSynced, obs.StepHeld) && !obs.StepHeld && st.Health == argocd.HealthHealthy && st.Sync == argocd.SyncSynced:
 		// A requested sync has not finished there: its health is about what ran before, and a
 		// RollingSync step must not advance on it (the ApplicationSet controller counts an
 		// Application done when it reads Healthy and Synced; one that reads OutOfSync it does not,

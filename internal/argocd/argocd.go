@@ -101,41 +101,45 @@ func RollingSync(appSet *unstructured.Unstructured) bool {
 	return strategy == "RollingSync"
 }
 
-// StepPending is the status Argo CD's RollingSync gives an Application whose step's sync it has
-// requested and not yet seen start (an ApplicationSet's status.applicationStatus[].status).
-const StepPending = "Pending"
+// The statuses Argo CD's RollingSync gives an Application in an ApplicationSet's
+// status.applicationStatus: Pending once it requested the step's sync and until it sees it start,
+// Progressing until the Application reads Healthy and Synced.
+const (
+	StepPending     = "Pending"
+	StepProgressing = "Progressing"
+)
 
-// StepPendingSince is when the RollingSync ApplicationSet appSet put its Application app in the
-// Pending status, as its status records it (to the second); zero when it does not read app Pending.
-// Argo CD 3.4 and later move it on only once its operation started, and it was compared, in a
-// later second.
-func StepPendingSince(appSet *unstructured.Unstructured, app string) time.Time {
-	var since time.Time
-	eachStep(appSet, func(name, status string, entry map[string]any) {
-		if name != app || status != StepPending {
+// StepOf is the RollingSync status the ApplicationSet appSet gives its Application app, and since
+// when (its lastTransitionTime, to the second; zero when unreadable); "" when it lists none. Argo
+// CD 3.4 and later move a Pending Application on only once its operation started, and it was
+// compared, in a later second than it became Pending.
+func StepOf(appSet *unstructured.Unstructured, app string) (status string, since time.Time) {
+	eachStep(appSet, func(name, s string, entry map[string]any) {
+		if name != app {
 			return
 		}
 		at, _ := entry["lastTransitionTime"].(string)
+		status = s
 		since, _ = time.Parse(time.RFC3339, at)
 	})
-	return since
+	return status, since
 }
 
-// LeftPending names the Applications the RollingSync ApplicationSet read Pending in its status
-// before (old) and no longer reads Pending after (updated), removed ones included.
-func LeftPending(old, updated *unstructured.Unstructured) []string {
-	pending := map[string]bool{}
+// MovedOn names the Applications the RollingSync ApplicationSet read Pending or Progressing in its
+// status before (old) and reads otherwise after (updated), removed ones included.
+func MovedOn(old, updated *unstructured.Unstructured) []string {
+	stepping := map[string]string{}
 	eachStep(old, func(app, status string, _ map[string]any) {
-		if status == StepPending {
-			pending[app] = true
+		if status == StepPending || status == StepProgressing {
+			stepping[app] = status
 		}
 	})
 	eachStep(updated, func(app, status string, _ map[string]any) {
-		if status == StepPending {
-			delete(pending, app)
+		if status == StepPending || status == StepProgressing {
+			delete(stepping, app)
 		}
 	})
-	return slices.Sorted(maps.Keys(pending))
+	return slices.Sorted(maps.Keys(stepping))
 }
 
 // eachStep calls f with each entry of appSet's status.applicationStatus (one per Application: its

@@ -110,7 +110,7 @@ func TestAutomatedSyncReadsTheEnabledField(t *testing.T) {
 	}
 }
 
-func TestStepPendingSinceAndLeftPending(t *testing.T) {
+func TestStepOfAndMovedOn(t *testing.T) {
 	g := NewWithT(t)
 	set := func(entries ...map[string]any) *unstructured.Unstructured {
 		u := NewApplicationSet()
@@ -124,12 +124,15 @@ func TestStepPendingSinceAndLeftPending(t *testing.T) {
 	entry := func(app, status string) map[string]any {
 		return map[string]any{"application": app, "status": status, "lastTransitionTime": "2026-11-23T10:00:00Z", "step": "1"}
 	}
-	before := set(entry("a", "Pending"), entry("b", "Pending"), entry("c", "Waiting"), entry("d", "Pending"))
-	after := set(entry("a", "Progressing"), entry("b", "Pending"), entry("c", "Pending"))
-	g.Expect(StepPendingSince(before, "a")).To(Equal(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)))
-	g.Expect(StepPendingSince(before, "c").IsZero()).To(BeTrue(), "Waiting is not Pending")
-	g.Expect(StepPendingSince(before, "x").IsZero()).To(BeTrue(), "no entry")
-	g.Expect(StepPendingSince(NewApplicationSet(), "a").IsZero()).To(BeTrue(), "no status")
-	g.Expect(LeftPending(before, after)).To(Equal([]string{"a", "d"}), "moved on, or gone from the status")
-	g.Expect(LeftPending(after, after)).To(BeEmpty())
+	before := set(entry("a", "Pending"), entry("b", "Pending"), entry("c", "Waiting"), entry("d", "Pending"), entry("e", "Progressing"))
+	after := set(entry("a", "Progressing"), entry("b", "Pending"), entry("c", "Pending"), entry("e", "Healthy"))
+	status, since := StepOf(before, "a")
+	g.Expect(status).To(Equal(StepPending))
+	g.Expect(since).To(Equal(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)))
+	status, _ = StepOf(before, "x")
+	g.Expect(status).To(BeEmpty(), "no entry")
+	status, _ = StepOf(NewApplicationSet(), "a")
+	g.Expect(status).To(BeEmpty(), "no status")
+	g.Expect(MovedOn(before, after)).To(Equal([]string{"d", "e"}), "Pending or Progressing no longer, or gone from the status")
+	g.Expect(MovedOn(after, after)).To(BeEmpty())
 }

@@ -71,22 +71,22 @@ func (r *AppStatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		Watches(argocd.NewApplicationSet(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return applicationRequests(ctx, r.Client, client.MatchingFields{appOwnerIndex: o.GetNamespace() + "/" + o.GetName()})
 		}), builder.WithPredicates(rollingSyncChanged())).
-		// A RollingSync step that moved an Application on from Pending frees the request its
-		// finished sync left on the hub (manifestwork.HeldForStep).
-		Watches(argocd.NewApplicationSet(), leftPending()).
+		// A RollingSync step that moved an Application on frees the request its finished sync
+		// left on the hub (manifestwork.HeldForStep).
+		Watches(argocd.NewApplicationSet(), movedOn()).
 		Complete(r)
 }
 
-// leftPending queues the Applications an ApplicationSet's update no longer reads Pending (in its
-// own namespace, where Argo CD generates them).
-func leftPending() handler.TypedEventHandler[client.Object, reconcile.Request] {
+// movedOn queues the Applications an ApplicationSet's update no longer reads Pending or
+// Progressing (in its own namespace, where Argo CD generates them).
+func movedOn() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	return handler.Funcs{UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		old, okOld := e.ObjectOld.(*unstructured.Unstructured)
 		updated, okNew := e.ObjectNew.(*unstructured.Unstructured)
 		if !okOld || !okNew {
 			return
 		}
-		for _, name := range argocd.LeftPending(old, updated) {
+		for _, name := range argocd.MovedOn(old, updated) {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: updated.GetNamespace(), Name: name}})
 		}
 	}}
@@ -157,11 +157,11 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		return ctrl.Result{}, time.Time{}, err
 	}
 	if appSet != nil {
-		// A RollingSync step's finished sync stays on the hub while its ApplicationSet reads the
-		// Application Pending (the ApplicationSet's own update requeues this), at most until then.
+		// A RollingSync step's finished sync stays on the hub until its ApplicationSet moved the
+		// Application on (the ApplicationSet's own update requeues this), at most until then.
 		var until time.Time
-		hub.StepHeld, until = manifestwork.HeldForStep(hub, obs.Carried, obs.Delivery, obs.StartedAt,
-			argocd.StepPendingSince(appSet, app.GetName()), time.Now())
+		step, since := argocd.StepOf(appSet, app.GetName())
+		hub.StepHeld, until = manifestwork.HeldForStep(hub, obs.Carried, obs.Delivery, obs.StartedAt, step, since, time.Now())
 		if obs.StepHeld = hub.StepHeld; obs.StepHeld && (recheck.IsZero() || until.Before(recheck)) {
 			recheck = until
 		}

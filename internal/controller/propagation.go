@@ -129,7 +129,12 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	r.changed.Done(req.NamespacedName, time.Now()) // nothing more of this change to write
-	return ctrl.Result{}, conditions.clear(ctx, app)
+	result := ctrl.Result{}
+	if !verdict.Recheck.IsZero() {
+		// A RollingSync step's sync request waits for the next second (manifestwork.StepDeliverAt).
+		result.RequeueAfter = time.Until(verdict.Recheck)
+	}
+	return result, conditions.clear(ctx, app)
 }
 
 // written records how long the Application change behind a work write waited.

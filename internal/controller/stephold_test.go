@@ -38,9 +38,9 @@ func (h *harness) setStep(set *unstructured.Unstructured, app, status string, si
 // on once its sync started, and it was compared, after the step began; in that same reconcile it
 // writes the sync request again from the status it read before (argo-cd#21502), which is a second
 // sync on the cluster if the hub had cleared the first request. So the hub keeps a step's finished
-// request, showing it still running with the cluster's Synced and its comparison since, until the
-// ApplicationSet reads the Application Pending no longer; then it clears the request at once, and
-// the cluster ran the sync once.
+// request, showing it still running with the cluster's Synced, health and comparison since, until a
+// later reconcile than the one that moved it on counted it Healthy; then it clears the request at
+// once, and the cluster ran the sync once.
 func TestARollingSyncStepKeepsItsFinishedRequestUntilItsStepMovesOn(t *testing.T) {
 	h := start(t)
 	set := h.appSet("steps")
@@ -52,10 +52,10 @@ func TestARollingSyncStepKeepsItsFinishedRequestUntilItsStepMovesOn(t *testing.T
 	fleet := h.simulate(ctx, simagent.Behaviour{SyncDuration: 300 * time.Millisecond, Compare: 100 * time.Millisecond}, cluster)
 	h.g.Eventually(func() string { return statusField(h.getApp("step"), "sync", "status") }, timeout, interval).Should(Equal("OutOfSync"))
 
-	// The step begins: Pending since this second; its sync request comes in a later one.
+	// The step begins: Pending since this second, and its sync requested at once. The request
+	// reaches the cluster in a later second (manifestwork.StepDeliverAt).
 	began := time.Now().Truncate(time.Second)
 	h.setStep(set, "step", argocd.StepPending, began)
-	time.Sleep(time.Until(began.Add(time.Second + 50*time.Millisecond)))
 	h.updateApp("step", func(u *unstructured.Unstructured) {
 		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": manifestwork.RollingSyncUser, "automated": true},
 			"sync": map[string]any{"syncOptions": []any{"CreateNamespace=true"}}}
@@ -73,6 +73,7 @@ func TestARollingSyncStepKeepsItsFinishedRequestUntilItsStepMovesOn(t *testing.T
 		g.Expect(app.Object).To(HaveKey("operation"), "the request stays while its step reads Pending")
 		g.Expect(statusField(app, "operationState", "phase")).To(Equal("Running"))
 		g.Expect(statusField(app, "sync", "status")).To(Equal("Synced"))
+		g.Expect(statusField(app, "health", "status")).To(Equal("Healthy"), "the health its cluster reports after the sync: what counts the step done")
 		started, err := time.Parse(time.RFC3339, statusField(app, "operationState", "startedAt"))
 		g.Expect(err).NotTo(HaveOccurred())
 		reconciled, err := time.Parse(time.RFC3339, statusField(app, "reconciledAt"))
@@ -83,8 +84,12 @@ func TestARollingSyncStepKeepsItsFinishedRequestUntilItsStepMovesOn(t *testing.T
 	h.g.Eventually(held, timeout, interval).Should(Succeed(), func() string { return h.explainApps([]string{"step"}) })
 	h.g.Consistently(held, 2*time.Second, interval).Should(Succeed())
 
-	// The ApplicationSet controller moved it on: the request leaves, in the write that shows the end.
-	h.setStep(set, "step", "Progressing", time.Now())
+	// The ApplicationSet controller moved it on from Pending in a reconcile that saw the sync's end,
+	// and writes the request again in that very reconcile: the request stays until a later one
+	// counts the Application Healthy; then it leaves, in the write that shows the end.
+	h.setStep(set, "step", argocd.StepProgressing, time.Now())
+	h.g.Consistently(held, time.Second, interval).Should(Succeed())
+	h.setStep(set, "step", "Healthy", time.Now())
 	h.g.Eventually(func(g Gomega) {
 		app := h.getApp("step")
 		g.Expect(app.Object).NotTo(HaveKey("operation"))
@@ -98,17 +103,17 @@ func TestARollingSyncStepKeepsItsFinishedRequestUntilItsStepMovesOn(t *testing.T
 	}
 	h.g.Expect(starts).To(Equal(1), "the cluster ran one sync (per delivery: %v)", app.Starts)
 
-	// A step that began in the second its sync started never moves on from that sync: the
-	// ApplicationSet controller asks again, so that request is cleared at once.
-	h.setStep(set, "step", argocd.StepPending, time.Now().Add(time.Hour))
+	// A request the ApplicationSet controller did not make (argocd app sync) is cleared as soon as
+	// it finished, whatever the ApplicationSet reads.
+	h.setStep(set, "step", argocd.StepPending, time.Now().Add(-time.Minute))
 	h.updateApp("step", func(u *unstructured.Unstructured) {
-		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": manifestwork.RollingSyncUser, "automated": true},
-			"sync": map[string]any{"syncOptions": []any{"CreateNamespace=true"}}}
+		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{}}
 	})
 	h.g.Eventually(func(g Gomega) {
 		app := h.getApp("step")
 		g.Expect(app.Object).NotTo(HaveKey("operation"))
 		g.Expect(statusField(app, "operationState", "phase")).To(Equal("Succeeded"))
+		g.Expect(statusField(app, "operationState", "operation", "initiatedBy", "username")).To(Equal("admin"))
 	}, timeout, interval).Should(Succeed(), func() string { return h.explainApps([]string{"step"}) })
 	app, _ = fleet.App(work)
 	h.g.Expect(slices.Collect(maps.Values(app.Starts))).To(Equal([]int{1, 1}), "each request ran once")

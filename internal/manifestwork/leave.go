@@ -1,6 +1,10 @@
 package manifestwork
 
-import "time"
+import (
+	"time"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+)
 
 // When a request leaves: the payload a finished or cleared request leaves (WithdrawFinished,
 // KeepCleared), and the hub Application it is cleared from (Clears), once the managed cluster
@@ -130,33 +134,68 @@ func InFlight(carried Deliveries, reported Reported, hubSynced, stepHeld bool) b
 // (HeldForStep): the ApplicationSet controller's own requeue period. A controller that works
 // moves the step's Application on well before; past it the request is cleared, and if the
 // controller still reads it Pending it asks for the sync again, as it would of Argo CD itself.
-const StepHoldLimit = 3 * time.Minute
+// StepProgressingHold bounds the hold once the controller moved the Application on to Progressing.
+const (
+	StepHoldLimit       = 3 * time.Minute
+	StepProgressingHold = 10 * time.Second
+)
 
 // HeldForStep says whether the request carried, a RollingSync step's sync that the managed cluster
-// finished and settled, stays on the hub Application a while, and until when at most. It does
-// while the step's ApplicationSet still reads the Application Pending (pendingSince, to the
-// second; zero when it does not) and will move it on from what the hub shows: the sync Succeeded,
-// left it Synced, and started in a later second than the step began.
+// finished and settled, stays on the hub Application a while, and until when at most. step and
+// since are the status the step's ApplicationSet gives the Application and since when (to the
+// second; "" when none). It stays while the ApplicationSet reads the Application Pending and will
+// move it on from what the hub shows (the sync Succeeded, left it Synced, and started in a later
+// second than the step began), and then while it reads it Progressing since the sync's end, until
+// it reads it Healthy (StepProgressingHold at most).
 //
 // Argo CD 3.4 and later's ApplicationSet controller moves a Pending Application on once its
 // operation started and it was compared after the step began, but in that same reconcile it
-// requests the syncs of its steps from the statuses it read before (argo-cd#21502): it writes
-// .operation again on an Application it just moved on, and if the request was cleared meanwhile,
-// that is a second sync on the cluster. So the hub shows the sync still Running, Synced and the
-// comparison since (what moves it on), keeps the request, and clears it once the ApplicationSet
-// reads the Application Pending no longer. A sync that started in the step's own second does not
-// move it on: the controller asks again, and that request is cleared at once. So is a failed one
-// (the controller's retry) and any request the ApplicationSet controller did not make.
-func HeldForStep(hub Hub, carried Deliveries, reported Reported, startedAt string, pendingSince, now time.Time) (held bool, until time.Time) {
+// writes the sync requests of its steps from the statuses it read before (argo-cd#21502): it writes
+// .operation again on the Application it just moved on, and if the request was cleared meanwhile,
+// that is a second sync on the cluster, which the step then waits for. So the hub shows the sync
+// still running with the cluster's Synced, health and comparison since (what moves it on and then
+// counts it Healthy), and keeps the request until a later reconcile, one that no longer reads it
+// Pending, wrote the ApplicationSet's status. A sync that started in the step's own second never
+// moves it on (see StepDeliverAt); it is cleared at once, as are a failed one (the controller's
+// retry) and any request the ApplicationSet controller did not make.
+func HeldForStep(hub Hub, carried Deliveries, reported Reported, startedAt, step string, since, now time.Time) (held bool, until time.Time) {
 	d := carried.Sync
-	if pendingSince.IsZero() || !RolledOut(hub) || !reported.syncSettled(d) || reported.Phase != "Succeeded" || reported.SyncStatus != "Synced" {
+	if step == "" || !RolledOut(hub) || !reported.syncSettled(d) || reported.Phase != "Succeeded" || reported.SyncStatus != "Synced" {
 		return false, time.Time{}
 	}
 	started, errS := time.Parse(time.RFC3339, startedAt)
 	finished, errF := time.Parse(time.RFC3339, reported.FinishedAt)
-	if errS != nil || errF != nil || !started.After(pendingSince) {
+	if errS != nil || errF != nil {
 		return false, time.Time{}
 	}
 	until = finished.Add(StepHoldLimit)
+	switch {
+	case step == argocd.StepPending && started.After(since):
+	case step == argocd.StepProgressing && !since.Before(finished):
+		// Moved on by a reconcile that saw the sync's end: its own late write of the request is
+		// what the hold waits out.
+		if end := since.Add(StepProgressingHold); end.Before(until) {
+			until = end
+		}
+	default:
+		return false, time.Time{}
+	}
 	return now.Before(until), until
+}
+
+// StepDeliverAt is when a RollingSync step's new sync request (planned, not carried) may reach the
+// managed cluster: in a later second than the step began (stepBegan, to the second, as the
+// ApplicationSet's status records it; zero: no step, or not read Pending). Zero when it may go now.
+//
+// Argo CD 3.4 and later move a Pending Application on only once its operation started in a later
+// second than the step began. A sync that starts in that same second, which a fast hub and cluster
+// often manage, never moves it on: the ApplicationSet controller asks again once it finished, and
+// the step waits for a second sync (argo-cd#21502). Holding the request for the rest of that
+// second costs the step less than a second, against a whole sync.
+func StepDeliverAt(hub Hub, carried, planned Deliveries, stepBegan time.Time) time.Time {
+	d := planned.Sync
+	if stepBegan.IsZero() || d == nil || !RolledOut(hub) || carried.Sync != nil && carried.Sync.ID == d.ID {
+		return time.Time{}
+	}
+	return stepBegan.Truncate(time.Second).Add(time.Second)
 }

@@ -24,26 +24,34 @@ func TestHeldForStep(t *testing.T) {
 		op        map[string]any
 		reported  Reported
 		startedAt string
-		pending   time.Time
+		step      string
+		since     time.Time
 		now       time.Time
 		want      bool
+		until     time.Time
 	}{
-		"succeeded, its step still Pending":                {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", pending: pending, now: now, want: true},
-		"its step no longer Pending":                       {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", now: now},
-		"started in the step's own second: never moves on": {op: step, reported: settled, startedAt: "2026-11-23T10:00:00Z", pending: pending, now: now},
-		"a request the ApplicationSet did not make":        {op: byHand, reported: settled, startedAt: "2026-11-23T10:00:01Z", pending: pending, now: now},
-		"failed: the ApplicationSet's retry":               {op: step, reported: failed, startedAt: "2026-11-23T10:00:01Z", pending: pending, now: now},
-		"still running: not finished":                      {op: step, reported: running, startedAt: "2026-11-23T10:00:01Z", pending: pending, now: now},
-		"past the limit":                                   {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", pending: pending, now: at("2026-11-23T10:03:06Z")},
-		"no start reported":                                {op: step, reported: settled, pending: pending, now: now},
+		"succeeded, its step still Pending": {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Pending", since: pending, now: now, want: true,
+			until: at("2026-11-23T10:00:06Z").Add(StepHoldLimit)},
+		"moved on to Progressing by a reconcile that saw the end": {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Progressing", since: at("2026-11-23T10:00:06Z"), now: now, want: true,
+			until: at("2026-11-23T10:00:06Z").Add(StepProgressingHold)},
+		"Progressing for that long": {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Progressing", since: at("2026-11-23T10:00:06Z"), now: at("2026-11-23T10:00:16Z")},
+		"moved on while it ran":     {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Progressing", since: at("2026-11-23T10:00:02Z"), now: now},
+		"Healthy":                   {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Healthy", since: now, now: now},
+		"not in a step":             {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", now: now},
+		"started in the step's own second: never moves on": {op: step, reported: settled, startedAt: "2026-11-23T10:00:00Z", step: "Pending", since: pending, now: now},
+		"a request the ApplicationSet did not make":        {op: byHand, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Pending", since: pending, now: now},
+		"failed: the ApplicationSet's retry":               {op: step, reported: failed, startedAt: "2026-11-23T10:00:01Z", step: "Pending", since: pending, now: now},
+		"still running: not finished":                      {op: step, reported: running, startedAt: "2026-11-23T10:00:01Z", step: "Pending", since: pending, now: now},
+		"past the limit":                                   {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Pending", since: pending, now: at("2026-11-23T10:03:06Z")},
+		"no start reported":                                {op: step, reported: settled, step: "Pending", since: pending, now: now},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			held, until := HeldForStep(Hub{Operation: tt.op}, carried, tt.reported, tt.startedAt, tt.pending, tt.now)
+			held, until := HeldForStep(Hub{Operation: tt.op}, carried, tt.reported, tt.startedAt, tt.step, tt.since, tt.now)
 			g.Expect(held).To(Equal(tt.want))
 			if held {
-				g.Expect(until).To(Equal(at("2026-11-23T10:00:06Z").Add(StepHoldLimit)), "held at most the limit past the sync's end")
+				g.Expect(until).To(Equal(tt.until), "held at most until then")
 				g.Expect(InFlight(carried, tt.reported, true, held)).To(BeTrue(), "a held request is still in flight for the hub")
 				g.Expect(Unsettled(carried, tt.reported, true, held)).To(BeTrue(), "the hub shows a held request's sync running")
 			}

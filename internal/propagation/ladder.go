@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -80,6 +81,10 @@ type Facts struct {
 	Carried  manifestwork.Deliveries
 	// NewDeliveryID returns a fresh delivery ID (see PlanDeliveries).
 	NewDeliveryID func() string
+	// StepBegan is when the App's RollingSync ApplicationSet put it in the Pending status, when the
+	// hub's sync request is that step's (zero otherwise), and Now the time of the reading: a new
+	// request waits for the next second (manifestwork.StepDeliverAt).
+	StepBegan, Now time.Time
 }
 
 // Refusal says why an Application is not delivered. The managed cluster keeps what it has.
@@ -87,10 +92,12 @@ type Refusal struct {
 	Reason, Message string
 }
 
-// Verdict is the ladder's decision: deliver Work, or refuse.
+// Verdict is the ladder's decision: deliver Work, or refuse. Work leaves out a RollingSync step's
+// sync request until Recheck (zero: nothing waits).
 type Verdict struct {
 	Work    *workv1.ManifestWork
 	Refusal *Refusal
+	Recheck time.Time
 }
 
 func refuse(reason, format string, args ...any) Verdict {
@@ -170,6 +177,18 @@ func Ladder(f Facts) (Verdict, error) {
 	}
 	hub := manifestwork.HubOf(app)
 	deliveries := manifestwork.PlanDeliveries(hub, f.Carried, f.Reported, newID)
+	now := f.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	recheck := manifestwork.StepDeliverAt(hub, f.Carried, deliveries, f.StepBegan)
+	if now.Before(recheck) {
+		// Not yet: planned as if the hub had no request (what the work carries stays).
+		hub.Operation = nil
+		deliveries = manifestwork.PlanDeliveries(hub, f.Carried, f.Reported, newID)
+	} else {
+		recheck = time.Time{}
+	}
 	carried := f.Project
 	if project == argocd.DefaultProject {
 		carried = nil // every Argo CD has its own
@@ -227,5 +246,5 @@ func Ladder(f Facts) (Verdict, error) {
 			return Verdict{}, err
 		}
 	}
-	return Verdict{Work: work}, nil
+	return Verdict{Work: work, Recheck: recheck}, nil
 }

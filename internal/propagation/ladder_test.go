@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,6 +194,48 @@ func TestLadderCarriesRequests(t *testing.T) {
 	again, err := Ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(manifestwork.UpToDate(v.Work, again.Work)).To(BeTrue(), "the same request keeps its delivery: nothing to write")
+}
+
+// A RollingSync step's sync request reaches the cluster in a later second than the step began
+// (manifestwork.StepDeliverAt): until then the work leaves it out and the verdict says when to look
+// again; then it is delivered, and a request carried already is never held back.
+func TestARollingSyncStepsRequestWaitsForTheNextSecond(t *testing.T) {
+	g := NewWithT(t)
+	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
+	began := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	f := Facts{App: pullApp(func(u *unstructured.Unstructured) {
+		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": manifestwork.RollingSyncUser, "automated": true}, "sync": map[string]any{}}
+	}),
+		Policy: Policy{ArgoCDNamespace: "argocd"}, Cluster: cluster, ClusterNamespace: true,
+		Bindings:      tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}},
+		NewDeliveryID: func() string { return "d1" }, StepBegan: began, Now: began.Add(400 * time.Millisecond)}
+	early, err := Ladder(f)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(manifestwork.ParseDeliveries(early.Work.Annotations[api.DeliveriesAnnotation]).Sync).To(BeNil(), "not in the step's own second")
+	g.Expect(early.Recheck).To(Equal(began.Add(time.Second)))
+
+	f.Now = began.Add(time.Second)
+	v, err := Ladder(f)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v.Recheck.IsZero()).To(BeTrue())
+	g.Expect(manifestwork.ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
+
+	// Carried already: a step that read Pending again later changes nothing of it.
+	f.Existing, f.Carried = v.Work, manifestwork.ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation])
+	f.StepBegan, f.Now = began.Add(time.Minute), began.Add(time.Minute)
+	again, err := Ladder(f)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.Recheck.IsZero()).To(BeTrue())
+	g.Expect(manifestwork.UpToDate(v.Work, again.Work)).To(BeTrue())
+
+	// Not the ApplicationSet controller's request: delivered at once.
+	f = Facts{App: pullApp(func(u *unstructured.Unstructured) { u.Object["operation"] = map[string]any{"sync": map[string]any{}} }),
+		Policy: f.Policy, Cluster: cluster, ClusterNamespace: true, Bindings: f.Bindings,
+		NewDeliveryID: func() string { return "d2" }, StepBegan: began, Now: began}
+	byHand, err := Ladder(f)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(byHand.Recheck.IsZero()).To(BeTrue())
+	g.Expect(manifestwork.ParseDeliveries(byHand.Work.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d2"))
 }
 
 // A request the hub cleared stays in the payload while the other is carried: a rewrite would make

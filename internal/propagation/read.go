@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,6 +77,9 @@ func ReadFacts(ctx context.Context, r client.Reader, p Policy, app *unstructured
 	case !apierrors.IsNotFound(err):
 		return f, fmt.Errorf("reading namespace %s: %w", target.Cluster, err)
 	}
+	if f.StepBegan, err = stepBegan(ctx, r, app); err != nil {
+		return f, err
+	}
 	project := argocd.NewAppProject()
 	name := argocd.Project(app)
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: p.ArgoCDNamespace, Name: name}, project); {
@@ -85,4 +89,25 @@ func ReadFacts(ctx context.Context, r client.Reader, p Policy, app *unstructured
 		return f, fmt.Errorf("reading AppProject %s: %w", name, err)
 	}
 	return f, nil
+}
+
+// stepBegan is when app's RollingSync ApplicationSet put it in the Pending status, when the hub's
+// sync request is that step's (zero otherwise; see manifestwork.StepDeliverAt).
+func stepBegan(ctx context.Context, r client.Reader, app *unstructured.Unstructured) (time.Time, error) {
+	name, owned := argocd.OwningApplicationSet(app)
+	if !owned || !manifestwork.RolledOut(manifestwork.HubOf(app)) {
+		return time.Time{}, nil
+	}
+	appSet := argocd.NewApplicationSet()
+	// The cache's own object, only read.
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: app.GetNamespace(), Name: name}, appSet, client.UnsafeDisableDeepCopy); {
+	case apierrors.IsNotFound(err):
+		return time.Time{}, nil
+	case err != nil:
+		return time.Time{}, fmt.Errorf("reading ApplicationSet %s/%s: %w", app.GetNamespace(), name, err)
+	}
+	if step, since := argocd.StepOf(appSet, app.GetName()); step == argocd.StepPending {
+		return since, nil
+	}
+	return time.Time{}, nil
 }
