@@ -222,9 +222,11 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	}
 	healthyAt := func(cluster, sha string) bool { return doneAt(hub, key(cluster), sha) }
 	checkReconciledAt := watchReconciledAt(t, []string{"cluster1", "cluster2"}, key)
-	// syncedOnce checks that each cluster synced revision sha: Argo CD records every successful
-	// sync in the Application's status.history.
-	syncedOnce := func(sha string) {
+	// syncedOnce checks that each cluster synced revision sha, once when once: Argo CD records
+	// every successful sync in the Application's status.history. A commit made while the one before
+	// rolls out may be synced twice by a cluster, as requests pinned to either revision cross there
+	// (logged).
+	syncedOnce := func(sha string, once bool) {
 		t.Helper()
 		for _, cluster := range []string{"cluster1", "cluster2"} {
 			app := argocd.NewApplication()
@@ -239,14 +241,16 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 				}
 			}
 			// Each of the ApplicationSet controller's requests runs once (runs above fails the test
-			// otherwise). It sometimes requests a step's sync twice: it decides on a snapshot of
-			// the Application and writes .operation on the current one, so a request cleared
-			// between the two is requested again: two requests, logged.
-			if n != 1 {
-				t.Logf("%s synced %s %d times", cluster, sha, n)
-			}
-			if n == 0 {
+			// otherwise), and it makes one per step: Argo CD 3.4+ writes a step's request again in
+			// the reconcile that moves the step on (argo-cd#21502), which finds the finished request
+			// still on the hub (manifestwork.HeldForStep) and adds no sync.
+			switch {
+			case n == 0:
 				t.Errorf("%s never synced %s (status.history: %v)", cluster, sha, history)
+			case n > 1 && once:
+				t.Errorf("%s synced %s %d times (status.history: %v)", cluster, sha, n, history)
+			case n > 1:
+				t.Logf("%s synced %s %d times", cluster, sha, n)
 			}
 		}
 	}
@@ -325,7 +329,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 		sha := rollout(revision, false)
 		converge(revision, sha, 3*time.Minute)
 		t.Logf("revision %s: commit to the last step Synced and Healthy on the hub in %.1fs", revision, time.Since(committed).Seconds())
-		syncedOnce(sha)
+		syncedOnce(sha, true)
 	}
 
 	// cluster1 already holds an immutable ConfigMap of a name the next revision adds: its sync
@@ -362,7 +366,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	converge("four", sha4, 5*time.Minute)
-	syncedOnce(sha4)
+	syncedOnce(sha4, true)
 	if got := configMapData(spokes["cluster2"], "rollout", "rollout-extra", "a"); got != "from git" {
 		t.Errorf("cluster2's rollout-extra = %q after the rollout went on", got)
 	}
@@ -377,7 +381,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	})
 	sha6 := rollout("six", true)
 	converge("six", sha6, 5*time.Minute)
-	syncedOnce(sha6)
+	syncedOnce(sha6, false)
 	checkReconciledAt()
 }
 
