@@ -177,12 +177,8 @@ func Ladder(f Facts) (Verdict, error) {
 	}
 	hub := manifestwork.HubOf(app)
 	deliveries := manifestwork.PlanDeliveries(hub, f.Carried, f.Reported, newID)
-	now := f.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
 	recheck := manifestwork.StepDeliverAt(hub, f.Carried, deliveries, f.StepBegan)
-	if now.Before(recheck) {
+	if f.Now.Before(recheck) {
 		// Not yet: planned as if the hub had no request (what the work carries stays).
 		hub.Operation = nil
 		deliveries = manifestwork.PlanDeliveries(hub, f.Carried, f.Reported, newID)

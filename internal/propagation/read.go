@@ -56,7 +56,7 @@ func (p Policy) Allows(ns string) bool {
 // AppProject. gather.Read, the one gatherer of the controller, the doctor and the takeover's dry
 // run, reads them here; nothing is read for an Application whose markers name no cluster.
 func ReadFacts(ctx context.Context, r client.Reader, p Policy, app *unstructured.Unstructured, target manifestwork.Target) (Facts, error) {
-	f := Facts{App: app, Policy: p, NewDeliveryID: manifestwork.NewDeliveryID}
+	f := Facts{App: app, Policy: p, NewDeliveryID: manifestwork.NewDeliveryID, Now: time.Now()}
 	if target.Cluster == "" {
 		return f, nil
 	}
