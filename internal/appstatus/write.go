@@ -11,19 +11,19 @@ import (
 // WithStatus writes st into a copy of the hub Application's status and returns it, with changed false
 // when the status already says the same. Fields argocd-pull does not own are kept.
 func WithStatus(app *unstructured.Unstructured, st Status) (updated *unstructured.Unstructured, changed bool) {
-	updated = app.DeepCopy()
-	status, _, _ := unstructured.NestedMap(updated.Object, "status")
+	updated = app.DeepCopy() // the maps below are the copy's own: changed in place
+	status, _ := updated.Object["status"].(map[string]any)
 	if status == nil {
 		status = map[string]any{}
 	}
-	health, _, _ := unstructured.NestedMap(status, "health")
+	health, _ := status["health"].(map[string]any)
 	if health == nil {
 		health = map[string]any{}
 	}
 	health["status"] = st.Health
 	status["health"] = health
 
-	sync, _, _ := unstructured.NestedMap(status, "sync")
+	sync, _ := status["sync"].(map[string]any)
 	if sync == nil {
 		sync = map[string]any{}
 	}
@@ -77,7 +77,7 @@ func WithStatus(app *unstructured.Unstructured, st Status) (updated *unstructure
 	setCondition(status, FeedbackWarningCondition, warningMessage(st.Warnings))
 	setCondition(status, StaleCondition, Truncate(st.Stale, MaxWarningLength))
 	updated.Object["status"] = status
-	before, _, _ := unstructured.NestedMap(app.Object, "status")
+	before, _ := app.Object["status"].(map[string]any)
 	return updated, !jsonEqual(before, status)
 }
 
@@ -114,7 +114,7 @@ func setListOrDelete(m map[string]any, key string, list []any) {
 // setCondition sets the condition of type typ to message, or removes it when message is "",
 // leaving other conditions alone.
 func setCondition(status map[string]any, typ, message string) {
-	conditions, _, _ := unstructured.NestedSlice(status, "conditions")
+	conditions, _ := status["conditions"].([]any)
 	kept := make([]any, 0, len(conditions)+1)
 	for _, c := range conditions {
 		if m, ok := c.(map[string]any); ok && m["type"] == typ {
@@ -142,8 +142,73 @@ func setOrDelete(m map[string]any, key, value string) {
 	m[key] = value
 }
 
-// jsonEqual compares two JSON-like values, treating numbers alike whatever their Go type.
+// jsonEqual says whether a and b are the same JSON value, as comparing their encodings would:
+// numbers compare by value whatever their Go type (the cache holds int64, a status built here may
+// hold int or float64). It walks maps, lists and scalars in place; any other Go type (a typed
+// slice, a struct) is compared by its encoding. The hub writes every status through it, and
+// encoding both sides each time was 5% of argocd-pull's CPU in a rollout at 1,000 clusters.
 func jsonEqual(a, b any) bool {
+	switch av := a.(type) {
+	case map[string]any:
+		if bv, ok := b.(map[string]any); ok {
+			if len(av) != len(bv) || (av == nil) != (bv == nil) {
+				return false
+			}
+			for k, v := range av {
+				if w, ok := bv[k]; !ok || !jsonEqual(v, w) {
+					return false
+				}
+			}
+			return true
+		}
+	case []any:
+		if bv, ok := b.([]any); ok {
+			if len(av) != len(bv) || (av == nil) != (bv == nil) {
+				return false
+			}
+			for i := range av {
+				if !jsonEqual(av[i], bv[i]) {
+					return false
+				}
+			}
+			return true
+		}
+	case string:
+		if bv, ok := b.(string); ok {
+			return av == bv
+		}
+	case bool:
+		if bv, ok := b.(bool); ok {
+			return av == bv
+		}
+	case nil:
+		if b == nil {
+			return true
+		}
+	}
+	if x, ok := jsonInt(a); ok {
+		if y, ok := jsonInt(b); ok {
+			return x == y
+		}
+	}
+	return encodedEqual(a, b)
+}
+
+// jsonInt is v as an int64 when it is an integer of any Go integer type.
+func jsonInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	}
+	return 0, false
+}
+
+// encodedEqual says whether a and b encode to the same JSON.
+func encodedEqual(a, b any) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb)
