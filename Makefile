@@ -183,9 +183,9 @@ bench-age: ## Print how many commits under internal/ and cmd/ each results file 
 	@go run ./hack/benchage
 
 .PHONY: bench-go
-bench-go: kube-assets chromium ## Run the Go benchmarks (feedback -> report latency, a report rebuild, the cache's interning, the fleet view at 5,000 clusters in Chromium) into test/bench/results/gobench.txt, then make docs
+bench-go: kube-assets chromium ## Run the Go benchmarks (feedback -> report latency, a report rebuild, the RollingSync barrier per change, the cache's interning, the fleet view at 5,000 clusters in Chromium) into test/bench/results/gobench.txt, then make docs
 	@echo "# make bench-go at $(REVISION), one command per package:" > $(BENCH_GO)
-	for cmd in "-benchtime=1x ./internal/controller" "./internal/report" "./internal/intern" "-short -benchtime=1x ./internal/dashboard"; do \
+	for cmd in "-benchtime=1x ./internal/controller" "./internal/report" "./internal/appstatus" "./internal/intern" "-short -benchtime=1x ./internal/dashboard"; do \
 		echo "# go test -run '^\$$' -bench . $$cmd" | tee -a $(BENCH_GO); \
 		KUBEBUILDER_ASSETS=$(KUBE_ASSETS) REQUIRE_CHROMIUM=1 go test -run '^$$' -bench . $$cmd | tee -a $(BENCH_GO); done
 	$(MAKE) --no-print-directory docs

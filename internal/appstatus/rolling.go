@@ -96,6 +96,43 @@ type group struct {
 	// ahead counts the members by the revision they went ahead to; gen changes with it.
 	ahead map[string]int
 	gen   uint64
+	// synced names the members the hub shows Synced, by the revision it shows (not ""): those a
+	// member gone ahead to another revision puts behind. behind names the members marked behind.
+	// With them a decision reads only the siblings it may name, not the whole group: in a rollout
+	// step no member is ahead or marked behind, and a decision is a few lookups whatever the
+	// fleet's size.
+	synced map[string]map[string]struct{}
+	behind map[string]struct{}
+}
+
+func newGroup() *group {
+	return &group{members: map[string]*member{}, ahead: map[string]int{}, synced: map[string]map[string]struct{}{}, behind: map[string]struct{}{}}
+}
+
+// index adds (or, with add false, removes) the member name, whose facts are m, to the indexes that
+// name members by what the hub shows.
+func (g *group) index(name string, m Member, add bool) {
+	if m.HubSync == argocd.SyncSynced && m.HubRevision != "" {
+		names := g.synced[m.HubRevision]
+		switch {
+		case add && names == nil:
+			g.synced[m.HubRevision] = map[string]struct{}{name: {}}
+		case add:
+			names[name] = struct{}{}
+		default:
+			delete(names, name)
+			if len(names) == 0 {
+				delete(g.synced, m.HubRevision)
+			}
+		}
+	}
+	if m.markedBehind() {
+		if add {
+			g.behind[name] = struct{}{}
+		} else {
+			delete(g.behind, name)
+		}
+	}
 }
 
 type member struct {
@@ -159,21 +196,24 @@ func (v *RollingSets) put(set types.NamespacedName, app types.NamespacedName, m 
 	}
 	place := Place{Set: set, Source: m.Source}
 	if old := v.member(app); old != nil && v.of[app] == place {
+		g := groups[m.Source]
 		if old.Ahead != m.Ahead {
-			g := groups[m.Source]
 			g.count(old.Ahead, -1)
 			g.count(m.Ahead, 1)
 		}
+		g.index(app.Name, old.Member, false)
 		old.Member = m
+		g.index(app.Name, m, true)
 		return Place{}, false
 	}
 	left, moved = v.forget(app)
 	g := groups[m.Source]
 	if g == nil {
-		g = &group{members: map[string]*member{}, ahead: map[string]int{}}
+		g = newGroup()
 		groups[m.Source] = g
 	}
 	g.members[app.Name] = &member{Member: m, evaluated: g.gen}
+	g.index(app.Name, m, true)
 	g.count(m.Ahead, 1)
 	v.of[app] = place
 	return left, moved
@@ -210,6 +250,7 @@ func (v *RollingSets) forget(app types.NamespacedName) (left Place, ok bool) {
 		return Place{}, false
 	}
 	g.count(g.members[app.Name].Ahead, -1)
+	g.index(app.Name, g.members[app.Name].Member, false)
 	delete(g.members, app.Name)
 	if len(g.members) == 0 {
 		delete(groups, place.Source)
@@ -254,12 +295,22 @@ func (v *RollingSets) Decide(set types.NamespacedName, app types.NamespacedName,
 	g := v.sets[set][own.Source]
 	d := Decision{Ahead: g.aheadOf(revision), Gen: g.gen}
 	d.Behind = d.Ahead != ""
-	for name, m := range g.members {
-		switch {
-		case name == app.Name:
-		case own.puts(m.Member):
-			d.Rewrite = append(d.Rewrite, name)
-		case g.frees(m):
+	// The siblings own puts behind (the hub shows them Synced) and those the group's changes freed
+	// (marked behind: the hub shows them OutOfSync) are apart.
+	if own.Ahead != "" {
+		for revision, names := range g.synced {
+			if revision == own.Ahead {
+				continue
+			}
+			for name := range names {
+				if name != app.Name && own.puts(g.members[name].Member) {
+					d.Rewrite = append(d.Rewrite, name)
+				}
+			}
+		}
+	}
+	for name := range g.behind {
+		if name != app.Name && g.frees(g.members[name]) {
 			d.Recheck = append(d.Recheck, name)
 		}
 	}
@@ -284,8 +335,8 @@ func (v *RollingSets) Freed(place Place) (names []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if g := v.sets[place.Set][place.Source]; g != nil {
-		for name, m := range g.members {
-			if g.frees(m) {
+		for name := range g.behind {
+			if g.frees(g.members[name]) {
 				names = append(names, name)
 			}
 		}

@@ -3,6 +3,7 @@ package appstatus
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -330,6 +331,9 @@ func TestTheViewDecidesAsReadingEverySiblingDid(t *testing.T) {
 			if len(f.disorder) > 0 {
 				t.Fatalf("seed %d, step %d (%s): %v", seed, step, change, f.disorder)
 			}
+			if err := f.v.checkIndexes(); err != nil {
+				t.Fatalf("seed %d, step %d (%s): %v", seed, step, change, err)
+			}
 			for _, other := range names {
 				if !f.present[other] {
 					continue
@@ -342,4 +346,22 @@ func TestTheViewDecidesAsReadingEverySiblingDid(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkIndexes says how each group's indexes differ from what its members say now.
+func (v *RollingSets) checkIndexes() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for set, groups := range v.sets {
+		for source, g := range groups {
+			want := newGroup()
+			for name, m := range g.members {
+				want.index(name, m.Member, true)
+			}
+			if !reflect.DeepEqual(want.synced, g.synced) || !reflect.DeepEqual(want.behind, g.behind) {
+				return fmt.Errorf("%s %v: indexes synced %v behind %v, the members say %v and %v", set, source, g.synced, g.behind, want.synced, want.behind)
+			}
+		}
+	}
+	return nil
 }
