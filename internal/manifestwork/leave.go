@@ -145,8 +145,8 @@ const (
 // since are the status the step's ApplicationSet gives the Application and since when (to the
 // second; "" when none). It stays while the ApplicationSet reads the Application Pending and will
 // move it on from what the hub shows (the sync Succeeded, left it Synced, and started in a later
-// second than the step began), and then while it reads it Progressing since the sync's end, until
-// it reads it Healthy (StepProgressingHold at most).
+// second than the step began), and then while it reads it Progressing since the sync started, until
+// it reads it Healthy (StepProgressingHold at most from the move).
 //
 // Argo CD 3.4 and later's ApplicationSet controller moves a Pending Application on once its
 // operation started and it was compared after the step began, but in that same reconcile it
@@ -155,7 +155,9 @@ const (
 // that is a second sync on the cluster, which the step then waits for. So the hub shows the sync
 // still running with the cluster's Synced, health and comparison since (what moves it on and then
 // counts it Healthy), and keeps the request until a later reconcile, one that no longer reads it
-// Pending, wrote the ApplicationSet's status. A sync that started in the step's own second never
+// Pending, wrote the ApplicationSet's status. The reconcile that moves it on may do so while the
+// sync still runs and write the request again after the sync's end, so a sync moved on while it
+// ran is held too. A sync that started in the step's own second never
 // moves it on (see StepDeliverAt); it is cleared at once, as are a failed one (the controller's
 // retry) and any request the ApplicationSet controller did not make.
 func HeldForStep(hub Hub, carried Deliveries, reported Reported, startedAt, step string, since, now time.Time) (held bool, until time.Time) {
@@ -171,9 +173,9 @@ func HeldForStep(hub Hub, carried Deliveries, reported Reported, startedAt, step
 	until = finished.Add(StepHoldLimit)
 	switch {
 	case step == argocd.StepPending && started.After(since):
-	case step == argocd.StepProgressing && !since.Before(finished):
-		// Moved on by a reconcile that saw the sync's end: its own late write of the request is
-		// what the hold waits out.
+	case step == argocd.StepProgressing && !since.Before(started):
+		// Moved on by a reconcile that saw this sync, running or ended: its own late write of the
+		// request, which may come after the sync's end, is what the hold waits out.
 		if end := since.Add(StepProgressingHold); end.Before(until) {
 			until = end
 		}

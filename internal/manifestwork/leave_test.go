@@ -35,7 +35,13 @@ func TestHeldForStep(t *testing.T) {
 		"moved on to Progressing by a reconcile that saw the end": {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Progressing", since: at("2026-11-23T10:00:06Z"), now: now, want: true,
 			until: at("2026-11-23T10:00:06Z").Add(StepProgressingHold)},
 		"Progressing for that long": {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Progressing", since: at("2026-11-23T10:00:06Z"), now: at("2026-11-23T10:00:16Z")},
-		"moved on while it ran":     {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Progressing", since: at("2026-11-23T10:00:02Z"), now: now},
+		// The reconcile that moved it on while it ran may write the request again after its end
+		// (as in the default templating's rollout at 1,000 clusters at 4d9f3ee: moved on a second
+		// before the end, the request cleared at the end, then written again by that reconcile).
+		"moved on while it ran": {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Progressing", since: at("2026-11-23T10:00:02Z"), now: now, want: true,
+			until: at("2026-11-23T10:00:02Z").Add(StepProgressingHold)},
+		"moved on while it ran, that long before": {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Progressing", since: at("2026-11-23T10:00:02Z"), now: at("2026-11-23T10:00:12Z")},
+		"Progressing since before it started":     {op: step, reported: settled, startedAt: "2026-11-23T10:00:03Z", step: "Progressing", since: at("2026-11-23T10:00:02Z"), now: now},
 		"Healthy":                   {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", step: "Healthy", since: now, now: now},
 		"not in a step":             {op: step, reported: settled, startedAt: "2026-11-23T10:00:01Z", now: now},
 		"started in the step's own second: never moves on": {op: step, reported: settled, startedAt: "2026-11-23T10:00:00Z", step: "Pending", since: pending, now: now},
