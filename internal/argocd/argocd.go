@@ -112,17 +112,10 @@ const (
 // StepOf is the RollingSync status the ApplicationSet appSet gives its Application app, and since
 // when (its lastTransitionTime, to the second; zero when unreadable); "" when it lists none. Argo
 // CD 3.4 and later move a Pending Application on only once its operation started, and it was
-// compared, in a later second than it became Pending.
+// compared, in a later second than it became Pending. It reads the process's index of appSet's
+// status (see stepIndex): appSet is only read.
 func StepOf(appSet *unstructured.Unstructured, app string) (status string, since time.Time) {
-	eachStep(appSet, func(name, s string, entry map[string]any) {
-		if name != app {
-			return
-		}
-		at, _ := entry["lastTransitionTime"].(string)
-		status = s
-		since, _ = time.Parse(time.RFC3339, at)
-	})
-	return status, since
+	return steps.of(appSet, app)
 }
 
 // MovedOn names the Applications the RollingSync ApplicationSet read Pending or Progressing in its

@@ -8,17 +8,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// stepIndexSets bounds how many ApplicationSets a StepIndex holds: past it, it starts again empty
+// stepIndexSets bounds how many ApplicationSets a stepIndex holds: past it, it starts again empty
 // (each set is indexed again on its next read, once).
 const stepIndexSets = 128
 
-// StepIndex reads RollingSync ApplicationSets' step statuses by Application, as StepOf does, but
-// indexes each ApplicationSet's status once per resourceVersion: reading one Application's step is
-// then a lookup. StepOf scans the set's status, and every status write of each of a set's members
-// reads it, so a set of N members cost N² string compares per round of writes (12% of
-// argocd-pull's CPU in a new revision at 1,000 clusters). The zero value is ready for use; it is
-// safe for concurrent use.
-type StepIndex struct {
+// steps is the index StepOf reads: the controllers read the cache's objects, shared by all.
+var steps stepIndex
+
+// stepIndex reads RollingSync ApplicationSets' step statuses by Application. It indexes each
+// ApplicationSet's status once per resourceVersion, so that reading one Application's step is a
+// lookup: every status write of each of a set's members reads its step, and scanning the set's
+// status each time cost a set of N members N² string compares per round of writes (12% of
+// argocd-pull's CPU in a new revision at 1,000 clusters). An object without a resourceVersion is
+// indexed again on each read. The zero value is ready for use; it is safe for concurrent use.
+type stepIndex struct {
 	mu   sync.Mutex
 	sets map[types.UID]*setSteps
 }
@@ -33,9 +36,9 @@ type step struct {
 	since  time.Time
 }
 
-// Of is StepOf(appSet, app), read from appSet's index, built first when appSet is new to x or has
-// changed since (its resourceVersion). appSet is only read.
-func (x *StepIndex) Of(appSet *unstructured.Unstructured, app string) (status string, since time.Time) {
+// of is app's step status and since when in appSet, read from appSet's index, built first when
+// appSet is new to x or has changed since (its resourceVersion). appSet is only read.
+func (x *stepIndex) of(appSet *unstructured.Unstructured, app string) (status string, since time.Time) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	uid, version := appSet.GetUID(), appSet.GetResourceVersion()
@@ -48,7 +51,7 @@ func (x *StepIndex) Of(appSet *unstructured.Unstructured, app string) (status st
 		eachStep(appSet, func(name, status string, entry map[string]any) {
 			at, _ := entry["lastTransitionTime"].(string)
 			since, _ := time.Parse(time.RFC3339, at)
-			s.steps[name] = step{status: status, since: since} // the last entry wins, as in StepOf
+			s.steps[name] = step{status: status, since: since} // listed twice: the last entry wins
 		})
 		x.sets[uid] = s
 	}
@@ -56,8 +59,8 @@ func (x *StepIndex) Of(appSet *unstructured.Unstructured, app string) (status st
 	return st.status, st.since
 }
 
-// Len is how many ApplicationSets x holds an index of.
-func (x *StepIndex) Len() int {
+// len is how many ApplicationSets x holds an index of.
+func (x *stepIndex) len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return len(x.sets)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,11 +32,23 @@ func randomStepSet(r *rand.Rand, uid, version string) *unstructured.Unstructured
 	return u
 }
 
-// The index answers as the scan does, across ApplicationSets, their updates (a new
+// scanStep is what the index must answer: the last entry of app in appSet's status.
+func scanStep(appSet *unstructured.Unstructured, app string) (status string, since time.Time) {
+	eachStep(appSet, func(name, s string, entry map[string]any) {
+		if name == app {
+			at, _ := entry["lastTransitionTime"].(string)
+			status = s
+			since, _ = time.Parse(time.RFC3339, at)
+		}
+	})
+	return status, since
+}
+
+// The index answers as a scan of the status does, across ApplicationSets, their updates (a new
 // resourceVersion), and objects without a resourceVersion (never indexed for long).
-func TestStepIndexAnswersAsStepOf(t *testing.T) {
+func TestStepIndexAnswersAsAScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	var x StepIndex
+	var x stepIndex
 	versions := map[string]int{}
 	for i := range 2000 {
 		uid := fmt.Sprintf("set%d", r.IntN(5))
@@ -47,10 +60,10 @@ func TestStepIndexAnswersAsStepOf(t *testing.T) {
 		set := randomStepSet(r, uid, version)
 		for j := range 25 {
 			app := fmt.Sprintf("a%d", j)
-			wantStatus, wantSince := StepOf(set, app)
-			status, since := x.Of(set, app)
+			wantStatus, wantSince := scanStep(set, app)
+			status, since := x.of(set, app)
 			if status != wantStatus || !since.Equal(wantSince) {
-				t.Fatalf("round %d, %s at %q, %s: Of = %q %v, StepOf = %q %v", i, uid, version, app, status, since, wantStatus, wantSince)
+				t.Fatalf("round %d, %s at %q, %s: the index says %q %v, the scan %q %v", i, uid, version, app, status, since, wantStatus, wantSince)
 			}
 		}
 	}
@@ -59,34 +72,34 @@ func TestStepIndexAnswersAsStepOf(t *testing.T) {
 // Reading a set again at the same resourceVersion does not scan it again: the index answers what
 // the set said then (a resourceVersion names one content of an object).
 func TestStepIndexReadsEachVersionOnce(t *testing.T) {
-	var x StepIndex
+	var x stepIndex
 	set := NewApplicationSet()
 	set.SetUID("s")
 	set.SetResourceVersion("7")
 	_ = unstructured.SetNestedSlice(set.Object, []any{map[string]any{"application": "a", "status": StepPending}}, "status", "applicationStatus")
-	if status, _ := x.Of(set, "a"); status != StepPending {
-		t.Fatalf("Of = %q, want Pending", status)
+	if status, _ := x.of(set, "a"); status != StepPending {
+		t.Fatalf("the index says %q, want Pending", status)
 	}
 	_ = unstructured.SetNestedSlice(set.Object, []any{map[string]any{"application": "a", "status": "Healthy"}}, "status", "applicationStatus")
-	if status, _ := x.Of(set, "a"); status != StepPending {
-		t.Errorf("at the same resourceVersion, Of = %q: the set was scanned again", status)
+	if status, _ := x.of(set, "a"); status != StepPending {
+		t.Errorf("at the same resourceVersion, the index says %q: the set was scanned again", status)
 	}
 	set.SetResourceVersion("8")
-	if status, _ := x.Of(set, "a"); status != "Healthy" {
-		t.Errorf("at a new resourceVersion, Of = %q, want Healthy", status)
+	if status, _ := x.of(set, "a"); status != "Healthy" {
+		t.Errorf("at a new resourceVersion, the index says %q, want Healthy", status)
 	}
 }
 
 // The index holds a bounded number of ApplicationSets however many it is shown.
 func TestStepIndexIsBounded(t *testing.T) {
-	var x StepIndex
+	var x stepIndex
 	for i := range 5 * stepIndexSets {
 		set := NewApplicationSet()
 		set.SetUID(types.UID(strconv.Itoa(i)))
 		set.SetResourceVersion("1")
-		x.Of(set, "a")
-		if x.Len() > stepIndexSets {
-			t.Fatalf("after %d sets the index holds %d, more than %d", i+1, x.Len(), stepIndexSets)
+		x.of(set, "a")
+		if x.len() > stepIndexSets {
+			t.Fatalf("after %d sets the index holds %d, more than %d", i+1, x.len(), stepIndexSets)
 		}
 	}
 }

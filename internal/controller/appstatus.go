@@ -49,8 +49,6 @@ type AppStatusReconciler struct {
 	queue chan event.GenericEvent
 	// patches serialises each Application's status patches (see statusPatches).
 	patches statusPatches
-	// steps reads each RollingSync ApplicationSet's step statuses by Application.
-	steps argocd.StepIndex
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -162,7 +160,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		// A RollingSync step's finished sync stays on the hub until its ApplicationSet moved the
 		// Application on (the ApplicationSet's own update requeues this), at most until then.
 		var until time.Time
-		step, since := r.steps.Of(appSet, app.GetName())
+		step, since := argocd.StepOf(appSet, app.GetName())
 		hub.StepHeld, until = manifestwork.HeldForStep(hub, obs.Carried, obs.Delivery, obs.StartedAt, step, since, time.Now())
 		if obs.StepHeld = hub.StepHeld; obs.StepHeld && (recheck.IsZero() || until.Before(recheck)) {
 			recheck = until
