@@ -311,8 +311,8 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 			if configMapData(spokes["cluster2"], "rollout", "rollout", "revision") == revision && !healthyAt("cluster1", sha) {
 				finished, started := deployed(spokes["cluster1"], key("cluster1"), sha), deployed(spokes["cluster2"], key("cluster2"), sha)
 				if finished.at == "" || started.startedAt == "" || finished.at > started.startedAt {
-					t.Fatalf("revision %s reached cluster2 (its sync started at %q) before cluster1 had deployed it (at %q), and cluster1's hub Application is not Synced and Healthy at %s",
-						revision, started.startedAt, finished.at, sha)
+					t.Fatalf("revision %s reached cluster2 (its sync started at %q) before cluster1 had deployed it (at %q), and cluster1's hub Application is not Synced and Healthy at %s; now:%s",
+						revision, started.startedAt, finished.at, sha, rolloutEvidence(hub, spokes, "rollout", key))
 				}
 			}
 			return healthyAt("cluster1", sha) && healthyAt("cluster2", sha), nil
