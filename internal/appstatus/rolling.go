@@ -353,6 +353,35 @@ func (g *group) frees(m *member) bool {
 	return m.markedBehind() && m.evaluated < g.gen && g.aheadOf(m.ClusterRevision) != m.HubRevision
 }
 
+// Admit says whether app's status, decided by d for its cluster's revision, may be written now,
+// and if so records what the write will show (showing) before it is sent. It is called with the
+// Application's status writes serialised (the status controller holds its patch lock), so that a
+// decision is never written after a newer one of the same Application, nor left unseen by a
+// sibling's decision made while it is sent:
+//   - a decision another Application's change overturned since it was made (its group's ahead
+//     revisions changed, and decide it otherwise) is refused: written late, it would undo the
+//     write a sibling made meanwhile for that change (a cluster put behind would read Synced at the
+//     old revision again, after its fleet read the new one);
+//   - an admitted write is in the view before the apiserver has it: a sibling that goes ahead while
+//     it is sent names it among the siblings to write first, and waits for it.
+func (v *RollingSets) Admit(set types.NamespacedName, app types.NamespacedName, d Decision, revision string, showing Member) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	m := v.member(app)
+	if m == nil || v.of[app].Set != set {
+		return true
+	}
+	if m.Source != showing.Source {
+		return false // it moved to another source since: decided for the old one
+	}
+	g := v.sets[set][m.Source]
+	if g.gen != d.Gen && g.aheadOf(revision) != d.Ahead {
+		return false
+	}
+	v.put(set, app, showing)
+	return true
+}
+
 // Evaluated records that app's status was written (or found unchanged) by d, decided for its
 // cluster's revision. It returns false when d no longer stands: its group changed meanwhile and
 // decides app otherwise now. Then app must be decided again. Its group's changer may have passed

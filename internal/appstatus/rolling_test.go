@@ -155,6 +155,56 @@ func TestADecisionOverturnedMeanwhileIsDecidedAgain(t *testing.T) {
 	g.Expect(v.Evaluated(appKey("step1"), again, "r1")).To(BeTrue(), "step2 at r1 puts nobody at r1 behind")
 }
 
+// Two reconciles at once, the other way round: step1's own reconcile decides it Synced at r1 (its
+// cluster has not found r2), and before it writes that, step2's cluster reports r2 and step2's
+// reconcile writes step1 behind, then step2. Written late, step1's Synced at r1 would undo that:
+// the ApplicationSet controller would read step1 done after reading step2 at r2, and sync step2
+// first (the lab's RollingSync test saw it once in CI). The late write is refused.
+func TestALateWriteOfAnOverturnedDecisionIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	v := NewRollingSets()
+	v.Seed(testSet, map[string]Member{
+		"step1": showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+		"step2": showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+	})
+	late := v.Decide(testSet, appKey("step1"), "r1")
+	g.Expect(late.Behind).To(BeFalse())
+
+	// step2's reconcile: it went ahead, and writes step1 behind first.
+	v.Put(testSet, appKey("step2"), showing(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "r2")))
+	d2 := v.Decide(testSet, appKey("step2"), "r2")
+	g.Expect(d2.Rewrite).To(ConsistOf("step1"))
+	d1 := v.Decide(testSet, appKey("step1"), "r1")
+	g.Expect(d1.Behind).To(BeTrue())
+	g.Expect(v.Admit(testSet, appKey("step1"), d1, "r1", showing(argocd.SyncOutOfSync, "r2", reports(argocd.SyncSynced, "r1")))).To(BeTrue())
+	g.Expect(v.Admit(testSet, appKey("step2"), d2, "r2", showing(argocd.SyncOutOfSync, "r2", reports(argocd.SyncOutOfSync, "r2")))).To(BeTrue())
+
+	g.Expect(v.Admit(testSet, appKey("step1"), late, "r1", showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")))).
+		To(BeFalse(), "decided before step2 went ahead, and overturned by it")
+	g.Expect(v.Decide(testSet, appKey("step2"), "r2").Rewrite).To(BeEmpty(), "the view still shows step1 behind, as the hub does")
+
+	// A decision that still stands is admitted, and shows in the view while it is sent: a
+	// sibling that goes ahead meanwhile names it among the siblings to write first.
+	v = NewRollingSets()
+	v.Seed(testSet, map[string]Member{
+		"step1": showing(argocd.SyncOutOfSync, "r1", reports(argocd.SyncSynced, "r1")),
+		"step2": showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+	})
+	d1 = v.Decide(testSet, appKey("step1"), "r1")
+	g.Expect(v.Admit(testSet, appKey("step1"), d1, "r1", showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")))).To(BeTrue())
+	v.Put(testSet, appKey("step2"), showing(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "r2")))
+	g.Expect(v.Decide(testSet, appKey("step2"), "r2").Rewrite).To(ConsistOf("step1"), "step1's write, still being sent, shows Synced at r1")
+
+	// A write decided for a source the Application no longer wants is refused too.
+	moved := testSource
+	moved.TargetRevision = "v2"
+	d1 = v.Decide(testSet, appKey("step1"), "r1")
+	m := showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1"))
+	m.Source = moved
+	v.Put(testSet, appKey("step1"), m)
+	g.Expect(v.Admit(testSet, appKey("step1"), d1, "r1", showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")))).To(BeFalse())
+}
+
 // fleetModel is one RollingSync ApplicationSet's clusters and hub Applications, reconciled as the
 // status controller does with the view: on each change of a cluster (or of the Application's
 // source, or its deletion), a reconcile of that Application alone.
@@ -187,53 +237,94 @@ func (f *fleetModel) member(name string) Member {
 
 // write is AppStatusReconciler.write, reduced to the barrier.
 func (f *fleetModel) write(name string, siblingsFirst bool) {
+	f.decide(name, siblingsFirst)()
+}
+
+// decide is write up to the status patch, which it returns: the controller decides an
+// Application's status from its view, writes the siblings it puts behind, then sends the patch;
+// other reconciles may run in between.
+func (f *fleetModel) decide(name string, siblingsFirst bool) (send func()) {
 	if !f.present[name] {
 		if left, ok := f.v.Forget(f.key(name)); ok {
 			f.queued = append(f.queued, f.v.Freed(left)...)
 		}
-		return
+		return func() {}
 	}
 	if left, moved := f.v.Put(modelSet, f.key(name), f.member(name)); moved {
 		f.queued = append(f.queued, f.v.Freed(left)...)
 	}
-	d := f.v.Decide(modelSet, f.key(name), f.cluster[name].Revision)
+	revision := f.cluster[name].Revision
+	d := f.v.Decide(modelSet, f.key(name), revision)
 	if siblingsFirst {
 		for _, s := range d.Rewrite {
 			f.write(s, false)
 		}
 		f.queued = append(f.queued, d.Recheck...)
 	}
-	f.hubSync[name], f.hubRev[name] = derived(f.cluster[name], d)
-	f.v.Put(modelSet, f.key(name), f.member(name))
-	stands := f.v.Evaluated(f.key(name), d, f.cluster[name].Revision)
-	f.checkOrder(name)
-	if !stands {
-		f.queued = append(f.queued, name)
+	sync, rev := derived(f.cluster[name], d)
+	showing := f.member(name)
+	showing.HubSync, showing.HubRevision = sync, rev
+	return func() {
+		if !f.v.Admit(modelSet, f.key(name), d, revision, showing) {
+			f.queued = append(f.queued, name)
+			return
+		}
+		f.hubSync[name], f.hubRev[name] = sync, rev
+		stands := f.v.Evaluated(f.key(name), d, revision)
+		f.checkOrder(name)
+		if !stands {
+			f.queued = append(f.queued, name)
+		}
 	}
 }
 
-// reconcile is a change's reconcile of name, then the reconciles it queued, each in turn.
-func (f *fleetModel) reconcile(name string) (reconciles int) {
+// reconcile is a change's reconcile of name, then the reconciles it queued, each in turn, but for
+// those of busy (its reconcile is still running: the controller never runs two of one
+// Application at once), which stay queued.
+func (f *fleetModel) reconcile(name, busy string) (reconciles int) {
 	f.queued = append(f.queued, name)
+	return f.drain(busy)
+}
+
+// drain runs the reconciles queued, but for busy's (see reconcile).
+func (f *fleetModel) drain(busy string) (reconciles int) {
+	var held []string
 	for ; len(f.queued) > 0 && reconciles <= 1000; reconciles++ {
 		next := f.queued[0]
 		f.queued = f.queued[1:]
+		if next == busy {
+			held = append(held, next)
+			continue
+		}
 		f.write(next, true)
 	}
+	f.queued = append(f.queued, held...)
 	return reconciles
 }
 
-// checkOrder fails when the hub shows name OutOfSync at the revision its cluster went ahead to while
-// a sibling still shows Synced at another: a later step could run before that sibling's.
-func (f *fleetModel) checkOrder(name string) {
-	ahead := f.member(name).Ahead
-	if ahead == "" || f.hubSync[name] != argocd.SyncOutOfSync {
-		return
+// checkOrder fails when a write shows a cluster OutOfSync at the revision it went ahead to while a
+// sibling shows Synced at another, or shows a cluster Synced at a revision other than one a
+// sibling is shown OutOfSync at, having gone ahead to it: a later step could run before that
+// sibling's.
+func (f *fleetModel) checkOrder(written string) {
+	aheadShown := func(name string) string {
+		if ahead := f.member(name).Ahead; ahead != "" && f.hubSync[name] == argocd.SyncOutOfSync && f.hubRev[name] == ahead {
+			return ahead
+		}
+		return ""
+	}
+	syncedAt := func(name string, revision string) bool {
+		return f.hubSync[name] == argocd.SyncSynced && f.hubRev[name] != "" && f.hubRev[name] != revision
 	}
 	for other := range f.present {
-		if other != name && f.present[other] && f.source[other] == f.source[name] &&
-			f.hubSync[other] == argocd.SyncSynced && f.hubRev[other] != "" && f.hubRev[other] != ahead {
-			f.disorder = append(f.disorder, fmt.Sprintf("%s shown OutOfSync at %s while %s shows Synced at %s", name, ahead, other, f.hubRev[other]))
+		if other == written || !f.present[other] || f.source[other] != f.source[written] {
+			continue
+		}
+		if ahead := aheadShown(written); ahead != "" && syncedAt(other, ahead) {
+			f.disorder = append(f.disorder, fmt.Sprintf("%s written OutOfSync at %s while %s shows Synced at %s", written, ahead, other, f.hubRev[other]))
+		}
+		if ahead := aheadShown(other); ahead != "" && syncedAt(written, ahead) {
+			f.disorder = append(f.disorder, fmt.Sprintf("%s written Synced at %s while %s shows OutOfSync at %s, the revision it went ahead to", written, f.hubRev[written], other, ahead))
 		}
 	}
 }
@@ -311,6 +402,12 @@ func TestTheViewDecidesAsReadingEverySiblingDid(t *testing.T) {
 		f.v.Seed(modelSet, seeded)
 		for step := range 60 {
 			name := names[rng.IntN(n)]
+			// Now and then another Application's own reconcile has decided, and sends its patch
+			// only after this change's reconciles ran.
+			late, send := "", func() {}
+			if other := names[rng.IntN(n)]; other != name && rng.IntN(3) == 0 {
+				late, send = other, f.decide(other, true)
+			}
 			var change string
 			switch r := rng.IntN(10); {
 			case r < 7:
@@ -325,8 +422,13 @@ func TestTheViewDecidesAsReadingEverySiblingDid(t *testing.T) {
 				f.present[name] = !f.present[name]
 				change = fmt.Sprintf("%s present %v", name, f.present[name])
 			}
-			if n := f.reconcile(name); n > 1000 {
+			n := f.reconcile(name, late)
+			send()
+			if n += f.drain(""); n > 2000 {
 				t.Fatalf("seed %d, step %d (%s): %d reconciles, they do not settle", seed, step, change, n)
+			}
+			if late != "" {
+				change += ", while " + late + "'s own reconcile was sending its patch"
 			}
 			if len(f.disorder) > 0 {
 				t.Fatalf("seed %d, step %d (%s): %v", seed, step, change, f.disorder)

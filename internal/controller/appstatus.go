@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -263,11 +264,28 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		return ctrl.Result{}, time.Time{}, fmt.Errorf("computing the status patch of %s: %w", key, err)
 	}
 	sent, err := r.patches.send(key, app.GetResourceVersion(), data, func() (string, error) {
+		// Under the Application's patch lock: a RollingSync member's decision is written only if
+		// no sibling's change overturned it since, and the view shows the write while it is sent
+		// (see appstatus.RollingSets.Admit).
+		if member && !r.rolling.Admit(set, key, barrier, obs.Revision, own.Showing(updated)) {
+			return "", errOverturned
+		}
 		err := r.Patch(ctx, updated, client.RawPatch(patch.Type(), data))
+		if member {
+			// What the hub shows now, before the watch brings it back (or still, when the patch
+			// failed). In the place decided from: the patch's answer may carry a newer spec,
+			// whose own reconcile moves it and frees the siblings it leaves (taking the source
+			// from the answer passed them over).
+			if err != nil {
+				r.rolling.Put(set, key, own)
+			} else {
+				r.rolling.Put(set, key, own.Showing(updated))
+			}
+		}
 		return updated.GetResourceVersion(), err
 	})
 	if err != nil {
-		if apierrors.IsConflict(err) {
+		if apierrors.IsConflict(err) || errors.Is(err, errOverturned) {
 			return ctrl.Result{RequeueAfter: conflictRetry}, time.Time{}, nil
 		}
 		return ctrl.Result{}, time.Time{}, client.IgnoreNotFound(err)
@@ -277,10 +295,6 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 		clearSync, clearRefresh = false, false
 	}
 	if member {
-		// What the hub shows now, before the watch brings it back. In the place decided from: the
-		// patch's answer may carry a newer spec, whose own reconcile moves it and frees the
-		// siblings it leaves (taking the source from the answer passed them over).
-		r.rolling.Put(set, key, own.Showing(updated))
 		r.evaluated(ctx, key, barrier, obs.Revision)
 	}
 	// No event for a RollingSync step's sync alone: the ApplicationSet's status records each
@@ -292,6 +306,10 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	}
 	return ctrl.Result{}, recheck, nil
 }
+
+// errOverturned refuses a RollingSync member's status write whose barrier decision a sibling's
+// change overturned since it was made: the Application is decided again.
+var errOverturned = errors.New("the RollingSync barrier's decision was overturned before it was written")
 
 // workOf is the ManifestWork of a pull-model hub Application, nil when it has none (yet). It is
 // the cache's own object, not a copy: the status controller only reads it (appstatus.Observe).
@@ -396,6 +414,12 @@ func (r *AppStatusReconciler) writeSiblings(ctx context.Context, namespace strin
 			}
 			r.again(ctx, key)
 			return ctrl.Result{}, err
+		}
+		if r.patches.pending(key, sibling.GetResourceVersion()) {
+			// The cache has not brought back its last status patch (one still being sent is
+			// waited for): decided from it, the sibling could be found unchanged while the hub
+			// shows that patch. The caller retries once the cache has it.
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 		if result, _, err := r.write(ctx, sibling, false); err != nil || !result.IsZero() {
 			r.again(ctx, key)
