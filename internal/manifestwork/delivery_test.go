@@ -295,6 +295,23 @@ func TestPinnedRevisionTravels(t *testing.T) {
 	op := workfixture.Payload(t, work, 0).Object["operation"].(map[string]any)
 	g.Expect(op["sync"]).To(Equal(map[string]any{"revision": "r3"}))
 	g.Expect(app.Object["operation"].(map[string]any)["sync"]).To(Equal(map[string]any{}), "the hub's request is not modified")
+	g.Expect(workfixture.Payload(t, work, 0).GetAnnotations()).To(HaveKeyWithValue(argocd.RefreshAnnotation, "normal"),
+		"with a refresh: after the sync its Argo CD compares with the revision it last resolved, maybe older than r3")
+
+	// Unpinned (argocd app sync: the latest), or finished: no refresh of its own.
+	for _, d := range []*Delivery{{ID: "d1", Hash: "h"}, {ID: "d1", Hash: "h", Revision: "r3", Done: true}} {
+		work, err = DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"}, Deliveries{Sync: d})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(workfixture.Payload(t, work, 0).GetAnnotations()).NotTo(HaveKey(argocd.RefreshAnnotation))
+	}
+	// A refresh asked from the hub travels as asked.
+	annotations := app.GetAnnotations()
+	annotations[argocd.RefreshAnnotation] = "hard"
+	app.SetAnnotations(annotations)
+	work, err = DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "argocd"},
+		Deliveries{Sync: &Delivery{ID: "d1", Hash: "h", Revision: "r3"}, Refresh: &Delivery{ID: "d2", Hash: "h2"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(workfixture.Payload(t, work, 0).GetAnnotations()).To(HaveKeyWithValue(argocd.RefreshAnnotation, "hard"))
 }
 
 func TestTerminateTravelsWithItsRequest(t *testing.T) {

@@ -163,6 +163,14 @@ func applicationPayload(app *unstructured.Unstructured, target Target, deliverie
 		}
 		annotations = withAnnotation(annotations, argocd.RefreshAnnotation, value)
 		annotations = withAnnotation(annotations, api.RefreshDeliveryAnnotation, d.ID)
+	} else if d := deliveries.Sync; d != nil && !d.Done && d.Revision != "" {
+		// A sync pinned to a revision (a RollingSync step's) goes with a refresh: the cluster's
+		// Argo CD may not have found that revision yet (its fleet went ahead to it first), and
+		// after the sync it compares with the revision it last resolved, not the one it synced.
+		// It would report the step's Application OutOfSync at the older revision, and the
+		// ApplicationSet controller, seeing a changed revision, would ask for a sync of that one
+		// (seen in the lab: a cluster synced revision three, then two again, then three).
+		annotations = withAnnotation(annotations, argocd.RefreshAnnotation, "normal")
 	}
 	// Whatever the hub Application says, the claim names it (see claim.go).
 	annotations = withAnnotation(annotations, api.HubApplicationAnnotation, app.GetNamespace()+"/"+app.GetName())
