@@ -198,8 +198,10 @@ spec:
 `
 
 // A RollingSync rollout in pull mode: each revision reaches cluster1 first and cluster2 only once
-// cluster1's hub Application is Synced and Healthy at that revision; a revision that fails on
-// cluster1 never reaches cluster2, and the rollout goes on once cluster1 is fixed. Throughout, a
+// cluster1's hub Application is Synced and Healthy at that revision, even when cluster2 finds the
+// commit first, after which `argocd app wait
+// --operation` finds no sync running; a revision that fails on cluster1 never reaches cluster2, and
+// the rollout goes on once cluster1 is fixed. Throughout, a
 // comparison a cluster reports while its sync runs shows on the hub while it runs, and the hub's
 // reconciledAt never moves back (watchReconciledAt).
 func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
@@ -222,6 +224,7 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	}
 	healthyAt := func(cluster, sha string) bool { return doneAt(hub, key(cluster), sha) }
 	checkReconciledAt := watchReconciledAt(t, []string{"cluster1", "cluster2"}, key)
+	cli := loginArgoCD(t)
 	// syncedOnce checks that each cluster synced revision sha, once when once: Argo CD records
 	// every successful sync in the Application's status.history. A commit made while the one before
 	// rolls out may be synced twice by a cluster, as requests pinned to either revision cross there
@@ -327,9 +330,23 @@ func TestRollingSyncStepsThroughTheFleet(t *testing.T) {
 	for _, revision := range []string{"two", "three"} {
 		committed := time.Now()
 		sha := rollout(revision, false)
+		// The case the hub's RollingSync barrier is for (appstatus.Member): the later step's
+		// cluster finds the commit first, its Argo CD asked to refresh on the cluster itself, while
+		// cluster1 finds it only on its next periodic refresh.
+		if err := spokes["cluster2"].Patch(ctx, argocdApp(key("cluster2")), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"normal"}}}`))); err != nil {
+			t.Fatal(err)
+		}
 		converge(revision, sha, 3*time.Minute)
 		t.Logf("revision %s: commit to the last step Synced and Healthy on the hub in %.1fs", revision, time.Since(committed).Seconds())
 		syncedOnce(sha, true)
+		// What a user waiting on the rollout with Argo CD's CLI sees: no operation left running. A
+		// step's finished sync may still be held on the hub, shown Running, until the
+		// ApplicationSet counted it Healthy (at most 10 s once it read it Progressing).
+		for _, cluster := range []string{"cluster1", "cluster2"} {
+			if out, err := cli.run(time.Minute, "app", "wait", sandbox.ArgoNamespace+"/"+key(cluster).Name, "--operation", "--sync", "--health", "--timeout", "30"); err != nil {
+				t.Errorf("argocd app wait --operation on %s after revision %s: %v\n%s", cluster, revision, err, out)
+			}
+		}
 	}
 
 	// cluster1 already holds an immutable ConfigMap of a name the next revision adds: its sync
