@@ -291,7 +291,7 @@ func noPanic(t *testing.T) {
 // Applications are created, re-targeted, changed, unlabelled and deleted (with and without the
 // resources finalizer). The controller neither exits nor panics, its /readyz says the hub is down
 // while it is (and /healthz that the process is fine), and afterwards the churn converged (see
-// churn.converged).
+// churn.converged). It ends once OCM's hub reads every cluster available again.
 func TestTheHubApiserverGoesAwayAndComesBack(t *testing.T) {
 	requireLab(t)
 	controller, err := lab.Process("hub-argocd-pull")
@@ -304,6 +304,9 @@ func TestTheHubApiserverGoesAwayAndComesBack(t *testing.T) {
 	}
 	readyz := "http://" + probes + "/readyz"
 	c := startChurn(t, "outage")
+	hub, _ := clients(t)
+	// Runs last, after the apiserver is started again (cleanups run in reverse).
+	t.Cleanup(func() { clustersAvailableAgain(t, hub) })
 
 	changesMade := c.start(t, 3*time.Second)
 	time.Sleep(2 * time.Second)

@@ -149,6 +149,36 @@ func TestAgentsHaveOnlyOCMsRightsOnTheHub(t *testing.T) {
 }
 
 // managedCluster reads a ManagedCluster on the hub.
+// clustersAvailableAgain waits until OCM's hub has read every lab cluster Available for two lease
+// durations in a row. A test that takes the hub apiserver away for longer than the lease's grace
+// period (5 durations) ends with it, so that the tests after it find the lab as it was: once the
+// hub is back, OCM's hub lease controller marks the clusters unknown and, until its lease informer
+// has caught up with the agents' renewals, turns each agent's Available back to unknown (one CI
+// run saw this go on for 100 s; the registration test after it read the clusters unknown).
+func clustersAvailableAgain(t *testing.T, hub client.Client) {
+	t.Helper()
+	started := time.Now()
+	var since time.Time
+	eventually(t, "every cluster available on the hub again", 5*time.Minute, "hub-registration-controller.log", func() (bool, error) {
+		for _, c := range lab.Managed {
+			mc, err := managedCluster(hub, c.Name)
+			if err != nil {
+				since = time.Time{}
+				return false, err
+			}
+			if cond := meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); cond == nil || cond.Status != metav1.ConditionTrue {
+				since = time.Time{}
+				return false, fmt.Errorf("%s: %+v", c.Name, cond)
+			}
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) >= 2*sandbox.LeaseDurationSeconds*time.Second, nil
+	})
+	t.Logf("every cluster available again and staying so after %s", time.Since(started).Round(time.Second))
+}
+
 func managedCluster(hub client.Client, name string) (*clusterv1.ManagedCluster, error) {
 	mc := &clusterv1.ManagedCluster{}
 	if err := hub.Get(ctx, types.NamespacedName{Name: name}, mc); err != nil {
