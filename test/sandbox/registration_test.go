@@ -148,7 +148,6 @@ func TestAgentsHaveOnlyOCMsRightsOnTheHub(t *testing.T) {
 	}
 }
 
-// managedCluster reads a ManagedCluster on the hub.
 // clustersAvailableAgain waits until OCM's hub has read every lab cluster Available for two lease
 // durations in a row. A test that takes the hub apiserver away for longer than the lease's grace
 // period (5 durations) ends with it, so that the tests after it find the lab as it was: once the
@@ -160,16 +159,9 @@ func clustersAvailableAgain(t *testing.T, hub client.Client) {
 	started := time.Now()
 	var since time.Time
 	eventually(t, "every cluster available on the hub again", 5*time.Minute, "hub-registration-controller.log", func() (bool, error) {
-		for _, c := range lab.Managed {
-			mc, err := managedCluster(hub, c.Name)
-			if err != nil {
-				since = time.Time{}
-				return false, err
-			}
-			if cond := meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); cond == nil || cond.Status != metav1.ConditionTrue {
-				since = time.Time{}
-				return false, fmt.Errorf("%s: %+v", c.Name, cond)
-			}
+		if err := everyClusterAvailable(hub); err != nil {
+			since = time.Time{}
+			return false, err
 		}
 		if since.IsZero() {
 			since = time.Now()
@@ -179,6 +171,21 @@ func clustersAvailableAgain(t *testing.T, hub client.Client) {
 	t.Logf("every cluster available again and staying so after %s", time.Since(started).Round(time.Second))
 }
 
+// everyClusterAvailable says which lab cluster OCM's hub does not read Available, if any.
+func everyClusterAvailable(hub client.Client) error {
+	for _, c := range lab.Managed {
+		mc, err := managedCluster(hub, c.Name)
+		if err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable) {
+			return fmt.Errorf("%s: %+v", c.Name, meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable))
+		}
+	}
+	return nil
+}
+
+// managedCluster reads a ManagedCluster on the hub.
 func managedCluster(hub client.Client, name string) (*clusterv1.ManagedCluster, error) {
 	mc := &clusterv1.ManagedCluster{}
 	if err := hub.Get(ctx, types.NamespacedName{Name: name}, mc); err != nil {
