@@ -128,7 +128,7 @@ func (r *AppStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	result, recheck, err := r.write(ctx, app, true)
 	if err == nil && result.IsZero() && !recheck.IsZero() {
 		// Not applied yet: stale then, unless the work agent applies it before.
-		result.RequeueAfter = time.Until(recheck) + time.Second
+		result.RequeueAfter = requeueAfter(recheck.Add(time.Second))
 	}
 	return result, err
 }

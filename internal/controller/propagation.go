@@ -132,7 +132,7 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	result := ctrl.Result{}
 	if !verdict.Recheck.IsZero() {
 		// A RollingSync step's sync request waits for the next second (manifestwork.StepDeliverAt).
-		result.RequeueAfter = time.Until(verdict.Recheck)
+		result.RequeueAfter = requeueAfter(verdict.Recheck)
 	}
 	return result, conditions.clear(ctx, app)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,14 +21,23 @@ import (
 // the given time (to the second, as it stores it).
 func (h *harness) setStep(set *unstructured.Unstructured, app, status string, since time.Time) {
 	h.t.Helper()
+	h.setSteps(set, []string{app}, status, since)
+}
+
+// setSteps is setStep for several Applications, all in the same status since the same time.
+func (h *harness) setSteps(set *unstructured.Unstructured, apps []string, status string, since time.Time) {
+	h.t.Helper()
 	h.g.Eventually(func() error {
 		got := argocd.NewApplicationSet()
 		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(set), got); err != nil {
 			return err
 		}
-		entry := map[string]any{"application": app, "status": status, "step": "1", "message": "set by the test", "targetRevisions": []any{"main"},
-			"lastTransitionTime": since.UTC().Format(time.RFC3339)}
-		if err := unstructured.SetNestedSlice(got.Object, []any{entry}, "status", "applicationStatus"); err != nil {
+		var entries []any
+		for _, app := range apps {
+			entries = append(entries, map[string]any{"application": app, "status": status, "step": "1", "message": "set by the test", "targetRevisions": []any{"main"},
+				"lastTransitionTime": since.UTC().Format(time.RFC3339)})
+		}
+		if err := unstructured.SetNestedSlice(got.Object, entries, "status", "applicationStatus"); err != nil {
 			return err
 		}
 		return h.c.Status().Update(context.Background(), got)
@@ -117,4 +127,70 @@ func TestARollingSyncStepKeepsItsFinishedRequestUntilItsStepMovesOn(t *testing.T
 	}, timeout, interval).Should(Succeed(), func() string { return h.explainApps([]string{"step"}) })
 	app, _ = fleet.App(work)
 	h.g.Expect(slices.Collect(maps.Values(app.Starts))).To(Equal([]int{1, 1}), "each request ran once")
+}
+
+// slowProjectReads is a client whose reads of an AppProject each take the time it holds longer
+// (none when zero): reconciles that take longer than they plan for, as on a hub short of CPU.
+type slowProjectReads struct {
+	client.Client
+	by *atomic.Int64 // a time.Duration
+}
+
+func (c slowProjectReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == argocd.AppProjectGVK {
+		time.Sleep(time.Duration(c.by.Load()))
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// A RollingSync step's request waits for the second after the step began
+// (manifestwork.StepDeliverAt); the reconcile that held it asks to run again then. When that
+// reconcile ends after that time (here its read of the AppProject, after it read the step, is
+// slow), it runs again at once and delivers the request. (A delay of zero or less asks
+// controller-runtime for nothing: the request waited on the hub, with its rollout, for an event
+// that did not come.)
+func TestAHeldStepRequestIsDeliveredAfterASlowReconcile(t *testing.T) {
+	slow := &atomic.Int64{}
+	wrapClient = func(c client.Client) client.Client { return slowProjectReads{Client: c, by: slow} }
+	h := start(t)
+	wrapClient = nil
+	set := h.appSet("steps")
+	h.updateAppSet(set, map[string]any{"type": "RollingSync"})
+	cluster := h.cluster()
+	names := []string{"step-a", "step-b", "step-c", "step-d"}
+	for _, name := range names {
+		h.app(name, cluster, ownedBy(set))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fleet := h.simulate(ctx, simagent.Behaviour{SyncDuration: 100 * time.Millisecond}, cluster)
+	for _, name := range names {
+		h.g.Eventually(func() string { return statusField(h.getApp(name), "sync", "status") }, timeout, interval).Should(Equal("OutOfSync"))
+	}
+
+	// The step begins early in a second and its requests come a fifth of a second later. Each
+	// reconcile now takes 500 ms more than it planned for. The one after a request's event holds
+	// it; the next, when both watches of the Application queued it, starts before the second is
+	// over and ends after it: the race the rollout lost, for some of the four.
+	for time.Since(time.Now().Truncate(time.Second)) > 100*time.Millisecond {
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.setSteps(set, names, argocd.StepPending, time.Now().Truncate(time.Second))
+	time.Sleep(100 * time.Millisecond) // the ApplicationSet's own event is handled, at full speed
+	slow.Store(int64(500 * time.Millisecond))
+	for _, name := range names {
+		h.updateApp(name, func(u *unstructured.Unstructured) {
+			u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": manifestwork.RollingSyncUser, "automated": true},
+				"sync": map[string]any{"syncOptions": []any{"CreateNamespace=true"}}}
+		})
+	}
+	started := func(name string) int {
+		app, _ := fleet.App(client.ObjectKeyFromObject(h.work(name, cluster)))
+		return len(app.Starts)
+	}
+	for _, name := range names {
+		h.g.Eventually(func() int { return started(name) }, 5*time.Second, interval).Should(Equal(1),
+			"the request of %s reached its cluster once: %s", name, h.explainApps([]string{name}))
+	}
+	slow.Store(0)
 }

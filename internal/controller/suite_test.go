@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -35,6 +36,11 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
+
+// wrapClient, when set, wraps the client of the managers start starts from then on (the
+// controllers' reads of the cache and writes to the apiserver), as recordWrites wraps their
+// transport.
+var wrapClient func(client.Client) client.Client
 
 func TestMain(m *testing.M) {
 	// Controller logs are noise in a passing run; ARGOCD_PULL_TEST_LOGS=1 shows them.
@@ -83,6 +89,16 @@ func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 	cfg := metrics.CountAPIRequests(env.Config)
 	if recordWrites != nil {
 		cfg.Wrap(recordWrites)
+	}
+	if wrapClient != nil {
+		wrap := wrapClient
+		mopts.NewClient = func(config *rest.Config, options client.Options) (client.Client, error) {
+			c, err := client.New(config, options)
+			if err != nil {
+				return nil, err
+			}
+			return wrap(c), nil
+		}
 	}
 	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
