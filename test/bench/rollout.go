@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -231,17 +232,45 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 		figures.APIServerWrites = grown(written, now)
 	}
 	if err != nil {
-		for _, a := range h.obs.snapshot(appSets...) {
-			if _, ok := a.done[commit]; !ok {
-				// ctx may be done (the run stopped): the explanation reads on its own.
-				explainCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				err = fmt.Errorf("%w\n%s", err, h.explain(explainCtx, a.name))
-				cancel()
-				break
-			}
+		// ctx may be done (the run stopped): the explanation reads on its own.
+		explainCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		for _, name := range stalled(h.obs.snapshot(appSets...), commit, 3) {
+			err = fmt.Errorf("%w\n%s", err, h.explain(explainCtx, name))
 		}
+		cancel()
 	}
 	return figures, err
+}
+
+// stalled names up to n Applications not done at commit, those furthest along first: requested
+// but not started on their cluster, then started but not done, then the rest (by name in each), so
+// that a stalled rollout explains the Applications its step waits for.
+func stalled(apps []observed, commit string, n int) []string {
+	rank := func(a observed) int {
+		_, requested := a.requested[commit]
+		_, started := a.started[commit]
+		switch {
+		case requested && !started:
+			return 0
+		case started:
+			return 1
+		}
+		return 2
+	}
+	var out []observed
+	for _, a := range apps {
+		if _, ok := a.done[commit]; !ok {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b observed) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.name, b.name))
+	})
+	names := make([]string, 0, n)
+	for _, a := range out[:min(n, len(out))] {
+		names = append(names, a.name)
+	}
+	return names
 }
 
 // explain describes one Application that did not arrive: the hub Application's request and
@@ -257,6 +286,20 @@ func (h *rolloutHub) explain(ctx context.Context, name string) string {
 	hub, _ := json.Marshal(map[string]any{"operation": app.Object["operation"], "status": status})
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "%s on the hub: %s\n", name, hub)
+	for _, owner := range app.GetOwnerReferences() {
+		set := &unstructured.Unstructured{}
+		set.SetGroupVersionKind(argocd.ApplicationSetGVK)
+		if owner.Kind != argocd.ApplicationSetGVK.Kind || h.c.Get(ctx, types.NamespacedName{Namespace: argoNamespace, Name: owner.Name}, set) != nil {
+			continue
+		}
+		entries, _, _ := unstructured.NestedSlice(set.Object, "status", "applicationStatus")
+		for _, e := range entries {
+			if e, ok := e.(map[string]any); ok && e["application"] == name {
+				entry, _ := json.Marshal(e)
+				fmt.Fprintf(b, "its ApplicationSet %s's status of it: %s\n", owner.Name, entry)
+			}
+		}
+	}
 	key := types.NamespacedName{Namespace: app.GetAnnotations()[api.ClusterAnnotation], Name: manifestwork.WorkName(argoNamespace, name)}
 	w := &workv1.ManifestWork{}
 	if err := h.c.Get(ctx, key, w); err == nil {
