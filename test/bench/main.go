@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -105,11 +106,12 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	calibration := calibrate()
 	started := time.Now()
 	cfg.progress = func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
 	}
-	report := benchReport{Run: benchresults.Run{Kind: benchresults.KindScale, Machine: machine(), ControllerVersion: controllerVersion(cfg.controller), Started: started.UTC().Format(time.RFC3339),
+	report := benchReport{Run: benchresults.Run{Kind: benchresults.KindScale, Machine: machine(), CalibrationNs: calibration, ControllerVersion: controllerVersion(cfg.controller), Started: started.UTC().Format(time.RFC3339),
 		Command: strings.Join(append([]string{"go run ./test/bench"}, withoutMachinePaths(os.Args[1:])...), " ")}}
 	// The results are written after each size, so that a larger size that fails (or is stopped)
 	// keeps the smaller ones.
@@ -229,6 +231,34 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%d cores (%s), %s/%s, %s", runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// calibrate times benchresults.CalibrationTask on one goroutine, in nanoseconds a round: a
+// figure of the machine's speed now, beside its CPU's name, taken before anything of the run
+// starts.
+func calibrate() float64 {
+	resources := make([]any, 100)
+	for i := range resources {
+		resources[i] = map[string]any{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "guestbook",
+			"name": fmt.Sprintf("guestbook-ui-%03d", i), "status": "Synced", "health": map[string]any{"status": "Healthy"}}
+	}
+	app := map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": "calibration", "namespace": "argocd", "labels": map[string]any{"app": "calibration"}},
+		"spec":     map[string]any{"project": "default", "source": map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps.git", "path": "guestbook", "targetRevision": "HEAD"}},
+		"status":   map[string]any{"resources": resources, "sync": map[string]any{"status": "Synced", "revision": strings.Repeat("a", 40)}}}
+	res := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			data, err := json.Marshal(app)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var back map[string]any
+			if err := json.Unmarshal(data, &back); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	return float64(res.NsPerOp())
 }
 
 // makeChanges writes count feedback changes (revisions <prefix>1, <prefix>2, ...), each to a different Application spread over the

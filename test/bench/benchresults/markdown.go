@@ -9,7 +9,7 @@ import (
 // figures come from.
 func (r Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Machine: %s. Command: `%s`, %s s in all.", r.Machine, r.Command, Thousands(r.Seconds))
+	fmt.Fprintf(&b, "Machine: %s. Command: `%s`, %s s in all.", r.MachineLine(), r.Command, Thousands(r.Seconds))
 	if r.ControllerVersion != "" {
 		fmt.Fprintf(&b, " Controller: `%s`.", r.ControllerVersion)
 	}

@@ -25,12 +25,27 @@ type Run struct {
 	// recorded: see KindOf).
 	Kind    string `json:"kind,omitempty"`
 	Machine string `json:"machine"`
-	Started string `json:"started"`
-	Command string `json:"command"`
+	// CalibrationNs is how long a fixed CPU task took on the machine before the run began, with
+	// nothing of the run started (CalibrationTask; 0 in files written before it was recorded): the
+	// same CPU model name may be slower in one session than another.
+	CalibrationNs float64 `json:"calibrationNsPerOp,omitempty"`
+	Started       string  `json:"started"`
+	Command       string  `json:"command"`
 	// ControllerVersion is what the measured binary's 'argocd-pull version' printed: the release and
 	// the commit it was built from (make build stamps them).
 	ControllerVersion string  `json:"controllerVersion,omitempty"`
 	Seconds           float64 `json:"seconds"`
+}
+
+// CalibrationTask is what CalibrationNs measures, one goroutine, nanoseconds per round.
+const CalibrationTask = "a JSON encode and decode of a fixed 100-resource Application"
+
+// MachineLine is the machine, with its calibration when the file has one.
+func (r Run) MachineLine() string {
+	if r.CalibrationNs == 0 {
+		return r.Machine
+	}
+	return fmt.Sprintf("%s; calibration %s ns (%s)", r.Machine, Thousands(r.CalibrationNs), CalibrationTask)
 }
 
 // Load reads a results file.

@@ -11,7 +11,7 @@ import (
 // RolloutMarkdown renders the report as the results.md beside its results.json.
 func (r RolloutReport) RolloutMarkdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Rollout benchmark results\n\n`%s` on %s, %s (%.0f s).\n\n", r.Command, r.Machine, r.Started, r.Seconds)
+	fmt.Fprintf(&b, "# Rollout benchmark results\n\n`%s` on %s, %s (%.0f s).\n\n", r.Command, r.MachineLine(), r.Started, r.Seconds)
 	if r.ControllerVersion != "" {
 		fmt.Fprintf(&b, "argocd-pull: %s; Argo CD: %s.\n\n", r.ControllerVersion, r.ArgoCDVersion)
 	}
