@@ -189,8 +189,9 @@ func TestAHeldStepRequestIsDeliveredAfterASlowReconcile(t *testing.T) {
 		return len(app.Starts)
 	}
 	for _, name := range names {
-		h.g.Eventually(func() int { return started(name) }, 5*time.Second, interval).Should(Equal(1),
-			"the request of %s reached its cluster once: %s", name, h.explainApps([]string{name}))
+		h.g.Eventually(func() int { return started(name) }, 5*time.Second, interval).Should(Equal(1), func() string {
+			return "the request of " + name + " reached its cluster once: " + h.explainApps([]string{name})
+		})
 	}
 	slow.Store(0)
 }
