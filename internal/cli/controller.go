@@ -88,7 +88,7 @@ GOMEMLIMIT is set): it collects garbage harder near the limit instead of being k
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; \"0\" disables it")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to")
 	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Address Go's profiling endpoints (/debug/pprof) bind to, such as 127.0.0.1:6060; empty (the default) disables them")
-	fs.StringVar(&f.dashboardAddr, "dashboard-bind-address", "", "Address the fleet view (the page of argocd-pull dashboard, read from the controller's cache with its rights) binds to, such as 127.0.0.1:8090; it answers loopback requests only (reach it with kubectl port-forward); empty (the default) disables it")
+	fs.StringVar(&f.dashboardAddr, "dashboard-bind-address", "", "Address the fleet view (the page of argocd-pull dashboard, read from the controller's cache with its rights) binds to: a loopback address, such as 127.0.0.1:8090 (any other is refused at start), and it answers callers on the loopback only, whatever Host they send; reach it with kubectl port-forward. Empty (the default) disables it")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace)")
 	fs.DurationVar(&f.leaseDuration, "leader-election-lease-duration", DefaultLeaseDuration, "How long standbys wait after the leader's last renewal before one takes over: the gap after a leader crashes (a leader that stops releases its lease at once)")
@@ -144,6 +144,11 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	}
 	if err := f.resourceTree(); err != nil {
 		return err
+	}
+	if f.dashboardAddr != "" {
+		if err := dashboard.CheckLoopbackBind(f.dashboardAddr); err != nil {
+			return fmt.Errorf("--dashboard-bind-address: %w", err)
+		}
 	}
 	if err := f.opts.Validate(); err != nil {
 		return err
@@ -210,7 +215,7 @@ func addDashboard(ctx context.Context, mgr ctrl.Manager, addr string, staleAfter
 	}
 	return mgr.Add(everyReplica(func(ctx context.Context) error {
 		ctrl.Log.WithName("dashboard").Info("Serving the fleet view", "address", listener.Addr().String())
-		return dashboard.Serve(ctx, listener, fleet, dashboard.ServerOptions{})
+		return dashboard.Serve(ctx, listener, fleet, dashboard.ServerOptions{LoopbackCallersOnly: true})
 	}))
 }
 

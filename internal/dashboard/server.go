@@ -30,6 +30,10 @@ type ServerOptions struct {
 	// refused: a page on the loopback must not answer a site the browser reached by DNS
 	// rebinding, which would read the fleet with the caller's rights.
 	AllowedHosts []string
+	// LoopbackCallersOnly refuses every caller whose connection does not come from the loopback,
+	// whatever Host it names: the controller's page reads with the controller's rights, and the
+	// Host header is the caller's to choose.
+	LoopbackCallersOnly bool
 }
 
 // Handler serves the page, its assets and its API:
@@ -63,7 +67,7 @@ func Handler(fleet *Fleet, o ServerOptions) http.Handler {
 		writeJSON(w, d)
 	})
 	mux.HandleFunc("GET /api/events", func(w http.ResponseWriter, r *http.Request) { events(w, r, fleet, o.Coalesce) })
-	return guard(mux, o.AllowedHosts)
+	return guard(mux, o)
 }
 
 // events streams a snapshot, then a delta per change, gathered for the coalescing window.
@@ -126,8 +130,13 @@ func writeJSON(w http.ResponseWriter, v any) {
 // guard refuses requests for other hosts (DNS rebinding) and sets the headers that keep the page
 // from running anything but its own script: what tenants and managed clusters write (names,
 // messages) is shown as text, and a Content-Security-Policy without inline script backs that up.
-func guard(next http.Handler, allowed []string) http.Handler {
+func guard(next http.Handler, o ServerOptions) http.Handler {
+	allowed := o.AllowedHosts
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.LoopbackCallersOnly && !loopbackCaller(r.RemoteAddr) {
+			http.Error(w, "the fleet view answers loopback callers only: reach it with kubectl port-forward", http.StatusForbidden)
+			return
+		}
 		if !hostAllowed(r.Host, allowed) {
 			http.Error(w, fmt.Sprintf("host %q is not served: open the address the dashboard printed", r.Host), http.StatusForbidden)
 			return
@@ -164,6 +173,36 @@ func hostAllowed(hostport string, allowed []string) bool {
 		}
 	}
 	return false
+}
+
+// loopbackCaller: the connection's far end is a loopback address.
+func loopbackCaller(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckLoopbackBind refuses a listen address that is not on the loopback: an empty host (":8090",
+// every interface), an unspecified address (0.0.0.0, ::), any other address, or a name other
+// than localhost. A page that reads with the controller's rights is served to the loopback only.
+func CheckLoopbackBind(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	if host == "" {
+		host = "every interface"
+	}
+	return fmt.Errorf("%q listens on %s, not on the loopback: the fleet view reads every tenant's Applications with the controller's rights, so it is served on a loopback address only (such as 127.0.0.1:8090); reach it with kubectl port-forward", addr, host)
 }
 
 func originAllowed(origin string, allowed []string) bool {

@@ -128,3 +128,48 @@ func readEvent(t *testing.T, r *bufio.Reader) (name string, data []byte) {
 		}
 	}
 }
+
+// The controller's page answers only callers on the loopback: a pod elsewhere on the hub's network
+// chooses its own Host header, so the header is no proof of where the caller is.
+func TestLoopbackCallersOnlyRefusesACallerElsewhereWhateverItsHost(t *testing.T) {
+	f := NewFleet(0)
+	generate(t, f, 2, 1)
+	h := Handler(f, ServerOptions{LoopbackCallersOnly: true})
+	for _, tc := range []struct {
+		remote string
+		want   int
+	}{
+		{"127.0.0.1:51000", http.StatusOK},
+		{"[::1]:51000", http.StatusOK},
+		{"10.244.1.7:51000", http.StatusForbidden},
+		{"[fd00::7]:51000", http.StatusForbidden},
+		{"not an address", http.StatusForbidden},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/api/snapshot", nil)
+		req.Host, req.RemoteAddr = "localhost:8090", tc.remote
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("caller %s: status %d, want %d: %s", tc.remote, rec.Code, tc.want, rec.Body)
+		}
+		if tc.want == http.StatusForbidden && strings.Contains(rec.Body.String(), "cluster-0000") {
+			t.Errorf("caller %s got fleet data: %s", tc.remote, rec.Body)
+		}
+	}
+}
+
+func TestCheckLoopbackBind(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:8090": true, "localhost:8090": true, "[::1]:8090": true, "127.0.0.2:8090": true,
+		":8090": false, "0.0.0.0:8090": false, "[::]:8090": false, "10.0.0.5:8090": false,
+		"localhost.attacker.example:8090": false, "8090": false,
+	} {
+		err := CheckLoopbackBind(addr)
+		if (err == nil) != ok {
+			t.Errorf("%q: %v, want allowed=%v", addr, err, ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "port-forward") && addr != "8090" {
+			t.Errorf("%q: the refusal says not how to reach the page: %v", addr, err)
+		}
+	}
+}
