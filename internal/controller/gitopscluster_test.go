@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -442,4 +444,30 @@ func TestRHACMClusterSecretsRegisterTheirClusters(t *testing.T) {
 	h.create(rhacm(c1))
 	h.g.Eventually(func() bool { _, err := h.secret(h.ns, c1); return apierrors.IsNotFound(err) }, timeout, interval).Should(BeTrue())
 	h.g.Expect(clusterNames()).To(ConsistOf(c1, c2))
+}
+
+// A cluster's client config URL is the cluster's own word (its registration agent may update its
+// ManagedCluster): the cluster secret never names the hub, whatever the URL says, so neither
+// destination.name nor a cluster generator can turn the cluster into the hub's in-cluster
+// cluster. test/sandbox's TestAClusterCannotAimItsClusterSecretAtTheHub makes the same attack as
+// the cluster's agent, against the real Argo CD.
+func TestAClusterURLNamingTheHubNeverReachesItsSecret(t *testing.T) {
+	h := start(t)
+	c1 := h.cluster()
+	h.placement(h.ns, "p", c1)
+	h.gitOpsCluster(h.ns, "gc", "p")
+	h.g.Eventually(h.ready(h.ns, "gc"), timeout, interval).Should(Equal("True/Succeeded/successful"))
+	want := "https://" + c1 + ".pull-model.invalid"
+	for i, forged := range []string{"https://kubernetes.default.svc", "https://kubernetes.default.svc.cluster.local:443",
+		testenv.Get(t).Config.Host, "https://127.0.0.1:6443", "https://[::1]", "https://169.254.169.254", "https://api.cluster1.example:6443"} {
+		mc := &clusterv1.ManagedCluster{}
+		h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Name: c1}, mc)).To(Succeed())
+		mc.Spec.ManagedClusterClientConfigs = []clusterv1.ClientConfig{{URL: forged}}
+		mc.Labels["probe"] = fmt.Sprint(i)
+		h.g.Expect(h.c.Update(context.Background(), mc)).To(Succeed())
+		h.g.Eventually(func() string { s, _ := h.secret(h.ns, c1); return s.Labels["probe"] }, timeout, interval).Should(Equal(fmt.Sprint(i)))
+		s, err := h.secret(h.ns, c1)
+		h.g.Expect(err).NotTo(HaveOccurred())
+		h.g.Expect(string(s.Data["server"])).To(Equal(want), "the cluster wrote %s into its client config", forged)
+	}
 }
