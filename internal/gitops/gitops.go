@@ -43,19 +43,19 @@ func ClusterSecret(cluster *clusterv1.ManagedCluster, argoNamespace, claim strin
 		ObjectMeta: metav1.ObjectMeta{Name: SecretName(cluster.Name), Namespace: argoNamespace, Labels: labels,
 			Annotations: map[string]string{api.ClaimsAnnotation: claim}},
 		Type:       corev1.SecretTypeOpaque,
-		StringData: map[string]string{"name": cluster.Name, "server": Server(cluster)},
+		StringData: map[string]string{"name": cluster.Name, "server": Server(cluster.Name)},
 	}
 }
 
-// Server is the cluster's apiserver URL as registered with OCM, or a placeholder: Argo CD needs
-// a server in a cluster secret, and in the pull model nothing connects to it.
-func Server(cluster *clusterv1.ManagedCluster) string {
-	for _, c := range cluster.Spec.ManagedClusterClientConfigs {
-		if c.URL != "" {
-			return c.URL
-		}
-	}
-	return "https://" + cluster.Name + ".pull-model.invalid"
+// Server is the server of a cluster's secret: a placeholder of the hub's own making, under the
+// .invalid domain (RFC 6761: it never resolves), one per cluster. Argo CD needs a server in a
+// cluster secret, and in the pull model nothing connects to it. It is never the URL in the
+// ManagedCluster's client configs: the cluster's registration agent may write that URL, and a
+// credential-free secret naming https://kubernetes.default.svc (or any other address of the hub)
+// would make the cluster's name resolve to the hub, with the in-cluster credentials of the hub's
+// Argo CD.
+func Server(cluster string) string {
+	return "https://" + cluster + ".pull-model.invalid"
 }
 
 // SecretUpToDate reports whether an existing secret already holds what desired holds.

@@ -26,10 +26,11 @@ func TestClusterSecret(t *testing.T) {
 		SecretTypeLabel: "cluster", api.ManagedByLabel: api.ManagedByValue, api.ClusterLabel: "cluster1",
 	}))
 	g.Expect(s.Annotations).To(Equal(map[string]string{api.ClaimsAnnotation: "openshift-gitops/argo-acm-importer"}))
-	g.Expect(s.StringData).To(Equal(map[string]string{"name": "cluster1", "server": "https://api.cluster1.example:6443"}), "no credentials")
+	g.Expect(s.StringData).To(Equal(map[string]string{"name": "cluster1", "server": "https://cluster1.pull-model.invalid"}),
+		"no credentials, and never the URL the cluster registered: the cluster's agent may write it")
 	g.Expect(mc.Labels).To(HaveKeyWithValue(api.ManagedByLabel, "someone-else"), "the cluster is not modified")
 
-	g.Expect(Server(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c2"}})).To(Equal("https://c2.pull-model.invalid"))
+	g.Expect(Server("c2")).To(Equal("https://c2.pull-model.invalid"))
 }
 
 func TestSecretUpToDate(t *testing.T) {

@@ -165,7 +165,8 @@ func verbsReachNoHubObject(t *testing.T, cli argocdCLI, hub, cluster1 client.Cli
 	}
 
 	// The calls that pass the uid guard act on the destination. In-cluster: the hub itself; named:
-	// the cluster's URL in its GitOpsCluster secret, with no credentials and no CA.
+	// the server in the cluster's GitOpsCluster secret, a placeholder that never resolves, with no
+	// credentials.
 	events := struct {
 		status int
 		want   string
@@ -178,9 +179,9 @@ func verbsReachNoHubObject(t *testing.T, cli argocdCLI, hub, cluster1 client.Cli
 			t.Fatal(err)
 		}
 		server := string(secret.Data["server"])
-		// "error listing resource events: Get \"<server>/api/v1/...\": tls: failed to verify
-		// certificate", and "failed to get OpenAPI schema: ... Get \"<server>/openapi/v2...": the
-		// cluster's URL, not the hub's.
+		// "error listing resource events: Get \"<server>/api/v1/...\": dial tcp: lookup
+		// <cluster>.pull-model.invalid: no such host", and "failed to get OpenAPI schema: ... Get
+		// \"<server>/openapi/v2...": the placeholder, not the hub.
 		events.status, events.want = http.StatusInternalServerError, server+"/api/v1/namespaces/"+sandbox.ArgoNamespace+"/events?"
 		serverSideDiff.want = server + "/openapi/v2"
 	}
