@@ -514,3 +514,21 @@ func TestReportRendering(t *testing.T) {
 	g.Expect(NewReport(nil).Err()).To(Succeed())
 	g.Expect(NewReport([]Result{{Status: StatusFail}, {Status: StatusFail}}).Err()).To(MatchError("2 checks failed"))
 }
+
+func TestDecideClientConfigs(t *testing.T) {
+	g := NewWithT(t)
+	mc := func(name, url string) clusterv1.ManagedCluster {
+		return clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: clusterv1.ManagedClusterSpec{ManagedClusterClientConfigs: []clusterv1.ClientConfig{{URL: url}}}}
+	}
+	hub := gitops.NewHubNames("https://api.hub.example:6443", "10.96.0.1")
+	r := decideClientConfigs([]clusterv1.ManagedCluster{mc("cluster1", "https://api.cluster1.example:6443"), mc("cluster2", "https://10.0.0.9:6443")}, hub)
+	g.Expect(r.Status).To(Equal(StatusPass))
+	g.Expect(r.Message).To(Equal("none of 2 points at the hub"))
+
+	r = decideClientConfigs([]clusterv1.ManagedCluster{mc("cluster1", "https://kubernetes.default.svc"), mc("cluster2", "https://10.96.0.1"),
+		mc("cluster3", "https://api.cluster3.example"), mc("cluster4", "https://"+strings.Repeat("a", 300)+".example")}, hub)
+	g.Expect(r.Status).To(Equal(StatusWarn))
+	g.Expect(r.Message).To(Equal("client config URLs naming the hub: cluster1 (https://kubernetes.default.svc: the hub's own kubernetes Service (kubernetes.default.svc), which Argo CD answers with its in-cluster credentials); cluster2 (https://10.96.0.1: the hub apiserver's address (10.96.0.1))"))
+	g.Expect(r.Fix).To(ContainSubstring("never carry them"))
+}

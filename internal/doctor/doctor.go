@@ -106,6 +106,8 @@ type Cluster struct {
 	Name      string
 	Client    client.Client
 	Discovery discovery.DiscoveryInterface
+	// URL is the apiserver's address as doctor reaches it.
+	URL string
 }
 
 // NewCluster builds the clients of a cluster from a rest config.
@@ -118,7 +120,7 @@ func NewCluster(name string, cfg *rest.Config, s *runtime.Scheme) (Cluster, erro
 	if err != nil {
 		return Cluster{}, fmt.Errorf("creating discovery client for %s: %w", name, err)
 	}
-	return Cluster{Name: name, Client: c, Discovery: dc}, nil
+	return Cluster{Name: name, Client: c, Discovery: dc, URL: cfg.Host}, nil
 }
 
 // Defaults of the managed-cluster identities, as the upstream installs name them.

@@ -3,6 +3,7 @@ package doctor_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"encoding/json"
 	"net"
 	"os"
@@ -482,7 +483,7 @@ func TestDoctorCommand(t *testing.T) {
 	out, err := execute()
 	s.g.Expect(err).NotTo(HaveOccurred(), out)
 	s.g.Expect(out).To(ContainSubstring("[ok]   Pull-model ApplicationSet template (" + s.ns + "/guestbook-allclusters-app-set)"))
-	s.g.Expect(out).To(HaveSuffix("\n16 checks: 16 passed, 0 warnings, 0 failed, 0 skipped\n"))
+	s.g.Expect(out).To(HaveSuffix("\n17 checks: 17 passed, 0 warnings, 0 failed, 0 skipped\n"))
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: gitops.SecretName(s.cluster), Namespace: s.ns}}
 	s.g.Expect(s.hub.Client.Delete(s.ctx, secret)).To(Succeed())
@@ -494,7 +495,7 @@ func TestDoctorCommand(t *testing.T) {
 	s.g.Expect(err).To(MatchError("1 check failed"))
 	var report doctor.Report
 	s.g.Expect(json.Unmarshal([]byte(out), &report)).To(Succeed(), out)
-	s.g.Expect(report.Summary).To(Equal(doctor.Summary{Pass: 15, Fail: 1}))
+	s.g.Expect(report.Summary).To(Equal(doctor.Summary{Pass: 16, Fail: 1}))
 	s.g.Expect(report.Checks).To(ContainElement(And(
 		HaveField("ID", "cluster-secrets"), HaveField("Status", doctor.StatusFail), HaveField("Fix", ContainSubstring("GitOpsCluster")))))
 
@@ -614,4 +615,19 @@ func TestTheHubArgoCDsCache(t *testing.T) {
 		InvolvedObject: corev1.ObjectReference{Kind: "Application", Namespace: s.ns, Name: "guestbook"}, LastTimestamp: metav1.Now()}
 	s.create(s.hub.Client, event)
 	s.expect("argocd-redis", doctor.StatusWarn, "argocd-pull could not write the tree of 1 Application: "+s.ns+"/guestbook: The resource tree is not in the hub Argo CD's cache")
+}
+
+// A cluster's agent that writes the hub's address into its client config is named, whichever of
+// the hub's names it wrote: the envtest hub's own URL, or the in-cluster service.
+func TestClientConfigsNamingTheHub(t *testing.T) {
+	s := newScenario(t)
+	for i, url := range []string{s.hub.Config.Host, "https://kubernetes.default.svc"} {
+		name := fmt.Sprintf("%s-%d", s.cluster, i)
+		mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true, ManagedClusterClientConfigs: []clusterv1.ClientConfig{{URL: url}}}}
+		s.create(s.hub.Client, mc)
+		r := s.expect("cluster-client-configs", doctor.StatusWarn, name+" ("+url+": ")
+		s.g.Expect(r.Fix).To(ContainSubstring("never carry them"))
+		s.g.Expect(s.hub.Client.Delete(s.ctx, mc)).To(Succeed())
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -348,12 +349,14 @@ func (h *hub) namespacesFor(ctx context.Context, cluster string) (dest, app []st
 }
 
 const (
-	idSecrets       = "cluster-secrets"
-	titleSecrets    = "Argo CD cluster secrets of the targeted clusters"
-	idNamespaces    = "cluster-namespaces"
-	titleNamespaces = "Hub namespaces of the targeted clusters"
-	idClusters      = "managed-clusters"
-	titleClusters   = "ManagedClusters of the targeted clusters are available"
+	idSecrets          = "cluster-secrets"
+	titleSecrets       = "Argo CD cluster secrets of the targeted clusters"
+	idNamespaces       = "cluster-namespaces"
+	titleNamespaces    = "Hub namespaces of the targeted clusters"
+	idClusters         = "managed-clusters"
+	titleClusters      = "ManagedClusters of the targeted clusters are available"
+	idClientConfigs    = "cluster-client-configs"
+	titleClientConfigs = "No ManagedCluster's client config points at the hub"
 )
 
 // targets returns the targeted clusters, or the result to give instead when there are none or
@@ -422,4 +425,28 @@ func checkManagedClusters(ctx context.Context, h *hub) []Result {
 		byName[list.Items[i].Name] = &list.Items[i]
 	}
 	return []Result{decideManagedClusters(clusters, byName)}
+}
+
+// checkClientConfigs reads every ManagedCluster's client config URLs (each cluster's agent may
+// write its own) and the hub's addresses: its apiserver's URL, and the IPs of the kubernetes
+// Service and its endpoints, where doctor may read them.
+func checkClientConfigs(ctx context.Context, h *hub) []Result {
+	list := &clusterv1.ManagedClusterList{}
+	if err := h.o.Hub.Client.List(ctx, list); err != nil {
+		return []Result{readFailed(idClientConfigs, titleClientConfigs, "", fmt.Errorf("listing ManagedClusters: %w", err))}
+	}
+	var addresses []string
+	svc := &corev1.Service{}
+	if err := h.o.Hub.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "kubernetes"}, svc); err == nil {
+		addresses = append(addresses, svc.Spec.ClusterIPs...)
+	}
+	endpoints := &discoveryv1.EndpointSliceList{}
+	if err := h.o.Hub.Client.List(ctx, endpoints, client.InNamespace(metav1.NamespaceDefault), client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}); err == nil {
+		for _, s := range endpoints.Items {
+			for _, e := range s.Endpoints {
+				addresses = append(addresses, e.Addresses...)
+			}
+		}
+	}
+	return []Result{decideClientConfigs(list.Items, gitops.NewHubNames(h.o.Hub.URL, addresses...))}
 }

@@ -376,3 +376,33 @@ func decideManagedClusters(clusters []string, byName map[string]*clusterv1.Manag
 	}
 	return combine(idClusters, titleClusters, "", fmt.Sprintf("all %d exist and are Available", len(clusters)), fs)
 }
+
+// decideClientConfigs warns of each ManagedCluster whose client config URL names the hub. The
+// cluster secrets never carry that URL (gitops.Server), so nothing on the hub follows it; but no
+// agent of a healthy cluster writes the hub's address as its own.
+func decideClientConfigs(clusters []clusterv1.ManagedCluster, hub gitops.HubNames) Result {
+	var named []string
+	for _, mc := range clusters {
+		for _, c := range mc.Spec.ManagedClusterClientConfigs {
+			if why := gitops.HubAddress(c.URL, hub); why != "" {
+				named = append(named, fmt.Sprintf("%s (%s: %s)", mc.Name, shortURL(c.URL), why))
+				break
+			}
+		}
+	}
+	if len(named) == 0 {
+		return Result{ID: idClientConfigs, Title: titleClientConfigs, Status: StatusPass,
+			Message: fmt.Sprintf("none of %d points at the hub", len(clusters))}
+	}
+	return Result{ID: idClientConfigs, Title: titleClientConfigs, Status: StatusWarn,
+		Message: "client config URLs naming the hub: " + strings.Join(named, "; "),
+		Fix:     "the cluster's registration agent wrote these (a cluster may update its own ManagedCluster): argocd-pull's cluster secrets never carry them, but check the klusterlet of each cluster named (its --cluster-name and external server URLs), and whether the cluster is compromised"}
+}
+
+// shortURL cuts what a cluster wrote to a length a report line holds.
+func shortURL(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "..."
+	}
+	return s
+}
