@@ -3,8 +3,8 @@ package doctor_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
