@@ -166,3 +166,17 @@ func TestSummaryComparedToAndSourceTypeAreCopied(t *testing.T) {
 	updated, _ = WithStatus(updated, Derive(Observe(work(2, 2, values)), v2))
 	g.Expect(updated.Object["status"]).NotTo(HaveKey("summary"), "the hub shows the cluster's: none")
 }
+
+// A managed cluster writes its Application's external URLs, and the hub's Argo CD UI shows each as
+// a link: a javascript: or data: URL would run in the UI's origin when clicked. Only http and
+// https URLs reach the hub, and the hub Application says what was dropped.
+func TestOnlyHTTPAndHTTPSExternalURLsReachTheHub(t *testing.T) {
+	g := NewWithT(t)
+	values := feedback("Healthy", "Synced", "v2")
+	values[manifestwork.FeedbackExternalURLs] = `["javascript:alert(document.cookie)","https://guestbook.example","data:text/html,<script>alert(1)</script>","HTTP://guestbook.example:8080/x","//attacker.example","JavaScript://%0aalert(1)","vbscript:msgbox","https://"]`
+	app := argocd.NewApplication()
+	updated, _ := WithStatus(app, Derive(Observe(work(2, 2, values)), v2))
+	g.Expect(updated.Object["status"]).To(HaveKeyWithValue("summary", map[string]any{
+		"externalURLs": []any{"https://guestbook.example", "HTTP://guestbook.example:8080/x"}}))
+	g.Expect(argocd.ConditionMessage(updated, FeedbackWarningCondition)).To(ContainSubstring("summaryExternalURLs: 6 entries dropped: not an http or https URL"))
+}
