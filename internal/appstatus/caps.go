@@ -3,6 +3,7 @@ package appstatus
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
@@ -177,6 +178,13 @@ func hubSummary(images, externalURLs string) (out map[string]any, trimmed []stri
 	} {
 		list, cut := cappedStrings(l.feedback, l.raw, MaxSummaryValueLength, MaxSummaryListSize, MaxSummaryListSize)
 		trimmed = append(trimmed, cut...)
+		if l.key == "externalURLs" {
+			var dropped int
+			list, dropped = webLinks(list)
+			if dropped > 0 {
+				trimmed = append(trimmed, fmt.Sprintf("%s: %d entries dropped: not an http or https URL", l.feedback, dropped))
+			}
+		}
 		if len(list) > 0 {
 			if out == nil {
 				out = map[string]any{}
@@ -185,6 +193,20 @@ func hubSummary(images, externalURLs string) (out map[string]any, trimmed []stri
 		}
 	}
 	return out, trimmed
+}
+
+// webLinks keeps the http and https URLs with a host, and counts the others: the hub's Argo CD UI
+// shows external URLs as links, and a javascript: or data: one would run in its origin.
+func webLinks(list []any) (out []any, dropped int) {
+	for _, v := range list {
+		s, _ := v.(string)
+		if u, err := url.Parse(s); err == nil && (strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")) && u.Host != "" {
+			out = append(out, v)
+		} else {
+			dropped++
+		}
+	}
+	return out, dropped
 }
 
 // hubComparedTo is the source the managed cluster compared against, as copied to the hub: each
