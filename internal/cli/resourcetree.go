@@ -14,6 +14,7 @@ func addResourceTreeFlags(fs *pflag.FlagSet, f *controllerFlags) {
 	fs.BoolVar(&t.TLS, "argocd-redis-use-tls", false, "Connect to --argocd-redis with TLS (Argo CD's --redis-use-tls)")
 	fs.StringVar(&t.CAFile, "argocd-redis-ca-certificate", "", "CA bundle that verifies --argocd-redis's certificate (default: system roots)")
 	fs.StringVar(&f.opts.RedisSecret, "argocd-redis-secret", f.opts.RedisSecret, "Secret in --argocd-namespace whose auth key is the redis password (Argo CD's argocd-redis), read at each new connection; a missing Secret means no password")
+	fs.StringVar(&f.opts.RedisUsername, "argocd-redis-username", "", "Redis ACL user to connect to --argocd-redis as, its password in --argocd-redis-secret; one that may only set and delete the tree keys and publish on their channels (docs/install.md) holds none of Argo CD's cache. Empty (the default): redis's default user, whose password (Argo CD's argocd-redis) opens every key")
 	fs.StringVar(&f.redisCompress, "argocd-redis-compress", "gzip", "How the hub's Argo CD compresses its cache (its --redis-compress): gzip or none")
 	fs.StringVar(&t.KeyPrefix, "argocd-redis-key-prefix", "", "Prefix of the hub Argo CD's redis keys (its ARGOCD_REDIS_KEY_PREFIX, Argo CD 3.6 and later)")
 	fs.DurationVar(&t.TTL, "resource-tree-ttl", t.TTL, "How long a written resource tree lives; argocd-pull renews each after half of it, so a tree outlives argocd-pull's removal by at most this (Argo CD's own trees live 1h, its --app-state-cache-expiration)")

@@ -86,6 +86,9 @@ type Options struct {
 	// RedisSecret is the Secret in ArgoCDNamespace whose "auth" key is the redis password (Argo
 	// CD's argocd-redis); read at each new connection. A missing Secret means no password.
 	RedisSecret string
+	// RedisUsername is the redis ACL user argocd-pull connects as (its password in RedisSecret),
+	// "" for redis's default user (Argo CD's own, whose password opens every key).
+	RedisUsername string
 }
 
 // ArgoCDNamespaces are the Argo CD namespaces the install names: ArgoCDNamespace and
@@ -267,7 +270,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options) error {
 	treeOpts := opts.ResourceTree
 	if treeOpts.Credentials == nil {
-		treeOpts.Credentials = RedisCredentials(mgr.GetAPIReader(), client.ObjectKey{Namespace: opts.ArgoCDNamespace, Name: opts.RedisSecret})
+		treeOpts.Credentials = RedisCredentials(mgr.GetAPIReader(), client.ObjectKey{Namespace: opts.ArgoCDNamespace, Name: opts.RedisSecret}, opts.RedisUsername)
 	}
 	cache, err := resourcetree.NewCache(treeOpts)
 	if err != nil {
@@ -286,21 +289,22 @@ func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options)
 	return nil
 }
 
-// RedisCredentials reads the redis password from the "auth" key of the Secret named (Argo CD's
-// argocd-redis), straight from the apiserver at each new connection: a rotated password is used
-// from the next connection on. No Secret, or no name, means no password.
-func RedisCredentials(reader client.Reader, secret client.ObjectKey) func(ctx context.Context) (string, string, error) {
+// RedisCredentials are username (an ACL user, "" for redis's default user) and the password in the
+// "auth" key of the Secret named (Argo CD's argocd-redis, or the ACL user's own), read straight
+// from the apiserver at each new connection: a rotated password is used from the next connection
+// on. No Secret, or no name, means no password.
+func RedisCredentials(reader client.Reader, secret client.ObjectKey, username string) func(ctx context.Context) (string, string, error) {
 	return func(ctx context.Context) (string, string, error) {
 		if secret.Name == "" {
-			return "", "", nil
+			return username, "", nil
 		}
 		s := &corev1.Secret{}
 		switch err := reader.Get(ctx, secret, s); {
 		case apierrors.IsNotFound(err):
-			return "", "", nil
+			return username, "", nil
 		case err != nil:
 			return "", "", fmt.Errorf("reading the redis password from Secret %s: %w", secret, err)
 		}
-		return "", string(s.Data["auth"]), nil
+		return username, string(s.Data["auth"]), nil
 	}
 }

@@ -31,6 +31,16 @@ type Options struct {
 	TTL time.Duration
 }
 
+// ACL is the redis ACL of a user that may do what argocd-pull does in the hub Argo CD's redis and
+// nothing else: set and delete the resource-tree keys (under the prefix, see TreeKey), publish on
+// their channels (Channel), and ping. Such a user reads no key, so it cannot read Argo CD's cache
+// or its other keys, and writes no key but a tree (redis.conf: "user <name> on ><password> " and
+// these rules; ACL SETUSER takes them alike).
+func ACL(keyPrefix string) []string {
+	return []string{"resetkeys", "~" + keyPrefix + "app|resources-tree|*", "resetchannels", "&app|managed-resources|*",
+		"-@all", "+set", "+del", "+publish", "+ping"}
+}
+
 // Cache writes trees into the hub Argo CD's redis.
 type Cache struct {
 	opts   Options

@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,4 +117,68 @@ func TestTheTreeIsWrittenOverTLS(t *testing.T) {
 
 	_, err := NewCache(Options{Address: addr, TTL: time.Hour, TLS: true, CAFile: "/nonexistent/ca.crt"})
 	g.Expect(err).To(MatchError(ContainSubstring("reading the redis CA")))
+}
+
+// The controller's own redis user, with the ACL that install.md shows, writes and removes trees
+// and tells the API server's watchers, and can do nothing else: it reads no key (not Argo CD's
+// cache, not another Application's tree), writes no key but a tree, subscribes to nothing and
+// cannot reconfigure or flush the redis. Against a real redis-server.
+func TestTheControllersRedisUserReachesOnlyTheTreeKeys(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	addr := testenv.RedisWithUser(t, "admin-s3cret", "argocd-pull", "tree-s3cret", ACL(""))
+	admin := redis.NewClient(&redis.Options{Addr: addr, Password: "admin-s3cret"})
+	defer func() { _ = admin.Close() }()
+	g.Expect(admin.Set(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz", "argo's own", 0).Err()).To(Succeed())
+
+	c, err := NewCache(Options{Address: addr, Encoding: Encoding{Gzip: true}, TTL: time.Hour,
+		Credentials: func(context.Context) (string, string, error) { return "argocd-pull", "tree-s3cret", nil }})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = c.Close() }()
+	g.Expect(c.Ping(ctx)).To(Succeed())
+	tree := Build([]any{resource("ConfigMap", "guestbook", "ui", "Healthy")}).Tree
+	g.Expect(c.Put(ctx, "team-a_guestbook", tree)).To(Succeed())
+	g.Expect(admin.Exists(ctx, "app|resources-tree|team-a_guestbook|1.8.3.gz").Val()).To(Equal(int64(1)))
+	g.Expect(c.Delete(ctx, "team-a_guestbook")).To(Succeed())
+
+	user := redis.NewClient(&redis.Options{Addr: addr, Username: "argocd-pull", Password: "tree-s3cret", Protocol: 2, DisableIdentity: true})
+	defer func() { _ = user.Close() }()
+	for what, err := range map[string]error{
+		"read Argo CD's cache":       user.Get(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz").Err(),
+		"read a tree":                user.Get(ctx, "app|resources-tree|team-a_guestbook|1.8.3.gz").Err(),
+		"overwrite Argo CD's cache":  user.Set(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz", "poisoned", 0).Err(),
+		"delete Argo CD's cache":     user.Del(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz").Err(),
+		"list the keys":              user.Keys(ctx, "*").Err(),
+		"scan the keys":              user.Scan(ctx, 0, "*", 10).Err(),
+		"flush the redis":            user.FlushAll(ctx).Err(),
+		"read the configuration":     user.ConfigGet(ctx, "requirepass").Err(),
+		"publish on another channel": user.Publish(ctx, "argocd-secret", "x").Err(),
+		"run a script":               user.Eval(ctx, "return redis.call('get', KEYS[1])", []string{"app|managed-resources|team-a_guestbook|1.8.3.gz"}).Err(),
+		"list the ACL":               user.Do(ctx, "ACL", "LIST").Err(),
+		"subscribe to Argo CD's watch": func() error {
+			sub := user.Subscribe(ctx, "app|managed-resources|team-a_guestbook|1.8.3")
+			defer func() { _ = sub.Close() }()
+			_, err := sub.Receive(ctx)
+			return err
+		}(),
+	} {
+		g.Expect(err).To(MatchError(ContainSubstring("NOPERM")), "the tree user may not %s", what)
+	}
+	g.Expect(admin.Get(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz").Val()).To(Equal("argo's own"))
+}
+
+// docs/install.md shows the ACL that ACL returns.
+func TestInstallDocsShowTheACL(t *testing.T) {
+	data, err := os.ReadFile("../../docs/install.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := strings.Join(ACL(""), " ")
+	if !strings.Contains(string(data), "`"+rules+"`") {
+		t.Errorf("docs/install.md does not show the ACL %q", rules)
+	}
+	quoted := strings.NewReplacer("~app|resources-tree|*", "'~app|resources-tree|*'", "&app|managed-resources|*", "'&app|managed-resources|*'").Replace(rules)
+	if !strings.Contains(string(data), quoted) {
+		t.Errorf("docs/install.md's ACL SETUSER does not set the rules %q", quoted)
+	}
 }

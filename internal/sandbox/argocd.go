@@ -20,6 +20,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/assets"
+	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 )
 
 // argoCDRelease is one built Argo CD release: its version and its one binary.
@@ -88,7 +89,7 @@ func InstallArgoConfig(ctx context.Context, c client.Client, root, version, name
 
 // startRedisAndRepoServer starts the redis and the repo-server of one Argo CD install (prefix
 // "cluster1", "hub"), on their own loopback ports, and returns their addresses.
-func startRedisAndRepoServer(dir string, argo argoCDRelease, prefix, kubeconfig string, ports *portBook, password string, repoArgs ...string) (redis, repo string, err error) {
+func startRedisAndRepoServer(dir string, argo argoCDRelease, prefix, kubeconfig string, ports *portBook, password string, redisUsers []string, repoArgs ...string) (redis, repo string, err error) {
 	redisPort, err := ports.port(prefix + "-redis")
 	if err != nil {
 		return "", "", err
@@ -97,6 +98,7 @@ func startRedisAndRepoServer(dir string, argo argoCDRelease, prefix, kubeconfig 
 	if password != "" {
 		redisArgs = append(redisArgs, "--requirepass", password)
 	}
+	redisArgs = append(redisArgs, redisUsers...)
 	if _, err := start(dir, prefix+"-redis", "redis-server", redisArgs); err != nil {
 		return "", "", fmt.Errorf("%w (install Debian's redis-server: make sandbox-deps)", err)
 	}
@@ -137,7 +139,7 @@ func plaintextRepoServer(version string) []string {
 // startManagedArgoCD starts redis, the repo-server and the application controller of one
 // managed cluster.
 func startManagedArgoCD(dir string, argo argoCDRelease, c *Cluster, ports *portBook) error {
-	redis, repo, err := startRedisAndRepoServer(dir, argo, c.Name, c.Kubeconfig, ports, "",
+	redis, repo, err := startRedisAndRepoServer(dir, argo, c.Name, c.Kubeconfig, ports, "", nil,
 		// A lab shows a new commit within seconds, not after Argo CD's 3-minute revision cache.
 		"--revision-cache-expiration=5s")
 	if err != nil {
@@ -376,7 +378,7 @@ func startHubArgoCDServer(ctx context.Context, dir string, argo argoCDRelease, h
 	if err := writeHubRedisSecret(ctx, hub); err != nil {
 		return "", err
 	}
-	redis, repo, err := startRedisAndRepoServer(dir, argo, "hub", hub.Kubeconfig, ports, HubRedisPassword)
+	redis, repo, err := startRedisAndRepoServer(dir, argo, "hub", hub.Kubeconfig, ports, HubRedisPassword, hubRedisTreeUser())
 	if err != nil {
 		return "", err
 	}
@@ -443,16 +445,32 @@ func healthy(ctx context.Context, url string) bool {
 // write the resource trees (--argocd-redis).
 const HubRedisPassword = "argocd-pull-sandbox-redis"
 
+// The hub redis's ACL user of argocd-pull's own, as docs/install.md sets one up: it may only write
+// the resource trees (resourcetree.ACL). The controller connects as it (--argocd-redis-username),
+// its password in Secret HubRedisTreeSecret; the hub's Argo CD keeps the default user.
+const (
+	HubRedisTreeUser     = "argocd-pull"
+	HubRedisTreePassword = "argocd-pull-sandbox-trees"
+	HubRedisTreeSecret   = "argocd-pull-redis"
+)
+
+// hubRedisTreeUser is redis-server's --user directive for HubRedisTreeUser.
+func hubRedisTreeUser() []string {
+	return append([]string{"--user", HubRedisTreeUser, "on", ">" + HubRedisTreePassword}, resourcetree.ACL("")...)
+}
+
 // writeHubRedisSecret writes the hub's argocd-redis Secret.
 func writeHubRedisSecret(ctx context.Context, hub *Cluster) error {
 	c, err := hub.Client()
 	if err != nil {
 		return err
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ArgoNamespace, Name: "argocd-redis"},
-		StringData: map[string]string{"auth": HubRedisPassword}}
-	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the hub's argocd-redis Secret: %w", err)
+	for name, password := range map[string]string{"argocd-redis": HubRedisPassword, HubRedisTreeSecret: HubRedisTreePassword} {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ArgoNamespace, Name: name},
+			StringData: map[string]string{"auth": password}}
+		if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the hub's %s Secret: %w", name, err)
+		}
 	}
 	return nil
 }

@@ -280,8 +280,9 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		"controller", "--kubeconfig=" + lab.Hub.Kubeconfig, "--argocd-namespace=" + ArgoNamespace,
 		"--pull-namespaces=" + ArgoNamespace + "," + TenantNamespace,
 		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes,
-		// The hub Argo CD's redis, where argocd-pull writes the resource trees the UI shows.
-		"--argocd-redis=" + hubRedis,
+		// The hub Argo CD's redis, where argocd-pull writes the resource trees the UI shows, as
+		// its own ACL user, which may write the trees only.
+		"--argocd-redis=" + hubRedis, "--argocd-redis-username=" + HubRedisTreeUser, "--argocd-redis-secret=" + HubRedisTreeSecret,
 	}, o.ControllerArgs...)
 	if o.ControllerImage != "" {
 		// A copy for the container's uid to own: the lab's own kubeconfig stays the user's.

@@ -27,6 +27,13 @@ func Redis(t testing.TB, password string) string {
 	return startRedis(t, password, nil)
 }
 
+// RedisWithUser is Redis with, besides the default user's password, an ACL user of its own:
+// username with userPassword and the ACL rules given (as redis.conf's user directive takes them).
+func RedisWithUser(t testing.TB, password, username, userPassword string, rules []string) string {
+	t.Helper()
+	return startRedis(t, password, nil, append([]string{"--user", username, "on", ">" + userPassword}, rules...)...)
+}
+
 // RedisTLS is Redis serving TLS only (as Argo CD's --redis-use-tls expects), with a self-signed
 // certificate for 127.0.0.1; it returns the address and the certificate's file, the CA to trust.
 func RedisTLS(t testing.TB, password string) (addr, caFile string) {
@@ -60,7 +67,7 @@ func RedisTLS(t testing.TB, password string) (addr, caFile string) {
 
 // startRedis runs redis-server; with tlsArgs it serves TLS only, on the port it would serve
 // plain text on.
-func startRedis(t testing.TB, password string, tlsArgs []string) string {
+func startRedis(t testing.TB, password string, tlsArgs []string, more ...string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs redis-server; run without -short")
@@ -80,6 +87,7 @@ func startRedis(t testing.TB, password string, tlsArgs []string) string {
 	if password != "" {
 		args = append(args, "--requirepass", password)
 	}
+	args = append(args, more...)
 	p, err := localproc.Start(filepath.Join(t.TempDir(), "redis.log"), bin, args)
 	if err != nil {
 		t.Fatal(err)
