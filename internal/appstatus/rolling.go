@@ -2,6 +2,7 @@ package appstatus
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -82,6 +83,8 @@ type RollingSets struct {
 	sets map[types.NamespacedName]map[Source]*group
 	// of is each member's place.
 	of map[types.NamespacedName]Place
+	limits BarrierLimits
+	now    func() time.Time
 }
 
 // Place is a group of siblings: an ApplicationSet and a source.
@@ -142,9 +145,40 @@ type member struct {
 	evaluated uint64
 }
 
-// NewRollingSets returns an empty view.
+// NewRollingSets returns an empty view, with the default limits.
 func NewRollingSets() *RollingSets {
-	return &RollingSets{sets: map[types.NamespacedName]map[Source]*group{}, of: map[types.NamespacedName]Place{}}
+	return NewRollingSetsWith(BarrierLimits{})
+}
+
+// NewRollingSetsWith returns an empty view with limits (zero fields: the defaults).
+func NewRollingSetsWith(limits BarrierLimits) *RollingSets {
+	if limits.UnconfirmedHold <= 0 {
+		limits.UnconfirmedHold = DefaultUnconfirmedHold
+	}
+	if limits.UnconfirmedChanges <= 0 {
+		limits.UnconfirmedChanges = DefaultUnconfirmedChanges
+	}
+	return &RollingSets{sets: map[types.NamespacedName]map[Source]*group{}, of: map[types.NamespacedName]Place{}, limits: limits, now: time.Now}
+}
+
+// Defaults of BarrierLimits.
+const (
+	DefaultUnconfirmedHold    = 5 * time.Minute
+	DefaultUnconfirmedChanges = 3
+)
+
+// BarrierLimits bound what one cluster's reports alone can make the barrier do. A managed cluster
+// writes its works' status, and so whatever revision it likes as the one it went ahead to.
+type BarrierLimits struct {
+	// UnconfirmedHold is how long a cluster may hold its siblings behind revisions no other
+	// cluster reports, from the first such report, until one of the revisions it reported first is
+	// reported by another cluster. Above the managed Argo CDs' reconciliation period (180 s by
+	// default, plus its jitter): a real commit one cluster found first is found by the others, or
+	// synced there by their step, within it.
+	UnconfirmedHold time.Duration
+	// UnconfirmedChanges is how many times, in that window, it may go ahead to another revision no
+	// other cluster reports: each change writes every sibling it holds.
+	UnconfirmedChanges int
 }
 
 // Seeded says whether set was seeded.

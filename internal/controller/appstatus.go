@@ -43,6 +43,8 @@ type AppStatusReconciler struct {
 	// StaleAfter is how long a cluster may leave its current ManifestWork unapplied before its hub
 	// Application says its status is stale (see report.Staleness).
 	StaleAfter time.Duration
+	// Barrier bounds what one cluster's reports alone can make the RollingSync barrier do.
+	Barrier appstatus.BarrierLimits
 	// rolling is what the RollingSync barrier compares of each RollingSync ApplicationSet's
 	// Applications (see appstatus.Member).
 	rolling *appstatus.RollingSets
@@ -54,7 +56,7 @@ type AppStatusReconciler struct {
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *AppStatusReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	r.rolling = appstatus.NewRollingSets()
+	r.rolling = appstatus.NewRollingSetsWith(r.Barrier)
 	r.queue = make(chan event.GenericEvent, 1024)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("appstatus").

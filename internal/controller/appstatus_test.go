@@ -643,3 +643,51 @@ func TestTerminateOpOfAnOperationTheHubDidNotDeliverIsExplained(t *testing.T) {
 	h.g.Consistently(func() map[string]string { return workfixture.Payload(t, h.work("web", cluster), 0).GetAnnotations() }, 2*time.Second, 200*time.Millisecond).
 		ShouldNot(HaveKey(api.TerminateDeliveryAnnotation), "nothing to terminate is carried")
 }
+
+// A managed cluster writes its works' status, so it can report any revision as the one it went
+// ahead to. Alone, its word holds its RollingSync siblings behind for a bounded window only (the
+// barrier still protects a commit one cluster finds first), and after it no forged revision it
+// reports, however often it changes it, holds them again or writes them: the ApplicationSet
+// controller's rollout is not stalled by one cluster. Here cluster1's work status is forged as
+// its compromised agent would write it.
+func TestOneClusterCannotHoldItsRollingSyncSiblings(t *testing.T) {
+	const hold = 3 * time.Second
+	h := start(t, func(o *Options, _ string) { o.RollingSyncUnconfirmedHold = hold })
+	set := h.appSet("rollout")
+	h.updateAppSet(set, map[string]any{"type": "RollingSync"})
+	attacker, honest := h.cluster(), h.cluster()
+	h.app("step1", attacker, ownedBy(set))
+	h.app("step2", honest, ownedBy(set))
+	at := func(sync, revision string) map[string]string {
+		return map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: sync, manifestwork.FeedbackRevision: revision}
+	}
+	hub := func(name string) []string {
+		app := h.getApp(name)
+		return []string{statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
+	}
+	h.report("step1", attacker, h.work("step1", attacker).Generation, at("Synced", "r1"))
+	h.report("step2", honest, h.work("step2", honest).Generation, at("Synced", "r1"))
+	h.g.Eventually(func() []string { return hub("step2") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}))
+
+	// The first forged revision holds the honest cluster, as a real commit found first would...
+	h.report("step1", attacker, h.work("step1", attacker).Generation, at("OutOfSync", "forged-0"))
+	h.g.Eventually(func() []string { return hub("step2") }, timeout, interval).Should(Equal([]string{"OutOfSync", "forged-0"}))
+	// ...for the window only, though the attacker keeps reporting it.
+	h.g.Eventually(func() []string { return hub("step2") }, hold+timeout, interval).Should(Equal([]string{"Synced", "r1"}),
+		"no other cluster reports forged-0: after the window its word alone holds nobody")
+
+	// Other forged revisions, again and again: the honest cluster reads what it reports, and is
+	// not written at all.
+	rv := h.getApp("step2").GetResourceVersion()
+	for i := 1; i <= 5; i++ {
+		h.report("step1", attacker, h.work("step1", attacker).Generation, at("OutOfSync", fmt.Sprint("forged-", i)))
+		h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", fmt.Sprint("forged-", i)}))
+		h.g.Consistently(func() []string { return hub("step2") }, 500*time.Millisecond, 50*time.Millisecond).Should(Equal([]string{"Synced", "r1"}))
+	}
+	h.g.Expect(h.getApp("step2").GetResourceVersion()).To(Equal(rv), "the forged reports caused no write of the honest cluster's Application")
+
+	// A real commit: the honest cluster finds r2 first. The attacker cannot have it undone: r2 is
+	// the honest cluster's word, held against the attacker until the attacker reports it too.
+	h.report("step2", honest, h.work("step2", honest).Generation, at("OutOfSync", "r2"))
+	h.g.Eventually(func() []string { return hub("step2") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r2"}))
+}

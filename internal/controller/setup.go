@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/intern"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
@@ -86,6 +87,9 @@ type Options struct {
 	// RedisSecret is the Secret in ArgoCDNamespace whose "auth" key is the redis password (Argo
 	// CD's argocd-redis); read at each new connection. A missing Secret means no password.
 	RedisSecret string
+	// RollingSyncUnconfirmedHold bounds how long one cluster's word alone can hold its
+	// RollingSync siblings behind (see appstatus.BarrierLimits).
+	RollingSyncUnconfirmedHold time.Duration
 	// RedisUsername is the redis ACL user argocd-pull connects as (its password in RedisSecret),
 	// "" for redis's default user (Argo CD's own, whose password opens every key).
 	RedisUsername string
@@ -119,6 +123,7 @@ func DefaultOptions() Options {
 		ApplicationSetServiceAccount: "argocd-applicationset-controller",
 		ResourceTree:                 resourcetree.Options{Encoding: resourcetree.Encoding{Gzip: true}, TTL: time.Hour},
 		RedisSecret:                  "argocd-redis",
+		RollingSyncUnconfirmedHold:   appstatus.DefaultUnconfirmedHold,
 	}
 }
 
@@ -129,6 +134,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		return fmt.Errorf("max concurrent reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
+	}
+	if o.RollingSyncUnconfirmedHold <= 0 {
+		return fmt.Errorf("--rollingsync-unconfirmed-hold must be positive, got %s", o.RollingSyncUnconfirmedHold)
 	}
 	if o.StaleAfter <= 0 {
 		return fmt.Errorf("the staleness window must be positive, got %s", o.StaleAfter)
@@ -234,7 +242,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the propagation controller: %w", err)
 	}
-	if err := (&AppStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("argocd-pull-appstatus"), StaleAfter: opts.StaleAfter}).SetupWithManager(mgr, copts); err != nil {
+	if err := (&AppStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("argocd-pull-appstatus"), StaleAfter: opts.StaleAfter,
+		Barrier: appstatus.BarrierLimits{UnconfirmedHold: opts.RollingSyncUnconfirmedHold, UnconfirmedChanges: appstatus.DefaultUnconfirmedChanges}}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the application status controller: %w", err)
 	}
 	reports := &ReportReconciler{Client: mgr.GetClient(), Options: opts}
