@@ -82,7 +82,7 @@ type RollingSets struct {
 	// sets holds each seeded ApplicationSet's groups of siblings, by source.
 	sets map[types.NamespacedName]map[Source]*group
 	// of is each member's place.
-	of map[types.NamespacedName]Place
+	of     map[types.NamespacedName]Place
 	limits BarrierLimits
 	now    func() time.Time
 }
@@ -106,10 +106,15 @@ type group struct {
 	// fleet's size.
 	synced map[string]map[string]struct{}
 	behind map[string]struct{}
+	// reported names the members by the revision their cluster reports (not ""), and first the
+	// member that reported each first: a revision two clusters report is confirmed (see holds).
+	reported map[string]map[string]struct{}
+	first    map[string]string
 }
 
 func newGroup() *group {
-	return &group{members: map[string]*member{}, ahead: map[string]int{}, synced: map[string]map[string]struct{}{}, behind: map[string]struct{}{}}
+	return &group{members: map[string]*member{}, ahead: map[string]int{}, synced: map[string]map[string]struct{}{}, behind: map[string]struct{}{},
+		reported: map[string]map[string]struct{}{}, first: map[string]string{}}
 }
 
 // index adds (or, with add false, removes) the member name, whose facts are m, to the indexes that
@@ -136,6 +141,109 @@ func (g *group) index(name string, m Member, add bool) {
 			delete(g.behind, name)
 		}
 	}
+	if r := m.ClusterRevision; r != "" {
+		names := g.reported[r]
+		switch {
+		case add && names == nil:
+			g.reported[r] = map[string]struct{}{name: {}}
+			g.first[r] = name
+		case add:
+			names[name] = struct{}{}
+		default:
+			delete(names, name)
+			switch {
+			case len(names) == 0:
+				delete(g.reported, r)
+				delete(g.first, r)
+			case g.first[r] == name:
+				// The first reporter left it: the claim passes to one who still reports it
+				// (the least name, so that the same fleet always names the same one).
+				g.first[r] = minName(names)
+			}
+		}
+	}
+}
+
+func minName(names map[string]struct{}) string {
+	least := ""
+	for n := range names {
+		if least == "" || n < least {
+			least = n
+		}
+	}
+	return least
+}
+
+// unconfirmed starts the window of the one member left reporting revision, once a member stopped
+// reporting it, when that one went ahead to it: the revision is that member's word alone again.
+func (g *group) unconfirmed(revision string, now time.Time) {
+	if names := g.reported[revision]; len(names) == 1 {
+		for name := range names {
+			if m := g.members[name]; m.Ahead == revision && m.unconfirmedSince.IsZero() {
+				m.unconfirmedSince = now
+				g.gen++
+			}
+		}
+	}
+}
+
+// confirmed says whether two clusters or more report revision: no one cluster's word alone.
+func (g *group) confirmed(revision string) bool { return len(g.reported[revision]) >= 2 }
+
+// holds says whether the revision members went ahead to may put siblings behind at now, and until
+// when when only its one reporter's word says so (zero: for as long as it is reported). A
+// revision two clusters report holds. One only the member that went ahead to it reports holds
+// within that member's window (see BarrierLimits): from its first report of a revision no other
+// cluster reported, until one it reported first is reported by another cluster, and for at most
+// UnconfirmedChanges changes of such revisions.
+func (g *group) holds(revision string, now time.Time, l BarrierLimits) (bool, time.Time) {
+	if g.confirmed(revision) {
+		return true, time.Time{}
+	}
+	for name := range g.reported[revision] {
+		m := g.members[name]
+		if m.Ahead != revision || m.unconfirmedChanges > l.UnconfirmedChanges {
+			return false, time.Time{}
+		}
+		if m.unconfirmedSince.IsZero() {
+			return true, now.Add(l.UnconfirmedHold) // a window not started yet starts at its next put
+		}
+		until := m.unconfirmedSince.Add(l.UnconfirmedHold)
+		return now.Before(until), until
+	}
+	return false, time.Time{}
+}
+
+// trust updates the windows after m, the member name, was put at now: a member going ahead to a
+// revision no other cluster reports starts its window, or counts a change in it; a revision it
+// reported first and another cluster now reports too closes its window (it was right). A window
+// that opens or closes changes what the group decides: gen moves on.
+//
+// Only a cluster that moves to a revision confirms its first reporter: a cluster that reported
+// first the revision its whole fleet has, and reports it again between forged ones, is not made
+// right again by its siblings' writes.
+func (g *group) trust(name string, old *Member, now time.Time) {
+	m := g.members[name]
+	if r := m.ClusterRevision; (old == nil || old.ClusterRevision != r) && g.first[r] != name && g.confirmed(r) {
+		if f := g.members[g.first[r]]; f != nil && f.ClusterRevision == r && !f.unconfirmedSince.IsZero() {
+			f.unconfirmedSince, f.unconfirmedChanges = time.Time{}, 0
+			g.gen++
+		}
+	}
+	if old != nil && old.ClusterRevision != m.ClusterRevision {
+		g.unconfirmed(old.ClusterRevision, now)
+	}
+	if m.Ahead == "" || g.confirmed(m.Ahead) {
+		return
+	}
+	switch {
+	case m.unconfirmedSince.IsZero():
+		m.unconfirmedSince = now
+		g.gen++
+	case old != nil && old.Ahead != m.Ahead:
+		m.unconfirmedChanges++
+		g.gen++
+	}
 }
 
 type member struct {
@@ -143,6 +251,11 @@ type member struct {
 	// evaluated is the group's gen when the member's status was last written (or found
 	// unchanged): a member marked behind needs writing again only once gen moved on.
 	evaluated uint64
+	// unconfirmedSince is when its cluster first went ahead to a revision no other cluster
+	// reported, since one it reported first was last confirmed (zero: not since), and
+	// unconfirmedChanges how often it went ahead to another such revision since (see holds).
+	unconfirmedSince   time.Time
+	unconfirmedChanges int
 }
 
 // NewRollingSets returns an empty view, with the default limits.
@@ -236,8 +349,10 @@ func (v *RollingSets) put(set types.NamespacedName, app types.NamespacedName, m 
 			g.count(m.Ahead, 1)
 		}
 		g.index(app.Name, old.Member, false)
+		previous := old.Member
 		old.Member = m
 		g.index(app.Name, m, true)
+		g.trust(app.Name, &previous, v.now())
 		return Place{}, false
 	}
 	left, moved = v.forget(app)
@@ -249,6 +364,7 @@ func (v *RollingSets) put(set types.NamespacedName, app types.NamespacedName, m 
 	g.members[app.Name] = &member{Member: m, evaluated: g.gen}
 	g.index(app.Name, m, true)
 	g.count(m.Ahead, 1)
+	g.trust(app.Name, nil, v.now())
 	v.of[app] = place
 	return left, moved
 }
@@ -284,8 +400,10 @@ func (v *RollingSets) forget(app types.NamespacedName) (left Place, ok bool) {
 		return Place{}, false
 	}
 	g.count(g.members[app.Name].Ahead, -1)
-	g.index(app.Name, g.members[app.Name].Member, false)
+	gone := g.members[app.Name].Member
+	g.index(app.Name, gone, false)
 	delete(g.members, app.Name)
+	g.unconfirmed(gone.ClusterRevision, v.now())
 	if len(g.members) == 0 {
 		delete(groups, place.Source)
 	}
@@ -315,6 +433,9 @@ type Decision struct {
 	Recheck []string
 	// Gen is the group's generation the decision read (see Evaluated).
 	Gen uint64
+	// Until is when Ahead stops holding it, when only one cluster's word says so (see
+	// BarrierLimits): its status is decided again then. Zero: not before a change.
+	Until time.Time
 }
 
 // Decide decides the barrier for app, put in set before, whose cluster reports the revision
@@ -327,11 +448,13 @@ func (v *RollingSets) Decide(set types.NamespacedName, app types.NamespacedName,
 		return Decision{}
 	}
 	g := v.sets[set][own.Source]
-	d := Decision{Ahead: g.aheadOf(revision), Gen: g.gen}
+	now := v.now()
+	d := Decision{Gen: g.gen}
+	d.Ahead, d.Until = g.aheadOf(revision, now, v.limits)
 	d.Behind = d.Ahead != ""
 	// The siblings own puts behind (the hub shows them Synced) and those the group's changes freed
 	// (marked behind: the hub shows them OutOfSync) are apart.
-	if own.Ahead != "" {
+	if holds, _ := g.holds(own.Ahead, now, v.limits); own.Ahead != "" && holds {
 		for revision, names := range g.synced {
 			if revision == own.Ahead {
 				continue
@@ -344,23 +467,25 @@ func (v *RollingSets) Decide(set types.NamespacedName, app types.NamespacedName,
 		}
 	}
 	for name := range g.behind {
-		if name != app.Name && g.frees(g.members[name]) {
+		if name != app.Name && g.frees(g.members[name], now, v.limits) {
 			d.Recheck = append(d.Recheck, name)
 		}
 	}
 	return d
 }
 
-// aheadOf is a revision a member of g went ahead to other than revision, "" when none: the least
-// of them, so that the same fleet always names the same one.
-func (g *group) aheadOf(revision string) string {
-	least := ""
+// aheadOf is a revision a member of g went ahead to other than revision that holds at now (see
+// holds), "" when none: the least of them, so that the same fleet always names the same one; and
+// until when it holds, when only its one reporter's word says so.
+func (g *group) aheadOf(revision string, now time.Time, l BarrierLimits) (least string, until time.Time) {
 	for ahead := range g.ahead {
 		if revision != "" && ahead != revision && (least == "" || ahead < least) {
-			least = ahead
+			if holds, u := g.holds(ahead, now, l); holds {
+				least, until = ahead, u
+			}
 		}
 	}
-	return least
+	return least, until
 }
 
 // Freed names the members of place marked behind that the group's changes since their last
@@ -369,8 +494,9 @@ func (v *RollingSets) Freed(place Place) (names []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if g := v.sets[place.Set][place.Source]; g != nil {
+		now := v.now()
 		for name := range g.behind {
-			if g.frees(g.members[name]) {
+			if g.frees(g.members[name], now, v.limits) {
 				names = append(names, name)
 			}
 		}
@@ -383,8 +509,9 @@ func (v *RollingSets) Freed(place Place) (names []string) {
 // its cluster reports, or the revision it is shown behind (the least of those) changed. While
 // one does, writing it again would only write what the hub shows (at 1,000 clusters, each change
 // of a step's members had every reconcile rewrite the hundreds still behind).
-func (g *group) frees(m *member) bool {
-	return m.markedBehind() && m.evaluated < g.gen && g.aheadOf(m.ClusterRevision) != m.HubRevision
+func (g *group) frees(m *member, now time.Time, l BarrierLimits) bool {
+	ahead, _ := g.aheadOf(m.ClusterRevision, now, l)
+	return m.markedBehind() && m.evaluated < g.gen && ahead != m.HubRevision
 }
 
 // Admit says whether app's status, decided by d for its cluster's revision, may be written now,
@@ -409,7 +536,7 @@ func (v *RollingSets) Admit(set types.NamespacedName, app types.NamespacedName, 
 		return false // it moved to another source since: decided for the old one
 	}
 	g := v.sets[set][m.Source]
-	if g.gen != d.Gen && g.aheadOf(revision) != d.Ahead {
+	if ahead, _ := g.aheadOf(revision, v.now(), v.limits); g.gen != d.Gen && ahead != d.Ahead {
 		return false
 	}
 	v.put(set, app, showing)
@@ -431,5 +558,6 @@ func (v *RollingSets) Evaluated(app types.NamespacedName, d Decision, revision s
 		m.evaluated = d.Gen
 	}
 	g := v.sets[v.of[app].Set][m.Source]
-	return g.gen == d.Gen || g.aheadOf(revision) == d.Ahead
+	ahead, _ := g.aheadOf(revision, v.now(), v.limits)
+	return g.gen == d.Gen || ahead == d.Ahead
 }

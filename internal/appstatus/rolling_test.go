@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -384,7 +385,9 @@ func TestTheViewDecidesAsReadingEverySiblingDid(t *testing.T) {
 	syncs := []string{argocd.SyncSynced, argocd.SyncOutOfSync, argocd.SyncUnknown}
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 38))
-		f := &fleetModel{v: NewRollingSets(), present: map[string]bool{}, source: map[string]Source{}, cluster: map[string]Observed{},
+		// Without bounds on one cluster's word (BarrierLimits; their own tests are above): the rule
+		// read from the whole fleet, as before them.
+		f := &fleetModel{v: NewRollingSetsWith(BarrierLimits{UnconfirmedHold: 1000 * time.Hour, UnconfirmedChanges: 1 << 30}), present: map[string]bool{}, source: map[string]Source{}, cluster: map[string]Observed{},
 			hubSync: map[string]string{}, hubRev: map[string]string{}}
 		n := 2 + rng.IntN(8)
 		names := make([]string, n)
@@ -466,4 +469,91 @@ func (v *RollingSets) checkIndexes() error {
 		}
 	}
 	return nil
+}
+
+// clockedSets is a view whose clock the test moves.
+func clockedSets(limits BarrierLimits) (*RollingSets, *time.Time) {
+	v := NewRollingSetsWith(limits)
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	v.now = func() time.Time { return now }
+	return v, &now
+}
+
+// One cluster reports whatever it likes as the revision it went ahead to. Its word alone holds its
+// siblings for its window (the barrier still protects a commit one cluster finds first), and at
+// most UnconfirmedChanges changes in it; then none of its revisions holds anyone, and reporting
+// its fleet's own revision between forged ones does not open a window again.
+func TestOneClustersWordAloneHoldsItsSiblingsForItsWindowOnly(t *testing.T) {
+	g := NewWithT(t)
+	limits := BarrierLimits{UnconfirmedHold: time.Minute, UnconfirmedChanges: 2}
+	v, now := clockedSets(limits)
+	v.Seed(testSet, map[string]Member{
+		"attacker": showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+		"honest":   showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+	})
+	forge := func(revision string) Decision {
+		v.Put(testSet, appKey("attacker"), showing(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, revision)))
+		return v.Decide(testSet, appKey("attacker"), revision)
+	}
+	honest := func() Decision { return v.Decide(testSet, appKey("honest"), "r1") }
+
+	start := *now
+	g.Expect(forge("forged-0").Rewrite).To(Equal([]string{"honest"}), "put behind, as a commit found first would")
+	d := honest()
+	g.Expect(d.Behind).To(BeTrue())
+	g.Expect(d.Ahead).To(Equal("forged-0"))
+	g.Expect(d.Until).To(Equal(start.Add(time.Minute)), "decided again when the window ends")
+
+	*now = start.Add(30 * time.Second)
+	g.Expect(forge("forged-1").Rewrite).To(Equal([]string{"honest"}), "a change in the window: one write")
+	g.Expect(honest().Until).To(Equal(start.Add(time.Minute)), "the window does not move with a change")
+	g.Expect(forge("forged-2").Rewrite).To(Equal([]string{"honest"}))
+	g.Expect(forge("forged-3").Rewrite).To(BeEmpty(), "a third change: over UnconfirmedChanges")
+	g.Expect(honest().Behind).To(BeFalse())
+
+	*now = start.Add(2 * time.Minute)
+	g.Expect(forge("forged-4").Rewrite).To(BeEmpty())
+	g.Expect(honest().Behind).To(BeFalse(), "after the window")
+
+	// Back at its fleet's revision (which it reported first at the seed), its siblings written
+	// again: it is not made right by that.
+	v.Put(testSet, appKey("attacker"), showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")))
+	v.Put(testSet, appKey("honest"), showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")))
+	g.Expect(forge("forged-5").Rewrite).To(BeEmpty())
+	g.Expect(honest().Behind).To(BeFalse())
+}
+
+// A commit one cluster finds first is confirmed once another cluster reports it (its step synced
+// it, or its own refresh found it): it then holds the rest of the fleet for as long as it is
+// reported, past the window, and the cluster that found it first has a window again.
+func TestARevisionTwoClustersReportHoldsTheFleet(t *testing.T) {
+	g := NewWithT(t)
+	v, now := clockedSets(BarrierLimits{UnconfirmedHold: time.Minute, UnconfirmedChanges: 1})
+	v.Seed(testSet, map[string]Member{
+		"first":  showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+		"step1":  showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+		"step3":  showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+		"honest": showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1")),
+	})
+	start := *now
+	v.Put(testSet, appKey("first"), showing(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "r2")))
+	g.Expect(v.Decide(testSet, appKey("step1"), "r1").Until).To(Equal(start.Add(time.Minute)))
+
+	*now = start.Add(30 * time.Second)
+	v.Put(testSet, appKey("step1"), showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r2"))) // its step synced r2
+	*now = start.Add(time.Hour)
+	d := v.Decide(testSet, appKey("step3"), "r1")
+	g.Expect(d.Behind).To(BeTrue(), "r2 is two clusters' word")
+	g.Expect(d.Until.IsZero()).To(BeTrue())
+
+	// The cluster that found r2 first has a window again for the next commit.
+	v.Put(testSet, appKey("first"), showing(argocd.SyncOutOfSync, "r2", reports(argocd.SyncOutOfSync, "r3")))
+	d = v.Decide(testSet, appKey("honest"), "r1")
+	g.Expect(d.Ahead).To(Equal("r3"))
+	g.Expect(d.Until).To(Equal(now.Add(time.Minute)), "a new window, from its first report of r3")
+	v.Put(testSet, appKey("step1"), showing(argocd.SyncSynced, "r2", reports(argocd.SyncSynced, "r3")))
+	*now = now.Add(time.Hour)
+	d = v.Decide(testSet, appKey("step3"), "r1")
+	g.Expect(d.Ahead).To(Equal("r3"))
+	g.Expect(d.Until.IsZero()).To(BeTrue(), "confirmed")
 }

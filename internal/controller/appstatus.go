@@ -177,6 +177,9 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 			r.recheck(ctx, key.Namespace, r.rolling.Freed(left))
 		}
 		barrier = r.rolling.Decide(set, key, obs.Revision)
+		if !barrier.Until.IsZero() && (recheck.IsZero() || barrier.Until.Before(recheck)) {
+			recheck = barrier.Until // one cluster's word alone holds it until then
+		}
 	} else {
 		r.forget(ctx, key)
 	}
