@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
@@ -174,4 +175,36 @@ func (h *harness) reportedDocumentsApp(t *testing.T) {
 	w := h.work("guestbook", cluster)
 	h.report("guestbook", cluster, w.Generation, managedMultiSourceFeedback(t, nil))
 	h.g.Eventually(func() string { return statusField(h.getApp("guestbook"), "health", "status") }, timeout, interval).Should(Equal("Healthy"), "status goes on")
+}
+
+// Applications have no status subresource: whoever may update an Application writes its status,
+// resources included. A tree goes into the hub Argo CD's cache only for an Application argocd-pull
+// delivers (its work exists), never for a pull-labelled one that it does not take (outside
+// --pull-namespaces) or refuses (a cluster not bound to its namespace), whose resources its tenant
+// wrote.
+func TestNoTreeIsWrittenForAnApplicationArgoCDPullDoesNotDeliver(t *testing.T) {
+	addr := testenv.Redis(t, "")
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer func() { _ = rdb.Close() }()
+	h := start(t, func(o *Options, _ string) { o.ResourceTree.Address = addr })
+	outside := h.ns + "-outside"
+	ensureNS(h, outside)
+	forged := []any{map[string]any{"version": "v1", "kind": "Secret", "namespace": h.ns, "name": "argocd-secret", "status": "Synced", "health": map[string]any{"status": "Healthy"}}}
+	withResources := func(u *unstructured.Unstructured) { u.Object["status"] = map[string]any{"resources": forged} }
+
+	notTaken := h.newApp("not-taken", h.cluster())
+	notTaken.SetNamespace(outside)
+	withResources(notTaken)
+	h.create(notTaken)
+	h.app("refused", h.unboundCluster(), withResources)
+	// A delivered one beside them: its tree shows the controller wrote the trees it may.
+	delivered := h.cluster()
+	h.app("delivered", delivered)
+	h.report("delivered", delivered, h.work("delivered", delivered).Generation, map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced",
+		manifestwork.FeedbackResources: `[{"version":"v1","kind":"ConfigMap","namespace":"guestbook","name":"ui","status":"Synced","health":{"status":"Healthy"}}]`})
+	h.g.Eventually(func(g Gomega) { g.Expect(treeOf(g, rdb, "delivered")).NotTo(BeNil()) }, timeout, interval).Should(Succeed())
+	h.g.Consistently(func() []string {
+		keys, _ := rdb.Keys(context.Background(), "app|resources-tree|*").Result()
+		return keys
+	}, 3*time.Second, 100*time.Millisecond).Should(ConsistOf("app|resources-tree|delivered|1.8.3.gz"))
 }
