@@ -13,11 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
@@ -78,12 +80,16 @@ type treeRecord struct {
 }
 
 // SetupWithManager registers the reconciler: every pull-labelled Application (the cache holds
-// those only), on creation, deletion, and a change of its status.resources or pull markers.
+// those only), on creation, deletion, and a change of its status.resources or pull markers; and
+// on the creation and deletion of its ManifestWork (only a delivered Application has a tree).
 func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("resourcetree").
 		WithOptions(opts).
 		For(argocd.NewApplication(), builder.WithPredicates(treeSourceChanged())).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(event.UpdateEvent) bool { return false }, // its status feedback: the Application's status carries it
+		})).
 		Complete(r)
 }
 
@@ -117,9 +123,20 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.notWritten(ctx, app, err == nil, key, r.outage.reason())
 		return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
 	}
-	_, pull, _ := manifestwork.ReadMarkers(app)
-	if apierrors.IsNotFound(err) || !pull || !app.GetDeletionTimestamp().IsZero() {
-		// Gone, no longer pull-model, or going: its tree goes (deleting a missing key is fine).
+	target, pull, _ := manifestwork.ReadMarkers(app)
+	delivered := false
+	if err == nil && pull && app.GetDeletionTimestamp().IsZero() {
+		// Only an Application argocd-pull delivers: its status.resources are then what its
+		// cluster reported. Applications have no status subresource, so whoever may update one
+		// writes them, and one that argocd-pull does not take or refuses has no work.
+		work, werr := workOn(ctx, r.Client, target.Cluster, key, client.UnsafeDisableDeepCopy)
+		if werr != nil {
+			return ctrl.Result{}, werr
+		}
+		delivered = work != nil
+	}
+	if !delivered {
+		// Gone, no longer pull-model, going, or not delivered: no tree (deleting a missing key is fine).
 		if err := r.Cache.Delete(ctx, instance); err != nil {
 			metrics.TreeWrites.WithLabelValues("delete", "error").Inc()
 			until := r.outage.failed(ctx, err, now)

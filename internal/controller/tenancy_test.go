@@ -409,7 +409,8 @@ func TestSearchIsAskedOnlyAboutDeliveredApplications(t *testing.T) {
 // resources naming the hub's Argo CD Secret with a uid and parent refs, names Kubernetes would
 // refuse, statuses Argo CD never writes, the same resource twice and thousands more. The hub's
 // resource tree, which the API server's resource-level verbs look resources up in, still holds
-// only checked, uid-less, flat nodes within its caps, under the tenant's own key.
+// only checked, uid-less, flat nodes within its caps, under the tenant's own key. (Only a delivered
+// Application has a tree: TestNoTreeIsWrittenForAnApplicationArgoCDPullDoesNotDeliver.)
 func TestATenantWritingItsApplicationsStatusGetsOnlyADisplayTree(t *testing.T) {
 	addr := testenv.Redis(t, "")
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
@@ -417,10 +418,11 @@ func TestATenantWritingItsApplicationsStatusGetsOnlyADisplayTree(t *testing.T) {
 	h := start(t, allNamespaces, func(o *Options, _ string) { o.ResourceTree.Address = addr })
 	cluster := h.cluster()
 	tenant := h.tenant(cluster)
-	// Refused (no AppProject lets it in): no cluster reports for it, so its status is the
-	// tenant's alone, as it is in the moment before the status controller writes over it.
-	tenant.app("guestbook", cluster)
-	h.g.Eventually(func() string { return tenant.condition("guestbook") }, timeout, interval).Should(HavePrefix(propagation.ReasonProjectNotFound))
+	// Delivered, and its cluster has reported nothing yet: its status is the tenant's alone, as it
+	// is in the moment before the status controller writes over it.
+	h.project("team", tenant.ns)
+	tenant.app("guestbook", cluster, onProject("team"))
+	tenant.writtenWork("guestbook", cluster) // its agent has not answered: no status of the cluster's yet
 
 	forged := []any{
 		map[string]any{"version": "v1", "kind": "Secret", "namespace": h.ns, "name": "argocd-secret", "uid": "9d2c6f4e-real-uid", "health": map[string]any{"status": "Healthy"},
