@@ -124,8 +124,8 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
 	}
 	target, pull, _ := manifestwork.ReadMarkers(app)
-	delivered := false
-	if err == nil && pull && app.GetDeletionTimestamp().IsZero() {
+	delivered, current := false, err == nil && pull && app.GetDeletionTimestamp().IsZero()
+	if current {
 		// Only an Application argocd-pull delivers: its status.resources are then what its
 		// cluster reported. Applications have no status subresource, so whoever may update one
 		// writes them, and one that argocd-pull does not take or refuses has no work.
@@ -136,6 +136,12 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		delivered = work != nil
 	}
 	if !delivered {
+		if _, wrote := r.record(key); current && !wrote {
+			// Not delivered yet (its work's creation requeues it), and no tree of it written:
+			// nothing to remove (one written before a restart lives out its TTL). A new fleet's
+			// Applications cost the redis nothing before delivery.
+			return ctrl.Result{}, nil
+		}
 		// Gone, no longer pull-model, going, or not delivered: no tree (deleting a missing key is fine).
 		if err := r.Cache.Delete(ctx, instance); err != nil {
 			metrics.TreeWrites.WithLabelValues("delete", "error").Inc()
