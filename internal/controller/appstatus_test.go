@@ -323,25 +323,19 @@ func TestRollingSyncClusterBehindItsFleetIsNotSynced(t *testing.T) {
 	c1, c2 := h.cluster(), h.cluster()
 	h.app("step1", c1, ownedBy(set))
 	h.app("step2", c2, ownedBy(set))
-	at := func(sync, revision string) map[string]string {
-		return map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: sync, manifestwork.FeedbackRevision: revision}
-	}
-	hub := func(name string) []string {
-		app := h.getApp(name)
-		return []string{statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
-	}
-	h.report("step1", c1, h.work("step1", c1).Generation, at("Synced", "r1"))
-	h.report("step2", c2, h.work("step2", c2).Generation, at("Synced", "r1"))
+	hub := h.hubSync
+	h.report("step1", c1, h.work("step1", c1).Generation, healthyAt("Synced", "r1"))
+	h.report("step2", c2, h.work("step2", c2).Generation, healthyAt("Synced", "r1"))
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}))
 
 	// cluster2 finds r2 first.
-	h.report("step2", c2, h.work("step2", c2).Generation, at("OutOfSync", "r2"))
+	h.report("step2", c2, h.work("step2", c2).Generation, healthyAt("OutOfSync", "r2"))
 	h.g.Eventually(func() []string { return hub("step2") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r2"}))
 	h.g.Expect(hub("step1")).To(Equal([]string{"OutOfSync", "r2"}),
 		"written before cluster2's status, at the revision its fleet went ahead to (Argo CD 3.4+ waits only on a changed revision)")
 
 	// cluster1 synced r2: Synced again, and cluster2 is not put behind by it.
-	h.report("step1", c1, h.work("step1", c1).Generation, at("Synced", "r2"))
+	h.report("step1", c1, h.work("step1", c1).Generation, healthyAt("Synced", "r2"))
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r2"}))
 	h.g.Consistently(func() []string { return hub("step1") }, time.Second, 100*time.Millisecond).Should(Equal([]string{"Synced", "r2"}))
 }
@@ -402,21 +396,15 @@ func TestTheClusterThatPutItsFleetBehindLeavingFreesIt(t *testing.T) {
 	set := h.appSet("rollout")
 	h.updateAppSet(set, map[string]any{"type": "RollingSync"})
 	c1, c2, c3 := h.cluster(), h.cluster(), h.cluster()
-	at := func(sync, revision string) map[string]string {
-		return map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: sync, manifestwork.FeedbackRevision: revision}
-	}
-	hub := func(name string) []string {
-		app := h.getApp(name)
-		return []string{statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
-	}
+	hub := h.hubSync
 	for name, cluster := range map[string]string{"step1": c1, "step2": c2, "step3": c3} {
 		h.app(name, cluster, ownedBy(set))
-		h.report(name, cluster, h.work(name, cluster).Generation, at("Synced", "r1"))
+		h.report(name, cluster, h.work(name, cluster).Generation, healthyAt("Synced", "r1"))
 	}
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}))
 
 	// step3's cluster goes ahead, then its Application wants another source.
-	h.report("step3", c3, h.work("step3", c3).Generation, at("OutOfSync", "r2"))
+	h.report("step3", c3, h.work("step3", c3).Generation, healthyAt("OutOfSync", "r2"))
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r2"}))
 	h.updateApp("step3", func(app *unstructured.Unstructured) {
 		app.Object["spec"].(map[string]any)["source"].(map[string]any)["targetRevision"] = "release-2"
@@ -424,7 +412,7 @@ func TestTheClusterThatPutItsFleetBehindLeavingFreesIt(t *testing.T) {
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}), "step3 is no sibling any more")
 
 	// step2's cluster goes ahead, then its Application is deleted.
-	h.report("step2", c2, h.work("step2", c2).Generation, at("OutOfSync", "r2"))
+	h.report("step2", c2, h.work("step2", c2).Generation, healthyAt("OutOfSync", "r2"))
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r2"}))
 	h.g.Expect(h.c.Delete(context.Background(), h.getApp("step2"))).To(Succeed())
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}), "step2 is gone")
@@ -438,19 +426,13 @@ func TestAnApplicationSetLeavingRollingSyncFreesItsFleet(t *testing.T) {
 	set := h.appSet("rollout")
 	h.updateAppSet(set, map[string]any{"type": "RollingSync"})
 	c1, c2 := h.cluster(), h.cluster()
-	at := func(sync, revision string) map[string]string {
-		return map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: sync, manifestwork.FeedbackRevision: revision}
-	}
-	hub := func(name string) []string {
-		app := h.getApp(name)
-		return []string{statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
-	}
+	hub := h.hubSync
 	h.app("step1", c1, ownedBy(set))
 	h.app("step2", c2, ownedBy(set))
-	h.report("step1", c1, h.work("step1", c1).Generation, at("Synced", "r1"))
-	h.report("step2", c2, h.work("step2", c2).Generation, at("Synced", "r1"))
+	h.report("step1", c1, h.work("step1", c1).Generation, healthyAt("Synced", "r1"))
+	h.report("step2", c2, h.work("step2", c2).Generation, healthyAt("Synced", "r1"))
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}))
-	h.report("step2", c2, h.work("step2", c2).Generation, at("OutOfSync", "r2"))
+	h.report("step2", c2, h.work("step2", c2).Generation, healthyAt("OutOfSync", "r2"))
 	h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r2"}))
 
 	h.updateAppSet(set, nil)
@@ -658,19 +640,13 @@ func TestOneClusterCannotHoldItsRollingSyncSiblings(t *testing.T) {
 	attacker, honest := h.cluster(), h.cluster()
 	h.app("step1", attacker, ownedBy(set))
 	h.app("step2", honest, ownedBy(set))
-	at := func(sync, revision string) map[string]string {
-		return map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: sync, manifestwork.FeedbackRevision: revision}
-	}
-	hub := func(name string) []string {
-		app := h.getApp(name)
-		return []string{statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
-	}
-	h.report("step1", attacker, h.work("step1", attacker).Generation, at("Synced", "r1"))
-	h.report("step2", honest, h.work("step2", honest).Generation, at("Synced", "r1"))
+	hub := h.hubSync
+	h.report("step1", attacker, h.work("step1", attacker).Generation, healthyAt("Synced", "r1"))
+	h.report("step2", honest, h.work("step2", honest).Generation, healthyAt("Synced", "r1"))
 	h.g.Eventually(func() []string { return hub("step2") }, timeout, interval).Should(Equal([]string{"Synced", "r1"}))
 
 	// The first forged revision holds the honest cluster, as a real commit found first would...
-	h.report("step1", attacker, h.work("step1", attacker).Generation, at("OutOfSync", "forged-0"))
+	h.report("step1", attacker, h.work("step1", attacker).Generation, healthyAt("OutOfSync", "forged-0"))
 	h.g.Eventually(func() []string { return hub("step2") }, timeout, interval).Should(Equal([]string{"OutOfSync", "forged-0"}))
 	// ...for the window only, though the attacker keeps reporting it.
 	h.g.Eventually(func() []string { return hub("step2") }, hold+timeout, interval).Should(Equal([]string{"Synced", "r1"}),
@@ -680,7 +656,7 @@ func TestOneClusterCannotHoldItsRollingSyncSiblings(t *testing.T) {
 	// not written at all.
 	rv := h.getApp("step2").GetResourceVersion()
 	for i := 1; i <= 5; i++ {
-		h.report("step1", attacker, h.work("step1", attacker).Generation, at("OutOfSync", fmt.Sprint("forged-", i)))
+		h.report("step1", attacker, h.work("step1", attacker).Generation, healthyAt("OutOfSync", fmt.Sprint("forged-", i)))
 		h.g.Eventually(func() []string { return hub("step1") }, timeout, interval).Should(Equal([]string{"OutOfSync", fmt.Sprint("forged-", i)}))
 		h.g.Consistently(func() []string { return hub("step2") }, 500*time.Millisecond, 50*time.Millisecond).Should(Equal([]string{"Synced", "r1"}))
 	}
@@ -688,6 +664,17 @@ func TestOneClusterCannotHoldItsRollingSyncSiblings(t *testing.T) {
 
 	// A real commit: the honest cluster finds r2 first. The attacker cannot have it undone: r2 is
 	// the honest cluster's word, held against the attacker until the attacker reports it too.
-	h.report("step2", honest, h.work("step2", honest).Generation, at("OutOfSync", "r2"))
+	h.report("step2", honest, h.work("step2", honest).Generation, healthyAt("OutOfSync", "r2"))
 	h.g.Eventually(func() []string { return hub("step2") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r2"}))
+}
+
+// healthyAt is the feedback of a Healthy Application at sync and revision.
+func healthyAt(sync, revision string) map[string]string {
+	return map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: sync, manifestwork.FeedbackRevision: revision}
+}
+
+// hubSync is the sync status and revision the hub Application name shows.
+func (h *harness) hubSync(name string) []string {
+	app := h.getApp(name)
+	return []string{statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
 }
