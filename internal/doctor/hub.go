@@ -48,6 +48,18 @@ type hub struct {
 	appSets   memo[[]unstructured.Unstructured]
 	apps      memo[[]pullApp]
 	decisions memo[[]generatorDecisions]
+	clusters  memo[[]clusterv1.ManagedCluster]
+}
+
+// managedClusters lists the hub's ManagedClusters, once for every check that reads them.
+func (h *hub) managedClusters(ctx context.Context) ([]clusterv1.ManagedCluster, error) {
+	return h.clusters.get(func() ([]clusterv1.ManagedCluster, error) {
+		list := &clusterv1.ManagedClusterList{}
+		if err := h.o.Hub.Client.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("listing ManagedClusters: %w", err)
+		}
+		return list.Items, nil
+	})
 }
 
 func (h *hub) servedAPIs() (map[string]bool, error) {
@@ -416,13 +428,13 @@ func checkManagedClusters(ctx context.Context, h *hub) []Result {
 	if res != nil {
 		return []Result{*res}
 	}
-	list := &clusterv1.ManagedClusterList{}
-	if err := h.o.Hub.Client.List(ctx, list); err != nil {
-		return []Result{readFailed(idClusters, titleClusters, "", fmt.Errorf("listing ManagedClusters: %w", err))}
+	list, err := h.managedClusters(ctx)
+	if err != nil {
+		return []Result{readFailed(idClusters, titleClusters, "", err)}
 	}
 	byName := map[string]*clusterv1.ManagedCluster{}
-	for i := range list.Items {
-		byName[list.Items[i].Name] = &list.Items[i]
+	for i := range list {
+		byName[list[i].Name] = &list[i]
 	}
 	return []Result{decideManagedClusters(clusters, byName)}
 }
@@ -431,9 +443,9 @@ func checkManagedClusters(ctx context.Context, h *hub) []Result {
 // write its own) and the hub's addresses: its apiserver's URL, and the IPs of the kubernetes
 // Service and its endpoints, where doctor may read them.
 func checkClientConfigs(ctx context.Context, h *hub) []Result {
-	list := &clusterv1.ManagedClusterList{}
-	if err := h.o.Hub.Client.List(ctx, list); err != nil {
-		return []Result{readFailed(idClientConfigs, titleClientConfigs, "", fmt.Errorf("listing ManagedClusters: %w", err))}
+	list, err := h.managedClusters(ctx)
+	if err != nil {
+		return []Result{readFailed(idClientConfigs, titleClientConfigs, "", err)}
 	}
 	var addresses []string
 	svc := &corev1.Service{}
@@ -448,5 +460,5 @@ func checkClientConfigs(ctx context.Context, h *hub) []Result {
 			}
 		}
 	}
-	return []Result{decideClientConfigs(list.Items, gitops.NewHubNames(h.o.Hub.URL, addresses...))}
+	return []Result{decideClientConfigs(list, gitops.NewHubNames(h.o.Hub.URL, addresses...))}
 }
