@@ -1,6 +1,8 @@
 package appstatus
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -158,7 +160,7 @@ func (g *group) index(name string, m Member, add bool) {
 			case g.first[r] == name:
 				// The first reporter left it: the claim passes to one who still reports it
 				// (the least name, so that the same fleet always names the same one).
-				g.first[r] = minName(names)
+				g.first[r] = slices.Min(slices.Collect(maps.Keys(names)))
 			}
 		}
 	}

@@ -27,16 +27,6 @@ type BarrierLimits struct {
 	UnconfirmedChanges int
 }
 
-func minName(names map[string]struct{}) string {
-	least := ""
-	for n := range names {
-		if least == "" || n < least {
-			least = n
-		}
-	}
-	return least
-}
-
 // unconfirmed starts the window of the one member left reporting revision, once a member stopped
 // reporting it, when that one went ahead to it: the revision is that member's word alone again.
 func (g *group) unconfirmed(revision string, now time.Time) {
