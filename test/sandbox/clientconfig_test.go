@@ -63,8 +63,9 @@ func TestAClusterCannotAimItsClusterSecretAtTheHub(t *testing.T) {
 	if err := hub.Get(ctx, types.NamespacedName{Namespace: "default", Name: "kubernetes"}, kubernetesSvc); err != nil {
 		t.Fatal(err)
 	}
+	// https://kubernetes.default.svc last: Argo CD answers it with its in-cluster credentials, and the
+	// CLI's checks below read the API server right after it.
 	forged := []string{
-		"https://kubernetes.default.svc",
 		"https://kubernetes.default.svc:443",
 		"https://kubernetes.default.svc.cluster.local",
 		"https://kubernetes.default",
@@ -75,6 +76,7 @@ func TestAClusterCannotAimItsClusterSecretAtTheHub(t *testing.T) {
 		"https://" + net.JoinHostPort("::1", hubURL.Port()),
 		"https://" + net.JoinHostPort(kubernetesSvc.Spec.ClusterIP, "443"),
 		"https://169.254.169.254",
+		"https://kubernetes.default.svc",
 	}
 	want := "https://" + cluster + ".pull-model.invalid"
 	for i, forgedURL := range forged {
