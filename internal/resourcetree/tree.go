@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 )
@@ -161,24 +162,28 @@ func (e Encoding) Channel(instance string) string {
 // when e.Gzip.
 func (e Encoding) Encode(t Tree) ([]byte, error) {
 	var buf bytes.Buffer
-	var w interface {
-		Write([]byte) (int, error)
-	} = &buf
-	var zw *gzip.Writer
-	if e.Gzip {
-		zw = gzip.NewWriter(&buf)
-		w = zw
-	}
-	if err := json.NewEncoder(w).Encode(t); err != nil {
-		return nil, err
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
+	if !e.Gzip {
+		if err := json.NewEncoder(&buf).Encode(t); err != nil {
 			return nil, err
 		}
+		return buf.Bytes(), nil
+	}
+	// A gzip writer holds some 800 KB of compressor state: one for each tree was more than half of
+	// all the bytes the controller allocated while it delivered a new fleet (docs/benchmarks.md).
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(&buf)
+	if err := json.NewEncoder(zw).Encode(t); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
 	}
 	return buf.Bytes(), nil
 }
+
+// gzipWriters are the writers Encode reuses (Reset onto each tree's buffer).
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
 // Sum identifies a tree's content: a tree is written again only when its sum changes (or to renew
 // its TTL).

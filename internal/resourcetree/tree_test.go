@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -111,4 +113,57 @@ func TestKeysAndEncodingAreArgoCDs(t *testing.T) {
 	unzipped, _ := io.ReadAll(r)
 	g.Expect(unzipped).To(Equal(plain))
 	g.Expect(tree.Sum()).NotTo(Equal(Tree{}.Sum()))
+}
+
+// A gzip'd tree reuses a compressor: a new one for each tree (some 800 KB) was more than half of
+// all the controller allocated while it delivered a new fleet of 10,000 Applications. Trees
+// encoded one after another, and at once, each decode to their own JSON.
+func TestEncodeReusesItsCompressors(t *testing.T) {
+	g := NewWithT(t)
+	gz := Encoding{Gzip: true}
+	trees := []Tree{
+		Build([]any{resource("ConfigMap", "guestbook", "ui", "")}).Tree,
+		Build([]any{resource("Service", "guestbook", "ui", "Healthy"), resource("ConfigMap", "other", "cm", "")}).Tree,
+	}
+	unzip := func(data []byte) []byte {
+		r, err := gzip.NewReader(bytes.NewReader(data))
+		g.Expect(err).NotTo(HaveOccurred())
+		out, err := io.ReadAll(r)
+		g.Expect(err).NotTo(HaveOccurred())
+		return out
+	}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			tree := trees[i%2]
+			plain, err := Encoding{}.Encode(tree)
+			g.Expect(err).NotTo(HaveOccurred())
+			zipped, err := gz.Encode(tree)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(unzip(zipped)).To(Equal(plain))
+		})
+	}
+	wg.Wait()
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 200
+	for range n {
+		if _, err := gz.Encode(trees[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	perTree := (after.TotalAlloc - before.TotalAlloc) / n
+	g.Expect(perTree).To(BeNumerically("<", 64<<10), "bytes allocated per gzip'd tree")
+}
+
+func BenchmarkEncodeGzip(b *testing.B) {
+	tree := Build([]any{resource("Service", "guestbook", "ui", "Healthy"), resource("ConfigMap", "other", "cm", "")}).Tree
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (Encoding{Gzip: true}).Encode(tree); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
