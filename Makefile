@@ -175,6 +175,14 @@ bench: kube-assets ocm-assets argocd-assets sandbox-deps build chromium ## Run t
 	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull $(BENCH_FLAGS)
 	$(MAKE) --no-print-directory bench-go
 
+# The fleet at 100 and 1,000 clusters alone: the results file docs/benchmarks.md quotes for delivery,
+# feedback, the steady state and the restart. It needs the apiserver and etcd, redis and the controller.
+.PHONY: bench-fleet
+bench-fleet: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd sandbox-deps build ## Run the fleet scenario at 100 and 1,000 clusters (A=10) into test/bench/results, then make docs; prints how long the last run took first
+	@echo "The last fleet run took $$(sed -n 's/.*, \([0-9,]*\) s in all.*/\1/p' test/bench/results/results.md) s (test/bench/results/results.md)."
+	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull --clusters 100,1000 --applicationsets 10 --scenarios fleet
+	$(MAKE) --no-print-directory docs
+
 # Go's own benchmark output, with the command before each package's: make docs reads its figures.
 BENCH_GO := test/bench/results/gobench.txt
 
