@@ -151,7 +151,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	cfg.progress("propagation: %d works in %.1fs (first after %.1fs): %.0f works/s, %.2f of the direct rate, %.2f of the direct rate while the agents answer",
 		f.apps(), res.PropagationSeconds, res.FirstWorkSeconds, res.PropagationPerSecond, res.PropagationRatio, res.PropagationToAnswered)
 	if since, err := ctl.scrape(ctx); err == nil {
-		printBreakdown(cfg, metricsSnapshot{}, since)
+		res.PropagationReconciles = printBreakdown(cfg, metricsSnapshot{}, since)
 	}
 
 	// Every report lists every cluster at the initial revision.
@@ -402,9 +402,12 @@ func waitForProgress(ctx context.Context, stall time.Duration, what, logPath str
 
 // printBreakdown prints, per controller, the reconciles between two scrapes and where their time
 // went: waiting in the queue, and working.
-func printBreakdown(cfg config, before, after metricsSnapshot) {
+func printBreakdown(cfg config, before, after metricsSnapshot) map[string]reconcileTimes {
+	out := map[string]reconcileTimes{}
 	for _, name := range []string{"propagation", "appstatus", "report"} {
 		wait, work := after.QueueWait[name].minus(before.QueueWait[name]), after.Work[name].minus(before.Work[name])
 		cfg.progress("    %-11s %6.0f reconciles, mean %.0fms queued, %.1fms working", name, work.Count, wait.meanMs(), work.meanMs())
+		out[name] = reconcileTimes{Count: work.Count, MeanQueuedMs: wait.meanMs(), MeanWorkingMs: work.meanMs()}
 	}
+	return out
 }

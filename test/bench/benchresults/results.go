@@ -107,6 +107,11 @@ type Result struct {
 	TreeWritesPerChange *float64 `json:"treeWritesPerChange,omitempty"`
 	TreeWritesAtStart   *float64 `json:"treeWritesAtStart,omitempty"`
 
+	// PropagationReconciles is, per controller (propagation, appstatus, report), its reconciles
+	// from the controller's start until every work existed, with their mean time queued and
+	// working. Nil in files written before it.
+	PropagationReconciles map[string]ReconcileTimes `json:"reconcileBreakdown,omitempty"`
+
 	Controller Usage              `json:"controller"`
 	Requests   map[string]float64 `json:"controllerRequests"`
 
@@ -231,4 +236,12 @@ func FormatRequests(m map[string]float64) string {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// ReconcileTimes is what one controller's reconciles took: how many, and their mean time queued
+// and working (controller-runtime's workqueue and reconcile histograms).
+type ReconcileTimes struct {
+	Count         float64 `json:"count"`
+	MeanQueuedMs  float64 `json:"meanQueuedMs"`
+	MeanWorkingMs float64 `json:"meanWorkingMs"`
 }
