@@ -1,0 +1,5 @@
+//go:build !race
+
+package resourcetree
+
+const raceDetector = false
