@@ -2,6 +2,8 @@ package simagent
 
 import (
 	"context"
+	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,9 +48,30 @@ func (c *clusters[T, W]) observe(key types.NamespacedName, obj T) {
 		s = &simulated[T, W]{}
 		c.entries[key] = s
 	}
+	if older(obj, s.seen) {
+		// An informer never hands over a version older than one it handed over: a caller that
+		// read the object before the simulation's own write and hands it over after would make
+		// it run a finished request again.
+		c.mu.Unlock()
+		return
+	}
 	s.seen = obj
 	c.mu.Unlock()
 	c.queue.Add(key)
+}
+
+// older says whether obj is an older version than seen, by their resourceVersions (which the
+// apiserver the simulation runs against numbers in order).
+func older(obj, seen any) bool {
+	type versioned interface{ GetResourceVersion() string }
+	o, ok1 := obj.(versioned)
+	s, ok2 := seen.(versioned)
+	if !ok1 || !ok2 || reflect.ValueOf(seen).IsNil() {
+		return false
+	}
+	ov, err1 := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+	sv, err2 := strconv.ParseUint(s.GetResourceVersion(), 10, 64)
+	return err1 == nil && err2 == nil && ov < sv
 }
 
 // Forget takes a deleted object: its Application is gone with it.
