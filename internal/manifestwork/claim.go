@@ -18,13 +18,16 @@ import (
 // that was there before (created by hand, or by the cluster's own Argo CD), replace its spec, and
 // delete it with the hub Application. The hub cannot look at the managed cluster before it
 // delivers. So a new work is *pending*: OCM's ReadOnly for the Application (the agent changes
-// nothing, only reports), which is also orphaned, and feedback asks for the Application's
-// api.HubApplicationAnnotation and its UID. Then:
+// nothing, only reports), which is also orphaned, and its feedback asks only for the
+// Application's api.HubApplicationAnnotation and its UID: nothing else of it is read before the
+// hold, a foreign Application's status is never asked for, and the first writes of a new fleet
+// (each work's create, its agent's answer) carry a work a third of the held one's size. Then:
 //   - the agent reports it absent (its Available condition: ResourceNotAvailable), or present with
 //     the annotation naming the work's hub Application (an earlier hub Application of the same
 //     namespace and name delivered it: a hub restored from a backup finds its fleet again): the
 //     controller *holds* the work (Hold) in one more write: server-side apply, deleted with the
-//     work, as every later write delivers. The Application is created by server-side apply, so
+//     work, asking every feedback value a delivered Application reports, as every later write
+//     delivers. The Application is created by server-side apply, so
 //     every field the hub later drops is removed there (a create would leave an owner of every
 //     field it set, and a field removed from the hub would stay on the cluster);
 //   - present without it: it is *foreign*. The work stays pending and changes nothing there; the
@@ -114,36 +117,29 @@ func Held(work *workv1.ManifestWork) bool {
 }
 
 // Hold returns work delivering its Application by forced server-side apply, deleted with the
-// work, and no longer asking the claim's feedback.
+// work, and asking the feedback of a delivered Application (with the requests it carries, its
+// api.DeliveriesAnnotation) instead of the claim's.
 func Hold(work *workv1.ManifestWork) (*workv1.ManifestWork, error) {
 	out := work.DeepCopy()
-	holdSpec(&out.Spec)
+	holdSpec(&out.Spec, ParseDeliveries(work.Annotations[api.DeliveriesAnnotation]))
 	return Rehash(out)
 }
 
-// pendingConfig is the configuration of a new work's Application: read only, with the claim's
-// feedback; holdSpec turns it into the held one.
+// pendingConfig is the configuration of a new work's Application: read only, asking only the
+// claim's feedback; holdSpec turns it into the held one.
 func pendingConfig(cfg workv1.ManifestConfigOption) workv1.ManifestConfigOption {
 	cfg.UpdateStrategy = &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeReadOnly}
-	for i, rule := range cfg.FeedbackRules {
-		if rule.Type == workv1.JSONPathsType {
-			cfg.FeedbackRules[i].JsonPaths = append(slices.Clip(rule.JsonPaths), claimPaths...)
-		}
-	}
+	cfg.FeedbackRules = []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: slices.Clone(claimPaths)}}
 	return cfg
 }
 
-func holdSpec(spec *workv1.ManifestWorkSpec) {
+func holdSpec(spec *workv1.ManifestWorkSpec, deliveries Deliveries) {
 	cfg := applicationConfig(spec)
 	if cfg == nil {
 		return
 	}
 	cfg.UpdateStrategy = applicationStrategy()
-	for i, rule := range cfg.FeedbackRules {
-		cfg.FeedbackRules[i].JsonPaths = slices.DeleteFunc(slices.Clone(rule.JsonPaths), func(p workv1.JsonPath) bool {
-			return p.Name == FeedbackHubApplication || p.Name == FeedbackManagedUID
-		})
-	}
+	cfg.FeedbackRules = feedbackRules(deliveries)
 	if d := spec.DeleteOption; d != nil && d.SelectivelyOrphan != nil {
 		rules := slices.DeleteFunc(slices.Clone(d.SelectivelyOrphan.OrphaningRules), func(r workv1.OrphaningRule) bool {
 			return r.Group == argocd.Group && r.Resource == "applications"

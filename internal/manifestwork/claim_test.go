@@ -1,6 +1,7 @@
 package manifestwork
 
 import (
+	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -45,4 +46,42 @@ func TestClaim(t *testing.T) {
 		})
 	}
 	g.Expect(ClaimOf(nil)).To(Equal(ClaimPending))
+}
+
+// A pending work asks its cluster only whose the Application is: nothing else of it is read
+// before the hold (appstatus reads no feedback of a pending work), a foreign Application's status
+// is never asked for, and every write of a new fleet's first round (the create, the agent's
+// answer) carries a work a third of the size (issue 73: the apiserver's CPU per write grows with
+// the object). The hold asks for everything a delivered Application reports.
+func TestAPendingWorkAsksOnlyWhoseItsApplicationIs(t *testing.T) {
+	g := NewWithT(t)
+	target := Target{Cluster: "cluster1", AppNamespace: "argocd"}
+	for name, deliveries := range map[string]Deliveries{
+		"at rest":        {},
+		"with a sync":    {Sync: &Delivery{ID: "s1", Hash: "h"}},
+		"with a refresh": {Refresh: &Delivery{ID: "r1", Hash: "h"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			pending, err := DesiredWork(pullApp(), nil, target, deliveries)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(feedbackNames(pending)).To(ConsistOf(FeedbackHubApplication, FeedbackManagedUID))
+			g.Expect(AsksReconciledAt(pending)).To(BeFalse())
+			held, err := Hold(pending)
+			g.Expect(err).NotTo(HaveOccurred())
+			want := FeedbackRulePaths()
+			if deliveries.Sync == nil && deliveries.Refresh == nil {
+				want = feedbackPaths
+			}
+			g.Expect(held.Spec.ManifestConfigs[0].FeedbackRules).To(Equal([]workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: want}}))
+			g.Expect(AsksReconciledAt(held)).To(Equal(deliveries.Sync != nil || deliveries.Refresh != nil), "reconciledAt only while a request travels")
+		})
+	}
+	pending, err := DesiredWork(pullApp(), nil, target, Deliveries{})
+	g.Expect(err).NotTo(HaveOccurred())
+	held, err := Hold(pending)
+	g.Expect(err).NotTo(HaveOccurred())
+	p, _ := json.Marshal(pending)
+	h, _ := json.Marshal(held)
+	g.Expect(len(p)).To(BeNumerically("<", len(h)/3), "the pending work:\n%s", p)
 }

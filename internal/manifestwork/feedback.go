@@ -179,9 +179,10 @@ func AsksReconciledAt(w *workv1.ManifestWork) bool {
 	return false
 }
 
-// feedbackRules are the feedback rules of a work carrying deliveries.
+// feedbackRules are the feedback rules of a held work carrying deliveries (a pending one asks only
+// the claim's, see pendingConfig).
 func feedbackRules(deliveries Deliveries) []workv1.FeedbackRule {
-	paths := feedbackPaths
+	paths := slices.Clone(feedbackPaths)
 	if deliveries.Sync != nil || deliveries.Refresh != nil {
 		paths = FeedbackRulePaths()
 	}

@@ -59,7 +59,6 @@ func DesiredWork(app, project *unstructured.Unstructured, target Target, deliver
 	// A new work is pending: it creates the Application only, and orphans it (see claim.go).
 	configs := []workv1.ManifestConfigOption{pendingConfig(workv1.ManifestConfigOption{
 		ResourceIdentifier: identifierOf(payload, "applications"),
-		FeedbackRules:      feedbackRules(deliveries),
 		FeedbackScrapeType: workv1.FeedbackWatchType,
 	})}
 	orphans := []workv1.OrphaningRule{workv1.OrphaningRule(identifierOf(payload, "applications"))}

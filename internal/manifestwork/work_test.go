@@ -153,10 +153,19 @@ func TestDesiredWorkPayload(t *testing.T) {
 	cfg := work.Spec.ManifestConfigs[0]
 	g.Expect(cfg.ResourceIdentifier).To(Equal(workv1.ResourceIdentifier{Group: "argoproj.io", Resource: "applications", Name: "guestbook-cluster1", Namespace: "openshift-gitops"}))
 	g.Expect(cfg.FeedbackScrapeType).To(Equal(workv1.FeedbackWatchType))
-	paths := map[string]string{}
-	for _, jp := range cfg.FeedbackRules[0].JsonPaths {
-		paths[jp.Name] = jp.Path
+	feedbackOf := func(w *workv1.ManifestWork) map[string]string {
+		paths := map[string]string{}
+		for _, jp := range w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths {
+			paths[jp.Name] = jp.Path
+		}
+		return paths
 	}
+	// Pending, it asks only whose the Application is (see claim.go); held, what it reports.
+	g.Expect(feedbackOf(work)).To(Equal(map[string]string{
+		FeedbackHubApplication: `.metadata.annotations.apps\.open-cluster-management\.io/hub-application`,
+		FeedbackManagedUID:     ".metadata.uid",
+	}))
+	paths := feedbackOf(mustHold(t, work))
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackHealth, ".status.health.status"))
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackSync, ".status.sync.status"))
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackRevision, ".status.sync.revision"))
@@ -166,13 +175,11 @@ func TestDesiredWorkPayload(t *testing.T) {
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackResources, ".status.resources"))
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackConditions, ".status.conditions"))
 	g.Expect(paths).To(HaveKeyWithValue(FeedbackReconciledAt, ".status.reconciledAt"), "a work carrying a sync request asks when its Argo CD last compared")
-	g.Expect(feedbackNames(bare)).NotTo(ContainElement(FeedbackReconciledAt), "a work at rest does not ask for what every periodic reconciliation rewrites")
+	g.Expect(feedbackNames(mustHold(t, bare))).NotTo(ContainElement(FeedbackReconciledAt), "a work at rest does not ask for what every periodic reconciliation rewrites")
 	refreshOnly, err := DesiredWork(app, nil, Target{Cluster: "cluster1", AppNamespace: "openshift-gitops"}, Deliveries{Refresh: &Delivery{ID: "r1", Hash: "h"}})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(feedbackNames(refreshOnly)).To(ContainElement(FeedbackReconciledAt), "a work carrying a refresh asks when its Argo CD compared: the hub shows it with the answer (argocd app get --refresh)")
-	g.Expect(feedbackNames(refreshOnly)).To(ContainElement(FeedbackRefreshPending))
-	g.Expect(paths).To(HaveKeyWithValue(FeedbackHubApplication, `.metadata.annotations.apps\.open-cluster-management\.io/hub-application`))
-	g.Expect(paths).To(HaveKeyWithValue(FeedbackManagedUID, ".metadata.uid"))
+	g.Expect(feedbackNames(mustHold(t, refreshOnly))).To(ContainElement(FeedbackReconciledAt), "a work carrying a refresh asks when its Argo CD compared: the hub shows it with the answer (argocd app get --refresh)")
+	g.Expect(feedbackNames(mustHold(t, refreshOnly))).To(ContainElement(FeedbackRefreshPending))
 	g.Expect(cfg.UpdateStrategy.Type).To(Equal(workv1.UpdateStrategyTypeReadOnly), "a new work changes nothing that was there before")
 	g.Expect(Held(work)).To(BeFalse())
 
@@ -193,6 +200,16 @@ func TestDesiredWorkPayload(t *testing.T) {
 	again, err := Hold(held)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(UpToDate(held, again)).To(BeTrue(), "holding a held work changes nothing")
+}
+
+// mustHold is Hold(work), for a test.
+func mustHold(t *testing.T, work *workv1.ManifestWork) *workv1.ManifestWork {
+	t.Helper()
+	held, err := Hold(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held
 }
 
 // feedbackNames are the names of the feedback values the work's Application asks for.

@@ -272,6 +272,10 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 		ids = 0
 		both := ladder(g, requested, nil)
 		g.Expect(manifestwork.ParseDeliveries(both.Annotations[api.DeliveriesAnnotation])).To(Equal(manifestwork.Deliveries{Sync: &manifestwork.Delivery{ID: "d1", Hash: manifestwork.ContentHash(map[string]any{"sync": map[string]any{}})}, Refresh: &manifestwork.Delivery{ID: "d2", Hash: manifestwork.ContentHash("hard")}}))
+		g.Expect(manifestwork.AsksReconciledAt(both)).To(BeFalse(), "pending, it asks only whose the Application is")
+		// Its cluster answered that the name is free: the work is held, and delivers.
+		both, err := manifestwork.Hold(both)
+		g.Expect(err).NotTo(HaveOccurred())
 
 		app := pullApp(func(u *unstructured.Unstructured) { u.Object = requested.DeepCopy().Object; refreshCleared(u) })
 		g.Expect(manifestwork.UpToDate(both, ladder(g, app, both))).To(BeTrue(), "the cleared refresh stays while the sync is carried: nothing to write")
