@@ -229,10 +229,15 @@ func (a *agents) run(ctx context.Context) {
 
 // apply reports a work Applied with the initial feedback.
 func (a *agents) apply(ctx context.Context, key types.NamespacedName) error {
-	return a.writeStatus(ctx, key, map[string]string{
+	return a.writeStatus(ctx, key, initialFeedback())
+}
+
+// initialFeedback is what an agent first reports of a delivered Application.
+func initialFeedback() map[string]string {
+	return map[string]string{
 		manifestwork.FeedbackHealth: "Progressing", manifestwork.FeedbackSync: "OutOfSync", manifestwork.FeedbackRevision: initialRevision,
 		manifestwork.FeedbackPhase: "Running", manifestwork.FeedbackStartedAt: "2026-01-01T00:00:00Z",
-		manifestwork.FeedbackResources: sampleResources, manifestwork.FeedbackConditions: "[]"})
+		manifestwork.FeedbackResources: sampleResources, manifestwork.FeedbackConditions: "[]"}
 }
 
 // sampleResources is the .status.resources a managed Argo CD reports for a small app (a

@@ -11,9 +11,11 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
 // prices is what one write of each kind costs the apiserver (and etcd) in CPU, measured one
@@ -51,6 +53,10 @@ func measurePrices(ctx context.Context, c client.Client, n, entries int) (prices
 		used := readCPUClock(nil).since(before)
 		return used.APIServer * 1000 / float64(count), used.Etcd * 1000 / float64(count), nil
 	}
+	// The writes that deliver an Application, in their order (see manifestwork/claim.go): the
+	// pending work's create and its agent's answer (the name is free), the hold and the agent's
+	// answer with the Application's first status; the status patch of the hub Application below.
+	works := make([]*workv1.ManifestWork, n)
 	var err error
 	if p.WorkCreateMs, _, err = apiserverCPU(n, func(i int) error {
 		target, _, err := manifestwork.ReadMarkers(apps[i])
@@ -62,9 +68,43 @@ func measurePrices(ctx context.Context, c client.Client, n, entries int) (prices
 			return err
 		}
 		w.Namespace = pricesNamespace
+		works[i] = w
 		return c.Create(ctx, w)
 	}); err != nil {
 		return p, fmt.Errorf("creating works: %w", err)
+	}
+	answer := func(w *workv1.ManifestWork, values map[string]string) error {
+		testenv.SetAgentStatus(w, w.Generation, w.Annotations[api.HubApplicationNamespaceAnnotation], w.Annotations[api.HubApplicationNameAnnotation], values)
+		return c.Status().Update(ctx, w)
+	}
+	if p.ClaimAnswerMs, _, err = apiserverCPU(n, func(i int) error { return answer(works[i], nil) }); err != nil {
+		return p, fmt.Errorf("answering the pending works: %w", err)
+	}
+	if p.HoldMs, _, err = apiserverCPU(n, func(i int) error {
+		held, err := manifestwork.Hold(works[i])
+		if err != nil {
+			return err
+		}
+		works[i].Spec, works[i].Annotations = held.Spec, held.Annotations
+		return c.Update(ctx, works[i])
+	}); err != nil {
+		return p, fmt.Errorf("holding the works: %w", err)
+	}
+	if p.HeldAnswerMs, _, err = apiserverCPU(n, func(i int) error { return answer(works[i], initialFeedback()) }); err != nil {
+		return p, fmt.Errorf("answering the held works: %w", err)
+	}
+	// What a work that carries its Application from its create costs, as a controller without
+	// the claim writes it.
+	if p.HeldWorkCreateMs, _, err = apiserverCPU(n, func(i int) error {
+		held, err := manifestwork.Hold(works[i])
+		if err != nil {
+			return err
+		}
+		direct := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: pricesNamespace, Name: "direct-" + held.Name,
+			Labels: held.Labels, Annotations: held.Annotations}, Spec: held.Spec}
+		return c.Create(ctx, direct)
+	}); err != nil {
+		return p, fmt.Errorf("creating held works: %w", err)
 	}
 	if p.AppStatusPatchMs, _, err = apiserverCPU(n, func(i int) error {
 		updated := apps[i].DeepCopy()
