@@ -118,6 +118,8 @@ func measurePrices(ctx context.Context, c client.Client, n, entries int) (prices
 	}); err != nil {
 		return p, fmt.Errorf("patching Application status: %w", err)
 	}
+	p.DeliveryMs = p.WorkCreateMs + p.ClaimAnswerMs + p.HoldMs + p.HeldAnswerMs + p.AppStatusPatchMs
+	p.UnclaimedDeliveryMs = p.HeldWorkCreateMs + p.HeldAnswerMs + p.AppStatusPatchMs
 	r := &v1alpha1.MulticlusterApplicationSetReport{ObjectMeta: metav1.ObjectMeta{Name: "prices", Namespace: pricesNamespace}}
 	for k := range entries {
 		cluster := fmt.Sprintf("cluster%04d", k)

@@ -44,10 +44,10 @@ func (r Report) Markdown() string {
 		return fmt.Sprintf("%.1f / %.1f ms", x.Prices.WorkCreateMs, x.Prices.AppStatusPatchMs)
 	})
 	row("apiserver CPU per Application delivered, one write at a time: with the claim / a held work created directly", func(x Result) string {
-		if x.Prices.DeliveryMs() == 0 {
+		if x.Prices.DeliveryMs == 0 {
 			return "-"
 		}
-		return fmt.Sprintf("%.1f / %.1f ms", x.Prices.DeliveryMs(), x.Prices.UnclaimedDeliveryMs())
+		return fmt.Sprintf("%.1f / %.1f ms", x.Prices.DeliveryMs, x.Prices.UnclaimedDeliveryMs)
 	})
 	row("apiserver CPU per report entry written", func(x Result) string {
 		return fmt.Sprintf("%.3f ms (%.0f ms per write of 1,000 clusters)", x.Prices.ReportEntryMs, x.Prices.ReportEntryMs*1000)

@@ -211,38 +211,25 @@ type Prices struct {
 	HeldAnswerMs  float64 `json:"heldAnswerApiserverCPUMs,omitempty"`
 	// HeldWorkCreateMs is the create of a work that carries its Application from the start, as a
 	// controller without the claim writes it.
-	HeldWorkCreateMs    float64 `json:"heldWorkCreateApiserverCPUMs,omitempty"`
+	HeldWorkCreateMs float64 `json:"heldWorkCreateApiserverCPUMs,omitempty"`
+	// DeliveryMs is what the writes that deliver one Application cost, one at a time (the report
+	// aside): the pending work's create and answer, the hold and its answer, the hub Application's
+	// status patch; UnclaimedDeliveryMs the same without the claim: the held work's create, its
+	// answer and the patch. Zero in files before them.
+	DeliveryMs          float64 `json:"deliveryApiserverCPUMs,omitempty"`
+	UnclaimedDeliveryMs float64 `json:"unclaimedDeliveryApiserverCPUMs,omitempty"`
 	AppStatusPatchMs    float64 `json:"applicationStatusPatchApiserverCPUMs"`
 	ReportEntryMs       float64 `json:"reportEntryApiserverCPUMs"`
 	ReportEntryEtcdMs   float64 `json:"reportEntryEtcdCPUMs"`
 	ReportEntriesProbed int     `json:"reportEntriesProbed"`
 }
 
-// DeliveryMs is what the writes that deliver one Application cost the apiserver, one at a time
-// (the report aside): the pending work's create and answer, the hold and its answer, the hub
-// Application's status patch. Zero for files without the claim's prices.
-func (p Prices) DeliveryMs() float64 {
-	if p.HoldMs == 0 {
-		return 0
-	}
-	return p.WorkCreateMs + p.ClaimAnswerMs + p.HoldMs + p.HeldAnswerMs + p.AppStatusPatchMs
-}
-
-// UnclaimedDeliveryMs is what the same delivery costs without the claim: the held work's create,
-// its answer and the status patch.
-func (p Prices) UnclaimedDeliveryMs() float64 {
-	if p.HeldWorkCreateMs == 0 {
-		return 0
-	}
-	return p.HeldWorkCreateMs + p.HeldAnswerMs + p.AppStatusPatchMs
-}
-
 func (p Prices) String() string {
 	s := fmt.Sprintf("apiserver CPU per ManifestWork create %.1f ms, per Application status patch %.1f ms, per report entry written %.3f ms (a report of 1,000 clusters: %.0f ms, and %.0f ms of etcd)",
 		p.WorkCreateMs, p.AppStatusPatchMs, p.ReportEntryMs, p.ReportEntryMs*1000, p.ReportEntryEtcdMs*1000)
-	if p.DeliveryMs() > 0 {
+	if p.DeliveryMs > 0 {
 		s += fmt.Sprintf("; per Application delivered %.1f ms (pending create %.1f, its answer %.1f, hold %.1f, its answer %.1f, status patch %.1f), %.1f ms without the claim (a held work's create %.1f)",
-			p.DeliveryMs(), p.WorkCreateMs, p.ClaimAnswerMs, p.HoldMs, p.HeldAnswerMs, p.AppStatusPatchMs, p.UnclaimedDeliveryMs(), p.HeldWorkCreateMs)
+			p.DeliveryMs, p.WorkCreateMs, p.ClaimAnswerMs, p.HoldMs, p.HeldAnswerMs, p.AppStatusPatchMs, p.UnclaimedDeliveryMs, p.HeldWorkCreateMs)
 	}
 	return s
 }
