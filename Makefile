@@ -13,6 +13,14 @@ KUBE_ASSETS := $(BIN)/k8s/$(KUBE_VERSION)
 OCM_VERSION := $(shell sed -n 's/^\topen-cluster-management.io\/ocm v//p' hack/tools/ocm/go.mod)
 OCM_ASSETS := $(BIN)/ocm/v$(OCM_VERSION)
 
+# OCM's add-ons that give the hub a read-only way to each cluster, built at the versions their tools
+# modules pin: cluster-proxy with the konnectivity server and agent (hack/tools/cluster-proxy), and
+# managed-serviceaccount (hack/tools/managed-serviceaccount).
+CLUSTER_PROXY_VERSION := $(shell sed -n 's/^\topen-cluster-management.io\/cluster-proxy \(v[^ ]*\).*/\1/p' hack/tools/cluster-proxy/go.mod)
+CLUSTER_PROXY_ASSETS := $(BIN)/cluster-proxy/$(CLUSTER_PROXY_VERSION)
+MSA_VERSION := $(shell sed -n 's/^\topen-cluster-management.io\/managed-serviceaccount \(v[^ ]*\).*/\1/p' hack/tools/managed-serviceaccount/go.mod)
+MSA_ASSETS := $(BIN)/managed-serviceaccount/$(MSA_VERSION)
+
 # Argo CD: hack/tools/argocd/VERSION pins the release the lab and the tests run and install the
 # CRDs of. ARGOCD_VERSION=v3.4.7 runs another on the hub (and, unless MANAGED_ARGOCD_VERSION says
 # otherwise, on the managed clusters); hack/tools/argocd/build.sh builds any release. Argo CD 3.4+
@@ -229,6 +237,10 @@ container-deps: ## Install podman and runc from Debian: make image builds with p
 		echo "Installing podman and runc from Debian (the controller image and its tests)" >&2; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc >/dev/null; }
 
+.PHONY: addon-assets
+addon-assets: $(CLUSTER_PROXY_ASSETS)/proxy-server $(CLUSTER_PROXY_ASSETS)/proxy-agent $(CLUSTER_PROXY_ASSETS)/cluster-proxy $(CLUSTER_PROXY_ASSETS)/pod-loopback $(MSA_ASSETS)/managed-serviceaccount ## Build OCM's cluster-proxy (with the konnectivity server and agent) and managed-serviceaccount add-ons, once, and print their directories
+	@echo $(CLUSTER_PROXY_ASSETS) $(MSA_ASSETS)
+
 .PHONY: ocm-assets
 ocm-assets: $(OCM_ASSETS)/work-agent $(OCM_ASSETS)/placement $(OCM_ASSETS)/registration-controller $(OCM_ASSETS)/registration-agent ## Build the OCM agents and hub controllers the lab runs, once, and print their directory
 	@echo $(OCM_ASSETS)
@@ -252,6 +264,26 @@ $(OCM_ASSETS)/placement:
 $(OCM_ASSETS)/registration-controller $(OCM_ASSETS)/registration-agent:
 	@echo "Building the OCM $(notdir $@) $(OCM_VERSION) into $(OCM_ASSETS) (first time only)" >&2
 	cd hack/tools/ocm && go build -o $@ ./$(notdir $@)
+
+$(CLUSTER_PROXY_ASSETS)/proxy-server:
+	@echo "Building the konnectivity server cluster-proxy $(CLUSTER_PROXY_VERSION) runs into $(CLUSTER_PROXY_ASSETS) (first time only)" >&2
+	cd hack/tools/cluster-proxy && go build -o $@ sigs.k8s.io/apiserver-network-proxy/cmd/server
+
+$(CLUSTER_PROXY_ASSETS)/proxy-agent:
+	@echo "Building the konnectivity agent cluster-proxy $(CLUSTER_PROXY_VERSION) runs into $(CLUSTER_PROXY_ASSETS) (first time only)" >&2
+	cd hack/tools/cluster-proxy && go build -o $@ sigs.k8s.io/apiserver-network-proxy/cmd/agent
+
+$(CLUSTER_PROXY_ASSETS)/cluster-proxy:
+	@echo "Building cluster-proxy $(CLUSTER_PROXY_VERSION) (its user server) into $(CLUSTER_PROXY_ASSETS) (first time only)" >&2
+	cd hack/tools/cluster-proxy && go build -o $@ open-cluster-management.io/cluster-proxy/cmd/cluster-proxy
+
+# What the network of cluster-proxy's agent pod gives it, which the lab has no pods for (see its doc).
+$(CLUSTER_PROXY_ASSETS)/pod-loopback: hack/tools/cluster-proxy/pod-loopback/main.go
+	cd hack/tools/cluster-proxy && go build -o $@ ./pod-loopback
+
+$(MSA_ASSETS)/managed-serviceaccount:
+	@echo "Building managed-serviceaccount $(MSA_VERSION) (manager and agent) into $(MSA_ASSETS) (first time only)" >&2
+	cd hack/tools/managed-serviceaccount && go build -o $@ open-cluster-management.io/managed-serviceaccount/cmd
 
 $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd:
 	@echo "Building kube-apiserver and etcd $(KUBE_VERSION) into $(KUBE_ASSETS) (first time only, ~5 min)" >&2
