@@ -72,7 +72,7 @@ help: ## Show this help
 ##@ Development
 
 .PHONY: demo
-demo: build kube-assets ocm-assets argocd-assets sandbox-deps $(if $(DEMO_IMAGE),demo-image) ## Start the local lab (hub + 2 managed clusters, real components); DEMO_IMAGE=1 runs its controller from the image; 'bin/argocd-pull sandbox down' stops it
+demo: build kube-assets ocm-assets addon-assets argocd-assets sandbox-deps $(if $(DEMO_IMAGE),demo-image) ## Start the local lab (hub + 2 managed clusters, real components); DEMO_IMAGE=1 runs its controller from the image; 'bin/argocd-pull sandbox down' stops it
 	$(BIN)/argocd-pull sandbox up --clusters 2 --dir .sandbox $(if $(DEMO_IMAGE),--controller-image $(IMAGE))
 
 .PHONY: demo-image
@@ -149,11 +149,11 @@ helm-lint: $(HELM) ## Lint the Helm chart
 # shutdown: kubernetes-sigs/controller-runtime#3538, fixed in v0.25.)
 RACE_PACKAGES := ./internal/controller/... ./internal/report/... ./internal/appstatus/... ./internal/dashboard/... ./internal/intern/... ./internal/propagation/... ./internal/manifestwork/...
 OTHER_PACKAGES = $(shell go list ./... | grep -vE '/internal/(controller|report|appstatus|dashboard|intern|propagation|manifestwork)(/|$$)')
-TEST_ENV = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
+TEST_ENV = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) CLUSTER_PROXY_ASSETS=$(CLUSTER_PROXY_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
 	ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1
 
 .PHONY: test
-test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium container-deps image ## Run all tests: unit, real-apiserver (the cache's sharers under -race), install manifests, the image, end-to-end and the sandbox
+test: kube-assets ocm-assets addon-assets argocd-assets install-tools sandbox-deps chromium container-deps image ## Run all tests: unit, real-apiserver (the cache's sharers under -race), install manifests, the image, end-to-end and the sandbox
 	$(TEST_ENV) go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) $(RACE_PACKAGES)
 	$(TEST_ENV) go test -count=1 -timeout 40m $(GO_TEST_FLAGS) $(OTHER_PACKAGES)
 
@@ -163,7 +163,7 @@ test: kube-assets ocm-assets argocd-assets install-tools sandbox-deps chromium c
 ARGOCD_CLIENT_TESTS := TestArgoCDCLIOnAPullModelApplication|TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject|TestArgoCDCLITerminatesASyncStuckInAHook|TestArgoCDCLIOnTheDocumentsMultiSourceApplication|TestTheHubServesArgoCDsWebUI|TestArgoCDsWebUIOnPullModelApplications|TestDocumentsFlowConverges|TestTheHubShowsWhatTheClusterReports|TestRefreshAndSyncFromTheHubReachTheClusterOnce|TestRollingSyncStepsThroughTheFleet
 
 .PHONY: test-argocd
-test-argocd: kube-assets ocm-assets argocd-assets sandbox-deps chromium ## Run the lab's Argo CD client tests on ARGOCD_VERSION (hub) and MANAGED_ARGOCD_VERSION (managed clusters); the pull-request workflow runs them on each supported version
+test-argocd: kube-assets ocm-assets addon-assets argocd-assets sandbox-deps chromium ## Run the lab's Argo CD client tests on ARGOCD_VERSION (hub) and MANAGED_ARGOCD_VERSION (managed clusters); the pull-request workflow runs them on each supported version
 	$(TEST_ENV) go test -count=1 -timeout 30m -run '^($(ARGOCD_CLIENT_TESTS))$$' -v ./test/sandbox
 
 .PHONY: test-unit

@@ -184,6 +184,12 @@ func OCMBinDir(root string) (string, error) {
 	return builtDir(root, "OCM_ASSETS", "ocm", "work-agent", "ocm-assets")
 }
 
+// ClusterProxyBinDir is $CLUSTER_PROXY_ASSETS, else the newest bin/cluster-proxy/<version> the
+// Makefile built: OCM's cluster-proxy, the konnectivity server and agent, and the lab's pod-loopback.
+func ClusterProxyBinDir(root string) (string, error) {
+	return builtDir(root, "CLUSTER_PROXY_ASSETS", "cluster-proxy", "pod-loopback", "addon-assets")
+}
+
 // ArgoCDBinDir is where the Makefile built an Argo CD release: bin/argocd/<version>.
 func ArgoCDBinDir(root, version string) (string, error) {
 	if _, err := checkRelease("Argo CD version", version); err != nil {

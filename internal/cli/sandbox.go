@@ -116,7 +116,8 @@ start is a new lab.`,
 
 	componentsHelp := `COMPONENT is one of:
   clusterN          every process of managed cluster N (apiserver, etcd, agents, Argo CD): the cluster is gone
-  clusterN-agents   its OCM registration and work agents: the hub stops hearing from it, as when it is cut off
+  clusterN-agents   its OCM registration and work agents and its konnectivity agent: the hub stops hearing
+                    from it and has no way to it, as when it is cut off
   argocd-pull       argocd-pull's controller on the hub
   applicationset-controller   the hub's Argo CD ApplicationSet controller
   hub               every process of the hub

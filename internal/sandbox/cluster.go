@@ -23,8 +23,9 @@ type Cluster struct {
 }
 
 // startCluster starts etcd and kube-apiserver for name under dir/name and waits until the
-// apiserver is ready. Its ports and certificates are those of the lab's first start.
-func startCluster(ctx context.Context, dir, binDir, name string, ports *portBook) (*Cluster, error) {
+// apiserver is ready. Its ports and certificates are those of the lab's first start; apiserverArgs
+// are more flags for its apiserver.
+func startCluster(ctx context.Context, dir, binDir, name string, ports *portBook, apiserverArgs ...string) (*Cluster, error) {
 	cdir := filepath.Join(dir, name)
 	p, err := newPKI(filepath.Join(cdir, "pki"))
 	if err != nil {
@@ -53,14 +54,14 @@ func startCluster(ctx context.Context, dir, binDir, name string, ports *portBook
 		return nil, err
 	}
 	url := "https://127.0.0.1:" + strconv.Itoa(apiPort)
-	if _, err := start(dir, name+"-apiserver", filepath.Join(binDir, "kube-apiserver"), []string{
+	if _, err := start(dir, name+"-apiserver", filepath.Join(binDir, "kube-apiserver"), append([]string{
 		"--etcd-servers=" + etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(apiPort), "--cert-dir=" + filepath.Join(cdir, "certs"),
 		"--tls-cert-file=" + p.servingCert, "--tls-private-key-file=" + p.servingKey, "--client-ca-file=" + p.caCert,
 		"--service-cluster-ip-range=10.0.0.0/24", "--service-account-issuer=" + url,
 		"--service-account-key-file=" + p.serviceAccountPub, "--service-account-signing-key-file=" + p.serviceAccountKey,
 		"--authorization-mode=RBAC", "--allow-privileged=true",
-	}); err != nil {
+	}, apiserverArgs...)); err != nil {
 		return nil, err
 	}
 	c := &Cluster{Name: name, URL: url, Kubeconfig: filepath.Join(dir, name+".kubeconfig")}

@@ -14,13 +14,13 @@ import (
 func TestComponentProcesses(t *testing.T) {
 	var procs []Process
 	for _, n := range []string{"hub-etcd", "hub-apiserver", "cluster1-etcd", "cluster1-apiserver", "cluster10-etcd",
-		"hub-registration-controller", "cluster1-registration-agent", "cluster1-work-agent", "cluster10-registration-agent",
+		"hub-registration-controller", "cluster1-registration-agent", "cluster1-work-agent", "cluster1-pod-loopback", "cluster1-proxy-agent", "cluster10-registration-agent",
 		"cluster10-work-agent", "cluster1-argocd-application-controller", "hub-placement", "hub-argocd-pull", "hub-argocd-applicationset-controller"} {
 		procs = append(procs, Process{Name: n})
 	}
 	for component, want := range map[string][]string{
-		"cluster1-agents":           {"cluster1-registration-agent", "cluster1-work-agent"},
-		"cluster1":                  {"cluster1-etcd", "cluster1-apiserver", "cluster1-registration-agent", "cluster1-work-agent", "cluster1-argocd-application-controller"},
+		"cluster1-agents":           {"cluster1-registration-agent", "cluster1-work-agent", "cluster1-proxy-agent"},
+		"cluster1":                  {"cluster1-etcd", "cluster1-apiserver", "cluster1-registration-agent", "cluster1-work-agent", "cluster1-pod-loopback", "cluster1-proxy-agent", "cluster1-argocd-application-controller"},
 		"argocd-pull":               {"hub-argocd-pull"},
 		"applicationset-controller": {"hub-argocd-applicationset-controller"},
 		"cluster1-work-agent":       {"cluster1-work-agent"},

@@ -41,6 +41,10 @@ func loadPorts(dir string) (*portBook, error) {
 	return b, nil
 }
 
+// maxPort is the highest port the lab records: the konnectivity server refuses ports of the
+// dynamic range (49152 and up), and Linux hands out free ports from 32768 to 60999.
+const maxPort = 49151
+
 // port is the listener's recorded port, or a free one recorded now.
 func (b *portBook) port(name string) (int, error) {
 	if p, ok := b.ports[name]; ok {
@@ -50,12 +54,12 @@ func (b *portBook) port(name string) (int, error) {
 	for _, p := range b.ports {
 		taken[p] = true
 	}
-	for range 10 {
+	for range 50 {
 		p, err := localproc.FreePort()
 		if err != nil {
 			return 0, err
 		}
-		if taken[p] {
+		if taken[p] || p > maxPort {
 			continue
 		}
 		b.ports[name] = p

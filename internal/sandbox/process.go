@@ -171,8 +171,8 @@ func Down(dir string) ([]Process, error) {
 }
 
 // componentProcesses are the processes of a component of the lab, in start order: a cluster or
-// the hub (every process of it), "<cluster>-agents" (its OCM registration and work agents, what a
-// cut-off cluster loses), "argocd-pull", "applicationset-controller", or one process by name.
+// the hub (every process of it), "<cluster>-agents" (its OCM registration and work agents and its
+// konnectivity agent, what a cut-off cluster loses), "argocd-pull", "applicationset-controller", or one process by name.
 func componentProcesses(procs []Process, component string) ([]Process, error) {
 	match := func(p Process) bool { return p.Name == component }
 	switch {
@@ -183,7 +183,7 @@ func componentProcesses(procs []Process, component string) ([]Process, error) {
 	case strings.HasSuffix(component, "-agents"):
 		cluster := strings.TrimSuffix(component, "-agents")
 		match = func(p Process) bool {
-			return p.Name == cluster+"-registration-agent" || p.Name == cluster+"-work-agent"
+			return p.Name == cluster+"-registration-agent" || p.Name == cluster+"-work-agent" || p.Name == cluster+"-proxy-agent"
 		}
 	case !strings.Contains(component, "-"): // a cluster, or the hub: every process of it
 		match = func(p Process) bool { return strings.HasPrefix(p.Name, component+"-") }

@@ -1,6 +1,7 @@
 // Package sandbox runs a local pull-model lab with real components and no Docker: a hub and
 // managed clusters (kube-apiserver + etcd each), the real OCM work agent per managed cluster, the
-// real OCM placement controller and argocd-pull's controller on the hub, as processes on 127.0.0.1.
+// real OCM placement controller and argocd-pull's controller on the hub, and OCM's cluster-proxy
+// (the hub's channel to each cluster, clusterproxy.go), as processes on 127.0.0.1.
 // `sandbox up` starts it and returns; `sandbox down` stops everything it started.
 package sandbox
 
@@ -11,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
@@ -84,7 +84,9 @@ type Lab struct {
 	// HubArgoCDVersion is the Argo CD release on the hub, ManagedArgoCDVersion the one on the
 	// managed clusters (the same unless MANAGED_ARGOCD_VERSION says otherwise).
 	HubArgoCDVersion, ManagedArgoCDVersion string
-	progress                               *progress
+	// ClusterProxy is the hub's channel to each cluster: cluster-proxy's user server.
+	ClusterProxy ClusterProxy
+	progress     *progress
 }
 
 type progress struct {
@@ -121,6 +123,14 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	proxyBin, err := assets.ClusterProxyBinDir(root)
+	if err != nil {
+		return nil, err
+	}
+	proxyPKI, err := newClusterProxyPKI(filepath.Join(o.Dir, "cluster-proxy"))
+	if err != nil {
+		return nil, err
+	}
 	hubArgo, managedArgo, err := argoCDReleases(root, o)
 	if err != nil {
 		return nil, err
@@ -141,7 +151,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	for i := 1; i <= o.Clusters; i++ {
 		name := "cluster" + strconv.Itoa(i)
 		done := lab.progress.step("%s: kube-apiserver, etcd and kube-controller-manager", name)
-		c, err := startCluster(ctx, o.Dir, kubeBin, name, ports)
+		c, err := startCluster(ctx, o.Dir, kubeBin, name, ports, clusterProxySNI(proxyPKI))
 		if err != nil {
 			return lab, err
 		}
@@ -234,6 +244,10 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 			return lab, err
 		}
 		done()
+	}
+
+	if err := lab.startClusterProxy(proxyBin, proxyPKI, ports); err != nil {
+		return lab, err
 	}
 
 	done = lab.progress.step("hub: OCM placement controller")
@@ -467,29 +481,4 @@ func anyRunning(procs []Process) bool {
 		}
 	}
 	return false
-}
-
-// controllerContainer is the name of the lab's controller container (--controller-image).
-const controllerContainer = "argocd-pull-sandbox"
-
-// controllerInImage is the podman command line that runs the controller's args from image, with
-// the security settings of the chart's Deployment: read-only root file system (and, as in a pod,
-// no tmpfs on /tmp), the image's non-root uid, no capability, no privilege escalation. The hub's
-// kubeconfig (a copy) is mounted, owned by the container's uid (:U); the lab's apiservers and ports are on
-// the loopback, so the container shares the host's network. runc and the ulimits are what podman
-// needs on these machines (docs/development.md). SIGTERM to podman reaches the controller; a
-// restart replaces a container left behind.
-func controllerInImage(image, kubeconfig string, args []string) []string {
-	const mounted = "/var/run/argocd-pull/kubeconfig"
-	run := []string{"run", "--rm", "--replace", "--name", controllerContainer, "--pull", "never",
-		"--runtime", "runc", "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "--network", "host",
-		"--read-only", "--read-only-tmpfs=false", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-		"--volume", kubeconfig + ":" + mounted + ":ro,U", image}
-	for _, a := range args {
-		if strings.HasPrefix(a, "--kubeconfig=") {
-			a = "--kubeconfig=" + mounted
-		}
-		run = append(run, a)
-	}
-	return run
 }
