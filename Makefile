@@ -149,7 +149,7 @@ helm-lint: $(HELM) ## Lint the Helm chart
 # shutdown: kubernetes-sigs/controller-runtime#3538, fixed in v0.25.)
 RACE_PACKAGES := ./internal/controller/... ./internal/report/... ./internal/appstatus/... ./internal/dashboard/... ./internal/intern/... ./internal/propagation/... ./internal/manifestwork/...
 OTHER_PACKAGES = $(shell go list ./... | grep -vE '/internal/(controller|report|appstatus|dashboard|intern|propagation|manifestwork)(/|$$)')
-TEST_ENV = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) CLUSTER_PROXY_ASSETS=$(CLUSTER_PROXY_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
+TEST_ENV = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) CLUSTER_PROXY_ASSETS=$(CLUSTER_PROXY_ASSETS) MSA_ASSETS=$(MSA_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
 	ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1
 
 .PHONY: test
@@ -238,7 +238,7 @@ container-deps: ## Install podman and runc from Debian: make image builds with p
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc >/dev/null; }
 
 .PHONY: addon-assets
-addon-assets: $(CLUSTER_PROXY_ASSETS)/proxy-server $(CLUSTER_PROXY_ASSETS)/proxy-agent $(CLUSTER_PROXY_ASSETS)/cluster-proxy $(CLUSTER_PROXY_ASSETS)/pod-loopback $(MSA_ASSETS)/managed-serviceaccount ## Build OCM's cluster-proxy (with the konnectivity server and agent) and managed-serviceaccount add-ons, once, and print their directories
+addon-assets: $(CLUSTER_PROXY_ASSETS)/proxy-server $(CLUSTER_PROXY_ASSETS)/proxy-agent $(CLUSTER_PROXY_ASSETS)/cluster-proxy $(CLUSTER_PROXY_ASSETS)/pod-loopback $(MSA_ASSETS)/managed-serviceaccount $(MSA_ASSETS)/agent ## Build OCM's cluster-proxy (with the konnectivity server and agent) and managed-serviceaccount add-ons, once, and print their directories
 	@echo $(CLUSTER_PROXY_ASSETS) $(MSA_ASSETS)
 
 .PHONY: ocm-assets
@@ -284,6 +284,11 @@ $(CLUSTER_PROXY_ASSETS)/pod-loopback: hack/tools/cluster-proxy/pod-loopback/main
 $(MSA_ASSETS)/managed-serviceaccount:
 	@echo "Building managed-serviceaccount $(MSA_VERSION) (manager and agent) into $(MSA_ASSETS) (first time only)" >&2
 	cd hack/tools/managed-serviceaccount && go build -o $@ open-cluster-management.io/managed-serviceaccount/cmd
+	cd hack/tools/managed-serviceaccount && cp "$$(go list -m -f '{{.Dir}}' open-cluster-management.io/managed-serviceaccount)/config/crd/bases/authentication.open-cluster-management.io_managedserviceaccounts.yaml" $(MSA_ASSETS)/
+
+# Its agent without the health server upstream binds to :8000 of every interface (see its doc).
+$(MSA_ASSETS)/agent: hack/tools/managed-serviceaccount/agent/main.go
+	cd hack/tools/managed-serviceaccount && go build -o $@ ./agent
 
 $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd:
 	@echo "Building kube-apiserver and etcd $(KUBE_VERSION) into $(KUBE_ASSETS) (first time only, ~5 min)" >&2

@@ -190,6 +190,12 @@ func ClusterProxyBinDir(root string) (string, error) {
 	return builtDir(root, "CLUSTER_PROXY_ASSETS", "cluster-proxy", "pod-loopback", "addon-assets")
 }
 
+// ManagedServiceAccountBinDir is $MSA_ASSETS, else the newest bin/managed-serviceaccount/<version>
+// the Makefile built: the add-on's manager, the lab's build of its agent, and its CRD.
+func ManagedServiceAccountBinDir(root string) (string, error) {
+	return builtDir(root, "MSA_ASSETS", "managed-serviceaccount", "agent", "addon-assets")
+}
+
 // ArgoCDBinDir is where the Makefile built an Argo CD release: bin/argocd/<version>.
 func ArgoCDBinDir(root, version string) (string, error) {
 	if _, err := checkRelease("Argo CD version", version); err != nil {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
 	"crypto/x509"
@@ -9,10 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // OCM's cluster-proxy add-on gives the hub a way to each managed cluster's apiserver that the
@@ -238,7 +243,7 @@ type ClusterProxy struct {
 func (c ClusterProxy) ClusterURL(cluster string) string { return c.URL + "/" + cluster }
 
 // startClusterProxy starts the channel: the hub's side, then each cluster's agent.
-func (l *Lab) startClusterProxy(bin string, p clusterProxyPKI, ports *portBook) error {
+func (l *Lab) startClusterProxy(ctx context.Context, bin string, p clusterProxyPKI, ports *portBook) error {
 	done := l.progress.step("hub: cluster-proxy's konnectivity server and user server; managed clusters: konnectivity agents")
 	url, err := startClusterProxyHub(l.Dir, bin, p, l.Hub, ports)
 	if err != nil {
@@ -250,8 +255,35 @@ func (l *Lab) startClusterProxy(bin string, p clusterProxyPKI, ports *portBook) 
 			return err
 		}
 	}
+	// Each agent says ready once its tunnel to the server is up.
+	for _, c := range l.Managed {
+		health, err := ports.port(c.Name + "-proxy-agent-health")
+		if err != nil {
+			return err
+		}
+		if err := waitHTTPOK(ctx, "http://127.0.0.1:"+strconv.Itoa(health)+"/readyz", time.Minute); err != nil {
+			return fmt.Errorf("%s: the konnectivity agent has no tunnel to the hub (see logs/%s-proxy-agent.log): %w", c.Name, c.Name, err)
+		}
+	}
 	done()
 	return nil
+}
+
+// waitHTTPOK waits until url answers 200.
+func waitHTTPOK(ctx context.Context, url string, timeout time.Duration) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
 }
 
 // clusterProxySNI is the flag that makes a managed apiserver present the service proxy's

@@ -127,6 +127,10 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	msaBin, err := assets.ManagedServiceAccountBinDir(root)
+	if err != nil {
+		return nil, err
+	}
 	proxyPKI, err := newClusterProxyPKI(filepath.Join(o.Dir, "cluster-proxy"))
 	if err != nil {
 		return nil, err
@@ -170,7 +174,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	// The placement controller also reads AddOnPlacementScores; the registration controller
 	// watches the add-on APIs.
-	hubCRDs = append(hubCRDs, filepath.Join(ocmAPI, "cluster", "v1alpha1"), filepath.Join(ocmAPI, "addon", "v1alpha1"))
+	hubCRDs = append(hubCRDs, filepath.Join(ocmAPI, "cluster", "v1alpha1"), filepath.Join(ocmAPI, "addon", "v1alpha1"), ManagedServiceAccountCRD(msaBin))
 	if err := installCRDs(ctx, lab.Hub.Config, hubCRDs); err != nil {
 		return lab, fmt.Errorf("installing CRDs on the hub: %w", err)
 	}
@@ -246,7 +250,10 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		done()
 	}
 
-	if err := lab.startClusterProxy(proxyBin, proxyPKI, ports); err != nil {
+	if err := lab.startClusterProxy(ctx, proxyBin, proxyPKI, ports); err != nil {
+		return lab, err
+	}
+	if err := lab.startManagedServiceAccount(ctx, msaBin); err != nil {
 		return lab, err
 	}
 

@@ -59,23 +59,7 @@ func TestTheHubReachesAClusterThroughClusterProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := assets.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubectlBin, err := assets.Kubectl(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Only the flags: no kubeconfig, so nothing of the lab's own credentials is used.
-	kubectl := func(cluster string, args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, kubectlBin, append([]string{
-			"--kubeconfig=/dev/null", "--server=" + lab.ClusterProxy.ClusterURL(cluster),
-			"--certificate-authority=" + lab.ClusterProxy.CA, "--token=" + tr.Status.Token,
-		}, args...)...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	kubectl := channelKubectl(ctx, t, tr.Status.Token)
 
 	// The tunnel comes up within seconds of its agent; a read is retried until it has.
 	readMarker := func() {
@@ -151,5 +135,26 @@ func TestTheHubReachesAClusterThroughClusterProxy(t *testing.T) {
 		if resp.StatusCode < 400 || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			t.Errorf("%s through the channel: HTTP %d, want the user server's own error (no apiserver behind it)", cluster, resp.StatusCode)
 		}
+	}
+}
+
+// channelKubectl runs kubectl with only the channel's flags for a cluster: the user server's
+// address for it, its CA and token; no kubeconfig, so none of the lab's own credentials is used.
+func channelKubectl(ctx context.Context, t *testing.T, token string) func(cluster string, args ...string) (string, error) {
+	t.Helper()
+	root, err := assets.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := assets.Kubectl(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(cluster string, args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, bin, append([]string{
+			"--kubeconfig=/dev/null", "--server=" + lab.ClusterProxy.ClusterURL(cluster),
+			"--certificate-authority=" + lab.ClusterProxy.CA, "--token=" + token,
+		}, args...)...).CombinedOutput()
+		return string(out), err
 	}
 }

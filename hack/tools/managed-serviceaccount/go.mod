@@ -10,6 +10,15 @@ go 1.26.0
 tool open-cluster-management.io/managed-serviceaccount/cmd
 
 require (
+	k8s.io/api v0.35.0
+	k8s.io/apimachinery v0.35.0
+	k8s.io/client-go v0.35.0
+	k8s.io/klog/v2 v2.130.1
+	open-cluster-management.io/managed-serviceaccount v0.10.0
+	sigs.k8s.io/controller-runtime v0.23.1
+)
+
+require (
 	dario.cat/mergo v1.0.1 // indirect
 	github.com/BurntSushi/toml v1.5.0 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect
@@ -74,21 +83,15 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	helm.sh/helm/v3 v3.19.4 // indirect
-	k8s.io/api v0.35.0 // indirect
 	k8s.io/apiextensions-apiserver v0.35.0 // indirect
-	k8s.io/apimachinery v0.35.0 // indirect
 	k8s.io/apiserver v0.35.0 // indirect
-	k8s.io/client-go v0.35.0 // indirect
 	k8s.io/component-base v0.35.0 // indirect
-	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
 	open-cluster-management.io/addon-framework v1.2.0 // indirect
 	open-cluster-management.io/api v1.2.0 // indirect
-	open-cluster-management.io/managed-serviceaccount v0.10.0 // indirect
 	open-cluster-management.io/sdk-go v1.2.0 // indirect
 	sigs.k8s.io/cluster-inventory-api v0.0.0-20251124125836-445319b6307a // indirect
-	sigs.k8s.io/controller-runtime v0.23.1 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.2-0.20260122202528-d9cc6641c482 // indirect
