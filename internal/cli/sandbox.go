@@ -76,6 +76,14 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 			} else {
 				fmt.Fprintf(out, "No web UI: %s\n", lab.ArgoCD.NoWebUI)
 			}
+			if len(lab.Managed) > 0 {
+				ca, err := filepath.Abs(lab.ClusterProxy.CA)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "\nOCM's channel from the hub to each cluster (cluster-proxy's user server), with a token the cluster\naccepts, e.g. a ManagedServiceAccount's (its Secret in the cluster's namespace on the hub):\n  kubectl --kubeconfig /dev/null --server %s --certificate-authority %s --token \"$TOKEN\" auth whoami\n",
+					lab.ClusterProxy.ClusterURL(lab.Managed[0].Name), ca)
+			}
 			fmt.Fprintf(out, "\nLogs: %s\nStop it: argocd-pull sandbox down --dir %s\n", filepath.Join(abs, "logs"), dir)
 			return nil
 		},
