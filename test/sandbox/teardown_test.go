@@ -191,7 +191,9 @@ func TestRestartedLabKeepsItsIdentity(t *testing.T) {
 	}
 }
 
-// appliedHubHashes lists, per managed cluster, the hub hashes its AppliedManifestWorks carry.
+// appliedHubHashes lists, per managed cluster, the hub hashes its AppliedManifestWorks carry,
+// leaving out those of the add-ons' own works (addon-framework names them addon-<add-on>-deploy-<n>):
+// they deliver the add-ons' agents, whatever a Placement selects.
 func appliedHubHashes(t *testing.T) map[string][]string {
 	t.Helper()
 	_, spokes := clients(t)
@@ -203,6 +205,9 @@ func appliedHubHashes(t *testing.T) map[string][]string {
 		}
 		seen := map[string]bool{}
 		for _, w := range list.Items {
+			if strings.HasPrefix(w.Spec.ManifestWorkName, "addon-") {
+				continue
+			}
 			if !seen[w.Spec.HubHash] {
 				seen[w.Spec.HubHash] = true
 				out[name] = append(out[name], w.Spec.HubHash)
