@@ -58,15 +58,12 @@ func newPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 
-	issue := func(serial int64, subject pkix.Name, usage x509.ExtKeyUsage, ips []net.IP, dns []string) ([]byte, []byte, error) {
-		return issueCert(ca, caKey, serial, subject, usage, ips, dns)
-	}
-	serving, servingKey, err := issue(2, pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
+	serving, servingKey, err := issueCert(ca, caKey, 2, pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
 		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")}, []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"})
 	if err != nil {
 		return nil, fmt.Errorf("issuing the serving certificate: %w", err)
 	}
-	p.adminCertPEM, p.adminKeyPEM, err = issue(3, pkix.Name{CommonName: "sandbox-admin", Organization: []string{"system:masters"}}, x509.ExtKeyUsageClientAuth, nil, nil)
+	p.adminCertPEM, p.adminKeyPEM, err = issueCert(ca, caKey, 3, pkix.Name{CommonName: "sandbox-admin", Organization: []string{"system:masters"}}, x509.ExtKeyUsageClientAuth, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("issuing the admin certificate: %w", err)
 	}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -137,13 +135,17 @@ func (p clusterProxyPKI) agentCert(cluster string, serial int64) (crt, key strin
 	return crt, key, writePEM(key, keyPEM)
 }
 
+// signer is the CA a first start made, to issue what a later one needs.
 func (p clusterProxyPKI) signer() (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	ca, err := readCert(p.CA())
+	kp, err := tls.LoadX509KeyPair(p.CA(), p.path("ca.key"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("reading cluster-proxy's signer: %w", err)
 	}
-	key, err := readECKey(p.path("ca.key"))
-	return ca, key, err
+	key, ok := kp.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok || kp.Leaf == nil {
+		return nil, nil, fmt.Errorf("cluster-proxy's signer in %s: not the lab's EC key", p.dir)
+	}
+	return kp.Leaf, key, nil
 }
 
 // startClusterProxyHub starts the konnectivity server and cluster-proxy's user server on the hub,
@@ -271,18 +273,8 @@ func (l *Lab) startClusterProxy(ctx context.Context, bin string, p clusterProxyP
 
 // waitHTTPOK waits until url answers 200.
 func waitHTTPOK(ctx context.Context, url string, timeout time.Duration) error {
-	hc := &http.Client{Timeout: 2 * time.Second}
 	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return healthy(ctx, url), nil
 	})
 }
 
@@ -290,32 +282,4 @@ func waitHTTPOK(ctx context.Context, url string, timeout time.Duration) error {
 // certificate to the user server (see pod-loopback).
 func clusterProxySNI(p clusterProxyPKI) string {
 	return "--tls-sni-cert-key=" + p.path("service-proxy.crt") + "," + p.path("service-proxy.key") + ":*.open-cluster-management.proxy"
-}
-
-func readCert(path string) (*x509.Certificate, error) {
-	block, err := readPEM(path)
-	if err != nil {
-		return nil, err
-	}
-	return x509.ParseCertificate(block)
-}
-
-func readECKey(path string) (*ecdsa.PrivateKey, error) {
-	block, err := readPEM(path)
-	if err != nil {
-		return nil, err
-	}
-	return x509.ParseECPrivateKey(block)
-}
-
-func readPEM(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, errors.New(path + " holds no PEM block")
-	}
-	return block.Bytes, nil
 }

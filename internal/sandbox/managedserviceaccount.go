@@ -10,7 +10,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,22 +55,27 @@ func (l *Lab) startManagedServiceAccount(ctx context.Context, bin string) error 
 	}
 	if _, err := start(l.Dir, "hub-managed-serviceaccount-manager", filepath.Join(bin, "managed-serviceaccount"), []string{
 		"manager", "--kubeconfig=" + l.Hub.Kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--agent-image-name=quay.io/open-cluster-management/managed-serviceaccount:v0.10.0",
+		// The image its ManifestWork names (no kubelet runs it): the release the lab built.
+		"--agent-image-name=quay.io/open-cluster-management/managed-serviceaccount:" + filepath.Base(bin),
 	}, "NAMESPACE="+addonManagerNamespace); err != nil {
 		return err
 	}
 	for _, c := range l.Managed {
-		kubeconfig, err := l.addonHubKubeconfig(ctx, c, ManagedServiceAccountAddon, 2*time.Minute)
+		cl, err := c.Client()
 		if err != nil {
 			return err
 		}
-		started := metav1.Now()
+		kubeconfig, err := l.addonHubKubeconfig(ctx, cl, c.Name, ManagedServiceAccountAddon, 2*time.Minute)
+		if err != nil {
+			return err
+		}
+		started := time.Now()
 		if _, err := start(l.Dir, c.Name+"-managed-serviceaccount-agent", filepath.Join(bin, "agent"), []string{
 			"--kubeconfig=" + kubeconfig, "--spoke-kubeconfig=" + c.Kubeconfig, "--cluster-name=" + c.Name,
 		}, "NAMESPACE="+AddonInstallNamespace); err != nil {
 			return err
 		}
-		if err := waitAddonLease(ctx, c, ManagedServiceAccountAddon, started.Add(-time.Second), time.Minute); err != nil {
+		if err := waitAddonLease(ctx, cl, c.Name, ManagedServiceAccountAddon, started.Add(-time.Second), time.Minute); err != nil {
 			return err
 		}
 	}
@@ -79,22 +83,19 @@ func (l *Lab) startManagedServiceAccount(ctx context.Context, bin string) error 
 	return nil
 }
 
-// waitAddonLease waits until an add-on's agent on cluster c has renewed its lease (in the install
-// namespace, which OCM reads to call the add-on available) since the time given: the agent runs.
-func waitAddonLease(ctx context.Context, c *Cluster, addon string, since time.Time, timeout time.Duration) error {
-	cl, err := c.Client()
-	if err != nil {
-		return err
-	}
+// waitAddonLease waits until an add-on's agent on the cluster cl reaches has renewed its lease (in
+// the install namespace, which OCM reads to call the add-on available) since the time given: the
+// agent runs.
+func waitAddonLease(ctx context.Context, cl client.Client, cluster, addon string, since time.Time, timeout time.Duration) error {
 	var lease coordinationv1.Lease
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: AddonInstallNamespace, Name: addon}, &lease); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
 		return lease.Spec.RenewTime != nil && !lease.Spec.RenewTime.Time.Before(since), nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s: the %s agent renewed no lease within %s (see logs/%s-%s-agent.log): %w", c.Name, addon, timeout, c.Name, addon, err)
+		return fmt.Errorf("%s: the %s agent renewed no lease within %s (see logs/%s-%s-agent.log): %w", cluster, addon, timeout, cluster, addon, err)
 	}
 	return nil
 }
@@ -134,16 +135,12 @@ func enableAddon(ctx context.Context, hub client.Client, name string, clusters [
 }
 
 // addonHubKubeconfig waits for the hub kubeconfig OCM's registration agent writes for an add-on's
-// agent on cluster c (Secret <addon>-hub-kubeconfig in the install namespace), writes its files
-// under the lab's directory, as a pod would mount them, and returns the kubeconfig's path.
-func (l *Lab) addonHubKubeconfig(ctx context.Context, c *Cluster, addon string, timeout time.Duration) (string, error) {
-	cl, err := c.Client()
-	if err != nil {
-		return "", err
-	}
+// agent on the cluster cl reaches (Secret <addon>-hub-kubeconfig in the install namespace), writes
+// its files under the lab's directory, as a pod would mount them, and returns the kubeconfig's path.
+func (l *Lab) addonHubKubeconfig(ctx context.Context, cl client.Client, cluster, addon string, timeout time.Duration) (string, error) {
 	var secret corev1.Secret
 	key := client.ObjectKey{Namespace: AddonInstallNamespace, Name: addon + "-hub-kubeconfig"}
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := cl.Get(ctx, key, &secret); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -151,9 +148,9 @@ func (l *Lab) addonHubKubeconfig(ctx context.Context, c *Cluster, addon string, 
 	})
 	if err != nil {
 		return "", fmt.Errorf("%s: no hub kubeconfig for the %s agent in %s/%s after %s (is the add-on's manager running? see logs/hub-%s-manager.log): %w",
-			c.Name, addon, key.Namespace, key.Name, timeout, addon, err)
+			cluster, addon, key.Namespace, key.Name, timeout, addon, err)
 	}
-	dir := filepath.Join(l.Dir, c.Name, addon+"-hub-kubeconfig")
+	dir := filepath.Join(l.Dir, cluster, addon+"-hub-kubeconfig")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}

@@ -172,7 +172,8 @@ func Down(dir string) ([]Process, error) {
 
 // componentProcesses are the processes of a component of the lab, in start order: a cluster or
 // the hub (every process of it), "<cluster>-agents" (its OCM registration and work agents and its
-// konnectivity agent, what a cut-off cluster loses), "argocd-pull", "applicationset-controller", or one process by name.
+// konnectivity agent, what a cut-off cluster loses), "argocd-pull", "applicationset-controller",
+// or one process by name.
 func componentProcesses(procs []Process, component string) ([]Process, error) {
 	match := func(p Process) bool { return p.Name == component }
 	switch {

@@ -1,7 +1,8 @@
 // Package sandbox runs a local pull-model lab with real components and no Docker: a hub and
 // managed clusters (kube-apiserver + etcd each), the real OCM work agent per managed cluster, the
-// real OCM placement controller and argocd-pull's controller on the hub, and OCM's cluster-proxy
-// (the hub's channel to each cluster, clusterproxy.go), as processes on 127.0.0.1.
+// real OCM placement controller and argocd-pull's controller on the hub, and OCM's add-ons that
+// give the hub a way to each cluster (cluster-proxy, clusterproxy.go; managed-serviceaccount,
+// managedserviceaccount.go), as processes on 127.0.0.1.
 // `sandbox up` starts it and returns; `sandbox down` stops everything it started.
 package sandbox
 
