@@ -7,9 +7,9 @@ package clusteraccess
 
 import (
 	"slices"
-	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // ReadVerbs are the only verbs the hub's account holds on a cluster.
@@ -42,11 +42,11 @@ var refusedGroups = map[string]bool{"": true, "*": true}
 // ReadOnlyRules are the rules of the hub's account on a cluster: the core resources above, and
 // every resource of the standard groups and of groups (the API groups of the resources the
 // cluster's Applications list), each only with get, list and watch. A group that is not a DNS
-// name is dropped.
+// subdomain, as API groups are, is dropped.
 func ReadOnlyRules(groups []string) []rbacv1.PolicyRule {
 	all := slices.Clone(StandardGroups)
 	for _, g := range groups {
-		if !refusedGroups[g] && isGroupName(g) {
+		if !refusedGroups[g] && len(validation.IsDNS1123Subdomain(g)) == 0 {
 			all = append(all, g)
 		}
 	}
@@ -56,23 +56,4 @@ func ReadOnlyRules(groups []string) []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: slices.Clone(coreReadable), Verbs: slices.Clone(ReadVerbs)},
 		{APIGroups: all, Resources: []string{"*"}, Verbs: slices.Clone(ReadVerbs)},
 	}
-}
-
-// isGroupName reports whether g has the shape of an API group: lower-case DNS labels joined by
-// dots, at most 253 characters.
-func isGroupName(g string) bool {
-	if len(g) == 0 || len(g) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(g, ".") {
-		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for _, r := range label {
-			if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
-				return false
-			}
-		}
-	}
-	return true
 }

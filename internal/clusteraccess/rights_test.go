@@ -55,6 +55,10 @@ func TestReadOnlyRulesOnARealApiserver(t *testing.T) {
 	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: ReadOnlyRules([]string{"argoproj.io"})}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoles().Delete(ctx, role, metav1.DeleteOptions{})
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(ctx, role, metav1.DeleteOptions{})
+	})
 	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
