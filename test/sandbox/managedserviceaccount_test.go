@@ -7,11 +7,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
 
@@ -19,7 +22,8 @@ import (
 // on the hub credentials OCM's registration issued it): a ManagedServiceAccount in cluster1's
 // namespace on the hub becomes a ServiceAccount on cluster1 and its token in a Secret beside it on
 // the hub. Through cluster-proxy's channel that token is cluster1's ServiceAccount, with no right
-// the cluster did not give it; deleting the ManagedServiceAccount deletes the ServiceAccount, and
+// the cluster did not give it, and with clusteraccess's read-only rules bound to it, their reads
+// and nothing more; clusteraccess takes the real Secret the agent wrote; deleting the ManagedServiceAccount deletes the ServiceAccount, and
 // the token opens nothing any more.
 func TestAManagedServiceAccountsTokenIsItsClusterAccount(t *testing.T) {
 	requireLab(t)
@@ -61,11 +65,49 @@ func TestAManagedServiceAccountsTokenIsItsClusterAccount(t *testing.T) {
 		t.Errorf("a read with a token of an account without rights: want forbidden by cluster1, got %v\n%s", err, out)
 	}
 
-	if err := hub.Delete(ctx, msa); err != nil {
+	// The checks a token Secret passes before it may go into a cluster secret take the one the real
+	// agent wrote.
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(msa), msa); err != nil {
 		t.Fatal(err)
 	}
+	account := clusteraccess.Account{Cluster: c1.Name, Name: name, UID: msa.GetUID(), ServiceAccountNamespace: sandbox.AddonInstallNamespace}
+	if tok, refusal := clusteraccess.DecideToken(&secret, account, time.Now()); refusal.Refused() || tok.Value != string(secret.Data["token"]) {
+		t.Errorf("the agent's token Secret: %+v; want its token used", refusal)
+	}
+
+	// With the read-only rules bound to the account on cluster1 (what step 2's ManifestWork will
+	// deliver), cluster1 lets the token read what the hub's views read, and nothing else.
 	c1Client, err := c1.Client()
 	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: clusteraccess.ReadOnlyRules([]string{"argoproj.io"})}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: sandbox.AddonInstallNamespace}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := c1Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c1Client.Delete(context.Background(), o) })
+	}
+	if out, err := kubectl(c1.Name, "get", "applications.argoproj.io,deployments.apps,pods", "-A", "-o", "name"); err != nil || strings.Contains(out, "forbidden") {
+		t.Errorf("reading cluster1's Applications through the channel with the read-only rules: %v\n%s", err, out)
+	}
+	// can-i takes a subresource by --subresource: "pods/exec" would be the pod named exec.
+	for _, c := range []struct{ args, want string }{
+		{"get pods --subresource=log", "yes"}, {"list events", "yes"}, {"watch deployments.apps", "yes"},
+		{"get secrets", "no"}, {"create pods --subresource=exec", "no"}, {"get pods --subresource=exec", "no"},
+		{"get nodes --subresource=proxy", "no"}, {"get services --subresource=proxy", "no"},
+		{"delete deployments.apps", "no"}, {"patch applications.argoproj.io", "no"}, {"create configmaps", "no"},
+	} {
+		out, _ := kubectl(c1.Name, append([]string{"auth", "can-i"}, strings.Fields(c.args)...)...)
+		if out = strings.TrimSpace(out); out[strings.LastIndex(out, "\n")+1:] != c.want { // after a scope warning
+			t.Errorf("kubectl auth can-i %s through the channel: %q, want %s (cluster1's RBAC)", c.args, out, c.want)
+		}
+	}
+
+	if err := hub.Delete(ctx, msa); err != nil {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
