@@ -6,10 +6,15 @@
 package clusteraccess
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	workv1 "open-cluster-management.io/api/work/v1"
 )
 
 // ReadVerbs are the only verbs the hub's account holds on a cluster.
@@ -56,4 +61,45 @@ func ReadOnlyRules(groups []string) []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: slices.Clone(coreReadable), Verbs: slices.Clone(ReadVerbs)},
 		{APIGroups: all, Resources: []string{"*"}, Verbs: slices.Clone(ReadVerbs)},
 	}
+}
+
+// AccessWorkLabel marks the ManifestWork that carries an account's rights to its cluster; its
+// value is the account's name. The work is not labelled as argocd-pull's Application works are
+// (api.ManagedByLabel), which every controller of theirs reads as one Application's.
+const AccessWorkLabel = "apps.open-cluster-management.io/cluster-access"
+
+// AccessWorkName is the name of the ManifestWork, in the cluster's namespace, that carries
+// account's rights.
+func AccessWorkName(account string) string { return "argocd-pull-access-" + account }
+
+// RoleName is the name of the ClusterRole, and of its binding, that give account its rights on
+// the cluster.
+func RoleName(account string) string { return "argocd-pull:read-only:" + account }
+
+// RightsWork is the ManifestWork that gives account, on its cluster, ReadOnlyRules(groups): a
+// ClusterRole and a ClusterRoleBinding to the account's ServiceAccount, deleted with the work.
+func RightsWork(account Account, groups []string) (*workv1.ManifestWork, error) {
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: RoleName(account.Name), Labels: map[string]string{AccessWorkLabel: account.Name}},
+		Rules:      ReadOnlyRules(groups),
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: RoleName(account.Name), Labels: map[string]string{AccessWorkLabel: account.Name}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: account.Name, Namespace: account.ServiceAccountNamespace}},
+	}
+	work := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{
+		Name: AccessWorkName(account.Name), Namespace: account.Cluster,
+		Labels: map[string]string{AccessWorkLabel: account.Name},
+	}}
+	for _, o := range []any{role, binding} {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the rights of %s/%s: %w", account.Cluster, account.Name, err)
+		}
+		work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+	}
+	return work, nil
 }
