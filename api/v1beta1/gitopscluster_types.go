@@ -13,6 +13,11 @@ const (
 	PlacementResolvedCondition = "PlacementResolved"
 	// ClustersRegisteredCondition is True when a cluster secret exists for every selected cluster.
 	ClustersRegisteredCondition = "ClustersRegistered"
+	// ClusterAccessCondition, set only with spec.managedServiceAccountRef, is True when every
+	// registered cluster's secret reaches it through OCM's channel (cluster-proxy, with the
+	// ManagedServiceAccount's token); False names the clusters whose secrets stay credential-free
+	// and why. It does not make the GitOpsCluster un-Ready: delivery and status do not need it.
+	ClusterAccessCondition = "ClusterAccess"
 )
 
 // Condition reasons of a GitOpsCluster.
@@ -45,8 +50,11 @@ type GitOpsClusterSpec struct {
 	// select the clusters. Kind must be Placement.
 	PlacementRef *corev1.ObjectReference `json:"placementRef"`
 
-	// ManagedServiceAccountRef names a ManagedServiceAccount whose token is put in the cluster
-	// secrets (push model). Unused in pull mode.
+	// ManagedServiceAccountRef names a ManagedServiceAccount, in each selected cluster's
+	// namespace, whose token goes into the cluster's secret, with cluster-proxy's address for the
+	// cluster: the hub's read-only way to it (docs/cluster-access.md). argocd-pull creates the
+	// account and delivers its read-only rights; the install must set up the channel and allow the
+	// name (--cluster-proxy-url, --managed-serviceaccounts). Unset, the secrets are credential-free.
 	// +optional
 	ManagedServiceAccountRef string `json:"managedServiceAccountRef,omitempty"`
 

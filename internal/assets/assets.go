@@ -19,7 +19,7 @@ import (
 
 // OCM CRD directories inside open-cluster-management.io/api: ManagedCluster, ManagedClusterSet,
 // ManagedClusterSetBinding, Placement, PlacementDecision and ManifestWork.
-var ocmCRDDirs = []string{"cluster/v1", "cluster/v1beta1", "cluster/v1beta2", "work/v1"}
+var ocmCRDDirs = []string{"addon/v1alpha1", "cluster/v1", "cluster/v1beta1", "cluster/v1beta2", "work/v1"}
 
 const argoCDModule = "github.com/argoproj/argo-cd/v3"
 

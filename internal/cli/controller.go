@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"net"
 	"time"
 
@@ -56,6 +57,7 @@ type controllerFlags struct {
 	opts                    controller.Options
 	argoCDNamespaceGrants   []string
 	redisCompress           string
+	clusterProxyCAFile      string
 	zap                     zap.Options
 }
 
@@ -113,6 +115,9 @@ GOMEMLIMIT is set): it collects garbage harder near the limit instead of being k
 	fs.DurationVar(&f.opts.ReportCoalesce, "report-coalesce", f.opts.ReportCoalesce, "How long events of one ApplicationSet are gathered into one report update")
 	fs.DurationVar(&f.opts.ReportIntervalPerCluster, "report-interval-per-cluster", f.opts.ReportIntervalPerCluster, "Paces large reports: a report of N clusters is written at most once per N times this (1ms: once a second at 1,000 clusters); 0 disables pacing")
 	fs.IntVar(&f.opts.ReportEntriesPerSecond, "report-entries-per-second", f.opts.ReportEntriesPerSecond, "Bounds the cluster entries all report writes carry together each second, the apiserver's cost of reports (about 0.15 ms of its CPU per entry). 1000: ten reports of 1,000 clusters each written every 10 s, one alone every second, ten of 100 clusters every second; 0 disables the bound")
+	fs.StringVar(&f.opts.Channel.URL, "cluster-proxy-url", "", "cluster-proxy's user server, the hub's way to each cluster (OCM's cluster-proxy add-on), such as https://cluster-proxy-addon-user.open-cluster-management-addon.svc:9092: a GitOpsCluster with spec.managedServiceAccountRef then puts <url>/<cluster> and the ManagedServiceAccount's token into each cluster's secret, for the hub's Argo CD to read the cluster's live objects (docs/cluster-access.md). Empty (the default): every cluster secret is credential-free")
+	fs.StringVar(&f.clusterProxyCAFile, "cluster-proxy-ca-file", "", "PEM CA bundle that verifies cluster-proxy's user server; it goes into the cluster secrets (read at start)")
+	fs.StringSliceVar(&f.opts.Channel.Accounts, "managed-serviceaccounts", f.opts.Channel.Accounts, "The ManagedServiceAccount names GitOpsClusters may name in spec.managedServiceAccountRef; the install's RBAC must let argocd-pull get the token Secrets of these names (Helm value clusterAccess.managedServiceAccounts)")
 	addResourceTreeFlags(fs, &f)
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(goflags)
@@ -145,6 +150,11 @@ func runController(cmd *cobra.Command, f controllerFlags) error {
 	}
 	if err := f.resourceTree(); err != nil {
 		return err
+	}
+	if f.clusterProxyCAFile != "" {
+		if f.opts.Channel.CA, err = os.ReadFile(f.clusterProxyCAFile); err != nil {
+			return fmt.Errorf("--cluster-proxy-ca-file: %w", err)
+		}
 	}
 	if f.dashboardAddr != "" {
 		if err := dashboard.CheckLoopbackBind(f.dashboardAddr); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The OCM add-ons the channel is made of, by the names of their ManagedClusterAddOns.
@@ -43,7 +44,13 @@ type Channel struct {
 	URL      string
 	CA       []byte
 	Accounts []string
+	// Recheck is how often the tokens are read again at most (DefaultRecheck when 0).
+	Recheck time.Duration
 }
+
+// DefaultRecheck is how often a cluster's token is read again, at most: a rotated token reaches
+// its cluster secret within this.
+const DefaultRecheck = 5 * time.Minute
 
 // Configured reports whether the install set up the channel.
 func (c Channel) Configured() bool { return c.URL != "" }
@@ -146,15 +153,36 @@ func ClusterConfig(ch Channel, token Token) string {
 	return string(raw)
 }
 
-// RecheckAfter is when to read a used token again: its Secret is not watched (argocd-pull may
-// read it by name only), and managed-serviceaccount rotates it before it expires.
-func RecheckAfter(a Access, now time.Time) time.Duration {
-	const most = 5 * time.Minute
-	if !a.UsesChannel() {
-		return time.Minute
+// RecheckAfter is when to read a cluster's token again, at most every: its Secret is not
+// watched (argocd-pull may read it by name only), and managed-serviceaccount rotates it before it
+// expires. A token on its way (the account was just made) is looked for sooner.
+func RecheckAfter(a Access, every time.Duration, now time.Time) time.Duration {
+	switch {
+	case a.Refusal.Reason == ReasonTokenMissing:
+		return min(every, 10*time.Second)
+	case !a.UsesChannel():
+		return every
 	}
-	if left := a.Token.Expires.Sub(now) / 2; left < most {
-		return max(left, time.Second)
+	return min(every, max(a.Token.Expires.Sub(now)/2, time.Second))
+}
+
+// Validate reports a channel the controller cannot use: a URL that is not https with a host and
+// no query, no CA to verify it, or an account name that is not a ServiceAccount's.
+func (c Channel) Validate() error {
+	for _, a := range c.Accounts {
+		if errs := validation.IsDNS1123Subdomain(a); len(errs) > 0 {
+			return fmt.Errorf("--managed-serviceaccounts: %q is not a ManagedServiceAccount name: %s", a, strings.Join(errs, "; "))
+		}
 	}
-	return most
+	if !c.Configured() {
+		return nil
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("--cluster-proxy-url %q: want cluster-proxy's user server as https://host:port, such as https://cluster-proxy-addon-user.open-cluster-management-addon.svc:9092", c.URL)
+	}
+	if len(c.CA) == 0 {
+		return fmt.Errorf("--cluster-proxy-url needs --cluster-proxy-ca-file, the CA that verifies cluster-proxy's user server (Argo CD verifies it with that CA)")
+	}
+	return nil
 }

@@ -88,13 +88,15 @@ func TestRecheckAfter(t *testing.T) {
 		access Access
 		want   time.Duration
 	}{
-		{Access{}, time.Minute},
-		{Access{Token: Token{Value: "t", Expires: now.Add(24 * time.Hour)}}, 5 * time.Minute},
+		{Access{}, DefaultRecheck},
+		{Access{Refusal: Refusal{Reason: ReasonTokenMissing}}, 10 * time.Second},
+		{Access{Refusal: Refusal{Reason: ReasonAddOnMissing}}, DefaultRecheck},
+		{Access{Token: Token{Value: "t", Expires: now.Add(24 * time.Hour)}}, DefaultRecheck},
 		{Access{Token: Token{Value: "t", Expires: now.Add(4 * time.Minute)}}, 2 * time.Minute},
 		{Access{Token: Token{Value: "t", Expires: now.Add(time.Second)}}, time.Second},
 	} {
-		if got := RecheckAfter(c.access, now); got != c.want {
-			t.Errorf("RecheckAfter(token expiring %s) = %s, want %s", c.access.Token.Expires.Sub(now), got, c.want)
+		if got := RecheckAfter(c.access, DefaultRecheck, now); got != c.want {
+			t.Errorf("RecheckAfter(%+v) = %s, want %s", c.access, got, c.want)
 		}
 	}
 }
@@ -124,5 +126,26 @@ func TestRightsWork(t *testing.T) {
 	want := rbacv1.Subject{Kind: "ServiceAccount", Name: "argocd-pull", Namespace: "open-cluster-management-agent-addon"}
 	if binding.Kind != "ClusterRoleBinding" || binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0] != want {
 		t.Errorf("binding %+v: want the role bound to %+v only", binding, want)
+	}
+}
+
+func TestChannelValidate(t *testing.T) {
+	if err := channel.Validate(); err != nil {
+		t.Errorf("the user server's Service URL: %v", err)
+	}
+	if err := (Channel{Accounts: []string{"argocd-pull"}}).Validate(); err != nil {
+		t.Errorf("no channel: %v", err)
+	}
+	for _, c := range []Channel{
+		{URL: "http://cluster-proxy:9092", CA: channel.CA},
+		{URL: "https://user:pw@cluster-proxy:9092", CA: channel.CA},
+		{URL: "https://cluster-proxy:9092/?next=x", CA: channel.CA},
+		{URL: "https://", CA: channel.CA},
+		{URL: channel.URL},
+		{Accounts: []string{"Not A Name"}},
+	} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v: no error, want one", c)
+		}
 	}
 }

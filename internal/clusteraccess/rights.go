@@ -6,6 +6,8 @@
 package clusteraccess
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -68,6 +70,10 @@ func ReadOnlyRules(groups []string) []rbacv1.PolicyRule {
 // (api.ManagedByLabel), which every controller of theirs reads as one Application's.
 const AccessWorkLabel = "apps.open-cluster-management.io/cluster-access"
 
+// AccessWorkHashAnnotation on that work is the hash of the manifests argocd-pull wrote (the
+// apiserver re-encodes them), to tell whether the rights changed.
+const AccessWorkHashAnnotation = "apps.open-cluster-management.io/cluster-access-hash"
+
 // AccessWorkName is the name of the ManifestWork, in the cluster's namespace, that carries
 // account's rights.
 func AccessWorkName(account string) string { return "argocd-pull-access-" + account }
@@ -94,12 +100,15 @@ func RightsWork(account Account, groups []string) (*workv1.ManifestWork, error) 
 		Name: AccessWorkName(account.Name), Namespace: account.Cluster,
 		Labels: map[string]string{AccessWorkLabel: account.Name},
 	}}
+	hash := sha256.New()
 	for _, o := range []any{role, binding} {
 		raw, err := json.Marshal(o)
 		if err != nil {
 			return nil, fmt.Errorf("encoding the rights of %s/%s: %w", account.Cluster, account.Name, err)
 		}
+		hash.Write(raw)
 		work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
 	}
+	work.Annotations = map[string]string{AccessWorkHashAnnotation: hex.EncodeToString(hash.Sum(nil))[:16]}
 	return work, nil
 }

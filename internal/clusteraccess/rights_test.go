@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -76,6 +77,10 @@ func TestReadOnlyRulesOnARealApiserver(t *testing.T) {
 			t.Fatal(err)
 		}
 		return r.Status.Allowed
+	}
+	// The apiserver's RBAC authorizer sees the new binding through its informers, a moment later.
+	for deadline := time.Now().Add(10 * time.Second); !may("get", "", "pods", "") && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
 	}
 	for _, c := range []struct{ verb, group, resource, sub string }{
 		{"get", "", "pods", ""}, {"list", "", "pods", ""}, {"watch", "", "pods", ""}, {"get", "", "pods", "log"},

@@ -48,6 +48,10 @@ type GitOpsClusterReconciler struct {
 	// rhacmSecrets holds the metadata of RHACM's cluster secrets in the Argo CD namespaces (the
 	// manager's cache holds argocd-pull's secrets only).
 	rhacmSecrets cache.Cache
+	// tokens reads, straight from the apiserver, what the cache does not hold: the token Secrets
+	// of the ManagedServiceAccounts (by name: the RBAC grants get on those names only) and the
+	// works of their rights.
+	tokens client.Reader
 }
 
 // +kubebuilder:rbac:groups=apps.open-cluster-management.io,resources=gitopsclusters,verbs=get;list;watch;update;patch
@@ -127,6 +131,9 @@ func (r *GitOpsClusterReconciler) reconcile(ctx context.Context, gc *gitopsv1bet
 		return result, observed
 	}
 	result, observed.Err = r.removeUnselected(ctx, gc, clusters)
+	if observed.Recheck > 0 {
+		result = soonest(result, observed.Recheck)
+	}
 	return result, observed
 }
 
@@ -243,6 +250,15 @@ func (r *GitOpsClusterReconciler) patchStatus(ctx context.Context, before, gc *g
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(gc, nil, eventType, ready.Reason, "Reconcile", ready.Message)
+	}
+	if access := meta.FindStatusCondition(gc.Status.Conditions, gitopsv1beta1.ClusterAccessCondition); access != nil {
+		if old := meta.FindStatusCondition(before.Status.Conditions, gitopsv1beta1.ClusterAccessCondition); old == nil || old.Reason != access.Reason || old.Status != access.Status {
+			eventType := corev1.EventTypeNormal
+			if access.Status != metav1.ConditionTrue {
+				eventType = corev1.EventTypeWarning
+			}
+			r.Recorder.Eventf(gc, nil, eventType, access.Reason, "ClusterAccess", access.Message)
+		}
 	}
 	if err := r.Status().Patch(ctx, gc, client.MergeFrom(before)); err != nil {
 		return client.IgnoreNotFound(err)

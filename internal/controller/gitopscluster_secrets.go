@@ -4,6 +4,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 )
 
@@ -60,10 +62,14 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			}
 			return fmt.Errorf("reading ManagedCluster %s: %w", name, err)
 		}
-		desired := gitops.ClusterSecret(mc, argoNS, claim)
+		access, err := r.clusterAccess(ctx, gc, name)
+		if err != nil {
+			return err
+		}
+		desired := gitops.WithAccess(gitops.ClusterSecret(mc, argoNS, claim), r.Options.Channel, access)
 		existing := &corev1.Secret{}
 		// The cache holds only secrets argocd-pull created: any other secret reads as not found.
-		err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+		err = r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("reading secret %s/%s: %w", argoNS, desired.Name, err)
 		}
@@ -104,8 +110,23 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			}
 		}
 		o.Registered++
+		if gc.Spec.ManagedServiceAccountRef != "" {
+			if access.UsesChannel() {
+				o.Reached++
+			} else {
+				o.Unreached = append(o.Unreached, gitops.Unreached{Cluster: name, Why: access.Refusal})
+			}
+			o.Recheck = minPositive(o.Recheck, clusteraccess.RecheckAfter(access, cmp.Or(r.Options.Channel.Recheck, clusteraccess.DefaultRecheck), time.Now()))
+		}
 	}
 	return nil
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || b < a {
+		return b
+	}
+	return a
 }
 
 // claimedSecrets lists the cluster secrets in the GitOpsCluster's Argo CD namespace that carry its claim.

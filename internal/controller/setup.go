@@ -28,6 +28,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/intern"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
@@ -93,6 +94,10 @@ type Options struct {
 	// RedisUsername is the redis ACL user argocd-pull connects as (its password in RedisSecret),
 	// "" for redis's default user (Argo CD's own, whose password opens every key).
 	RedisUsername string
+	// Channel is OCM's way from the hub to the clusters (cluster-proxy's user server, its CA, and
+	// the ManagedServiceAccounts GitOpsClusters may name); unset, every cluster secret is
+	// credential-free.
+	Channel clusteraccess.Channel
 }
 
 // ArgoCDNamespaces are the Argo CD namespaces the install names: ArgoCDNamespace and
@@ -107,6 +112,10 @@ func (o Options) ArgoCDNamespaces() []string {
 	}
 	return out
 }
+
+// DefaultManagedServiceAccount is the one ManagedServiceAccount name GitOpsClusters may use unless
+// the install names others: the install's RBAC lets argocd-pull read its token Secrets.
+const DefaultManagedServiceAccount = "argocd-pull"
 
 // DefaultOptions returns the options used when no flag is given.
 func DefaultOptions() Options {
@@ -124,6 +133,7 @@ func DefaultOptions() Options {
 		ResourceTree:                 resourcetree.Options{Encoding: resourcetree.Encoding{Gzip: true}, TTL: time.Hour},
 		RedisSecret:                  "argocd-redis",
 		RollingSyncUnconfirmedHold:   appstatus.DefaultUnconfirmedHold,
+		Channel:                      clusteraccess.Channel{Accounts: []string{DefaultManagedServiceAccount}},
 	}
 }
 
@@ -152,6 +162,9 @@ func (o Options) Validate() error {
 	}
 	if o.SecretGracePeriod < 0 {
 		return fmt.Errorf("the secret grace period must not be negative, got %s", o.SecretGracePeriod)
+	}
+	if err := o.Channel.Validate(); err != nil {
+		return err
 	}
 	for _, ns := range o.GitOpsNamespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
@@ -269,6 +282,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("argocd-pull-gitopscluster"),
 		Options:  opts,
+		tokens:   mgr.GetAPIReader(),
 	}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the GitOpsCluster controller: %w", err)
 	}

@@ -60,6 +60,10 @@ func Register(existing, desired *corev1.Secret, key string) (*corev1.Secret, boo
 	updated := existing.DeepCopy()
 	updated.Labels = desired.Labels
 	delete(updated.Annotations, api.UnselectedSinceAnnotation)
+	delete(updated.Annotations, AccessRefusedAnnotation)
+	if why, ok := desired.Annotations[AccessRefusedAnnotation]; ok {
+		metav1.SetMetaDataAnnotation(&updated.ObjectMeta, AccessRefusedAnnotation, why)
+	}
 	setClaims(updated, append(claims, key))
 	updated.Data, updated.StringData = nil, desired.StringData
 	return updated, true

@@ -12,6 +12,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 )
 
 // Labels and annotations on the objects a GitOpsCluster manages.
@@ -58,8 +59,29 @@ func Server(cluster string) string {
 	return "https://" + cluster + ".pull-model.invalid"
 }
 
+// AccessRefusedAnnotation on a cluster secret that stays credential-free although its GitOpsCluster
+// asks for OCM's channel (spec.managedServiceAccountRef) says why: "<Reason>: <message>".
+const AccessRefusedAnnotation = "apps.open-cluster-management.io/cluster-access-refused"
+
+// WithAccess puts a cluster's access into its secret: cluster-proxy's address for the cluster
+// and the account's token, or, refused, why it stays credential-free. The server is the hub's
+// (clusteraccess.Channel.Server), never one the cluster wrote.
+func WithAccess(s *corev1.Secret, ch clusteraccess.Channel, a clusteraccess.Access) *corev1.Secret {
+	switch {
+	case a.UsesChannel():
+		s.StringData["server"] = a.Server
+		s.StringData["config"] = clusteraccess.ClusterConfig(ch, a.Token)
+	case a.Refusal.Refused():
+		metav1.SetMetaDataAnnotation(&s.ObjectMeta, AccessRefusedAnnotation, a.Refusal.Reason+": "+a.Refusal.Message)
+	}
+	return s
+}
+
 // SecretUpToDate reports whether an existing secret already holds what desired holds.
 func SecretUpToDate(existing, desired *corev1.Secret) bool {
+	if existing.Annotations[AccessRefusedAnnotation] != desired.Annotations[AccessRefusedAnnotation] {
+		return false
+	}
 	for k, v := range desired.Labels {
 		if existing.Labels[k] != v {
 			return false

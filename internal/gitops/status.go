@@ -3,11 +3,13 @@ package gitops
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 )
 
 // Observation is what one reconcile of a GitOpsCluster found and did; SetStatus derives the
@@ -25,9 +27,25 @@ type Observation struct {
 	Conflicts, Missing []string
 	// Upstream are the selected clusters registered by RHACM's cluster secrets (UpstreamSecrets).
 	Upstream []string
+	// Reached are the registered clusters whose secrets carry OCM's channel; Unreached the
+	// others, with why (spec.managedServiceAccountRef only).
+	Reached   int
+	Unreached []Unreached
+	// Recheck is when to read the clusters' tokens again (0: no channel asked for).
+	Recheck time.Duration
 	// Err is a read or write of the reconcile that failed; the status is then not Ready.
 	Err error
 }
+
+// Unreached is a cluster whose secret stays credential-free although its GitOpsCluster asks for
+// OCM's channel.
+type Unreached struct {
+	Cluster string
+	Why     clusteraccess.Refusal
+}
+
+// maxUnreachedNamed bounds the clusters the ClusterAccess condition names.
+const maxUnreachedNamed = 10
 
 // SetStatus sets gc's conditions, phase and message from what the reconcile observed. Ready is
 // True only when every write succeeded and every selected cluster has its secret.
@@ -68,12 +86,42 @@ func SetStatus(gc *gitopsv1beta1.GitOpsCluster, o Observation) {
 			setReady(gc, true, gitopsv1beta1.ReasonSucceeded, msg)
 		}
 	}
+	setAccess(gc, o)
 	ready := meta.FindStatusCondition(gc.Status.Conditions, gitopsv1beta1.ReadyCondition)
 	gc.Status.Phase, gc.Status.Message = gitopsv1beta1.PhaseFailed, ready.Message
 	if ready.Status == metav1.ConditionTrue {
 		gc.Status.Phase = gitopsv1beta1.PhaseSuccessful
 		gc.Status.ObservedGeneration = gc.Generation
 	}
+}
+
+// setAccess sets the ClusterAccess condition of a GitOpsCluster that asks for OCM's channel, from
+// the clusters it registered this time, and removes it from one that does not.
+func setAccess(gc *gitopsv1beta1.GitOpsCluster, o Observation) {
+	ref := gc.Spec.ManagedServiceAccountRef
+	if ref == "" {
+		meta.RemoveStatusCondition(&gc.Status.Conditions, gitopsv1beta1.ClusterAccessCondition)
+		return
+	}
+	if o.Refusal.Refused() || o.PlacementReason != "" || o.Err != nil {
+		return // nothing registered this time: the condition stays as it was
+	}
+	if len(o.Unreached) == 0 {
+		setCondition(gc, gitopsv1beta1.ClusterAccessCondition, true, gitopsv1beta1.ReasonSucceeded, fmt.Sprintf(
+			"%d cluster secrets reach their clusters through cluster-proxy, with ManagedServiceAccount %s's token", o.Reached, ref))
+		return
+	}
+	var named []string
+	for i, u := range o.Unreached {
+		if i == maxUnreachedNamed {
+			named = append(named, fmt.Sprintf("and %d more", len(o.Unreached)-i))
+			break
+		}
+		named = append(named, u.Cluster+": "+u.Why.Message)
+	}
+	setCondition(gc, gitopsv1beta1.ClusterAccessCondition, false, o.Unreached[0].Why.Reason, fmt.Sprintf(
+		"%d of %d cluster secrets are credential-free (the hub cannot show their live objects): %s",
+		len(o.Unreached), o.Reached+len(o.Unreached), strings.Join(named, "; ")))
 }
 
 func setCondition(gc *gitopsv1beta1.GitOpsCluster, t string, ok bool, reason, msg string) {

@@ -10,6 +10,14 @@ rules:
   - list
   - watch
 - apiGroups:
+  - addon.open-cluster-management.io
+  resources:
+  - managedclusteraddons
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
   - apps.open-cluster-management.io
   resources:
   - gitopsclusters
@@ -58,6 +66,15 @@ rules:
   - applicationsets
   - appprojects
   verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
+  - authentication.open-cluster-management.io
+  resources:
+  - managedserviceaccounts
+  verbs:
+  - create
   - get
   - list
   - watch

@@ -1,0 +1,181 @@
+// OCM's channel from the hub to a GitOpsCluster's clusters (spec.managedServiceAccountRef):
+// gathers what the hub knows of each cluster's add-ons, account and token, lets
+// clusteraccess.DecideAccess decide, and creates the account and delivers its read-only rights
+// when that is decided. The token Secret is read by name only, never cached or listed.
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/api"
+	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
+)
+
+// +kubebuilder:rbac:groups=addon.open-cluster-management.io,resources=managedclusteraddons,verbs=get;list;watch
+// +kubebuilder:rbac:groups=authentication.open-cluster-management.io,resources=managedserviceaccounts,verbs=get;list;watch;create
+//
+// The token Secrets: get only, by the names the install lets GitOpsClusters use
+// (--managed-serviceaccounts), in a ClusterRole of their own (config/rbac/token_reader_role.yaml,
+// the chart's cluster-access-rbac.yaml).
+
+// ManagedServiceAccountGVK is managed-serviceaccount's API, read as unstructured: its Go module
+// pins other Kubernetes versions than argocd-pull's.
+var ManagedServiceAccountGVK = schema.GroupVersionKind{Group: "authentication.open-cluster-management.io", Version: "v1beta1", Kind: "ManagedServiceAccount"}
+
+// accountValidity is how long the tokens of the ManagedServiceAccounts argocd-pull creates are
+// valid; managed-serviceaccount rotates them before they expire.
+const accountValidity = "168h"
+
+// clusterAccess decides, for one selected cluster of gc, whether its secret carries OCM's channel,
+// and acts on the decision. It reads nothing when gc asks for no channel, or when the install
+// could not give it one.
+func (r *GitOpsClusterReconciler) clusterAccess(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, cluster string) (clusteraccess.Access, error) {
+	ref, ch, now := gc.Spec.ManagedServiceAccountRef, r.Options.Channel, time.Now()
+	if ref == "" || !ch.Configured() || !slices.Contains(ch.Accounts, ref) {
+		return clusteraccess.DecideAccess(ch, cluster, ref, clusteraccess.Facts{}, now), nil
+	}
+	facts, err := r.accessFacts(ctx, cluster, ref)
+	if err != nil {
+		return clusteraccess.Access{}, err
+	}
+	access := clusteraccess.DecideAccess(ch, cluster, ref, facts, now)
+	if access.CreateAccount {
+		if err := r.createAccount(ctx, cluster, ref); err != nil {
+			return access, err
+		}
+	}
+	if access.GrantRights {
+		if err := r.grantRights(ctx, *facts.Account); err != nil {
+			return access, err
+		}
+	}
+	return access, nil
+}
+
+// accessFacts reads the cluster's add-ons, its ManagedServiceAccount named ref, and that
+// account's token Secret.
+func (r *GitOpsClusterReconciler) accessFacts(ctx context.Context, cluster, ref string) (clusteraccess.Facts, error) {
+	f := clusteraccess.Facts{AddOns: map[string]bool{}}
+	saNamespace := clusteraccess.DefaultServiceAccountNamespace
+	for _, name := range []string{clusteraccess.ClusterProxyAddOn, clusteraccess.ManagedServiceAccountAddOn} {
+		addOn := &addonv1alpha1.ManagedClusterAddOn{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: cluster, Name: name}, addOn); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				continue
+			}
+			return f, fmt.Errorf("reading ManagedClusterAddOn %s/%s: %w", cluster, name, err)
+		}
+		f.AddOns[name] = meta.IsStatusConditionTrue(addOn.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionAvailable)
+		// The agent's namespace, where it makes the ServiceAccounts (the add-on framework's
+		// status; spec.installNamespace is deprecated for AddOnDeploymentConfigs, which fill it).
+		if ns := addOn.Status.Namespace; name == clusteraccess.ManagedServiceAccountAddOn && ns != "" {
+			saNamespace = ns
+		}
+	}
+	msa := &unstructured.Unstructured{}
+	msa.SetGroupVersionKind(ManagedServiceAccountGVK)
+	switch err := r.Get(ctx, types.NamespacedName{Namespace: cluster, Name: ref}, msa); {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return f, nil
+	case err != nil:
+		return f, fmt.Errorf("reading ManagedServiceAccount %s/%s: %w", cluster, ref, err)
+	}
+	f.Account = &clusteraccess.Account{Cluster: cluster, Name: ref, UID: msa.GetUID(), ServiceAccountNamespace: saNamespace}
+	f.Ours = msa.GetLabels()[api.ManagedByLabel] == api.ManagedByValue
+	if !f.Ours {
+		return f, nil // a tenant's: its token is not read
+	}
+	secret := &corev1.Secret{}
+	switch err := r.tokens.Get(ctx, types.NamespacedName{Namespace: cluster, Name: ref}, secret); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return f, fmt.Errorf("reading the token Secret %s/%s: %w", cluster, ref, err)
+	default:
+		f.TokenSecret = secret
+	}
+	return f, nil
+}
+
+// createAccount creates the ManagedServiceAccount ref in the cluster's namespace, argocd-pull's.
+func (r *GitOpsClusterReconciler) createAccount(ctx context.Context, cluster, ref string) error {
+	msa := &unstructured.Unstructured{}
+	msa.SetGroupVersionKind(ManagedServiceAccountGVK)
+	msa.SetNamespace(cluster)
+	msa.SetName(ref)
+	msa.SetLabels(map[string]string{api.ManagedByLabel: api.ManagedByValue})
+	if err := unstructured.SetNestedField(msa.Object, accountValidity, "spec", "rotation", "validity"); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Creating the ManagedServiceAccount of the hub's way to a cluster", "managedServiceAccount", klog.KObj(msa))
+	if err := r.Create(ctx, msa); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ManagedServiceAccount %s/%s: %w", cluster, ref, err)
+	}
+	return nil
+}
+
+// grantRights delivers the account's read-only rights to its cluster (clusteraccess.RightsWork),
+// with the API groups of the resources the cluster's pull-model Applications list.
+func (r *GitOpsClusterReconciler) grantRights(ctx context.Context, account clusteraccess.Account) error {
+	apps := argocd.NewApplicationList()
+	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: account.Cluster}, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing the Applications of %s: %w", account.Cluster, err)
+	}
+	var groups []string
+	for _, app := range apps.Items {
+		resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+		for _, res := range resources {
+			if m, ok := res.(map[string]any); ok {
+				if g, _ := m["group"].(string); g != "" && !slices.Contains(groups, g) {
+					groups = append(groups, g)
+				}
+			}
+		}
+	}
+	desired, err := clusteraccess.RightsWork(account, groups)
+	if err != nil {
+		return err
+	}
+	// Not labelled as argocd-pull's Application works, the work is not in the manager's cache.
+	existing := &workv1.ManifestWork{}
+	switch err := r.tokens.Get(ctx, client.ObjectKeyFromObject(desired), existing); {
+	case apierrors.IsNotFound(err):
+		ctrl.LoggerFrom(ctx).Info("Delivering the read-only rights of the hub's account on a cluster", "manifestWork", klog.KObj(desired))
+		if err := r.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	// The apiserver re-encodes the manifests: the work's annotation says what was written.
+	if existing.Annotations[clusteraccess.AccessWorkHashAnnotation] == desired.Annotations[clusteraccess.AccessWorkHashAnnotation] &&
+		existing.Labels[clusteraccess.AccessWorkLabel] == account.Name {
+		return nil
+	}
+	existing.Spec = desired.Spec
+	metav1.SetMetaDataLabel(&existing.ObjectMeta, clusteraccess.AccessWorkLabel, account.Name)
+	metav1.SetMetaDataAnnotation(&existing.ObjectMeta, clusteraccess.AccessWorkHashAnnotation, desired.Annotations[clusteraccess.AccessWorkHashAnnotation])
+	if err := r.Update(ctx, existing); err != nil {
+		return fmt.Errorf("updating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	return nil
+}

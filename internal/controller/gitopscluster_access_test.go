@@ -1,0 +1,258 @@
+package controller
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/argocd-pull/argocd-pull/api"
+	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
+	"github.com/argocd-pull/argocd-pull/internal/assets"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
+	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+)
+
+var installMSA sync.Once
+
+// withManagedServiceAccountAPI installs managed-serviceaccount's CRD, from the release the lab
+// builds (make addon-assets), into the tests' hub.
+func withManagedServiceAccountAPI(t *testing.T) {
+	t.Helper()
+	var err error
+	installMSA.Do(func() {
+		var root, dir string
+		if root, err = testenv.RepoRoot(); err != nil {
+			return
+		}
+		if dir, err = assets.ManagedServiceAccountBinDir(root); err != nil {
+			return
+		}
+		_, err = envtest.InstallCRDs(testenv.Get(t).Config, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join(dir, "authentication.open-cluster-management.io_managedserviceaccounts.yaml")}})
+	})
+	if err != nil {
+		t.Fatalf("installing managed-serviceaccount's CRD: %v", err)
+	}
+}
+
+// addOn creates the ManagedClusterAddOn name in cluster, Available as its agent's lease makes it.
+func (h *harness) addOn(cluster, name string, available bool) {
+	h.t.Helper()
+	a := &addonv1alpha1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cluster}}
+	h.create(a)
+	status := metav1.ConditionFalse
+	if available {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: addonv1alpha1.ManagedClusterAddOnConditionAvailable, Status: status, Reason: "Lease"})
+	a.Status.Namespace = clusteraccess.DefaultServiceAccountNamespace
+	h.g.Expect(h.c.Status().Update(context.Background(), a)).To(Succeed())
+}
+
+func (h *harness) managedServiceAccount(cluster, name string) *unstructured.Unstructured {
+	msa := &unstructured.Unstructured{}
+	msa.SetGroupVersionKind(ManagedServiceAccountGVK)
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: name}, msa); err != nil {
+		return nil
+	}
+	return msa
+}
+
+// serviceAccountToken is a token of the ServiceAccount name in the add-on's namespace, as a
+// cluster's apiserver issues it (the hub never checks its signature).
+func serviceAccountToken(name string, expires time.Time) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	claims, _ := json.Marshal(map[string]any{"sub": "system:serviceaccount:" + clusteraccess.DefaultServiceAccountNamespace + ":" + name, "exp": expires.Unix()})
+	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc(claims) + "." + enc([]byte("signature"))
+}
+
+// writeToken writes the token Secret of the ManagedServiceAccount msa as managed-serviceaccount's
+// agent does: its label, owned by the account.
+func (h *harness) writeToken(msa *unstructured.Unstructured, token string) {
+	h.t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: msa.GetName(), Namespace: msa.GetNamespace()}}
+	_, err := controllerutil.CreateOrUpdate(context.Background(), h.c, s, func() error {
+		s.Labels = map[string]string{clusteraccess.IsManagedServiceAccountLabel: "true"}
+		s.OwnerReferences = []metav1.OwnerReference{{APIVersion: ManagedServiceAccountGVK.GroupVersion().String(), Kind: "ManagedServiceAccount", Name: msa.GetName(), UID: msa.GetUID()}}
+		s.Data = map[string][]byte{"token": []byte(token), "ca.crt": []byte("the cluster's CA")}
+		return nil
+	})
+	h.g.Expect(err).NotTo(HaveOccurred())
+}
+
+func (h *harness) accessCondition(name string) func() string {
+	return func() string {
+		gc := &gitopsv1beta1.GitOpsCluster{}
+		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, gc); err != nil {
+			return err.Error()
+		}
+		c := meta.FindStatusCondition(gc.Status.Conditions, gitopsv1beta1.ClusterAccessCondition)
+		if c == nil {
+			return ""
+		}
+		return string(c.Status) + "/" + c.Reason + ": " + c.Message
+	}
+}
+
+// secretAccess is what a cluster secret says of the hub's way to the cluster: its server, its
+// bearer token ("" for none), and why it has none.
+func (h *harness) secretAccess(cluster string) func() []string {
+	return func() []string {
+		s, err := h.secret(h.ns, cluster)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		var config struct {
+			BearerToken string `json:"bearerToken"`
+			TLS         struct {
+				CAData []byte `json:"caData"`
+			} `json:"tlsClientConfig"`
+		}
+		if raw, ok := s.Data["config"]; ok {
+			if err := json.Unmarshal(raw, &config); err != nil {
+				return []string{"config: " + err.Error()}
+			}
+		}
+		why, _, _ := strings.Cut(s.Annotations[gitops.AccessRefusedAnnotation], ":")
+		return []string{string(s.Data["server"]), config.BearerToken, string(config.TLS.CAData), why}
+	}
+}
+
+// A GitOpsCluster with managedServiceAccountRef: the cluster with both add-ons gets its account,
+// the account's read-only rights, and a secret that reaches it through cluster-proxy with the
+// account's token; each cluster it cannot reach keeps a credential-free secret that says why, and
+// the GitOpsCluster says which; nothing of a tenant's is changed, and a token the cluster (or a
+// tenant) tampers with never reaches a secret.
+func TestGitOpsClusterReachesItsClustersThroughOCMsChannel(t *testing.T) {
+	withManagedServiceAccountAPI(t)
+	ca := "-----BEGIN CERTIFICATE-----\ncluster-proxy's CA\n-----END CERTIFICATE-----\n"
+	h := start(t, func(o *Options, _ string) {
+		o.Channel = clusteraccess.Channel{URL: "https://cluster-proxy-addon-user.multicluster-engine.svc:9092", CA: []byte(ca), Accounts: []string{"argocd-pull"}, Recheck: time.Second}
+	})
+	ctx := context.Background()
+	reached, noProxy, tenants := h.cluster(), h.cluster(), h.cluster()
+	for _, c := range []string{reached, tenants} {
+		h.addOn(c, clusteraccess.ClusterProxyAddOn, true)
+		h.addOn(c, clusteraccess.ManagedServiceAccountAddOn, true)
+	}
+	h.addOn(noProxy, clusteraccess.ManagedServiceAccountAddOn, true)
+	// A tenant's ManagedServiceAccount of the same name, in tenants' namespace.
+	theirs := &unstructured.Unstructured{}
+	theirs.SetGroupVersionKind(ManagedServiceAccountGVK)
+	theirs.SetNamespace(tenants)
+	theirs.SetName("argocd-pull")
+	theirs.SetLabels(map[string]string{"team": "a"})
+	h.g.Expect(unstructured.SetNestedField(theirs.Object, "8640h", "spec", "rotation", "validity")).To(Succeed())
+	h.g.Expect(h.c.Create(ctx, theirs)).To(Succeed())
+	theirs = h.managedServiceAccount(tenants, "argocd-pull")
+
+	h.placement(h.ns, "p", reached, noProxy, tenants)
+	gc := h.gitOpsCluster(h.ns, "gc", "p")
+	patch := client.MergeFrom(gc.DeepCopy())
+	gc.Spec.ManagedServiceAccountRef = "argocd-pull"
+	h.g.Expect(h.c.Patch(ctx, gc, patch)).To(Succeed())
+
+	// The account is created where managed-serviceaccount runs, and its rights delivered.
+	h.g.Eventually(func() *unstructured.Unstructured { return h.managedServiceAccount(reached, "argocd-pull") }, timeout, interval).ShouldNot(BeNil())
+	msa := h.managedServiceAccount(reached, "argocd-pull")
+	h.g.Expect(msa.GetLabels()).To(HaveKeyWithValue(api.ManagedByLabel, api.ManagedByValue))
+	validity, _, _ := unstructured.NestedString(msa.Object, "spec", "rotation", "validity")
+	h.g.Expect(validity).To(Equal("168h"))
+	work := &workv1.ManifestWork{}
+	h.g.Eventually(func() error {
+		return h.c.Get(ctx, types.NamespacedName{Namespace: reached, Name: clusteraccess.AccessWorkName("argocd-pull")}, work)
+	}, timeout, interval).Should(Succeed())
+	var role rbacv1.ClusterRole
+	h.g.Expect(json.Unmarshal(work.Spec.Workload.Manifests[0].Raw, &role)).To(Succeed())
+	h.g.Expect(role.Rules).To(Equal(clusteraccess.ReadOnlyRules(nil)))
+	h.g.Expect(work.Labels).NotTo(HaveKey(api.ManagedByLabel), "not one of the Application works")
+
+	// Until the agent wrote the token, the secret is credential-free and says so.
+	h.g.Eventually(h.secretAccess(reached), timeout, interval).Should(Equal([]string{gitops.Server(reached), "", "", clusteraccess.ReasonTokenMissing}))
+	h.g.Eventually(h.ready(h.ns, "gc"), timeout, interval).Should(Equal("True/Succeeded/successful"), "delivery does not need the channel")
+
+	// The agent writes the token: the secret reaches the cluster through cluster-proxy with it.
+	good := serviceAccountToken("argocd-pull", time.Now().Add(time.Hour))
+	h.writeToken(msa, good)
+	h.g.Eventually(h.secretAccess(reached), timeout, interval).Should(Equal([]string{
+		"https://cluster-proxy-addon-user.multicluster-engine.svc:9092/" + reached, good, ca, ""}))
+
+	// The other two stay credential-free, each with its reason, and the GitOpsCluster names them.
+	h.g.Eventually(h.secretAccess(noProxy), timeout, interval).Should(Equal([]string{gitops.Server(noProxy), "", "", clusteraccess.ReasonAddOnMissing}))
+	h.g.Eventually(h.secretAccess(tenants), timeout, interval).Should(Equal([]string{gitops.Server(tenants), "", "", clusteraccess.ReasonAccountNotOurs}))
+	h.g.Eventually(h.accessCondition("gc"), timeout, interval).Should(SatisfyAll(
+		HavePrefix("False/"), ContainSubstring("2 of 3 cluster secrets are credential-free"),
+		ContainSubstring(noProxy+": "+noProxy+" has no available ManagedClusterAddOn cluster-proxy"),
+		ContainSubstring(tenants+": the ManagedServiceAccount "+tenants+"/argocd-pull was not created by argocd-pull")))
+	h.g.Expect(h.ready(h.ns, "gc")()).To(Equal("True/Succeeded/successful"))
+	// Nothing of the tenant's changed, and no rights were delivered for its account.
+	now := h.managedServiceAccount(tenants, "argocd-pull")
+	h.g.Expect(now.GetResourceVersion()).To(Equal(theirs.GetResourceVersion()))
+	h.g.Expect(h.c.Get(ctx, types.NamespacedName{Namespace: tenants, Name: clusteraccess.AccessWorkName("argocd-pull")}, &workv1.ManifestWork{})).NotTo(Succeed())
+	h.g.Expect(h.managedServiceAccount(noProxy, "argocd-pull")).NotTo(BeNil(), "made where managed-serviceaccount runs, for when cluster-proxy comes")
+
+	// A token Secret the cluster or a tenant edits is refused at the next read, and the secret
+	// loses the token it had: too big, another account's, or not managed-serviceaccount's.
+	for _, bad := range []struct{ token, reason string }{
+		{strings.Repeat("a", clusteraccess.MaxTokenBytes+1), clusteraccess.ReasonTokenRefused},
+		{serviceAccountToken("cluster-admin", time.Now().Add(time.Hour)), clusteraccess.ReasonTokenRefused},
+		{good + "\r\nX-Injected: 1", clusteraccess.ReasonTokenRefused},
+		{serviceAccountToken("argocd-pull", time.Now().Add(-time.Minute)), clusteraccess.ReasonTokenExpired},
+	} {
+		h.writeToken(msa, bad.token)
+		h.g.Eventually(h.secretAccess(reached), timeout, interval).Should(Equal([]string{gitops.Server(reached), "", "", bad.reason}), "token %.40q", bad.token)
+	}
+	h.writeToken(msa, good)
+	h.g.Eventually(h.secretAccess(reached), timeout, interval).Should(HaveExactElements(HaveSuffix("/"+reached), good, ca, ""))
+
+	// Without managedServiceAccountRef, the secrets are credential-free again, with no condition.
+	patch = client.MergeFrom(gc.DeepCopy())
+	gc.Spec.ManagedServiceAccountRef = ""
+	h.g.Expect(h.c.Patch(ctx, gc, patch)).To(Succeed())
+	h.g.Eventually(h.secretAccess(reached), timeout, interval).Should(Equal([]string{gitops.Server(reached), "", "", ""}))
+	h.g.Eventually(h.accessCondition("gc"), timeout, interval).Should(BeEmpty())
+}
+
+// No channel in the install, or a name it does not allow: the secrets stay as they are today, and
+// the GitOpsCluster says why, without reading any token.
+func TestGitOpsClusterAsksForAChannelTheInstallDoesNotGive(t *testing.T) {
+	for name, c := range map[string]struct {
+		channel     clusteraccess.Channel
+		ref, reason string
+	}{
+		"no channel":       {clusteraccess.Channel{Accounts: []string{"argocd-pull"}}, "argocd-pull", clusteraccess.ReasonChannelNotConfigured},
+		"a name not given": {clusteraccess.Channel{URL: "https://proxy.example:9092", CA: []byte("CA"), Accounts: []string{"argocd-pull"}}, "application-manager", clusteraccess.ReasonAccountNotAllowed},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := start(t, func(o *Options, _ string) { o.Channel = c.channel })
+			cluster := h.cluster()
+			h.placement(h.ns, "p", cluster)
+			gc := h.gitOpsCluster(h.ns, "gc", "p")
+			patch := client.MergeFrom(gc.DeepCopy())
+			gc.Spec.ManagedServiceAccountRef = c.ref
+			h.g.Expect(h.c.Patch(context.Background(), gc, patch)).To(Succeed())
+			h.g.Eventually(h.accessCondition("gc"), timeout, interval).Should(HavePrefix("False/" + c.reason + ": 1 of 1 cluster secrets are credential-free"))
+			h.g.Expect(h.secretAccess(cluster)()).To(Equal([]string{gitops.Server(cluster), "", "", c.reason}))
+			h.g.Expect(h.ready(h.ns, "gc")()).To(Equal("True/Succeeded/successful"))
+		})
+	}
+}
