@@ -4,8 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"net"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
