@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -64,6 +65,7 @@ do not fail it.`,
 	fs.StringVar(&f.opts.ManagedArgoCDNamespace, "managed-argocd-namespace", api.DefaultArgoCDNamespace, "Namespace of Argo CD on the managed clusters")
 	fs.StringVar(&f.opts.ControllerServiceAccount, "managed-argocd-service-account", doctor.DefaultControllerServiceAccount, "Service account of the Argo CD application controller on the managed clusters")
 	fs.StringVar(&f.workAgent, "work-agent-service-account", doctor.DefaultWorkAgentNamespace+"/"+doctor.DefaultWorkAgentServiceAccount, "NAMESPACE/NAME of the OCM work agent's service account on the managed clusters")
+	fs.StringVar(&f.opts.ClusterProxyURL, "cluster-proxy-url", "", "cluster-proxy's user server as this machine reaches it (kubectl port-forward -n multicluster-engine svc/cluster-proxy-addon-user 9092, then https://localhost:9092): the cluster-access check asks each cluster there, checking the certificate against the secret's server's name (default: each secret's server)")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "How long all checks may take")
 	fs.StringVar(&f.opts.ArgoCDRedis.Address, "argocd-redis", "", "host:port of the hub Argo CD's redis as this machine reaches it (kubectl port-forward -n openshift-gitops svc/argocd-redis 6379): doctor then checks the connection, the cache version and each pull-model Application's resource tree")
 	fs.BoolVar(&f.opts.ArgoCDRedis.TLS, "argocd-redis-use-tls", false, "Connect to --argocd-redis with TLS")
@@ -87,6 +89,11 @@ func (f *doctorFlags) validate() error {
 		return err
 	}
 	f.opts.ArgoCDNamespace, f.opts.PullNamespaces, f.opts.ManagedNamespaceGrants = policy.ArgoCDNamespace, policy.PullNamespaces, policy.ManagedNamespaces
+	if u := f.opts.ClusterProxyURL; u != "" {
+		if p, err := url.Parse(u); err != nil || p.Scheme != "https" || p.Host == "" || p.RawQuery != "" {
+			return fmt.Errorf("--cluster-proxy-url must be https://HOST[:PORT][/PATH], got %q", u)
+		}
+	}
 	f.managedKubeconfig = map[string]string{}
 	for _, m := range f.managed {
 		cluster, path, ok := strings.Cut(m, "=")

@@ -52,6 +52,8 @@ var checks = []check{
 	{id: idClientConfigs, title: titleClientConfigs, hub: checkClientConfigs,
 		needs: "managedclusters.cluster.open-cluster-management.io", needsWhat: "ManagedClusters",
 		help: "no ManagedCluster's client config URL names the hub (kubernetes.default.svc, the hub apiserver's addresses, loopback or link-local): a cluster's agent may write its own, and argocd-pull's cluster secrets never carry it; a warning names the cluster"},
+	{id: idClusterAccess, title: titleClusterAccess, hub: checkClusterAccess,
+		help: "each cluster whose argocd-pull secret carries OCM's channel (a GitOpsCluster's managedServiceAccountRef): its cluster-proxy and managed-serviceaccount add-ons are Available, its token has not expired, and the cluster, asked through cluster-proxy with exactly the secret's server, token and CA (a SelfSubjectRulesReview in --managed-argocd-namespace), lets the token read what Argo CD's views read and nothing more: any write verb, Secrets, exec, attach, port-forward, a proxy or a token fails; a secret the controller left credential-free warns with its reason; --cluster-proxy-url reaches the user server from where doctor runs"},
 	{id: idResourceTree, title: titleResourceTree, hub: checkResourceTree,
 		needs: "applications.argoproj.io", needsWhat: "Applications",
 		help: "the controller wrote every pull-model Application's resource tree (its events); with --argocd-redis, doctor connects with the argocd-redis Secret's password, and checks that the hub's Argo CD writes the cache version argocd-pull writes and that each pull-model Application has its tree"},

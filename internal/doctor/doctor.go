@@ -158,6 +158,9 @@ type Options struct {
 	// RedisSecret is the Secret in ArgoCDNamespace whose auth key is its password.
 	ArgoCDRedis resourcetree.Options
 	RedisSecret string
+	// ClusterProxyURL is cluster-proxy's user server as this machine reaches it (a port-forward);
+	// empty, the cluster-access check asks each secret's own server.
+	ClusterProxyURL string
 }
 
 // policy is what the controller's ladder would apply with the same flags.
