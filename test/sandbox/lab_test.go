@@ -238,7 +238,9 @@ func TestDoctorAndStatusOnTheLab(t *testing.T) {
 		t.Fatalf("doctor -o json: %v (exit: %v)\n%s", jsonErr, err, out)
 	}
 	for _, c := range verdict.Checks {
-		if c.Status == "fail" || c.Status == "skip" {
+		// The lab's GitOpsCluster sets no managedServiceAccountRef: cluster-access has nothing to
+		// look at (TestTheHubReadsAClusterThroughOCMsChannel runs it with the channel on).
+		if c.Status == "fail" || (c.Status == "skip" && c.ID != "cluster-access") {
 			t.Errorf("doctor check %s (%s) on the lab: %s: %s", c.ID, c.Subject, c.Status, c.Message)
 		}
 	}
