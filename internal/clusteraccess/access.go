@@ -186,3 +186,20 @@ func (c Channel) Validate() error {
 	}
 	return nil
 }
+
+// Grant is one account argocd-pull made on one cluster: its ManagedServiceAccount and the work of
+// its rights, both in the cluster's namespace.
+type Grant struct{ Cluster, Account string }
+
+// Unwanted are the grants no GitOpsCluster asks for any more (wanted: the selected clusters of
+// every GitOpsCluster with managedServiceAccountRef, by account): their account and rights go, and
+// the cluster's token with them.
+func Unwanted(existing []Grant, wanted map[Grant]bool) []Grant {
+	var out []Grant
+	for _, g := range existing {
+		if !wanted[g] && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}

@@ -149,3 +149,14 @@ func TestChannelValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestUnwanted(t *testing.T) {
+	a, b, c := Grant{"cluster1", "argocd-pull"}, Grant{"cluster2", "argocd-pull"}, Grant{"cluster1", "other"}
+	got := Unwanted([]Grant{a, b, c, b}, map[Grant]bool{a: true})
+	if len(got) != 2 || got[0] != b || got[1] != c {
+		t.Errorf("Unwanted = %v, want %v and %v once each", got, b, c)
+	}
+	if got := Unwanted([]Grant{a}, map[Grant]bool{a: true}); got != nil {
+		t.Errorf("a wanted grant: %v, want none", got)
+	}
+}

@@ -19,19 +19,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 )
 
@@ -79,7 +83,7 @@ func (r *GitOpsClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 		return fmt.Errorf("adding the cache of RHACM's cluster secrets: %w", err)
 	}
 	r.rhacmSecrets = c
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		WatchesRawSource(source.Kind[client.Object](c, secretMetadata(), handler.EnqueueRequestsFromMapFunc(r.byClaims))).
 		Named("gitopscluster").
 		WithOptions(opts).
@@ -87,8 +91,15 @@ func (r *GitOpsClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.byPlacement)).
 		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.byPlacement)).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.all)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byClaims)).
-		Complete(r)
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byClaims))
+	if r.Options.Channel.Configured() {
+		// An add-on of the channel becoming available (or not) on a cluster changes its secret.
+		channelAddOn := predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == clusteraccess.ClusterProxyAddOn || o.GetName() == clusteraccess.ManagedServiceAccountAddOn
+		})
+		b = b.Watches(&addonv1alpha1.ManagedClusterAddOn{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(channelAddOn))
+	}
+	return b.Complete(r)
 }
 
 // Reconcile brings the cluster secrets of one GitOpsCluster in line with its Placement.
@@ -130,7 +141,10 @@ func (r *GitOpsClusterReconciler) reconcile(ctx context.Context, gc *gitopsv1bet
 	if observed.Err = r.ensureSecrets(ctx, gc, clusters, &observed); observed.Err != nil {
 		return result, observed
 	}
-	result, observed.Err = r.removeUnselected(ctx, gc, clusters)
+	if result, observed.Err = r.removeUnselected(ctx, gc, clusters); observed.Err != nil {
+		return result, observed
+	}
+	observed.Err = r.sweepGrants(ctx)
 	if observed.Recheck > 0 {
 		result = soonest(result, observed.Recheck)
 	}
@@ -229,6 +243,9 @@ func (r *GitOpsClusterReconciler) finalize(ctx context.Context, gc *gitopsv1beta
 				return fmt.Errorf("removing the claim of GitOpsCluster %s/%s on secret %s/%s: %w", gc.Namespace, gc.Name, s.Namespace, s.Name, err)
 			}
 		}
+	}
+	if err := r.sweepGrants(ctx); err != nil {
+		return err
 	}
 	patch := client.MergeFrom(gc.DeepCopy())
 	controllerutil.RemoveFinalizer(gc, api.GitOpsClusterFinalizer)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,7 +32,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=addon.open-cluster-management.io,resources=managedclusteraddons,verbs=get;list;watch
-// +kubebuilder:rbac:groups=authentication.open-cluster-management.io,resources=managedserviceaccounts,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=authentication.open-cluster-management.io,resources=managedserviceaccounts,verbs=get;list;watch;create;delete
 //
 // The token Secrets: get only, by the names the install lets GitOpsClusters use
 // (--managed-serviceaccounts), in a ClusterRole of their own (config/rbac/token_reader_role.yaml,
@@ -176,6 +177,81 @@ func (r *GitOpsClusterReconciler) grantRights(ctx context.Context, account clust
 	metav1.SetMetaDataAnnotation(&existing.ObjectMeta, clusteraccess.AccessWorkHashAnnotation, desired.Annotations[clusteraccess.AccessWorkHashAnnotation])
 	if err := r.Update(ctx, existing); err != nil {
 		return fmt.Errorf("updating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	return nil
+}
+
+// sweepGrants deletes the accounts and rights argocd-pull made (clusteraccess.Grant) that no
+// GitOpsCluster asks for any more: its managedServiceAccountRef changed or went, it was deleted, or
+// the cluster left its placement. The cluster's ServiceAccount goes with its ManagedServiceAccount,
+// and the token with it. Nothing is read without the channel, which made none.
+func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context) error {
+	if !r.Options.Channel.Configured() {
+		return nil
+	}
+	// Metadata only: a work's name and labels are all the sweep needs, and works are large.
+	var existing []clusteraccess.Grant
+	works := &metav1.PartialObjectMetadataList{}
+	works.SetGroupVersionKind(workv1.SchemeGroupVersion.WithKind("ManifestWorkList"))
+	if err := r.tokens.List(ctx, works, client.HasLabels{clusteraccess.AccessWorkLabel}); err != nil {
+		return fmt.Errorf("listing the works of the hub's accounts' rights: %w", err)
+	}
+	for _, w := range works.Items {
+		existing = append(existing, clusteraccess.Grant{Cluster: w.Namespace, Account: w.Labels[clusteraccess.AccessWorkLabel]})
+	}
+	accounts := &metav1.PartialObjectMetadataList{}
+	accounts.SetGroupVersionKind(ManagedServiceAccountGVK.GroupVersion().WithKind(ManagedServiceAccountGVK.Kind + "List"))
+	switch err := r.tokens.List(ctx, accounts, client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}); {
+	case meta.IsNoMatchError(err): // managed-serviceaccount is not installed: argocd-pull made none
+	case err != nil:
+		return fmt.Errorf("listing argocd-pull's ManagedServiceAccounts: %w", err)
+	}
+	for _, a := range accounts.Items {
+		existing = append(existing, clusteraccess.Grant{Cluster: a.Namespace, Account: a.Name})
+	}
+	// What is wanted is read after what exists, from the cache that the reconciles which made
+	// them read: an account another reconcile has just made for a GitOpsCluster is in the list
+	// above only if that GitOpsCluster and its decisions are in the cache now.
+	list := &gitopsv1beta1.GitOpsClusterList{}
+	if err := r.List(ctx, list); err != nil {
+		return fmt.Errorf("listing GitOpsClusters: %w", err)
+	}
+	wanted := map[clusteraccess.Grant]bool{}
+	for i := range list.Items {
+		gc := &list.Items[i]
+		ref := gc.Spec.ManagedServiceAccountRef
+		if ref == "" || !gc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		clusters, _, _, err := r.selectedClusters(ctx, gc)
+		if err != nil {
+			return err
+		}
+		for _, c := range clusters {
+			wanted[clusteraccess.Grant{Cluster: c, Account: ref}] = true
+		}
+	}
+	for _, g := range clusteraccess.Unwanted(existing, wanted) {
+		ctrl.LoggerFrom(ctx).Info("Removing an account no GitOpsCluster asks for, and its rights", "cluster", g.Cluster, "managedServiceAccount", g.Account)
+		work := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: g.Cluster, Name: clusteraccess.AccessWorkName(g.Account)}}
+		if err := r.Delete(ctx, work); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting ManifestWork %s/%s: %w", work.Namespace, work.Name, err)
+		}
+		// Only argocd-pull's: a tenant's account of that name is never deleted.
+		if a := findAccount(accounts.Items, g); a != nil {
+			if err := r.Delete(ctx, a, client.Preconditions{UID: ptr.To(a.UID)}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting ManagedServiceAccount %s/%s: %w", g.Cluster, g.Account, err)
+			}
+		}
+	}
+	return nil
+}
+
+func findAccount(accounts []metav1.PartialObjectMetadata, g clusteraccess.Grant) *metav1.PartialObjectMetadata {
+	for i := range accounts {
+		if accounts[i].Namespace == g.Cluster && accounts[i].Name == g.Account {
+			return &accounts[i]
+		}
 	}
 	return nil
 }

@@ -230,6 +230,15 @@ func TestGitOpsClusterReachesItsClustersThroughOCMsChannel(t *testing.T) {
 	h.g.Expect(h.c.Patch(ctx, gc, patch)).To(Succeed())
 	h.g.Eventually(h.secretAccess(reached), timeout, interval).Should(Equal([]string{gitops.Server(reached), "", "", ""}))
 	h.g.Eventually(h.accessCondition("gc"), timeout, interval).Should(BeEmpty())
+	// And the accounts argocd-pull made, with their rights, go: no GitOpsCluster asks for them.
+	// The tenant's stays as it was.
+	for _, c := range []string{reached, noProxy} {
+		h.g.Eventually(func() *unstructured.Unstructured { return h.managedServiceAccount(c, "argocd-pull") }, timeout, interval).Should(BeNil(), c)
+	}
+	h.g.Eventually(func() error {
+		return h.c.Get(ctx, types.NamespacedName{Namespace: reached, Name: clusteraccess.AccessWorkName("argocd-pull")}, &workv1.ManifestWork{})
+	}, timeout, interval).Should(MatchError(ContainSubstring("not found")))
+	h.g.Expect(h.managedServiceAccount(tenants, "argocd-pull").GetResourceVersion()).To(Equal(theirs.GetResourceVersion()))
 }
 
 // No channel in the install, or a name it does not allow: the secrets stay as they are today, and

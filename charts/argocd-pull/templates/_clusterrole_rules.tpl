@@ -75,6 +75,7 @@ rules:
   - managedserviceaccounts
   verbs:
   - create
+  - delete
   - get
   - list
   - watch
