@@ -238,7 +238,7 @@ container-deps: ## Install podman and runc from Debian: make image builds with p
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc >/dev/null; }
 
 .PHONY: addon-assets
-addon-assets: $(CLUSTER_PROXY_ASSETS)/proxy-server $(CLUSTER_PROXY_ASSETS)/proxy-agent $(CLUSTER_PROXY_ASSETS)/cluster-proxy $(CLUSTER_PROXY_ASSETS)/pod-loopback $(MSA_ASSETS)/managed-serviceaccount $(MSA_ASSETS)/agent ## Build OCM's cluster-proxy (with the konnectivity server and agent) and managed-serviceaccount add-ons, once, and print their directories
+addon-assets: $(CLUSTER_PROXY_ASSETS)/proxy-server $(CLUSTER_PROXY_ASSETS)/proxy-agent $(CLUSTER_PROXY_ASSETS)/cluster-proxy $(CLUSTER_PROXY_ASSETS)/pod-loopback $(CLUSTER_PROXY_ASSETS)/addon-agent $(MSA_ASSETS)/managed-serviceaccount $(MSA_ASSETS)/agent ## Build OCM's cluster-proxy (with the konnectivity server and agent) and managed-serviceaccount add-ons, once, and print their directories
 	@echo $(CLUSTER_PROXY_ASSETS) $(MSA_ASSETS)
 
 .PHONY: ocm-assets
@@ -280,6 +280,11 @@ $(CLUSTER_PROXY_ASSETS)/cluster-proxy:
 # What the network of cluster-proxy's agent pod gives it, which the lab has no pods for (see its doc).
 $(CLUSTER_PROXY_ASSETS)/pod-loopback: hack/tools/cluster-proxy/pod-loopback/main.go
 	cd hack/tools/cluster-proxy && go build -o $@ ./pod-loopback
+
+# cluster-proxy's addon-agent (its lease, by which OCM calls the add-on available), without what
+# only a pod can give it (see its doc).
+$(CLUSTER_PROXY_ASSETS)/addon-agent: hack/tools/cluster-proxy/addon-agent/main.go
+	cd hack/tools/cluster-proxy && go build -o $@ ./addon-agent
 
 $(MSA_ASSETS)/managed-serviceaccount:
 	@echo "Building managed-serviceaccount $(MSA_VERSION) (manager and agent) into $(MSA_ASSETS) (first time only)" >&2

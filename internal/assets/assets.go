@@ -185,9 +185,10 @@ func OCMBinDir(root string) (string, error) {
 }
 
 // ClusterProxyBinDir is $CLUSTER_PROXY_ASSETS, else the newest bin/cluster-proxy/<version> the
-// Makefile built: OCM's cluster-proxy, the konnectivity server and agent, and the lab's pod-loopback.
+// Makefile built: OCM's cluster-proxy, the konnectivity server and agent, its addon-agent, and the
+// lab's pod-loopback.
 func ClusterProxyBinDir(root string) (string, error) {
-	return builtDir(root, "CLUSTER_PROXY_ASSETS", "cluster-proxy", "pod-loopback", "addon-assets")
+	return builtDir(root, "CLUSTER_PROXY_ASSETS", "cluster-proxy", "addon-agent", "addon-assets")
 }
 
 // ManagedServiceAccountBinDir is $MSA_ASSETS, else the newest bin/managed-serviceaccount/<version>

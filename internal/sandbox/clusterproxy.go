@@ -15,6 +15,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -267,7 +270,43 @@ func (l *Lab) startClusterProxy(ctx context.Context, bin string, p clusterProxyP
 			return fmt.Errorf("%s: the konnectivity agent has no tunnel to the hub (see logs/%s-proxy-agent.log): %w", c.Name, c.Name, err)
 		}
 	}
+	if err := l.enableClusterProxyAddon(ctx, bin); err != nil {
+		return err
+	}
 	done()
+	return nil
+}
+
+// enableClusterProxyAddon makes cluster-proxy an add-on of each cluster, as `clusteradm addon
+// enable` does, and starts each cluster's addon-agent (<cluster>-cluster-proxy-agent), whose lease
+// in the add-on's install namespace makes the cluster's registration agent call cluster-proxy
+// Available there, as argocd-pull checks before it gives the cluster's secret the channel. The
+// namespace is made as the add-on's manager delivers it.
+func (l *Lab) enableClusterProxyAddon(ctx context.Context, bin string) error {
+	hub, err := l.Hub.Client()
+	if err != nil {
+		return err
+	}
+	if err := enableAddon(ctx, hub, ClusterProxyAddon, l.Managed); err != nil {
+		return err
+	}
+	for _, c := range l.Managed {
+		cl, err := c.Client()
+		if err != nil {
+			return err
+		}
+		if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AddonInstallNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("%s: the add-ons' namespace: %w", c.Name, err)
+		}
+		started := time.Now()
+		if _, err := start(l.Dir, c.Name+"-cluster-proxy-agent", filepath.Join(bin, "addon-agent"), []string{"--kubeconfig=" + c.Kubeconfig},
+			"POD_NAMESPACE="+AddonInstallNamespace); err != nil {
+			return err
+		}
+		if err := waitAddonLease(ctx, cl, c.Name, ClusterProxyAddon, started.Add(-time.Second), time.Minute); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -14,13 +14,13 @@ import (
 func TestComponentProcesses(t *testing.T) {
 	var procs []Process
 	for _, n := range []string{"hub-etcd", "hub-apiserver", "cluster1-etcd", "cluster1-apiserver", "cluster10-etcd",
-		"hub-registration-controller", "cluster1-registration-agent", "cluster1-work-agent", "cluster1-pod-loopback", "cluster1-proxy-agent", "cluster10-registration-agent",
+		"hub-registration-controller", "cluster1-registration-agent", "cluster1-work-agent", "cluster1-pod-loopback", "cluster1-proxy-agent", "cluster1-cluster-proxy-agent", "cluster10-registration-agent",
 		"cluster10-work-agent", "cluster1-argocd-application-controller", "hub-placement", "hub-argocd-pull", "hub-argocd-applicationset-controller"} {
 		procs = append(procs, Process{Name: n})
 	}
 	for component, want := range map[string][]string{
-		"cluster1-agents":           {"cluster1-registration-agent", "cluster1-work-agent", "cluster1-proxy-agent"},
-		"cluster1":                  {"cluster1-etcd", "cluster1-apiserver", "cluster1-registration-agent", "cluster1-work-agent", "cluster1-pod-loopback", "cluster1-proxy-agent", "cluster1-argocd-application-controller"},
+		"cluster1-agents":           {"cluster1-registration-agent", "cluster1-work-agent", "cluster1-proxy-agent", "cluster1-cluster-proxy-agent"},
+		"cluster1":                  {"cluster1-etcd", "cluster1-apiserver", "cluster1-registration-agent", "cluster1-work-agent", "cluster1-pod-loopback", "cluster1-proxy-agent", "cluster1-cluster-proxy-agent", "cluster1-argocd-application-controller"},
 		"argocd-pull":               {"hub-argocd-pull"},
 		"applicationset-controller": {"hub-argocd-applicationset-controller"},
 		"cluster1-work-agent":       {"cluster1-work-agent"},
@@ -111,15 +111,16 @@ func TestPurgeDeletesOnlyALab(t *testing.T) {
 }
 
 // The lab's controller from the image runs as the chart's Deployment runs it, with the
-// kubeconfig flag pointing at the mounted copy and every other flag unchanged.
+// kubeconfig and cluster-proxy CA flags pointing at their mounts and every other flag unchanged.
 func TestControllerInImage(t *testing.T) {
 	args := controllerInImage("ghcr.io/argocd-pull/argocd-pull:v0.1.0", "/lab/hub-controller-image.kubeconfig",
-		[]string{"controller", "--kubeconfig=/lab/hub.kubeconfig", "--argocd-namespace=argocd"})
+		[]string{"controller", "--kubeconfig=/lab/hub.kubeconfig", "--argocd-namespace=argocd", "--cluster-proxy-ca-file=/lab/cluster-proxy/ca.crt"})
 	joined := strings.Join(args, " ")
 	for _, want := range []string{
 		"--read-only --read-only-tmpfs=false", "--cap-drop ALL", "--security-opt no-new-privileges",
 		"--volume /lab/hub-controller-image.kubeconfig:/var/run/argocd-pull/kubeconfig:ro,U",
-		"ghcr.io/argocd-pull/argocd-pull:v0.1.0 controller --kubeconfig=/var/run/argocd-pull/kubeconfig --argocd-namespace=argocd",
+		"--volume /lab/cluster-proxy/ca.crt:/var/run/argocd-pull/cluster-proxy-ca.crt:ro ghcr.io/argocd-pull/argocd-pull:v0.1.0",
+		"ghcr.io/argocd-pull/argocd-pull:v0.1.0 controller --kubeconfig=/var/run/argocd-pull/kubeconfig --argocd-namespace=argocd --cluster-proxy-ca-file=/var/run/argocd-pull/cluster-proxy-ca.crt",
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("podman %s\nlacks %q", joined, want)

@@ -1,6 +1,9 @@
 package sandbox
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // controllerContainer is the name of the lab's controller container (--controller-image).
 const controllerContainer = "argocd-pull-sandbox"
@@ -8,7 +11,7 @@ const controllerContainer = "argocd-pull-sandbox"
 // controllerInImage is the podman command line that runs the controller's args from image, with
 // the security settings of the chart's Deployment: read-only root file system (and, as in a pod,
 // no tmpfs on /tmp), the image's non-root uid, no capability, no privilege escalation. The hub's
-// kubeconfig (a copy) is mounted, owned by the container's uid (:U); the lab's apiservers and ports are on
+// kubeconfig (a copy) is mounted, owned by the container's uid (:U), and cluster-proxy's CA as it is; the lab's apiservers and ports are on
 // the loopback, so the container shares the host's network. runc and the ulimits are what podman
 // needs on these machines (docs/development.md). SIGTERM to podman reaches the controller; a
 // restart replaces a container left behind.
@@ -18,11 +21,18 @@ func controllerInImage(image, kubeconfig string, args []string) []string {
 		"--runtime", "runc", "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "--network", "host",
 		"--read-only", "--read-only-tmpfs=false", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"--volume", kubeconfig + ":" + mounted + ":ro,U", image}
+	const mountedCA = "/var/run/argocd-pull/cluster-proxy-ca.crt"
+	var rest []string
 	for _, a := range args {
 		if strings.HasPrefix(a, "--kubeconfig=") {
 			a = "--kubeconfig=" + mounted
 		}
-		run = append(run, a)
+		// The CA of cluster-proxy's user server: readable by all, mounted as it is.
+		if ca, ok := strings.CutPrefix(a, "--cluster-proxy-ca-file="); ok {
+			run = slices.Insert(run, len(run)-1, "--volume", ca+":"+mountedCA+":ro")
+			a = "--cluster-proxy-ca-file=" + mountedCA
+		}
+		rest = append(rest, a)
 	}
-	return run
+	return append(run, rest...)
 }

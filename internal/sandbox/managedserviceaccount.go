@@ -29,6 +29,8 @@ const (
 	// ManagedServiceAccountAddon is the add-on's name: its ClusterManagementAddOn, each cluster's
 	// ManagedClusterAddOn, its lease.
 	ManagedServiceAccountAddon = "managed-serviceaccount"
+	// ClusterProxyAddon is cluster-proxy's add-on name (clusterproxy.go).
+	ClusterProxyAddon = "cluster-proxy"
 	// AddonInstallNamespace is where OCM installs add-on agents on a cluster (the default of a
 	// ManagedClusterAddOn), and where managed-serviceaccount makes its ServiceAccounts.
 	AddonInstallNamespace = "open-cluster-management-agent-addon"

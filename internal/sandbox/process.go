@@ -184,7 +184,8 @@ func componentProcesses(procs []Process, component string) ([]Process, error) {
 	case strings.HasSuffix(component, "-agents"):
 		cluster := strings.TrimSuffix(component, "-agents")
 		match = func(p Process) bool {
-			return p.Name == cluster+"-registration-agent" || p.Name == cluster+"-work-agent" || p.Name == cluster+"-proxy-agent"
+			return p.Name == cluster+"-registration-agent" || p.Name == cluster+"-work-agent" || p.Name == cluster+"-proxy-agent" ||
+				p.Name == cluster+"-cluster-proxy-agent"
 		}
 	case !strings.Contains(component, "-"): // a cluster, or the hub: every process of it
 		match = func(p Process) bool { return strings.HasPrefix(p.Name, component+"-") }

@@ -305,6 +305,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		// The hub Argo CD's redis, where argocd-pull writes the resource trees the UI shows, as
 		// its own ACL user, which may write the trees only.
 		"--argocd-redis=" + hubRedis, "--argocd-redis-username=" + HubRedisTreeUser, "--argocd-redis-secret=" + HubRedisTreeSecret,
+		"--cluster-proxy-url=" + lab.ClusterProxy.URL, "--cluster-proxy-ca-file=" + lab.ClusterProxy.CA, // OCM's channel
 	}, o.ControllerArgs...)
 	if o.ControllerImage != "" {
 		// A copy for the container's uid to own: the lab's own kubeconfig stays the user's.

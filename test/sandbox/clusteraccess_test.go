@@ -1,0 +1,229 @@
+package sandbox_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
+	"github.com/argocd-pull/argocd-pull/internal/assets"
+	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/sandbox"
+)
+
+// The documents' GitOpsCluster with managedServiceAccountRef: argocd-pull, in the lab where both
+// add-ons run: cluster1's Argo CD secret reaches cluster1 through cluster-proxy, and kubectl with
+// exactly that secret's server, token and CA (no kubeconfig) reads cluster1's live objects and is
+// refused, by cluster1, every write, the Secrets' contents and exec. Without the field, the
+// secrets are credential-free again.
+func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
+	requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	hub, err := lab.Hub.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := lab.Managed[0]
+	setRef := func(ref string) {
+		t.Helper()
+		gc := &gitopsv1beta1.GitOpsCluster{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: sandbox.GitOpsClusterName}, gc); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(gc.DeepCopy())
+		gc.Spec.ManagedServiceAccountRef = ref
+		if err := hub.Patch(ctx, gc, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secretOf := func(cluster string) (server string, config map[string]any, why string) {
+		s := &corev1.Secret{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: gitops.SecretName(cluster)}, s); err != nil {
+			return "", nil, err.Error()
+		}
+		if raw := s.Data["config"]; len(raw) > 0 {
+			_ = json.Unmarshal(raw, &config)
+		}
+		return string(s.Data["server"]), config, s.Annotations[gitops.AccessRefusedAnnotation]
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		gc := &gitopsv1beta1.GitOpsCluster{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: sandbox.GitOpsClusterName}, gc); err == nil {
+			patch := client.MergeFrom(gc.DeepCopy())
+			gc.Spec.ManagedServiceAccountRef = ""
+			_ = hub.Patch(ctx, gc, patch)
+		}
+	})
+
+	setRef("argocd-pull")
+	var server string
+	var config map[string]any
+	said := ""
+	eventually(t, c1.Name+"'s secret reaching it through cluster-proxy", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		var why string
+		server, config, why = secretOf(c1.Name)
+		if why != said {
+			t.Logf("%s's secret says: %s", c1.Name, why)
+			said = why
+		}
+		return config["bearerToken"] != nil, nil
+	})
+	if want := lab.ClusterProxy.ClusterURL(c1.Name); server != want {
+		t.Errorf("%s's secret's server %q, want cluster-proxy's user server for it, %q", c1.Name, server, want)
+	}
+	token, _ := config["bearerToken"].(string)
+	tls, _ := config["tlsClientConfig"].(map[string]any)
+	caData, _ := tls["caData"].(string) // []byte in Argo CD's ClusterConfig: base64 in JSON
+	ca, err := decodeBase64(caData)
+	if err != nil || len(ca) == 0 {
+		t.Fatalf("%s's secret's caData: %v", c1.Name, err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root, err := assets.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := assets.Kubectl(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig=/dev/null", "--server=" + server, "--certificate-authority=" + caFile, "--token=" + token}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+
+	// Its live objects: what the managed Argo CD deployed (the work agent's namespace, the
+	// Applications' Deployments), the Pods' and events' lists Argo CD's views read.
+	if out, err := kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); err != nil || out != "system:serviceaccount:"+sandbox.AddonInstallNamespace+":argocd-pull" {
+		t.Errorf("kubectl auth whoami with %s's secret: %v: %q, want the ManagedServiceAccount's account", c1.Name, err, out)
+	}
+	for _, read := range [][]string{
+		{"get", "namespaces", "-o", "name"}, {"get", "deployments", "-A", "-o", "name"}, {"get", "pods", "-A"},
+		{"get", "events", "-A"}, {"get", "configmaps", "-n", sandbox.ArgoNamespace, "-o", "name"},
+	} {
+		if out, err := kubectl(read...); err != nil {
+			t.Errorf("kubectl %s with %s's secret: %v\n%s", strings.Join(read, " "), c1.Name, err, out)
+		}
+	}
+	if out, _ := kubectl("get", "namespaces", "-o", "name"); !strings.Contains(out, "namespace/"+sandbox.WorkAgentNamespace) {
+		t.Errorf("%s's namespaces through its secret do not show the work agent's:\n%s", c1.Name, out)
+	}
+
+	// Refused by cluster1: every write, the Secrets' contents, exec.
+	for _, write := range [][]string{
+		{"create", "configmap", "written-with-the-hubs-token", "-n", "default"},
+		{"delete", "namespace", sandbox.WorkAgentNamespace, "--dry-run=server"},
+		{"label", "namespace", "default", "written=by-the-hub"},
+		{"get", "secrets", "-A"},
+		{"get", "secret", "-n", sandbox.ArgoNamespace, "argocd-secret"},
+	} {
+		if out, err := kubectl(write...); err == nil || !strings.Contains(out, "forbidden") {
+			t.Errorf("kubectl %s with %s's secret: want forbidden by %s, got %v\n%s", strings.Join(write, " "), c1.Name, c1.Name, err, out)
+		}
+	}
+	for _, can := range [][]string{
+		{"create", "pods", "--subresource=exec"}, {"get", "pods", "--subresource=exec"}, {"create", "pods", "--subresource=attach"},
+		{"create", "pods", "--subresource=portforward"}, {"get", "nodes", "--subresource=proxy"}, {"get", "secrets"}, {"create", "deployments.apps"},
+	} {
+		// The answer is the last line (kubectl warns first of a cluster-scoped resource).
+		if out, _ := kubectl(append([]string{"auth", "can-i"}, can...)...); !strings.HasSuffix(strings.TrimSpace(out), "\nno") && strings.TrimSpace(out) != "no" {
+			t.Errorf("kubectl auth can-i %s with %s's secret: %q, want no", strings.Join(can, " "), c1.Name, out)
+		}
+	}
+
+	// doctor asks cluster1 the same way, with the secret's server, token and CA: read-only. Then
+	// cluster1's administrator binds the account to more (a write, Secrets): doctor fails and names
+	// them, and passes again once the binding is gone.
+	cl1, err := c1.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, msg := doctorClusterAccess(t, c1.Name); status != "pass" {
+		t.Errorf("doctor's cluster-access for %s: %s: %s", c1.Name, status, msg)
+	}
+	more := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "more-than-argocd-pull-asked"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+	}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: more.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: more.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "argocd-pull", Namespace: sandbox.AddonInstallNamespace}}}
+	for _, o := range []client.Object{more, binding} {
+		if err := cl1.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unbind := func() {
+		_ = cl1.Delete(context.Background(), binding)
+		_ = cl1.Delete(context.Background(), more)
+	}
+	t.Cleanup(unbind)
+	var msg string
+	eventually(t, "doctor failing "+c1.Name+"'s channel once it may write", time.Minute, "", func() (bool, error) {
+		var status string
+		status, msg = doctorClusterAccess(t, c1.Name)
+		return status == "fail", nil
+	})
+	for _, want := range []string{"create configmaps", "read secrets (secrets)", "more than read-only"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("doctor's cluster-access for %s does not say %q: %s", c1.Name, want, msg)
+		}
+	}
+	unbind()
+	eventually(t, "doctor passing "+c1.Name+"'s channel again", time.Minute, "", func() (bool, error) {
+		status, _ := doctorClusterAccess(t, c1.Name)
+		return status == "pass", nil
+	})
+
+	// Without managedServiceAccountRef the secret is credential-free again.
+	setRef("")
+	eventually(t, c1.Name+"'s secret credential-free again", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		server, config, _ = secretOf(c1.Name)
+		return config == nil && server == gitops.Server(c1.Name), nil
+	})
+}
+
+func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
+
+// doctorClusterAccess runs argocd-pull doctor on the lab's hub and gives the cluster-access
+// check's verdict on cluster: its own result, or the one that folds the clusters that passed.
+func doctorClusterAccess(t *testing.T, cluster string) (status, message string) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(labDir, "argocd-pull"), "doctor", "--kubeconfig", lab.Hub.Kubeconfig, "-o", "json",
+		"--managed-argocd-namespace", sandbox.ArgoNamespace).Output()
+	var verdict struct {
+		Checks []struct{ ID, Subject, Status, Message string } `json:"checks"`
+	}
+	if jsonErr := json.Unmarshal(out, &verdict); jsonErr != nil {
+		t.Fatalf("doctor -o json: %v (exit: %v)\n%s", jsonErr, err, out)
+	}
+	for _, c := range verdict.Checks {
+		if c.ID != "cluster-access" {
+			continue
+		}
+		_, names, _ := strings.Cut(c.Message, ": ")
+		if c.Subject == cluster || (c.Subject == "" && c.Status == "pass" && slices.Contains(strings.Split(names, ", "), cluster)) {
+			return c.Status, c.Message
+		}
+	}
+	return "absent", fmt.Sprintf("no cluster-access result names %s: %+v", cluster, verdict.Checks)
+}
