@@ -119,23 +119,6 @@ func TestBeyondReadOnlyOnARealApiserversAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bind := func(name string, rules []rbacv1.PolicyRule) {
-		t.Helper()
-		if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: a.Name, Namespace: a.ServiceAccountNamespace}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = admin.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
-			_ = admin.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
-		})
-	}
 	// rules waits for the RBAC authorizer's informers to see the bindings: until check passes.
 	rules := func(check func([]authorizationv1.ResourceRule) bool) []authorizationv1.ResourceRule {
 		t.Helper()
@@ -152,7 +135,7 @@ func TestBeyondReadOnlyOnARealApiserversAnswer(t *testing.T) {
 		}
 		return got
 	}
-	bind("argocd-pull-audit-read-only", ReadOnlyRules([]string{"argoproj.io"}))
+	bindToAccount(t, admin, "argocd-pull-audit-read-only", a, ReadOnlyRules([]string{"argoproj.io"}))
 	got := rules(func(r []authorizationv1.ResourceRule) bool { return Allows(r, "list", "", "pods") })
 	if beyond := BeyondReadOnly(got); len(beyond) != 0 {
 		t.Errorf("the apiserver's answer with ReadOnlyRules bound: %v beyond read-only\n%+v", beyond, got)
@@ -163,7 +146,7 @@ func TestBeyondReadOnlyOnARealApiserversAnswer(t *testing.T) {
 		}
 	}
 
-	bind("argocd-pull-audit-more", []rbacv1.PolicyRule{
+	bindToAccount(t, admin, "argocd-pull-audit-more", a, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"secrets", "pods/exec"}, Verbs: []string{"get", "create"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"patch"}},
 	})

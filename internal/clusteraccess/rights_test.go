@@ -53,20 +53,7 @@ func TestReadOnlyRulesOnARealApiserver(t *testing.T) {
 	}
 	const role = "argocd-pull-read-only-test"
 	a := Account{Cluster: "cluster1", Name: "argocd-pull", ServiceAccountNamespace: "open-cluster-management-agent-addon"}
-	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: ReadOnlyRules([]string{"argoproj.io"})}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.RbacV1().ClusterRoles().Delete(ctx, role, metav1.DeleteOptions{})
-		_ = cs.RbacV1().ClusterRoleBindings().Delete(ctx, role, metav1.DeleteOptions{})
-	})
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: a.Name, Namespace: a.ServiceAccountNamespace}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	bindToAccount(t, cs, role, a, ReadOnlyRules([]string{"argoproj.io"}))
 	may := func(verb, group, resource, sub string) bool {
 		t.Helper()
 		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
@@ -109,5 +96,26 @@ func TestReadOnlyRulesOnARealApiserver(t *testing.T) {
 		if may(c.Verb, c.Group, c.Resource, c.Subresource) {
 			t.Errorf("%s %s/%s/%s allowed: the hub's account may only read, and never a Secret, exec or a proxy", c.Verb, c.Group, c.Resource, c.Subresource)
 		}
+	}
+}
+
+// bindToAccount gives a's ServiceAccount rules in a ClusterRole and ClusterRoleBinding named name,
+// both removed when the test ends.
+func bindToAccount(t *testing.T, cs kubernetes.Interface, name string, a Account, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: a.Name, Namespace: a.ServiceAccountNamespace}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -15,11 +15,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
-	"github.com/argocd-pull/argocd-pull/internal/assets"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
+	"github.com/argocd-pull/argocd-pull/internal/controller"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
@@ -98,18 +102,7 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	root, err := assets.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := assets.Kubectl(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubectl := func(args ...string) (string, error) {
-		out, err := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig=/dev/null", "--server=" + server, "--certificate-authority=" + caFile, "--token=" + token}, args...)...).CombinedOutput()
-		return string(out), err
-	}
+	kubectl := tokenKubectl(ctx, t, server, caFile, token)
 
 	// Its live objects: what the managed Argo CD deployed (the work agent's namespace, the
 	// Applications' Deployments), the Pods' and events' lists Argo CD's views read.
@@ -197,8 +190,25 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 	// Without managedServiceAccountRef the secret is credential-free again.
 	setRef("")
 	eventually(t, c1.Name+"'s secret credential-free again", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
-		server, config, _ = secretOf(c1.Name)
-		return config == nil && server == gitops.Server(c1.Name), nil
+		now, config, _ := secretOf(c1.Name)
+		return config == nil && now == gitops.Server(c1.Name), nil
+	})
+	// And the account argocd-pull made goes from the hub and from cluster1, with its rights' work:
+	// the token opens nothing any more, and no later test finds the work.
+	for _, c := range lab.Managed {
+		eventually(t, c.Name+"'s account and its rights removed", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+			msa := &unstructured.Unstructured{}
+			msa.SetGroupVersionKind(controller.ManagedServiceAccountGVK)
+			errAccount := hub.Get(ctx, client.ObjectKey{Namespace: c.Name, Name: "argocd-pull"}, msa)
+			errWork := hub.Get(ctx, client.ObjectKey{Namespace: c.Name, Name: clusteraccess.AccessWorkName("argocd-pull")}, &workv1.ManifestWork{})
+			return apierrors.IsNotFound(errAccount) && apierrors.IsNotFound(errWork), nil
+		})
+	}
+	// cluster1's apiserver keeps a token it authenticated for 10 s (its token cache), then refuses
+	// it (401).
+	eventually(t, "cluster1 refusing the hub's old token", time.Minute, "cluster1-managed-serviceaccount-agent.log", func() (bool, error) {
+		out, err := kubectl("auth", "whoami")
+		return err != nil && strings.Contains(out, "must be logged in"), nil
 	})
 }
 

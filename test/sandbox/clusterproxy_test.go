@@ -142,6 +142,14 @@ func TestTheHubReachesAClusterThroughClusterProxy(t *testing.T) {
 // address for it, its CA and token; no kubeconfig, so none of the lab's own credentials is used.
 func channelKubectl(ctx context.Context, t *testing.T, token string) func(cluster string, args ...string) (string, error) {
 	t.Helper()
+	return func(cluster string, args ...string) (string, error) {
+		return tokenKubectl(ctx, t, lab.ClusterProxy.ClusterURL(cluster), lab.ClusterProxy.CA, token)(args...)
+	}
+}
+
+// tokenKubectl runs kubectl against server with the CA in caFile and token, and no kubeconfig.
+func tokenKubectl(ctx context.Context, t *testing.T, server, caFile, token string) func(args ...string) (string, error) {
+	t.Helper()
 	root, err := assets.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -150,10 +158,9 @@ func channelKubectl(ctx context.Context, t *testing.T, token string) func(cluste
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(cluster string, args ...string) (string, error) {
+	return func(args ...string) (string, error) {
 		out, err := exec.CommandContext(ctx, bin, append([]string{
-			"--kubeconfig=/dev/null", "--server=" + lab.ClusterProxy.ClusterURL(cluster),
-			"--certificate-authority=" + lab.ClusterProxy.CA, "--token=" + token,
+			"--kubeconfig=/dev/null", "--server=" + server, "--certificate-authority=" + caFile, "--token=" + token,
 		}, args...)...).CombinedOutput()
 		return string(out), err
 	}
