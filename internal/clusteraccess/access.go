@@ -34,7 +34,14 @@ const (
 	// ReasonAccountNotOurs: a ManagedServiceAccount of that name exists that argocd-pull did not
 	// create: a tenant's, or another tool's. It is left alone.
 	ReasonAccountNotOurs = "AccountNotOurs"
+	// ReasonAccountInUse: argocd-pull made the ManagedServiceAccount of that name for another
+	// GitOpsCluster. It is left to that one.
+	ReasonAccountInUse = "AccountInUse"
 )
+
+// AccountOwnerAnnotation on a ManagedServiceAccount argocd-pull made is "<namespace>/<name>" of the
+// GitOpsCluster it was made for: the only one whose secrets carry its token.
+const AccountOwnerAnnotation = "apps.open-cluster-management.io/cluster-access-gitopscluster"
 
 // Channel is the hub's way to its clusters through cluster-proxy: the URL of its user server
 // (https://cluster-proxy-addon-user.<namespace>.svc:9092 in a hub) and the PEM bundle that
@@ -69,6 +76,9 @@ type Facts struct {
 	// Ours says argocd-pull created it.
 	Account *Account
 	Ours    bool
+	// OtherOwner is the GitOpsCluster argocd-pull made the account for, when that is not the one
+	// asking ("": the asking one's, or not recorded).
+	OtherOwner string
 	// TokenSecret is the Secret of that name in the cluster's namespace (nil: none).
 	TokenSecret *corev1.Secret
 }
@@ -110,6 +120,10 @@ func DecideAccess(ch Channel, cluster, account string, f Facts, now time.Time) A
 	if f.Account != nil && !f.Ours {
 		return Access{Refusal: Refusal{ReasonAccountNotOurs, fmt.Sprintf(
 			"the ManagedServiceAccount %s was not created by argocd-pull: it is left alone, and %s's secret stays credential-free", name, cluster)}}
+	}
+	if f.Account != nil && f.OtherOwner != "" {
+		return Access{Refusal: Refusal{ReasonAccountInUse, fmt.Sprintf(
+			"the ManagedServiceAccount %s is GitOpsCluster %s's: it is left alone, and %s's secret stays credential-free (name another account in managedServiceAccountRef)", name, f.OtherOwner, cluster)}}
 	}
 	var missing []string
 	for _, addOn := range []string{ClusterProxyAddOn, ManagedServiceAccountAddOn} {
@@ -191,14 +205,26 @@ func (c Channel) Validate() error {
 // its rights, both in the cluster's namespace.
 type Grant struct{ Cluster, Account string }
 
-// Unwanted are the grants no GitOpsCluster asks for any more (wanted: the selected clusters of
-// every GitOpsCluster with managedServiceAccountRef, by account): their account and rights go, and
-// the cluster's token with them.
-func Unwanted(existing []Grant, wanted map[Grant]bool) []Grant {
+// Made is a grant as it exists: Owner is the GitOpsCluster ("<namespace>/<name>") the account was
+// made for ("" when not recorded, or for a work whose account is gone).
+type Made struct {
+	Grant
+	Owner string
+}
+
+// Unwanted are the grants no GitOpsCluster asks for any more (wanted: by grant, the GitOpsClusters
+// with managedServiceAccountRef that select its cluster): their account and rights go, and the
+// cluster's token with them. A grant made for one GitOpsCluster goes when that one stops asking,
+// whoever else asks for the name: the others were refused it, and make their own.
+func Unwanted(existing []Made, wanted map[Grant][]string) []Grant {
 	var out []Grant
-	for _, g := range existing {
-		if !wanted[g] && !slices.Contains(out, g) {
-			out = append(out, g)
+	for _, m := range existing {
+		asked := len(wanted[m.Grant]) > 0
+		if m.Owner != "" {
+			asked = slices.Contains(wanted[m.Grant], m.Owner)
+		}
+		if !asked && !slices.Contains(out, m.Grant) {
+			out = append(out, m.Grant)
 		}
 	}
 	return out

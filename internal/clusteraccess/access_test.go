@@ -39,6 +39,8 @@ func TestDecideAccess(t *testing.T) {
 		"an account the install does not name": {channel, "application-manager", ready, ReasonAccountNotAllowed, false, false, "named argocd-pull only"},
 		"a tenant's account of that name": {channel, "argocd-pull", Facts{AddOns: both, Account: &account, Ours: false, TokenSecret: tokenSecret(good)},
 			ReasonAccountNotOurs, false, false, "not created by argocd-pull"},
+		"another GitOpsCluster's account": {channel, "argocd-pull", Facts{AddOns: both, Account: &account, Ours: true, OtherOwner: "openshift-gitops/platform", TokenSecret: tokenSecret(good)},
+			ReasonAccountInUse, false, false, "is GitOpsCluster openshift-gitops/platform's"},
 		"no cluster-proxy": {channel, "argocd-pull", Facts{AddOns: map[string]bool{ManagedServiceAccountAddOn: true}, Account: &account, Ours: true, TokenSecret: tokenSecret(good)},
 			ReasonAddOnMissing, false, true, "no available ManagedClusterAddOn cluster-proxy:"},
 		"no add-on at all": {channel, "argocd-pull", Facts{}, ReasonAddOnMissing, false, false, "cluster-proxy, managed-serviceaccount"},
@@ -152,11 +154,18 @@ func TestChannelValidate(t *testing.T) {
 
 func TestUnwanted(t *testing.T) {
 	a, b, c := Grant{"cluster1", "argocd-pull"}, Grant{"cluster2", "argocd-pull"}, Grant{"cluster1", "other"}
-	got := Unwanted([]Grant{a, b, c, b}, map[Grant]bool{a: true})
+	got := Unwanted([]Made{{a, ""}, {b, ""}, {c, ""}, {b, ""}}, map[Grant][]string{a: {"ns/gc"}})
 	if len(got) != 2 || got[0] != b || got[1] != c {
 		t.Errorf("Unwanted = %v, want %v and %v once each", got, b, c)
 	}
-	if got := Unwanted([]Grant{a}, map[Grant]bool{a: true}); got != nil {
+	if got := Unwanted([]Made{{a, ""}}, map[Grant][]string{a: {"ns/gc"}}); got != nil {
 		t.Errorf("a wanted grant: %v, want none", got)
+	}
+	// Made for ns/gc: kept while ns/gc asks, gone when only another does.
+	if got := Unwanted([]Made{{a, "ns/gc"}}, map[Grant][]string{a: {"ns/gc", "tenant/gc"}}); got != nil {
+		t.Errorf("a grant its owner asks for: %v, want none", got)
+	}
+	if got := Unwanted([]Made{{a, "ns/gc"}}, map[Grant][]string{a: {"tenant/gc"}}); len(got) != 1 || got[0] != a {
+		t.Errorf("a grant only another GitOpsCluster asks for: %v, want %v", got, a)
 	}
 }

@@ -54,13 +54,14 @@ func (r *GitOpsClusterReconciler) clusterAccess(ctx context.Context, gc *gitopsv
 	if ref == "" || !ch.Configured() || !slices.Contains(ch.Accounts, ref) {
 		return clusteraccess.DecideAccess(ch, cluster, ref, clusteraccess.Facts{}, now), nil
 	}
-	facts, err := r.accessFacts(ctx, cluster, ref)
+	owner := gc.Namespace + "/" + gc.Name
+	facts, err := r.accessFacts(ctx, owner, cluster, ref)
 	if err != nil {
 		return clusteraccess.Access{}, err
 	}
 	access := clusteraccess.DecideAccess(ch, cluster, ref, facts, now)
 	if access.CreateAccount {
-		if err := r.createAccount(ctx, cluster, ref); err != nil {
+		if err := r.createAccount(ctx, owner, cluster, ref); err != nil {
 			return access, err
 		}
 	}
@@ -73,8 +74,9 @@ func (r *GitOpsClusterReconciler) clusterAccess(ctx context.Context, gc *gitopsv
 }
 
 // accessFacts reads the cluster's add-ons, its ManagedServiceAccount named ref, and that
-// account's token Secret.
-func (r *GitOpsClusterReconciler) accessFacts(ctx context.Context, cluster, ref string) (clusteraccess.Facts, error) {
+// account's token Secret when the account is argocd-pull's, made for owner (the asking
+// GitOpsCluster, "<namespace>/<name>").
+func (r *GitOpsClusterReconciler) accessFacts(ctx context.Context, owner, cluster, ref string) (clusteraccess.Facts, error) {
 	f := clusteraccess.Facts{AddOns: map[string]bool{}}
 	saNamespace := clusteraccess.DefaultServiceAccountNamespace
 	for _, name := range []string{clusteraccess.ClusterProxyAddOn, clusteraccess.ManagedServiceAccountAddOn} {
@@ -105,6 +107,10 @@ func (r *GitOpsClusterReconciler) accessFacts(ctx context.Context, cluster, ref 
 	if !f.Ours {
 		return f, nil // a tenant's: its token is not read
 	}
+	if made := msa.GetAnnotations()[clusteraccess.AccountOwnerAnnotation]; made != "" && made != owner {
+		f.OtherOwner = made
+		return f, nil // another GitOpsCluster's: its token is not read for this one
+	}
 	secret := &corev1.Secret{}
 	switch err := r.tokens.Get(ctx, types.NamespacedName{Namespace: cluster, Name: ref}, secret); {
 	case apierrors.IsNotFound(err):
@@ -116,13 +122,15 @@ func (r *GitOpsClusterReconciler) accessFacts(ctx context.Context, cluster, ref 
 	return f, nil
 }
 
-// createAccount creates the ManagedServiceAccount ref in the cluster's namespace, argocd-pull's.
-func (r *GitOpsClusterReconciler) createAccount(ctx context.Context, cluster, ref string) error {
+// createAccount creates the ManagedServiceAccount ref in the cluster's namespace, argocd-pull's,
+// for the GitOpsCluster owner.
+func (r *GitOpsClusterReconciler) createAccount(ctx context.Context, owner, cluster, ref string) error {
 	msa := &unstructured.Unstructured{}
 	msa.SetGroupVersionKind(ManagedServiceAccountGVK)
 	msa.SetNamespace(cluster)
 	msa.SetName(ref)
 	msa.SetLabels(map[string]string{api.ManagedByLabel: api.ManagedByValue})
+	msa.SetAnnotations(map[string]string{clusteraccess.AccountOwnerAnnotation: owner})
 	if err := unstructured.SetNestedField(msa.Object, accountValidity, "spec", "rotation", "validity"); err != nil {
 		return err
 	}
@@ -181,23 +189,20 @@ func (r *GitOpsClusterReconciler) grantRights(ctx context.Context, account clust
 	return nil
 }
 
-// sweepGrants deletes the accounts and rights argocd-pull made (clusteraccess.Grant) that no
-// GitOpsCluster asks for any more: its managedServiceAccountRef changed or went, it was deleted, or
-// the cluster left its placement. The cluster's ServiceAccount goes with its ManagedServiceAccount,
+// sweepGrants deletes the accounts and rights argocd-pull made (clusteraccess.Grant) that the
+// GitOpsCluster they were made for no longer asks for: its managedServiceAccountRef changed or
+// went, it was deleted, or the cluster left its placement. The cluster's ServiceAccount goes with its ManagedServiceAccount,
 // and the token with it. Nothing is read without the channel, which made none.
 func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context) error {
 	if !r.Options.Channel.Configured() {
 		return nil
 	}
 	// Metadata only: a work's name and labels are all the sweep needs, and works are large.
-	var existing []clusteraccess.Grant
+	var existing []clusteraccess.Made
 	works := &metav1.PartialObjectMetadataList{}
 	works.SetGroupVersionKind(workv1.SchemeGroupVersion.WithKind("ManifestWorkList"))
 	if err := r.tokens.List(ctx, works, client.HasLabels{clusteraccess.AccessWorkLabel}); err != nil {
 		return fmt.Errorf("listing the works of the hub's accounts' rights: %w", err)
-	}
-	for _, w := range works.Items {
-		existing = append(existing, clusteraccess.Grant{Cluster: w.Namespace, Account: w.Labels[clusteraccess.AccessWorkLabel]})
 	}
 	accounts := &metav1.PartialObjectMetadataList{}
 	accounts.SetGroupVersionKind(ManagedServiceAccountGVK.GroupVersion().WithKind(ManagedServiceAccountGVK.Kind + "List"))
@@ -206,8 +211,16 @@ func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("listing argocd-pull's ManagedServiceAccounts: %w", err)
 	}
+	owners := map[clusteraccess.Grant]string{}
 	for _, a := range accounts.Items {
-		existing = append(existing, clusteraccess.Grant{Cluster: a.Namespace, Account: a.Name})
+		g := clusteraccess.Grant{Cluster: a.Namespace, Account: a.Name}
+		owners[g] = a.Annotations[clusteraccess.AccountOwnerAnnotation]
+		existing = append(existing, clusteraccess.Made{Grant: g, Owner: owners[g]})
+	}
+	// A work goes with its account, or when nobody asks for a work whose account is gone.
+	for _, w := range works.Items {
+		g := clusteraccess.Grant{Cluster: w.Namespace, Account: w.Labels[clusteraccess.AccessWorkLabel]}
+		existing = append(existing, clusteraccess.Made{Grant: g, Owner: owners[g]})
 	}
 	// What is wanted is read after what exists, from the cache that the reconciles which made
 	// them read: an account another reconcile has just made for a GitOpsCluster is in the list
@@ -216,7 +229,7 @@ func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context) error {
 	if err := r.List(ctx, list); err != nil {
 		return fmt.Errorf("listing GitOpsClusters: %w", err)
 	}
-	wanted := map[clusteraccess.Grant]bool{}
+	wanted := map[clusteraccess.Grant][]string{}
 	for i := range list.Items {
 		gc := &list.Items[i]
 		ref := gc.Spec.ManagedServiceAccountRef
@@ -228,11 +241,12 @@ func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context) error {
 			return err
 		}
 		for _, c := range clusters {
-			wanted[clusteraccess.Grant{Cluster: c, Account: ref}] = true
+			g := clusteraccess.Grant{Cluster: c, Account: ref}
+			wanted[g] = append(wanted[g], gc.Namespace+"/"+gc.Name)
 		}
 	}
 	for _, g := range clusteraccess.Unwanted(existing, wanted) {
-		ctrl.LoggerFrom(ctx).Info("Removing an account no GitOpsCluster asks for, and its rights", "cluster", g.Cluster, "managedServiceAccount", g.Account)
+		ctrl.LoggerFrom(ctx).Info("Removing an account its GitOpsCluster no longer asks for, and its rights", "cluster", g.Cluster, "managedServiceAccount", g.Account)
 		work := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: g.Cluster, Name: clusteraccess.AccessWorkName(g.Account)}}
 		if err := r.Delete(ctx, work); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting ManifestWork %s/%s: %w", work.Namespace, work.Name, err)

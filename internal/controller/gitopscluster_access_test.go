@@ -99,10 +99,13 @@ func (h *harness) writeToken(msa *unstructured.Unstructured, token string) {
 	h.g.Expect(err).NotTo(HaveOccurred())
 }
 
-func (h *harness) accessCondition(name string) func() string {
+func (h *harness) accessCondition(name string) func() string { return h.accessCondition2(h.ns, name) }
+
+// accessCondition2 is the ClusterAccess condition of the GitOpsCluster namespace/name.
+func (h *harness) accessCondition2(namespace, name string) func() string {
 	return func() string {
 		gc := &gitopsv1beta1.GitOpsCluster{}
-		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, gc); err != nil {
+		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, gc); err != nil {
 			return err.Error()
 		}
 		c := meta.FindStatusCondition(gc.Status.Conditions, gitopsv1beta1.ClusterAccessCondition)
@@ -116,8 +119,13 @@ func (h *harness) accessCondition(name string) func() string {
 // secretAccess is what a cluster secret says of the hub's way to the cluster: its server, its
 // bearer token ("" for none), and why it has none.
 func (h *harness) secretAccess(cluster string) func() []string {
+	return h.secretAccessIn(h.ns, cluster)
+}
+
+// secretAccessIn is secretAccess for the cluster secret in the Argo CD namespace ns.
+func (h *harness) secretAccessIn(ns, cluster string) func() []string {
 	return func() []string {
-		s, err := h.secret(h.ns, cluster)
+		s, err := h.secret(ns, cluster)
 		if err != nil {
 			return []string{err.Error()}
 		}
@@ -239,6 +247,65 @@ func TestGitOpsClusterReachesItsClustersThroughOCMsChannel(t *testing.T) {
 		return h.c.Get(ctx, types.NamespacedName{Namespace: reached, Name: clusteraccess.AccessWorkName("argocd-pull")}, &workv1.ManifestWork{})
 	}, timeout, interval).Should(MatchError(ContainSubstring("not found")))
 	h.g.Expect(h.managedServiceAccount(tenants, "argocd-pull").GetResourceVersion()).To(Equal(theirs.GetResourceVersion()))
+}
+
+// An account argocd-pull made for one GitOpsCluster is that one's alone: another GitOpsCluster (a
+// tenant's, for its own Argo CD) naming the same account for the same cluster is refused with
+// AccountInUse, its secret stays credential-free, and nothing of the first one's changes. Once the
+// first stops asking, its account goes, and the other gets one of its own.
+func TestAnAccountIsItsGitOpsClustersAlone(t *testing.T) {
+	withManagedServiceAccountAPI(t)
+	tenant := testenv.Get(t).Namespace(t) // with an Argo CD of its own, which the install names
+	h := start(t, func(o *Options, _ string) {
+		o.Channel = clusteraccess.Channel{URL: "https://cluster-proxy-addon-user.multicluster-engine.svc:9092", CA: []byte("CA"), Accounts: []string{"argocd-pull"}, Recheck: time.Second}
+		o.GitOpsNamespaces = append(o.GitOpsNamespaces, tenant)
+	})
+	ctx := context.Background()
+	c := h.cluster()
+	h.addOn(c, clusteraccess.ClusterProxyAddOn, true)
+	h.addOn(c, clusteraccess.ManagedServiceAccountAddOn, true)
+	setRef := func(gc *gitopsv1beta1.GitOpsCluster, ref string) {
+		h.g.Expect(h.c.Get(ctx, client.ObjectKeyFromObject(gc), gc)).To(Succeed())
+		patch := client.MergeFrom(gc.DeepCopy())
+		gc.Spec.ManagedServiceAccountRef = ref
+		h.g.Expect(h.c.Patch(ctx, gc, patch)).To(Succeed())
+	}
+	owner := func() string {
+		msa := h.managedServiceAccount(c, "argocd-pull")
+		if msa == nil {
+			return ""
+		}
+		return msa.GetAnnotations()[clusteraccess.AccountOwnerAnnotation]
+	}
+
+	h.placement(h.ns, "p", c)
+	platform := h.gitOpsCluster(h.ns, "platform", "p")
+	setRef(platform, "argocd-pull")
+	h.g.Eventually(owner, timeout, interval).Should(Equal(h.ns + "/platform"))
+	msa := h.managedServiceAccount(c, "argocd-pull")
+	good := serviceAccountToken("argocd-pull", time.Now().Add(time.Hour))
+	h.writeToken(msa, good)
+	h.g.Eventually(h.secretAccess(c), timeout, interval).Should(HaveExactElements(HaveSuffix("/"+c), good, "CA", ""))
+	msa = h.managedServiceAccount(c, "argocd-pull")
+
+	// The tenant's GitOpsCluster, for its own Argo CD, names the same account for the same cluster.
+	h.placement(tenant, "p", c)
+	theirs := h.gitOpsCluster(tenant, "gc", "p")
+	setRef(theirs, "argocd-pull")
+	h.g.Eventually(h.ready(tenant, "gc"), timeout, interval).Should(Equal("True/Succeeded/successful"))
+	h.g.Eventually(h.accessCondition2(tenant, "gc"), timeout, interval).Should(SatisfyAll(
+		HavePrefix("False/"+clusteraccess.ReasonAccountInUse+": "), ContainSubstring("is GitOpsCluster "+h.ns+"/platform's")))
+	h.g.Eventually(func() []string { return h.secretAccessIn(tenant, c)() }, timeout, interval).
+		Should(Equal([]string{gitops.Server(c), "", "", clusteraccess.ReasonAccountInUse}))
+	h.g.Consistently(func() string { return h.managedServiceAccount(c, "argocd-pull").GetResourceVersion() }, 2*time.Second, 100*time.Millisecond).
+		Should(Equal(msa.GetResourceVersion()), "the platform's account is left as it was")
+	h.g.Expect(h.secretAccess(c)()).To(HaveExactElements(HaveSuffix("/"+c), good, "CA", ""), "the platform's secret keeps its token")
+
+	// The platform stops asking: its account goes, and the tenant's GitOpsCluster makes its own.
+	setRef(platform, "")
+	h.g.Eventually(owner, timeout, interval).Should(Equal(tenant + "/gc"))
+	h.g.Expect(h.managedServiceAccount(c, "argocd-pull").GetUID()).NotTo(Equal(msa.GetUID()))
+	h.g.Eventually(h.secretAccess(c), timeout, interval).Should(Equal([]string{gitops.Server(c), "", "", ""}))
 }
 
 // No channel in the install, or a name it does not allow: the secrets stay as they are today, and
