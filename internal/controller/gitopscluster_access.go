@@ -200,7 +200,7 @@ func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context) error {
 	// Metadata only: a work's name and labels are all the sweep needs, and works are large.
 	var existing []clusteraccess.Made
 	works := &metav1.PartialObjectMetadataList{}
-	works.SetGroupVersionKind(workv1.SchemeGroupVersion.WithKind("ManifestWorkList"))
+	works.SetGroupVersionKind(schema.GroupVersionKind{Group: workv1.GroupName, Version: workv1.GroupVersion.Version, Kind: "ManifestWorkList"})
 	if err := r.tokens.List(ctx, works, client.HasLabels{clusteraccess.AccessWorkLabel}); err != nil {
 		return fmt.Errorf("listing the works of the hub's accounts' rights: %w", err)
 	}
