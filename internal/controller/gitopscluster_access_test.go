@@ -306,6 +306,15 @@ func TestAnAccountIsItsGitOpsClustersAlone(t *testing.T) {
 	h.g.Eventually(owner, timeout, interval).Should(Equal(tenant + "/gc"))
 	h.g.Expect(h.managedServiceAccount(c, "argocd-pull").GetUID()).NotTo(Equal(msa.GetUID()))
 	h.g.Eventually(h.secretAccess(c), timeout, interval).Should(Equal([]string{gitops.Server(c), "", "", ""}))
+
+	// The cluster leaves the tenant's Placement: the tenant's account goes. It comes back with the
+	// cluster, and goes with the GitOpsCluster when that is deleted.
+	h.decide(tenant, "p")
+	h.g.Eventually(owner, timeout, interval).Should(BeEmpty(), "the account of a cluster its GitOpsCluster no longer selects")
+	h.decide(tenant, "p", c)
+	h.g.Eventually(owner, timeout, interval).Should(Equal(tenant + "/gc"))
+	h.deleteGitOpsCluster(theirs)
+	h.g.Eventually(owner, timeout, interval).Should(BeEmpty(), "the account of a deleted GitOpsCluster")
 }
 
 // No channel in the install, or a name it does not allow: the secrets stay as they are today, and
