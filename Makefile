@@ -176,19 +176,54 @@ FUZZTIME ?= 30s
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s; a count such as 100000x works too); make test runs their seed corpora
 	FUZZTIME=$(FUZZTIME) hack/fuzz/run.sh
 
-BENCH_FLAGS ?= --clusters 100,1000 --applicationsets 10
+# One target per run, each under 100 minutes on the development machine (docs/benchmarks.md says
+# what each measures); each prints first how long its last run took, from its results file.
+# bench_last file: that line. Two formats: the rollouts' "(N s)." and the fleet's ", N s in all".
+bench_last = @t=$$({ sed -n -E -e 's/.*\(([0-9]+) s\)\.$$/\1/p' -e 's/.*, ([0-9,]+) s in all.*/\1/p' $(1) 2>/dev/null || true; } | head -1); \
+	if [ -n "$$t" ]; then echo "The last run took $$t s ($(1))."; else echo "No earlier run: $(1) does not exist yet."; fi
+BENCH_RUN = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull
+# The rollout scenarios but the concurrent one, which has its own run.
+BENCH_ROLLOUTS = new-revision,second-commit,failing-revision,no-rollingsync
 
 .PHONY: bench
-bench: kube-assets ocm-assets argocd-assets sandbox-deps build chromium ## Run the scale benchmark and the rollout scenarios (BENCH_FLAGS, default N=100,1000 clusters, A=10), then bench-go; results in test/bench/results, then make docs; not part of make test
-	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull $(BENCH_FLAGS)
+bench: ## Run every benchmark, one run after another, in the order docs/benchmarks.md gives: bench-rollouts-concurrent, bench-rollouts, bench-fleet, bench-fleet-5000, then bench-go; not part of make test
+	$(MAKE) --no-print-directory bench-rollouts-concurrent
+	$(MAKE) --no-print-directory bench-rollouts
+	$(MAKE) --no-print-directory bench-fleet
+	$(MAKE) --no-print-directory bench-fleet-5000
 	$(MAKE) --no-print-directory bench-go
+
+# Ten RollingSync ApplicationSets of 1,000 clusters each, a new revision committed to all at once,
+# then the same without the pull model (the limit), with CPU profiles of the first 120 s.
+.PHONY: bench-rollouts-concurrent
+bench-rollouts-concurrent: kube-assets ocm-assets argocd-assets sandbox-deps build ## Run ten concurrent rollouts at 1,000 clusters and their limit into test/bench/results/rollouts-concurrent-1000, then make docs; prints how long the last run took first
+	$(call bench_last,test/bench/results/rollouts-concurrent-1000/results.md)
+	$(BENCH_RUN) --scenarios rollouts --clusters 1000 --rollout-scenarios concurrent --cpu-profile 120s --rollouts-out test/bench/results/rollouts-concurrent-1000 --logs tmp/bench-concurrent
+	$(MAKE) --no-print-directory docs
+
+# The rollouts at 100 and 1,000 clusters with their limits, in both templatings: goTemplate into
+# rollouts/, the documents' default templating into rollouts-default-templating/.
+.PHONY: bench-rollouts
+bench-rollouts: kube-assets ocm-assets argocd-assets sandbox-deps build ## Run the rollout scenarios at 100 and 1,000 clusters with their limits, goTemplate and the default templating, into test/bench/results/rollouts and rollouts-default-templating, then make docs; prints how long the last runs took first
+	$(call bench_last,test/bench/results/rollouts/results.md)
+	$(BENCH_RUN) --scenarios rollouts --clusters 100,1000 --rollout-scenarios $(BENCH_ROLLOUTS) --rollouts-out test/bench/results/rollouts --logs tmp/bench-rollouts
+	$(call bench_last,test/bench/results/rollouts-default-templating/results.md)
+	$(BENCH_RUN) --scenarios rollouts --clusters 100,1000 --rollout-scenarios $(BENCH_ROLLOUTS) --applicationset-templating default --rollouts-out test/bench/results/rollouts-default-templating --logs tmp/bench-rollouts-default
+	$(MAKE) --no-print-directory docs
 
 # The fleet at 100 and 1,000 clusters alone: the results file docs/benchmarks.md quotes for delivery,
 # feedback, the steady state and the restart. It needs the apiserver and etcd, redis and the controller.
 .PHONY: bench-fleet
 bench-fleet: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd sandbox-deps build ## Run the fleet scenario at 100 and 1,000 clusters (A=10) into test/bench/results, then make docs; prints how long the last run took first
-	@echo "The last fleet run took $$(sed -n 's/.*, \([0-9,]*\) s in all.*/\1/p' test/bench/results/results.md) s (test/bench/results/results.md)."
-	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull --clusters 100,1000 --applicationsets 10 --scenarios fleet
+	$(call bench_last,test/bench/results/results.md)
+	$(BENCH_RUN) --clusters 100,1000 --applicationsets 10 --scenarios fleet
+	$(MAKE) --no-print-directory docs
+
+# The fleet at 5,000 clusters, without the steady state: docs/install.md's sizing comes from it.
+.PHONY: bench-fleet-5000
+bench-fleet-5000: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd sandbox-deps build ## Run the fleet scenario at 5,000 clusters (A=10, no steady state) into test/bench/results/n5000, then make docs; prints how long the last run took first
+	$(call bench_last,test/bench/results/n5000/results.md)
+	$(BENCH_RUN) --clusters 5000 --applicationsets 10 --scenarios fleet --steady 0 --out test/bench/results/n5000 --logs tmp/bench5000
 	$(MAKE) --no-print-directory docs
 
 # Go's own benchmark output, with the command before each package's: make docs reads its figures.
