@@ -205,26 +205,14 @@ func (c Channel) Validate() error {
 // its rights, both in the cluster's namespace.
 type Grant struct{ Cluster, Account string }
 
-// Made is a grant as it exists: Owner is the GitOpsCluster ("<namespace>/<name>") the account was
-// made for ("" when not recorded, or for a work whose account is gone).
-type Made struct {
-	Grant
-	Owner string
-}
-
-// Unwanted are the grants no GitOpsCluster asks for any more (wanted: by grant, the GitOpsClusters
-// with managedServiceAccountRef that select its cluster): their account and rights go, and the
-// cluster's token with them. A grant made for one GitOpsCluster goes when that one stops asking,
-// whoever else asks for the name: the others were refused it, and make their own.
-func Unwanted(existing []Made, wanted map[Grant][]string) []Grant {
+// Unasked are the grants of made (what argocd-pull made for one GitOpsCluster) that it no longer
+// asks for: those not in asked (the account it names, on each cluster it selects; nothing once it
+// is deleted). Their account and rights go, and the cluster's token with them. Each once.
+func Unasked(made, asked []Grant) []Grant {
 	var out []Grant
-	for _, m := range existing {
-		asked := len(wanted[m.Grant]) > 0
-		if m.Owner != "" {
-			asked = slices.Contains(wanted[m.Grant], m.Owner)
-		}
-		if !asked && !slices.Contains(out, m.Grant) {
-			out = append(out, m.Grant)
+	for _, g := range made {
+		if !slices.Contains(asked, g) && !slices.Contains(out, g) {
+			out = append(out, g)
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 var channel = Channel{URL: "https://cluster-proxy-addon-user.open-cluster-management-addon.svc:9092/", CA: []byte("-----BEGIN CERTIFICATE-----\nCA\n"), Accounts: []string{"argocd-pull"}}
@@ -104,12 +105,15 @@ func TestRecheckAfter(t *testing.T) {
 }
 
 func TestRightsWork(t *testing.T) {
-	work, err := RightsWork(account, []string{"example.com"})
+	owned := account
+	owned.Owner = "argocd/gitops"
+	work, err := RightsWork(owned, []string{"example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if work.Namespace != "cluster1" || work.Name != "argocd-pull-access-argocd-pull" || work.Labels[AccessWorkLabel] != "argocd-pull" || len(work.Labels) != 1 {
-		t.Errorf("work %s/%s labels %v", work.Namespace, work.Name, work.Labels)
+	if work.Namespace != "cluster1" || work.Name != "argocd-pull-access-argocd-pull" || work.Labels[AccessWorkLabel] != "argocd-pull" ||
+		work.Labels[OwnerLabel] != OwnerLabelValue("argocd/gitops") || work.Annotations[AccountOwnerAnnotation] != "argocd/gitops" || len(work.Labels) != 2 {
+		t.Errorf("work %s/%s labels %v annotations %v: want the account's name and its owner's", work.Namespace, work.Name, work.Labels, work.Annotations)
 	}
 	var role rbacv1.ClusterRole
 	var binding rbacv1.ClusterRoleBinding
@@ -152,20 +156,30 @@ func TestChannelValidate(t *testing.T) {
 	}
 }
 
-func TestUnwanted(t *testing.T) {
+func TestUnasked(t *testing.T) {
 	a, b, c := Grant{"cluster1", "argocd-pull"}, Grant{"cluster2", "argocd-pull"}, Grant{"cluster1", "other"}
-	got := Unwanted([]Made{{a, ""}, {b, ""}, {c, ""}, {b, ""}}, map[Grant][]string{a: {"ns/gc"}})
-	if len(got) != 2 || got[0] != b || got[1] != c {
-		t.Errorf("Unwanted = %v, want %v and %v once each", got, b, c)
+	// The account on cluster2 (the cluster left the placement) and the one of the old name go, once each.
+	if got := Unasked([]Grant{a, b, c, b}, []Grant{a}); len(got) != 2 || got[0] != b || got[1] != c {
+		t.Errorf("Unasked = %v, want %v and %v once each", got, b, c)
 	}
-	if got := Unwanted([]Made{{a, ""}}, map[Grant][]string{a: {"ns/gc"}}); got != nil {
-		t.Errorf("a wanted grant: %v, want none", got)
+	if got := Unasked([]Grant{a}, []Grant{a, b}); got != nil {
+		t.Errorf("a grant still asked for: %v, want none", got)
 	}
-	// Made for ns/gc: kept while ns/gc asks, gone when only another does.
-	if got := Unwanted([]Made{{a, "ns/gc"}}, map[Grant][]string{a: {"ns/gc", "tenant/gc"}}); got != nil {
-		t.Errorf("a grant its owner asks for: %v, want none", got)
+	// A deleted GitOpsCluster asks for nothing: everything made for it goes.
+	if got := Unasked([]Grant{a, b}, nil); len(got) != 2 {
+		t.Errorf("a deleted GitOpsCluster's grants: %v, want both", got)
 	}
-	if got := Unwanted([]Made{{a, "ns/gc"}}, map[Grant][]string{a: {"tenant/gc"}}); len(got) != 1 || got[0] != a {
-		t.Errorf("a grant only another GitOpsCluster asks for: %v, want %v", got, a)
+}
+
+func TestOwnerLabelValueIsALabelValue(t *testing.T) {
+	long := strings.Repeat("n", 63) + "/" + strings.Repeat("g", 253)
+	for _, owner := range []string{"argocd/gc", long} {
+		v := OwnerLabelValue(owner)
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			t.Errorf("OwnerLabelValue(%q) = %q: %v", owner, v, errs)
+		}
+	}
+	if OwnerLabelValue("a/b") == OwnerLabelValue("b/a") {
+		t.Error("two GitOpsClusters have the same owner label")
 	}
 }

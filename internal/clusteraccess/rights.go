@@ -70,6 +70,19 @@ func ReadOnlyRules(groups []string) []rbacv1.PolicyRule {
 // (api.ManagedByLabel), which every controller of theirs reads as one Application's.
 const AccessWorkLabel = "apps.open-cluster-management.io/cluster-access"
 
+// OwnerLabel marks what argocd-pull made for one GitOpsCluster's channel, its ManagedServiceAccounts
+// and the works of their rights, with OwnerLabelValue of that GitOpsCluster: each GitOpsCluster
+// finds its own, server-side, and removes those it no longer asks for, never another's. The
+// GitOpsCluster's name itself is in AccountOwnerAnnotation (a label value cannot hold it).
+const OwnerLabel = "apps.open-cluster-management.io/cluster-access-owner"
+
+// OwnerLabelValue is the OwnerLabel of what was made for the GitOpsCluster owner
+// ("<namespace>/<name>"): a hash of the name, which may be longer than a label value.
+func OwnerLabelValue(owner string) string {
+	sum := sha256.Sum256([]byte(owner))
+	return hex.EncodeToString(sum[:16])
+}
+
 // AccessWorkHashAnnotation on that work is the hash of the manifests argocd-pull wrote (the
 // apiserver re-encodes them), to tell whether the rights changed.
 const AccessWorkHashAnnotation = "apps.open-cluster-management.io/cluster-access-hash"
@@ -83,7 +96,8 @@ func AccessWorkName(account string) string { return "argocd-pull-access-" + acco
 func RoleName(account string) string { return "argocd-pull:read-only:" + account }
 
 // RightsWork is the ManifestWork that gives account, on its cluster, ReadOnlyRules(groups): a
-// ClusterRole and a ClusterRoleBinding to the account's ServiceAccount, deleted with the work.
+// ClusterRole and a ClusterRoleBinding to the account's ServiceAccount, deleted with the work. It
+// is labelled and annotated with the account's owner, as the account is.
 func RightsWork(account Account, groups []string) (*workv1.ManifestWork, error) {
 	role := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
@@ -98,7 +112,8 @@ func RightsWork(account Account, groups []string) (*workv1.ManifestWork, error) 
 	}
 	work := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{
 		Name: AccessWorkName(account.Name), Namespace: account.Cluster,
-		Labels: map[string]string{AccessWorkLabel: account.Name},
+		Labels:      map[string]string{AccessWorkLabel: account.Name, OwnerLabel: OwnerLabelValue(account.Owner)},
+		Annotations: map[string]string{AccountOwnerAnnotation: account.Owner},
 	}}
 	hash := sha256.New()
 	for _, o := range []any{role, binding} {
@@ -109,6 +124,6 @@ func RightsWork(account Account, groups []string) (*workv1.ManifestWork, error) 
 		hash.Write(raw)
 		work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
 	}
-	work.Annotations = map[string]string{AccessWorkHashAnnotation: hex.EncodeToString(hash.Sum(nil))[:16]}
+	work.Annotations[AccessWorkHashAnnotation] = hex.EncodeToString(hash.Sum(nil))[:16]
 	return work, nil
 }

@@ -31,12 +31,13 @@ const (
 )
 
 // Account is a ManagedServiceAccount as the hub sees it: its name and UID in the cluster's
-// namespace, and the namespace on the cluster where its ServiceAccount lives (the add-on's install
-// namespace).
+// namespace, the namespace on the cluster where its ServiceAccount lives (the add-on's install
+// namespace), and the GitOpsCluster ("<namespace>/<name>") argocd-pull made it for.
 type Account struct {
 	Cluster, Name           string
 	UID                     types.UID
 	ServiceAccountNamespace string
+	Owner                   string
 }
 
 // Username is the cluster's name for the account's ServiceAccount.

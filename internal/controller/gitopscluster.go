@@ -144,7 +144,7 @@ func (r *GitOpsClusterReconciler) reconcile(ctx context.Context, gc *gitopsv1bet
 	if result, observed.Err = r.removeUnselected(ctx, gc, clusters); observed.Err != nil {
 		return result, observed
 	}
-	observed.Err = r.sweepGrants(ctx)
+	observed.Err = r.sweepGrants(ctx, gc, clusters)
 	if observed.Recheck > 0 {
 		result = soonest(result, observed.Recheck)
 	}
@@ -244,7 +244,7 @@ func (r *GitOpsClusterReconciler) finalize(ctx context.Context, gc *gitopsv1beta
 			}
 		}
 	}
-	if err := r.sweepGrants(ctx); err != nil {
+	if err := r.sweepGrants(ctx, gc, nil); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(gc.DeepCopy())

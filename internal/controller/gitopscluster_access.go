@@ -102,13 +102,13 @@ func (r *GitOpsClusterReconciler) accessFacts(ctx context.Context, owner, cluste
 	case err != nil:
 		return f, fmt.Errorf("reading ManagedServiceAccount %s/%s: %w", cluster, ref, err)
 	}
-	f.Account = &clusteraccess.Account{Cluster: cluster, Name: ref, UID: msa.GetUID(), ServiceAccountNamespace: saNamespace}
+	f.Account = &clusteraccess.Account{Cluster: cluster, Name: ref, UID: msa.GetUID(), ServiceAccountNamespace: saNamespace, Owner: owner}
 	f.Ours = msa.GetLabels()[api.ManagedByLabel] == api.ManagedByValue
 	if !f.Ours {
 		return f, nil // a tenant's: its token is not read
 	}
 	if made := msa.GetAnnotations()[clusteraccess.AccountOwnerAnnotation]; made != "" && made != owner {
-		f.OtherOwner = made
+		f.OtherOwner, f.Account.Owner = made, made
 		return f, nil // another GitOpsCluster's: its token is not read for this one
 	}
 	secret := &corev1.Secret{}
@@ -129,7 +129,7 @@ func (r *GitOpsClusterReconciler) createAccount(ctx context.Context, owner, clus
 	msa.SetGroupVersionKind(ManagedServiceAccountGVK)
 	msa.SetNamespace(cluster)
 	msa.SetName(ref)
-	msa.SetLabels(map[string]string{api.ManagedByLabel: api.ManagedByValue})
+	msa.SetLabels(map[string]string{api.ManagedByLabel: api.ManagedByValue, clusteraccess.OwnerLabel: clusteraccess.OwnerLabelValue(owner)})
 	msa.SetAnnotations(map[string]string{clusteraccess.AccountOwnerAnnotation: owner})
 	if err := unstructured.SetNestedField(msa.Object, accountValidity, "spec", "rotation", "validity"); err != nil {
 		return err
@@ -176,83 +176,84 @@ func (r *GitOpsClusterReconciler) grantRights(ctx context.Context, account clust
 		return fmt.Errorf("reading ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
 	// The apiserver re-encodes the manifests: the work's annotation says what was written.
-	if existing.Annotations[clusteraccess.AccessWorkHashAnnotation] == desired.Annotations[clusteraccess.AccessWorkHashAnnotation] &&
-		existing.Labels[clusteraccess.AccessWorkLabel] == account.Name {
+	if sameKeys(existing.Annotations, desired.Annotations) && sameKeys(existing.Labels, desired.Labels) {
 		return nil
 	}
 	existing.Spec = desired.Spec
-	metav1.SetMetaDataLabel(&existing.ObjectMeta, clusteraccess.AccessWorkLabel, account.Name)
-	metav1.SetMetaDataAnnotation(&existing.ObjectMeta, clusteraccess.AccessWorkHashAnnotation, desired.Annotations[clusteraccess.AccessWorkHashAnnotation])
+	for k, v := range desired.Labels {
+		metav1.SetMetaDataLabel(&existing.ObjectMeta, k, v)
+	}
+	for k, v := range desired.Annotations {
+		metav1.SetMetaDataAnnotation(&existing.ObjectMeta, k, v)
+	}
 	if err := r.Update(ctx, existing); err != nil {
 		return fmt.Errorf("updating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
 	return nil
 }
 
-// sweepGrants deletes the accounts and rights argocd-pull made (clusteraccess.Grant) that the
-// GitOpsCluster they were made for no longer asks for: its managedServiceAccountRef changed or
-// went, it was deleted, or the cluster left its placement. The cluster's ServiceAccount goes with its ManagedServiceAccount,
-// and the token with it. Nothing is read without the channel, which made none.
-func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context) error {
+// sameKeys reports whether have holds every key of want with its value.
+func sameKeys(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// sweepGrants deletes the accounts and rights argocd-pull made for gc (clusteraccess.Grant) that
+// it no longer asks for: its managedServiceAccountRef changed or went, a cluster left its
+// placement (selected: the clusters it selects now), or it is being deleted. Only gc's own are
+// read, by their clusteraccess.OwnerLabel, server-side: another GitOpsCluster's are never looked
+// at, whatever it names. The cluster's ServiceAccount goes with its ManagedServiceAccount, and the
+// token with it. Nothing is read without the channel, which made none.
+func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, selected []string) error {
 	if !r.Options.Channel.Configured() {
 		return nil
 	}
-	// Metadata only: a work's name and labels are all the sweep needs, and works are large.
-	var existing []clusteraccess.Made
+	owner := gc.Namespace + "/" + gc.Name
+	mine := client.MatchingLabels{clusteraccess.OwnerLabel: clusteraccess.OwnerLabelValue(owner)}
+	// Metadata only: a work's name, labels and annotations are all the sweep needs, and works
+	// are large.
 	works := &metav1.PartialObjectMetadataList{}
 	works.SetGroupVersionKind(schema.GroupVersionKind{Group: workv1.GroupName, Version: workv1.GroupVersion.Version, Kind: "ManifestWorkList"})
-	if err := r.tokens.List(ctx, works, client.HasLabels{clusteraccess.AccessWorkLabel}); err != nil {
-		return fmt.Errorf("listing the works of the hub's accounts' rights: %w", err)
+	if err := r.tokens.List(ctx, works, mine, client.HasLabels{clusteraccess.AccessWorkLabel}); err != nil {
+		return fmt.Errorf("listing the works of the rights of GitOpsCluster %s's accounts: %w", owner, err)
 	}
 	accounts := &metav1.PartialObjectMetadataList{}
 	accounts.SetGroupVersionKind(ManagedServiceAccountGVK.GroupVersion().WithKind(ManagedServiceAccountGVK.Kind + "List"))
-	switch err := r.tokens.List(ctx, accounts, client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}); {
+	switch err := r.tokens.List(ctx, accounts, mine, client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}); {
 	case meta.IsNoMatchError(err): // managed-serviceaccount is not installed: argocd-pull made none
 	case err != nil:
-		return fmt.Errorf("listing argocd-pull's ManagedServiceAccounts: %w", err)
+		return fmt.Errorf("listing the ManagedServiceAccounts of GitOpsCluster %s: %w", owner, err)
 	}
-	owners := map[clusteraccess.Grant]string{}
+	// The label is a hash: the annotation says whose each one is.
+	var made []clusteraccess.Grant
 	for _, a := range accounts.Items {
-		g := clusteraccess.Grant{Cluster: a.Namespace, Account: a.Name}
-		owners[g] = a.Annotations[clusteraccess.AccountOwnerAnnotation]
-		existing = append(existing, clusteraccess.Made{Grant: g, Owner: owners[g]})
+		if a.Annotations[clusteraccess.AccountOwnerAnnotation] == owner {
+			made = append(made, clusteraccess.Grant{Cluster: a.Namespace, Account: a.Name})
+		}
 	}
-	// A work goes with its account, or when nobody asks for a work whose account is gone.
 	for _, w := range works.Items {
-		g := clusteraccess.Grant{Cluster: w.Namespace, Account: w.Labels[clusteraccess.AccessWorkLabel]}
-		existing = append(existing, clusteraccess.Made{Grant: g, Owner: owners[g]})
-	}
-	// What is wanted is read after what exists, from the cache that the reconciles which made
-	// them read: an account another reconcile has just made for a GitOpsCluster is in the list
-	// above only if that GitOpsCluster and its decisions are in the cache now.
-	list := &gitopsv1beta1.GitOpsClusterList{}
-	if err := r.List(ctx, list); err != nil {
-		return fmt.Errorf("listing GitOpsClusters: %w", err)
-	}
-	wanted := map[clusteraccess.Grant][]string{}
-	for i := range list.Items {
-		gc := &list.Items[i]
-		ref := gc.Spec.ManagedServiceAccountRef
-		if ref == "" || !gc.DeletionTimestamp.IsZero() {
-			continue
-		}
-		clusters, _, _, err := r.selectedClusters(ctx, gc)
-		if err != nil {
-			return err
-		}
-		for _, c := range clusters {
-			g := clusteraccess.Grant{Cluster: c, Account: ref}
-			wanted[g] = append(wanted[g], gc.Namespace+"/"+gc.Name)
+		if w.Annotations[clusteraccess.AccountOwnerAnnotation] == owner {
+			made = append(made, clusteraccess.Grant{Cluster: w.Namespace, Account: w.Labels[clusteraccess.AccessWorkLabel]})
 		}
 	}
-	for _, g := range clusteraccess.Unwanted(existing, wanted) {
+	var asked []clusteraccess.Grant
+	if ref := gc.Spec.ManagedServiceAccountRef; ref != "" && gc.DeletionTimestamp.IsZero() {
+		for _, c := range selected {
+			asked = append(asked, clusteraccess.Grant{Cluster: c, Account: ref})
+		}
+	}
+	for _, g := range clusteraccess.Unasked(made, asked) {
 		ctrl.LoggerFrom(ctx).Info("Removing an account its GitOpsCluster no longer asks for, and its rights", "cluster", g.Cluster, "managedServiceAccount", g.Account)
 		work := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: g.Cluster, Name: clusteraccess.AccessWorkName(g.Account)}}
 		if err := r.Delete(ctx, work); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting ManifestWork %s/%s: %w", work.Namespace, work.Name, err)
 		}
-		// Only argocd-pull's: a tenant's account of that name is never deleted.
-		if a := findAccount(accounts.Items, g); a != nil {
+		// Only this GitOpsCluster's: a tenant's account of that name is never deleted.
+		if a := findAccount(accounts.Items, g, owner); a != nil {
 			if err := r.Delete(ctx, a, client.Preconditions{UID: ptr.To(a.UID)}); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("deleting ManagedServiceAccount %s/%s: %w", g.Cluster, g.Account, err)
 			}
@@ -261,10 +262,10 @@ func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context) error {
 	return nil
 }
 
-func findAccount(accounts []metav1.PartialObjectMetadata, g clusteraccess.Grant) *metav1.PartialObjectMetadata {
+func findAccount(accounts []metav1.PartialObjectMetadata, g clusteraccess.Grant, owner string) *metav1.PartialObjectMetadata {
 	for i := range accounts {
-		if accounts[i].Namespace == g.Cluster && accounts[i].Name == g.Account {
-			return &accounts[i]
+		if a := &accounts[i]; a.Namespace == g.Cluster && a.Name == g.Account && a.Annotations[clusteraccess.AccountOwnerAnnotation] == owner {
+			return a
 		}
 	}
 	return nil
