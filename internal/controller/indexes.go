@@ -117,6 +117,7 @@ func applicationRequests(ctx context.Context, c client.Reader, opts ...client.Li
 type cachedWorks struct {
 	c        client.Reader
 	upstream *upstreamWorks // nil: none are read
+	probes   *claimProbes   // nil: none are read
 }
 
 var _ gather.Works = cachedWorks{}
@@ -135,6 +136,10 @@ func (w cachedWorks) Carrying(ctx context.Context, cluster, managed string) ([]w
 		return nil, fmt.Errorf("listing ManifestWorks carrying %s: %w", managed, err)
 	}
 	return works.Items, nil
+}
+
+func (w cachedWorks) Probe(ctx context.Context, cluster string) (*workv1.ManifestWork, error) {
+	return w.probes.of(ctx, cluster)
 }
 
 func (w cachedWorks) Upstream(ctx context.Context, cluster string, key types.NamespacedName) ([]workv1.ManifestWork, error) {

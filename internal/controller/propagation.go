@@ -41,6 +41,8 @@ type PropagationReconciler struct {
 	Cache client.Reader
 	// upstream reads the works of the upstream pull controllers (see takeover.go).
 	upstream *upstreamWorks
+	// probes reads the clusters' claim probes (see claims.go).
+	probes *claimProbes
 	// writtenFrom holds, per work this controller updated, the resourceVersion it updated it from
 	// (see behindOwnWrite).
 	writtenFrom sync.Map
@@ -53,8 +55,9 @@ const conflictRetry = 100 * time.Millisecond
 // Reconcile brings the ManifestWork of one hub Application in line with it.
 func (r *PropagationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	result, err := r.reconcile(ctx, req)
-	if apierrors.IsConflict(err) {
-		// Not an error: the Application changed under us. Status-only changes do not requeue it
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		// Not an error: the Application changed under us, or another reconcile wrote the claim
+		// probe first. Status-only changes do not requeue it
 		// (see beyondStatus), so ask for it again rather than wait for an event.
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
@@ -115,8 +118,9 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if err != nil {
 		switch failed := plan.Steps[done]; {
-		case apierrors.IsConflict(err):
-			// The work changed since the cache's copy: no refusal, read it again (see Reconcile).
+		case apierrors.IsConflict(err), failed.Action == propagation.ActAsk:
+			// The work or the probe changed since the cache's copy: no refusal, read it again
+			// (see Reconcile).
 			return ctrl.Result{}, err
 		case failed.Action == propagation.ActCreate || failed.Action == propagation.ActUpdate:
 			if tooLarge(err) {
@@ -128,8 +132,12 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
-	r.changed.Done(req.NamespacedName, time.Now()) // nothing more of this change to write
 	result := ctrl.Result{}
+	if verdict.Ask != nil {
+		// The work is written once the cluster answered: the probe's change brings it back.
+		return result, conditions.clear(ctx, app)
+	}
+	r.changed.Done(req.NamespacedName, time.Now()) // nothing more of this change to write
 	if !verdict.Recheck.IsZero() {
 		// A RollingSync step's sync request waits for the next second (manifestwork.StepDeliverAt).
 		result.RequeueAfter = requeueAfter(verdict.Recheck)
@@ -207,7 +215,7 @@ func (r *PropagationReconciler) worksOf(ctx context.Context, key types.Namespace
 
 // works finds works in the controller's caches, by their indexes.
 func (r *PropagationReconciler) works() cachedWorks {
-	return cachedWorks{c: r.Client, upstream: r.upstream}
+	return cachedWorks{c: r.Client, upstream: r.upstream, probes: r.probes}
 }
 
 // tooLarge recognises the apiserver's and etcd's refusals of an oversized object.

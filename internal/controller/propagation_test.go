@@ -419,43 +419,49 @@ func clusterOf(app *unstructured.Unstructured) string {
 }
 
 // An Application of the same namespace and name on the managed cluster before the hub delivers
-// one (made there by hand, or by the cluster's own Argo CD): the work only reads and orphans, so
-// nothing of it is changed or deleted; the hub Application is refused with the reason and shows
-// none of the other's status; once the other is gone the hub delivers its own, changes included. test/e2e's TestAnApplicationAlreadyOnTheManagedClusterIsLeftAlone runs the same with
-// the real work agent.
+// one (made there by hand, or by the cluster's own Argo CD): the hub asks the cluster through its
+// claim probe, which only reads, and writes nothing for the Application, so nothing of the other
+// is changed or deleted; the hub Application is refused with the reason and shows none of the
+// other's status; once the other is gone the hub delivers its own, changes included.
+// test/e2e's TestAnApplicationAlreadyOnTheManagedClusterIsLeftAlone runs the same with the real
+// work agent.
 func TestAnApplicationAlreadyOnTheClusterIsLeftAlone(t *testing.T) {
 	h := start(t)
 	cluster := h.cluster()
+	// The cluster has one: its annotation names no hub Application.
+	h.onClusterHas(cluster, h.ns, "web", &testenv.OnCluster{UID: "theirs"})
 	h.app("web", cluster, func(u *unstructured.Unstructured) { u.SetFinalizers([]string{argocd.ResourcesFinalizer}) })
-	w := h.writtenWork("web", cluster)
-	h.g.Expect(manifestwork.Held(w)).To(BeFalse(), "a new work only reads its Application")
+	probe := &workv1.ManifestWork{}
+	h.g.Eventually(func() error {
+		return h.c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: manifestwork.ProbeName}, probe)
+	}, timeout, interval).Should(Succeed(), "the cluster is asked")
+	h.g.Expect(manifestwork.ProbeEntries(probe)).To(ContainElement(manifestwork.ProbeEntry{Namespace: h.ns, Name: "web", Hub: types.NamespacedName{Namespace: h.ns, Name: "web"}}))
+	h.g.Expect(probe.Spec.ManifestConfigs[0].UpdateStrategy.Type).To(Equal(workv1.UpdateStrategyTypeReadOnly))
 
-	// The agent found one there: its feedback names no hub Application.
-	h.agentWrites("web", cluster, w.Generation, map[string]string{manifestwork.FeedbackManagedUID: "theirs",
-		manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced", manifestwork.FeedbackRevision: "their-commit"})
 	want := propagation.ReasonManagedAppExists + ": cluster " + cluster + " already has an Application " + h.ns + "/web that this hub did not deliver"
 	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(HavePrefix(want))
 	h.g.Eventually(func() []string { return h.eventsFor("web") }, timeout, interval).Should(ContainElement(HavePrefix(propagation.ReasonManagedAppExists+": cluster "+cluster)),
 		"events are sent asynchronously")
-	h.g.Eventually(func() []string {
+	h.g.Consistently(func() []string {
 		app := h.getApp("web")
 		return []string{statusField(app, "health", "status"), statusField(app, "sync", "status"), statusField(app, "sync", "revision")}
-	}, timeout, interval).Should(Equal([]string{"Unknown", "Unknown", ""}), "nothing of the other Application's status")
+	}, time.Second, 100*time.Millisecond).Should(HaveEach(BeElementOf("", "Unknown")), "nothing of the other Application's status: the probe does not ask for it")
 
-	// A change on the hub is not delivered over it.
-	before := h.writtenWork("web", cluster)
+	// A change on the hub is not delivered over it: no work is written.
 	h.updateApp("web", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, "v2", "spec", "source", "targetRevision")
 	})
-	h.g.Consistently(func() string { return h.writtenWork("web", cluster).ResourceVersion }, 2*time.Second, 100*time.Millisecond).
-		Should(Equal(before.ResourceVersion), "the work is not written while another Application holds the name")
+	h.g.Consistently(func() []workv1.ManifestWork { return h.worksOf("web") }, 2*time.Second, 100*time.Millisecond).
+		Should(BeEmpty(), "no work while another Application holds the name")
+	h.g.Expect(h.condition("web")).To(HavePrefix(want), "the refusal stays through the probe's writes")
 
 	// The other one is deleted there: the agent reports the name free, and the hub delivers.
-	h.report("web", cluster, w.Generation, map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced"})
+	h.onClusterHas(cluster, h.ns, "web", nil)
 	h.g.Eventually(func() string { return h.condition("web") }, timeout, interval).Should(BeEmpty())
 	held := h.work("web", cluster)
-	h.g.Expect(manifestwork.Held(held)).To(BeTrue())
+	h.g.Expect(manifestwork.Held(held)).To(BeTrue(), "created held, in one write")
 	rev, _, _ := unstructured.NestedString(workfixture.Payload(t, held, 0).Object, "spec", "source", "targetRevision")
-	h.g.Expect(rev).To(Equal("v2"), "what changed meanwhile is delivered with the hold")
+	h.g.Expect(rev).To(Equal("v2"), "what changed meanwhile is delivered")
+	h.report("web", cluster, held.Generation, map[string]string{manifestwork.FeedbackHealth: "Healthy", manifestwork.FeedbackSync: "Synced"})
 	h.g.Eventually(func() string { return statusField(h.getApp("web"), "health", "status") }, timeout, interval).Should(Equal("Healthy"))
 }

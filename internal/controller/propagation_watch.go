@@ -40,7 +40,10 @@ func (r *PropagationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		return err
 	}
 	r.upstream = upstream
-	b := ctrl.NewControllerManagedBy(mgr)
+	if r.probes, err = newClaimProbes(mgr); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).WatchesRawSource(r.probes.source())
 	for _, s := range upstream.sources() {
 		b = b.WatchesRawSource(s)
 	}

@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,6 +70,11 @@ type harness struct {
 	// agentClaims maps each work the harness's agent claimed (see work) to the generations before
 	// and after the controller held it.
 	agentClaims map[types.NamespacedName][2]int64
+	// onCluster is what the managed clusters have of the Applications their claim probes ask
+	// about, by cluster and "<namespace>/<name>" there: nothing unless a test says (onClusterHas).
+	// answerProbes answers with it.
+	mu        *sync.Mutex
+	onCluster map[string]map[string]testenv.OnCluster
 }
 
 func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
@@ -110,7 +116,8 @@ func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	h := &harness{t: t, g: NewWithT(t), c: env.Client, ns: ns}
+	h := &harness{t: t, g: NewWithT(t), c: env.Client, ns: ns, mu: &sync.Mutex{}, onCluster: map[string]map[string]testenv.OnCluster{}}
+	go h.answerProbes(ctx)
 	var once sync.Once
 	h.stop = func() {
 		once.Do(func() {
@@ -133,6 +140,70 @@ func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 		}
 	})
 	return h
+}
+
+// answerProbes answers every claim probe as its cluster's work agent would (testenv.AnswerProbe),
+// from onCluster, until ctx ends: at once and again whenever a probe or onCluster changed.
+func (h *harness) answerProbes(ctx context.Context) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		probes := &workv1.ManifestWorkList{}
+		if err := h.c.List(ctx, probes, client.MatchingLabels{manifestwork.ProbeLabel: "true"}); err != nil {
+			continue
+		}
+		for i := range probes.Items {
+			p := &probes.Items[i]
+			answered := p.DeepCopy()
+			h.mu.Lock()
+			testenv.AnswerProbe(answered, h.onCluster[p.Namespace])
+			h.mu.Unlock()
+			if manifestwork.ProbeCurrent(p) && sameAnswers(p, answered) {
+				continue
+			}
+			_ = h.c.Status().Update(ctx, answered) // a conflict is answered at the next tick
+		}
+	}
+}
+
+// sameAnswers compares the answers of two probes, without their times.
+func sameAnswers(a, b *workv1.ManifestWork) bool {
+	if len(a.Status.ResourceStatus.Manifests) != len(b.Status.ResourceStatus.Manifests) {
+		return false
+	}
+	for i, m := range a.Status.ResourceStatus.Manifests {
+		n := b.Status.ResourceStatus.Manifests[i]
+		if m.ResourceMeta != n.ResourceMeta || manifestwork.FeedbackText(m.StatusFeedbacks.Values)[manifestwork.FeedbackManagedUID] != manifestwork.FeedbackText(n.StatusFeedbacks.Values)[manifestwork.FeedbackManagedUID] ||
+			manifestwork.FeedbackText(m.StatusFeedbacks.Values)[manifestwork.FeedbackHubApplication] != manifestwork.FeedbackText(n.StatusFeedbacks.Values)[manifestwork.FeedbackHubApplication] ||
+			len(m.Conditions) != len(n.Conditions) {
+			return false
+		}
+		for j := range m.Conditions {
+			if m.Conditions[j].Type != n.Conditions[j].Type || m.Conditions[j].Status != n.Conditions[j].Status || m.Conditions[j].Reason != n.Conditions[j].Reason {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// onClusterHas says that cluster has the Application namespace/name there (it == nil: no longer).
+func (h *harness) onClusterHas(cluster, namespace, name string, it *testenv.OnCluster) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.onCluster[cluster] == nil {
+		h.onCluster[cluster] = map[string]testenv.OnCluster{}
+	}
+	if it == nil {
+		delete(h.onCluster[cluster], namespace+"/"+name)
+		return
+	}
+	h.onCluster[cluster][namespace+"/"+name] = *it
 }
 
 // removeApplications deletes the test's Applications so later tests' managers do not see them.
@@ -286,6 +357,12 @@ func (h *harness) work(name, cluster string) *workv1.ManifestWork {
 	h.t.Helper()
 	w := h.writtenWork(name, cluster)
 	if manifestwork.Held(w) {
+		if meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied) == nil {
+			// Created held (the claim probe found the name free): the agent creates the
+			// Application and reports it, as below.
+			h.agentWrites(name, cluster, w.Generation, nil)
+			h.g.Expect(h.c.Get(context.Background(), client.ObjectKeyFromObject(w), w)).To(Succeed())
+		}
 		return w
 	}
 	key := client.ObjectKeyFromObject(w)

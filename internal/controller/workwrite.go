@@ -164,6 +164,12 @@ func (r *PropagationReconciler) executeStep(ctx context.Context, app *unstructur
 		if step.MovedTo != "" {
 			event(corev1.EventTypeNormal, ReasonRetargeted, "Propagate", "Moved from cluster %s to cluster %s", w.Namespace, step.MovedTo)
 		}
+	case step.Action == propagation.ActAsk:
+		target, _, err := manifestwork.ReadMarkers(app)
+		if err != nil {
+			return err
+		}
+		return r.ask(ctx, target.Cluster, *step.Ask)
 	case step.Action == propagation.ActFinalize:
 		return r.write(ctx, workWrite{op: metrics.OpUpdate, work: w,
 			why: "Updating ManifestWork before deleting it: what its Application's deletion needs reaches the managed cluster first"})

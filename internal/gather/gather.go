@@ -29,6 +29,8 @@ type Works interface {
 	// Upstream are the upstream pull controllers' works of the hub Application key on cluster,
 	// oldest first.
 	Upstream(ctx context.Context, cluster string, key types.NamespacedName) ([]workv1.ManifestWork, error)
+	// Probe is the claim probe of cluster (manifestwork.ProbeName), nil when there is none.
+	Probe(ctx context.Context, cluster string) (*workv1.ManifestWork, error)
 }
 
 // NoWorks is a new Application's view: it finds no works (the doctor's check of the rules asks
@@ -46,6 +48,7 @@ func (noWorks) Carrying(context.Context, string, string) ([]workv1.ManifestWork,
 func (noWorks) Upstream(context.Context, string, types.NamespacedName) ([]workv1.ManifestWork, error) {
 	return nil, nil
 }
+func (noWorks) Probe(context.Context, string) (*workv1.ManifestWork, error) { return nil, nil }
 
 // Result is what Read found: the ladder's facts, and what acting on its verdict needs besides.
 type Result struct {
@@ -74,6 +77,9 @@ func Read(ctx context.Context, r client.Reader, works Works, p propagation.Polic
 	f.Existing = manifestwork.Oldest(res.Works, func(w *workv1.ManifestWork) bool { return w.Namespace == target.Cluster })
 	if f.Existing == nil {
 		if f.NameTakenBy, err = nameTakenBy(ctx, r, target.Cluster, key); err != nil {
+			return res, err
+		}
+		if f.Probe, err = works.Probe(ctx, target.Cluster); err != nil {
 			return res, err
 		}
 	}

@@ -19,8 +19,8 @@ import (
 type Listed struct {
 	Reader client.Reader
 
-	ours, upstream []workv1.ManifestWork
-	listed         bool
+	ours, upstream, probes []workv1.ManifestWork
+	listed                 bool
 }
 
 func (l *Listed) list(ctx context.Context) error {
@@ -39,8 +39,26 @@ func (l *Listed) list(ctx context.Context) error {
 		}
 		l.upstream = manifestwork.AppendUpstream(l.upstream, works.Items)
 	}
+	probes := &workv1.ManifestWorkList{}
+	if err := l.Reader.List(ctx, probes, client.MatchingLabels{manifestwork.ProbeLabel: "true"}); err != nil {
+		return fmt.Errorf("listing argocd-pull's claim probes: %w", err)
+	}
+	l.probes = probes.Items
 	l.listed = true
 	return nil
+}
+
+// Probe is the claim probe of cluster, nil when there is none.
+func (l *Listed) Probe(ctx context.Context, cluster string) (*workv1.ManifestWork, error) {
+	if err := l.list(ctx); err != nil {
+		return nil, err
+	}
+	for i := range l.probes {
+		if p := &l.probes[i]; p.Namespace == cluster && manifestwork.IsProbe(p) {
+			return p, nil
+		}
+	}
+	return nil, nil
 }
 
 // Of are argocd-pull's works that point back to key.

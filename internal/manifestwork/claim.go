@@ -11,7 +11,9 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
-// Whose is the managed-cluster Application a work carries.
+// Whose is the managed-cluster Application a work carries. (A new Application is first asked
+// about through its cluster's claim probe, probe.go, and its work created held when the name is
+// free; the pending work below is what earlier releases wrote, and is still read and held.)
 //
 // The OCM work agent applies with forced server-side apply and makes the applied objects its own:
 // a work that simply carried the Application would take over one of the same namespace and name
@@ -74,6 +76,12 @@ func ClaimOf(work *workv1.ManifestWork) Claim {
 	if m == nil {
 		return ClaimPending
 	}
+	return claimOfManifest(m, work.Annotations[api.HubApplicationNamespaceAnnotation]+"/"+work.Annotations[api.HubApplicationNameAnnotation])
+}
+
+// claimOfManifest reads whose the Application the agent reported in m is, for the hub
+// Application hub ("<namespace>/<name>"): a pending work's, or a probe's entry.
+func claimOfManifest(m *workv1.ManifestCondition, hub string) Claim {
 	available := meta.FindStatusCondition(m.Conditions, workv1.ManifestAvailable)
 	switch {
 	case available == nil:
@@ -85,7 +93,7 @@ func ClaimOf(work *workv1.ManifestWork) Claim {
 	}
 	owner, uid := claimFeedback(m)
 	switch {
-	case owner != "" && owner == work.Annotations[api.HubApplicationNamespaceAnnotation]+"/"+work.Annotations[api.HubApplicationNameAnnotation]:
+	case owner != "" && owner == hub:
 		return ClaimOurs
 	case uid != "":
 		return ClaimForeign

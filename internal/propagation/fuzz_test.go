@@ -42,7 +42,7 @@ func FuzzLadder(f *testing.F) {
 			ClusterNamespace: clusterNamespace,
 			NewDeliveryID:    func() string { return "d1" },
 		}
-		v, err := Ladder(facts)
+		v, err := ladder(facts) // the cluster answered that the name is free
 		if err != nil {
 			if !errors.Is(err, manifestwork.ErrPayloadTooLarge) {
 				t.Fatalf("unexpected error: %v", err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
@@ -67,6 +68,9 @@ type Facts struct {
 	Project *unstructured.Unstructured
 	// Existing is the App's current work on the target cluster, nil when none.
 	Existing *workv1.ManifestWork
+	// Probe is the target cluster's claim probe (manifestwork.DesiredProbe), read only when
+	// Existing is nil; nil when there is none.
+	Probe *workv1.ManifestWork
 	// Upstream is the oldest work an upstream pull controller wrote for the App on the target
 	// cluster (see takeover.go), nil when none.
 	Upstream *workv1.ManifestWork
@@ -93,15 +97,27 @@ type Refusal struct {
 }
 
 // Verdict is the ladder's decision: deliver Work, or refuse. Work leaves out a RollingSync step's
-// sync request until Recheck (zero: nothing waits).
+// sync request until Recheck (zero: nothing waits). Ask (no Work) says the managed cluster must
+// first answer, through its claim probe, whether an Application of that name is there: the work
+// is created, held, once it did.
 type Verdict struct {
 	Work    *workv1.ManifestWork
 	Refusal *Refusal
 	Recheck time.Time
+	Ask     *manifestwork.ProbeEntry
 }
 
 func refuse(reason, format string, args ...any) Verdict {
 	return Verdict{Refusal: &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}}
+}
+
+// claimOf is whose the managed-cluster Application of app is, as far as the cluster said: through
+// the App's work, or, before it has one, through the cluster's claim probe.
+func claimOf(f Facts, target manifestwork.Target, app *unstructured.Unstructured) manifestwork.Claim {
+	if f.Existing != nil {
+		return manifestwork.ClaimOf(f.Existing)
+	}
+	return manifestwork.ClaimIn(f.Probe, target.AppNamespace, app.GetName(), client.ObjectKeyFromObject(app))
 }
 
 // Ladder decides, from the facts, whether a pull-model Application is delivered and with which
@@ -166,7 +182,7 @@ func Ladder(f Facts) (Verdict, error) {
 	case f.DeliveredBy != "":
 		return refuse(ReasonAlreadyDelivered, "Application %s already delivers the Application %s/%s to cluster %s; one hub Application per managed-cluster Application",
 			f.DeliveredBy, target.AppNamespace, app.GetName(), target.Cluster), nil
-	case manifestwork.ClaimOf(f.Existing) == manifestwork.ClaimForeign && f.Upstream == nil:
+	case claimOf(f, target, app) == manifestwork.ClaimForeign && f.Upstream == nil:
 		return refuse(ReasonManagedAppExists,
 			"cluster %s already has an Application %s/%s that this hub did not deliver (it lacks the annotation %s=%s/%s); nothing of it is changed or deleted: delete it there and the hub delivers this one, or rename this Application",
 			target.Cluster, target.AppNamespace, app.GetName(), api.HubApplicationAnnotation, ns, app.GetName()), nil
@@ -190,7 +206,7 @@ func Ladder(f Facts) (Verdict, error) {
 		carried = nil // every Argo CD has its own
 	}
 	target.ArgoCDNamespace = f.Policy.ArgoCDNamespace
-	claim := manifestwork.ClaimOf(f.Existing)
+	claim := claimOf(f, target, app)
 	// An Application an upstream work delivers for this very hub Application is adopted: held at once.
 	held := claim == manifestwork.ClaimOurs || claim == manifestwork.ClaimFree || f.Upstream != nil
 	desired := func(d manifestwork.Deliveries) (*workv1.ManifestWork, error) {
@@ -206,6 +222,11 @@ func Ladder(f Facts) (Verdict, error) {
 	}
 	if err != nil {
 		return Verdict{}, err
+	}
+	if f.Existing == nil && !held {
+		// A new work is created held once the cluster answered; an oversized payload is refused
+		// above, before the cluster is asked.
+		return Verdict{Ask: &manifestwork.ProbeEntry{Namespace: target.AppNamespace, Name: app.GetName(), Hub: client.ObjectKeyFromObject(app)}}, nil
 	}
 	if kept, ok := manifestwork.KeepCleared(hub, f.Carried, deliveries, f.Reported); ok && f.Existing != nil {
 		// A request the hub cleared stays as the work carries it, unless the work changes anyway.

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -17,6 +18,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 	"github.com/argocd-pull/argocd-pull/internal/test/workfixture"
 )
 
@@ -160,7 +162,7 @@ func TestLadder(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			v, err := Ladder(tt.facts)
+			v, err := ladder(tt.facts)
 			g.Expect(err).NotTo(HaveOccurred())
 			if tt.wantReason == "" {
 				g.Expect(v.Refusal).To(BeNil())
@@ -184,14 +186,14 @@ func TestLadderCarriesRequests(t *testing.T) {
 		Policy: Policy{ArgoCDNamespace: "argocd"}, Cluster: cluster, ClusterNamespace: true,
 		Bindings:      tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}},
 		NewDeliveryID: func() string { return "d1" }}
-	v, err := Ladder(f)
+	v, err := ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Refusal).To(BeNil())
 	g.Expect(manifestwork.ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
 
 	f.Existing, f.Carried = v.Work, manifestwork.ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation])
 	f.NewDeliveryID = func() string { return "d2" }
-	again, err := Ladder(f)
+	again, err := ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(manifestwork.UpToDate(v.Work, again.Work)).To(BeTrue(), "the same request keeps its delivery: nothing to write")
 }
@@ -209,13 +211,13 @@ func TestARollingSyncStepsRequestWaitsForTheNextSecond(t *testing.T) {
 		Policy: Policy{ArgoCDNamespace: "argocd"}, Cluster: cluster, ClusterNamespace: true,
 		Bindings:      tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}},
 		NewDeliveryID: func() string { return "d1" }, StepBegan: began, Now: began.Add(400 * time.Millisecond)}
-	early, err := Ladder(f)
+	early, err := ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(manifestwork.ParseDeliveries(early.Work.Annotations[api.DeliveriesAnnotation]).Sync).To(BeNil(), "not in the step's own second")
 	g.Expect(early.Recheck).To(Equal(began.Add(time.Second)))
 
 	f.Now = began.Add(time.Second)
-	v, err := Ladder(f)
+	v, err := ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Recheck.IsZero()).To(BeTrue())
 	g.Expect(manifestwork.ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
@@ -223,7 +225,7 @@ func TestARollingSyncStepsRequestWaitsForTheNextSecond(t *testing.T) {
 	// Carried already: a step that read Pending again later changes nothing of it.
 	f.Existing, f.Carried = v.Work, manifestwork.ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation])
 	f.StepBegan, f.Now = began.Add(time.Minute), began.Add(time.Minute)
-	again, err := Ladder(f)
+	again, err := ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again.Recheck.IsZero()).To(BeTrue())
 	g.Expect(manifestwork.UpToDate(v.Work, again.Work)).To(BeTrue())
@@ -232,7 +234,7 @@ func TestARollingSyncStepsRequestWaitsForTheNextSecond(t *testing.T) {
 	f = Facts{App: pullApp(func(u *unstructured.Unstructured) { u.Object["operation"] = map[string]any{"sync": map[string]any{}} }),
 		Policy: f.Policy, Cluster: cluster, ClusterNamespace: true, Bindings: f.Bindings,
 		NewDeliveryID: func() string { return "d2" }, StepBegan: began, Now: began}
-	byHand, err := Ladder(f)
+	byHand, err := ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(byHand.Recheck.IsZero()).To(BeTrue())
 	g.Expect(manifestwork.ParseDeliveries(byHand.Work.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d2"))
@@ -245,7 +247,7 @@ func TestARollingSyncStepsRequestWaitsForTheNextSecond(t *testing.T) {
 func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 	cluster, global := deliveryTarget()
 	ids := 0
-	ladder := func(g Gomega, app *unstructured.Unstructured, existing *workv1.ManifestWork) *workv1.ManifestWork {
+	deliverOn := func(g Gomega, app *unstructured.Unstructured, existing *workv1.ManifestWork) *workv1.ManifestWork {
 		f := Facts{App: app, Policy: Policy{ArgoCDNamespace: "argocd"}, Cluster: cluster, ClusterNamespace: true, Bindings: global,
 			NewDeliveryID: func() string { ids++; return fmt.Sprintf("d%d", ids) }}
 		return deliver(g, f, existing)
@@ -270,28 +272,25 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 	t.Run("refresh cleared first, then the sync", func(t *testing.T) {
 		g := NewWithT(t)
 		ids = 0
-		both := ladder(g, requested, nil)
+		both := deliverOn(g, requested, nil)
 		g.Expect(manifestwork.ParseDeliveries(both.Annotations[api.DeliveriesAnnotation])).To(Equal(manifestwork.Deliveries{Sync: &manifestwork.Delivery{ID: "d1", Hash: manifestwork.ContentHash(map[string]any{"sync": map[string]any{}})}, Refresh: &manifestwork.Delivery{ID: "d2", Hash: manifestwork.ContentHash("hard")}}))
-		g.Expect(manifestwork.AsksReconciledAt(both)).To(BeFalse(), "pending, it asks only whose the Application is")
-		// Its cluster answered that the name is free: the work is held, and delivers.
-		both, err := manifestwork.Hold(both)
-		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(manifestwork.Held(both)).To(BeTrue(), "its cluster answered that the name is free: the work is created held, and delivers")
 
 		app := pullApp(func(u *unstructured.Unstructured) { u.Object = requested.DeepCopy().Object; refreshCleared(u) })
-		g.Expect(manifestwork.UpToDate(both, ladder(g, app, both))).To(BeTrue(), "the cleared refresh stays while the sync is carried: nothing to write")
+		g.Expect(manifestwork.UpToDate(both, deliverOn(g, app, both))).To(BeTrue(), "the cleared refresh stays while the sync is carried: nothing to write")
 
 		moved := app.DeepCopy()
 		_ = unstructured.SetNestedField(moved.Object, "v2", "spec", "source", "targetRevision")
-		changed := ladder(g, moved, both)
+		changed := deliverOn(g, moved, both)
 		g.Expect(manifestwork.ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Refresh).To(BeNil(), "a change rewrites the work anyway: the cleared refresh leaves with it")
 		g.Expect(manifestwork.ParseDeliveries(changed.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"))
 
 		g.Expect(manifestwork.AsksReconciledAt(both)).To(BeTrue(), "a work carrying a request asks for reconciledAt")
 		syncCleared(app)
-		withdrawn := ladder(g, app, both)
+		withdrawn := deliverOn(g, app, both)
 		g.Expect(withdrawn.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "both cleared: they leave at once")
 		g.Expect(manifestwork.AsksReconciledAt(withdrawn)).To(BeFalse(), "nor does it ask for reconciledAt, which changes at rest")
-		g.Expect(manifestwork.UpToDate(withdrawn, ladder(g, app, withdrawn))).To(BeTrue(), "then nothing to write")
+		g.Expect(manifestwork.UpToDate(withdrawn, deliverOn(g, app, withdrawn))).To(BeTrue(), "then nothing to write")
 	})
 	t.Run("refresh cleared first, its marker then dropped by the ApplicationSet controller", func(t *testing.T) {
 		// The ApplicationSet controller rewrites the annotations of the Applications it generates
@@ -299,7 +298,7 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 		// The cluster's report that it finished the refresh keeps it in the work all the same.
 		g := NewWithT(t)
 		ids = 0
-		both := ladder(g, requested, nil)
+		both := deliverOn(g, requested, nil)
 		app := pullApp(func(u *unstructured.Unstructured) {
 			u.Object = requested.DeepCopy().Object
 			refreshCleared(u)
@@ -310,28 +309,28 @@ func TestAClearedRequestLeavesWithTheOther(t *testing.T) {
 			Carried:  manifestwork.ParseDeliveries(both.Annotations[api.DeliveriesAnnotation]),
 			Reported: manifestwork.Reported{RefreshDelivered: "d2", SyncDelivered: "d1", SyncHeld: "d1"}}
 		f.Carried.Operation, f.Carried.RefreshValue = manifestwork.PayloadRequests(both)
-		v, err := Ladder(f)
+		v, err := ladder(f)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(manifestwork.UpToDate(both, v.Work)).To(BeTrue(), "the refresh the cluster finished stays while the sync is carried: re-applying the sync could run it twice")
 	})
 	t.Run("sync cleared first, then the refresh", func(t *testing.T) {
 		g := NewWithT(t)
 		ids = 0
-		both := ladder(g, requested, nil)
+		both := deliverOn(g, requested, nil)
 		app := pullApp(func(u *unstructured.Unstructured) { u.Object = requested.DeepCopy().Object; syncCleared(u) })
-		g.Expect(manifestwork.UpToDate(both, ladder(g, app, both))).To(BeTrue(), "the cleared sync stays while the refresh is carried: nothing to write")
+		g.Expect(manifestwork.UpToDate(both, deliverOn(g, app, both))).To(BeTrue(), "the cleared sync stays while the refresh is carried: nothing to write")
 		refreshCleared(app)
-		withdrawn := ladder(g, app, both)
+		withdrawn := deliverOn(g, app, both)
 		g.Expect(withdrawn.Annotations).NotTo(HaveKey(api.DeliveriesAnnotation), "both cleared: they leave at once")
 		g.Expect(manifestwork.AsksReconciledAt(withdrawn)).To(BeFalse())
 	})
 	t.Run("a new sync while the cleared refresh is kept", func(t *testing.T) {
 		g := NewWithT(t)
 		ids = 0
-		both := ladder(g, requested, nil)
+		both := deliverOn(g, requested, nil)
 		app := pullApp(func(u *unstructured.Unstructured) { u.Object = requested.DeepCopy().Object; refreshCleared(u) })
 		app.Object["operation"] = map[string]any{"sync": map[string]any{"prune": true}}
-		next := manifestwork.ParseDeliveries(ladder(g, app, both).Annotations[api.DeliveriesAnnotation])
+		next := manifestwork.ParseDeliveries(deliverOn(g, app, both).Annotations[api.DeliveriesAnnotation])
 		g.Expect(next.Refresh).To(BeNil(), "the new request rewrites the work: the cleared refresh is not applied again")
 		g.Expect(next.Sync.ID).To(Equal("d3"))
 	})
@@ -408,7 +407,7 @@ func deliver(g Gomega, f Facts, existing *workv1.ManifestWork) *workv1.ManifestW
 		f.Carried = manifestwork.ParseDeliveries(existing.Annotations[api.DeliveriesAnnotation])
 		f.Carried.Operation, f.Carried.RefreshValue = manifestwork.PayloadRequests(existing)
 	}
-	v, err := Ladder(f)
+	v, err := ladder(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Refusal).To(BeNil())
 	return v.Work
@@ -432,7 +431,7 @@ func TestTenantPayloadLandsWhereArgoCDReadsIt(t *testing.T) {
 		u.Object["spec"].(map[string]any)["project"] = "team"
 	})
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1", Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "s"}}}
-	v, err := Ladder(Facts{App: app, Policy: Policy{ArgoCDNamespace: "argocd", PullNamespaces: []string{"team-a"}}, Cluster: cluster, ClusterNamespace: true, Project: project,
+	v, err := ladder(Facts{App: app, Policy: Policy{ArgoCDNamespace: "argocd", PullNamespaces: []string{"team-a"}}, Cluster: cluster, ClusterNamespace: true, Project: project,
 		Bindings: tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "s"}}}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Refusal).To(BeNil())
@@ -460,7 +459,8 @@ func TestPolicyNamespaces(t *testing.T) {
 }
 
 // An Application of the same name that was on the managed cluster before: the hub refuses with a
-// reason and writes nothing; once the name is free there, it holds the work.
+// reason and writes nothing; once the name is free there, it creates the work held. The cluster
+// answers through its claim probe: until it did, the Application is only asked about.
 func TestLadderClaims(t *testing.T) {
 	g := NewWithT(t)
 	facts := Facts{
@@ -472,27 +472,63 @@ func TestLadderClaims(t *testing.T) {
 		Bindings:         tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "gitops"}}}},
 		ClusterNamespace: true,
 	}
-	first, err := Ladder(facts)
+	ask, err := Ladder(facts)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(first.Work).NotTo(BeNil())
-	g.Expect(manifestwork.Held(first.Work)).To(BeFalse(), "the first delivery only reads")
+	g.Expect(ask.Work).To(BeNil(), "nothing is written before the cluster answered")
+	g.Expect(ask.Refusal).To(BeNil())
+	g.Expect(*ask.Ask).To(Equal(manifestwork.ProbeEntry{Namespace: "argocd", Name: "guestbook-cluster1", Hub: types.NamespacedName{Namespace: "argocd", Name: "guestbook-cluster1"}}))
+	plan, err := PlanDelivery(facts, ask, nil, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(plan.Steps).To(Equal([]Step{{Action: ActAsk, Ask: ask.Ask}}))
+	// Asked, not answered yet: nothing more to write.
+	facts.Probe, err = manifestwork.DesiredProbe("cluster1", []manifestwork.ProbeEntry{*ask.Ask})
+	g.Expect(err).NotTo(HaveOccurred())
+	waiting, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(waiting.Ask).NotTo(BeNil())
+	plan, err = PlanDelivery(facts, waiting, nil, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(plan.Steps).To(BeEmpty())
 
-	facts.Existing = reported(first.Work, "there", "", "u1")
+	facts.Probe = probeAnswering(facts.App, &testenv.OnCluster{UID: "u1"})
 	foreign, err := Ladder(facts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(foreign.Work).To(BeNil())
 	g.Expect(foreign.Refusal.Reason).To(Equal(ReasonManagedAppExists))
 	g.Expect(foreign.Refusal.Message).To(ContainSubstring("cluster cluster1 already has an Application argocd/guestbook-cluster1"))
 	g.Expect(foreign.Refusal.Message).To(ContainSubstring(api.HubApplicationAnnotation + "=argocd/guestbook-cluster1"))
-	g.Expect(Revokes(foreign.Refusal.Reason)).To(BeFalse(), "nothing to freeze: the work changes nothing there")
+	g.Expect(Revokes(foreign.Refusal.Reason)).To(BeFalse(), "nothing to freeze: nothing was written")
 
-	facts.Existing = reported(first.Work, "absent", "", "")
-	ours, err := Ladder(facts)
+	facts.Probe = probeAnswering(facts.App, &testenv.OnCluster{UID: "u1", HubApplication: "argocd/other"})
+	other, err := Ladder(facts)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(manifestwork.Held(ours.Work)).To(BeTrue())
-	g.Expect(manifestwork.UpToDate(facts.Existing, ours.Work)).To(BeFalse(), "holding is one write")
+	g.Expect(other.Refusal.Reason).To(Equal(ReasonManagedAppExists), "delivered for another hub Application: not this one's")
 
-	facts.Existing = reported(ours.Work, "there", "", "")
+	for name, there := range map[string]*testenv.OnCluster{
+		"free": nil,
+		"delivered for it before (a hub restored)": {UID: "u1", HubApplication: "argocd/guestbook-cluster1"},
+	} {
+		facts.Probe = probeAnswering(facts.App, there)
+		ours, err := Ladder(facts)
+		g.Expect(err).NotTo(HaveOccurred(), name)
+		g.Expect(ours.Refusal).To(BeNil(), name)
+		g.Expect(manifestwork.Held(ours.Work)).To(BeTrue(), "%s: created held, in one write", name)
+	}
+
+	// A work of an earlier release, pending: the claim is read from it, and the probe not at all.
+	pending, err := manifestwork.DesiredWork(facts.App, nil, manifestwork.Target{Cluster: "cluster1", AppNamespace: "argocd"}, manifestwork.Deliveries{})
+	g.Expect(err).NotTo(HaveOccurred())
+	facts.Probe = nil
+	facts.Existing = reported(pending, "there", "", "u1")
+	v, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v.Refusal.Reason).To(Equal(ReasonManagedAppExists))
+	facts.Existing = reported(pending, "absent", "", "")
+	held, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(manifestwork.Held(held.Work)).To(BeTrue())
+	g.Expect(manifestwork.UpToDate(facts.Existing, held.Work)).To(BeFalse(), "holding is one write")
+	facts.Existing = reported(held.Work, "there", "", "")
 	again, err := Ladder(facts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(manifestwork.UpToDate(facts.Existing, again.Work)).To(BeTrue(), "a held work stays held: nothing to write")

@@ -3,6 +3,7 @@ package propagation
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -33,6 +34,9 @@ const (
 	// ActFinalize writes into the work of an Application being deleted what the deletion needs
 	// on the managed cluster, before the work goes (FinalWork).
 	ActFinalize Action = "Finalize"
+	// ActAsk adds the Application (Step.Ask) to its cluster's claim probe, with every other
+	// Application of the cluster that waits for its answer (manifestwork.DesiredProbe).
+	ActAsk Action = "Ask"
 )
 
 // Step is one work write of a plan.
@@ -51,6 +55,8 @@ type Step struct {
 	// Other names the other work a step is about: the rival a work yields to, the Application's
 	// work an upstream work is released for.
 	Other string
+	// Ask is the probe entry ActAsk adds.
+	Ask *manifestwork.ProbeEntry
 }
 
 // Plan is everything one reconcile writes, in order, and what its Application then says.
@@ -76,12 +82,22 @@ func PlanDelivery(f Facts, v Verdict, works []workv1.ManifestWork, rival *workv1
 		return planRefusal(f, *v.Refusal, target, works, rival)
 	}
 	desired := v.Work
+	if v.Ask != nil {
+		// The work to come keeps its place: the others go as they would beside it.
+		desired = &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: target.Cluster, Name: manifestwork.WorkName(f.App.GetNamespace(), f.App.GetName())}}
+	}
 	removal, err := PlanRemoval(works, desired)
 	if err != nil {
 		return Plan{}, err
 	}
 	plan := Plan{Steps: removal}
 	switch {
+	case v.Ask != nil:
+		// Asked already: the probe's answer brings the Application back.
+		if !manifestwork.ProbeAsks(f.Probe, v.Ask.Key()) {
+			plan.Steps = append(plan.Steps, Step{Action: ActAsk, Ask: v.Ask})
+		}
+		return plan, nil
 	case f.Existing == nil:
 		plan.Steps = append(plan.Steps, Step{Action: ActCreate, Work: desired})
 	case !manifestwork.UpToDate(f.Existing, desired):

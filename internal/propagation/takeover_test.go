@@ -33,7 +33,7 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 
 	t.Run("adopted: held at once, the upstream work recorded", func(t *testing.T) {
 		g := NewWithT(t)
-		v, err := Ladder(facts(nil))
+		v, err := ladder(facts(nil))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(v.Refusal).To(BeNil())
 		g.Expect(manifestwork.Held(v.Work)).To(BeTrue(), "no pending claim: the upstream work names this hub Application")
@@ -44,17 +44,17 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 		// not refused as a stranger's, and the mark stays as first written.
 		existing := applied(v.Work)
 		existing.Annotations[api.AdoptingAnnotation] = upstream.Name + " upstream-uid-1 1"
-		again, err := Ladder(facts(func(f *Facts) { f.Existing = existing }))
+		again, err := ladder(facts(func(f *Facts) { f.Existing = existing }))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(again.Refusal).To(BeNil())
 		g.Expect(manifestwork.UpToDate(existing, again.Work)).To(BeTrue(), "nothing to write")
 	})
 	t.Run("the upstream work gone: the record stays, as adopted", func(t *testing.T) {
 		g := NewWithT(t)
-		v, err := Ladder(facts(nil))
+		v, err := ladder(facts(nil))
 		g.Expect(err).NotTo(HaveOccurred())
 		existing := applied(v.Work)
-		done, err := Ladder(facts(func(f *Facts) { f.Existing, f.Upstream = existing, nil }))
+		done, err := ladder(facts(func(f *Facts) { f.Existing, f.Upstream = existing, nil }))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(done.Work.Annotations).To(HaveKeyWithValue(api.AdoptedAnnotation, existing.Annotations[api.AdoptingAnnotation]))
 		g.Expect(done.Work.Annotations).NotTo(HaveKey(api.AdoptingAnnotation))
@@ -65,13 +65,13 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 		// Its controller writes the upstream work again after all.
 		again := upstream.DeepCopy()
 		again.UID = "upstream-uid-2"
-		v, err = Ladder(facts(func(f *Facts) { f.Existing, f.Upstream = applied(done.Work), again }))
+		v, err = ladder(facts(func(f *Facts) { f.Existing, f.Upstream = applied(done.Work), again }))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(v.Refusal.Reason).To(Equal(ReasonUpstreamRunning))
 	})
 	t.Run("off by default: refused, the upstream work left as it is", func(t *testing.T) {
 		g := NewWithT(t)
-		v, err := Ladder(facts(func(f *Facts) { f.Policy.AdoptUpstream = false }))
+		v, err := ladder(facts(func(f *Facts) { f.Policy.AdoptUpstream = false }))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(v.Work).To(BeNil())
 		g.Expect(v.Refusal.Reason).To(Equal(ReasonUpstreamWork))
@@ -84,7 +84,7 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 			ReasonClusterNotBound:     func(f *Facts) { f.Bindings = tenancy.Bindings{} },
 			ReasonNamespaceNotAllowed: func(f *Facts) { f.Policy.PullNamespaces = []string{"team-x"} },
 		} {
-			v, err := Ladder(facts(mutate))
+			v, err := ladder(facts(mutate))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(v.Work).To(BeNil())
 			g.Expect(v.Refusal.Reason).To(Equal(reason))
@@ -93,7 +93,7 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 	t.Run("an upstream work that carries another managed Application is not adopted", func(t *testing.T) {
 		g := NewWithT(t)
 		other := upstreamOf(t, upstreamwork.OCMBasic, pullApp(func(u *unstructured.Unstructured) { setAnn(u, api.AppNamespaceAnnotation, "elsewhere") }), "")
-		v, err := Ladder(facts(func(f *Facts) { f.Upstream = other }))
+		v, err := ladder(facts(func(f *Facts) { f.Upstream = other }))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(v.Work).To(BeNil())
 		g.Expect(v.Refusal.Reason).To(Equal(ReasonUpstreamWork))
@@ -101,12 +101,12 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 	})
 	t.Run("the upstream controller still runs", func(t *testing.T) {
 		g := NewWithT(t)
-		v, err := Ladder(facts(nil))
+		v, err := ladder(facts(nil))
 		g.Expect(err).NotTo(HaveOccurred())
 		existing := applied(v.Work)
 		rewritten := upstream.DeepCopy()
 		rewritten.Generation = 2 // its controller wrote it again (argocd-pull had not released it)
-		v, err = Ladder(facts(func(f *Facts) { f.Existing, f.Upstream = existing, rewritten }))
+		v, err = ladder(facts(func(f *Facts) { f.Existing, f.Upstream = existing, rewritten }))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(v.Refusal.Reason).To(Equal(ReasonUpstreamRunning))
 		g.Expect(v.Refusal.Message).To(ContainSubstring("delete ManifestWork cluster1/" + existing.Name))
@@ -116,7 +116,7 @@ func TestTheLadderAdoptsOnlyWhenAllowedAndEverythingElsePasses(t *testing.T) {
 func TestNextTakeoverStep(t *testing.T) {
 	app := pullApp()
 	upstream := applied(upstreamOf(t, upstreamwork.RHACM, app, ""))
-	v, err := Ladder(Facts{App: app, Policy: Policy{ArgoCDNamespace: "argocd", AdoptUpstream: true}, Cluster: &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}},
+	v, err := ladder(Facts{App: app, Policy: Policy{ArgoCDNamespace: "argocd", AdoptUpstream: true}, Cluster: &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}},
 		Bindings:         tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}},
 		ClusterNamespace: true, Upstream: upstream, NewDeliveryID: func() string { return "d1" }})
 	if err != nil || v.Work == nil {

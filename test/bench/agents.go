@@ -174,7 +174,17 @@ func (a *agents) reconciled(ctx context.Context, key types.NamespacedName) error
 // agent has not applied yet, is queued for its status.
 func (a *agents) workEvent(w *workv1.ManifestWork) {
 	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	if manifestwork.IsProbe(w) {
+		// A claim probe: answered, not counted as a work.
+		if !manifestwork.ProbeCurrent(w) || len(w.Status.ResourceStatus.Manifests) != len(w.Spec.Workload.Manifests) {
+			a.queue <- key
+		}
+		return
+	}
 	if w.Labels[directLabel] == "true" {
+		if w.Labels[api.ManagedByLabel] != api.ManagedByValue {
+			return // the baseline without agents: nobody answers
+		}
 		if meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied) == nil {
 			a.queue <- key
 		}
@@ -227,8 +237,21 @@ func (a *agents) run(ctx context.Context) {
 	}
 }
 
-// apply reports a work Applied with the initial feedback.
+// apply reports a work Applied with the initial feedback, or answers a claim probe: the simulated
+// clusters have no Application but those their works made.
 func (a *agents) apply(ctx context.Context, key types.NamespacedName) error {
+	if key.Name == manifestwork.ProbeName {
+		w := &workv1.ManifestWork{}
+		if err := a.c.Get(ctx, key, w); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if !manifestwork.IsProbe(w) {
+			return nil
+		}
+		testenv.AnswerProbe(w, nil)
+		a.writes.Add(1)
+		return client.IgnoreNotFound(a.c.Status().Update(ctx, w))
+	}
 	return a.writeStatus(ctx, key, initialFeedback())
 }
 

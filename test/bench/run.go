@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -18,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
@@ -306,13 +304,13 @@ func measureSteady(ctx context.Context, cfg config, ag *agents, reg *registratio
 // cluster's work agent watches the ManifestWorks of its own namespace, the agents' works come
 // through one watch per cluster namespace.
 func watch(ctx context.Context, rc *rest.Config, s *runtime.Scheme, f fleet, ag *agents) error {
-	ours := labels.SelectorFromSet(labels.Set{api.ManagedByLabel: api.ManagedByValue})
+	// Every work of the namespace, as the agent watches: the Applications' and the claim probe.
 	perCluster := make(map[string]cache.Config, len(f.clusters))
 	for _, cluster := range f.clusters {
 		perCluster[cluster] = cache.Config{}
 	}
 	c, err := cache.New(rc, cache.Options{Scheme: s, ByObject: map[client.Object]cache.ByObject{
-		&workv1.ManifestWork{}: {Label: ours, Namespaces: perCluster}}})
+		&workv1.ManifestWork{}: {Namespaces: perCluster}}})
 	if err != nil {
 		return err
 	}

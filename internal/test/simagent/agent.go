@@ -87,15 +87,23 @@ func (f *Fleet) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	w := c.seen
 	changed := false
-	if manifestwork.Held(w) {
-		if manifest, ok := applicationManifest(w); ok {
-			changed = c.app.Apply(manifest, now, f.behaviour)
+	var status *workv1.ManifestWorkStatus
+	if manifestwork.IsProbe(w) {
+		// A claim probe: the simulated clusters have no Application but those their works made.
+		answered := w.DeepCopy()
+		testenv.AnswerProbe(answered, nil)
+		status = &answered.Status
+	} else {
+		if manifestwork.Held(w) {
+			if manifest, ok := applicationManifest(w); ok {
+				changed = c.app.Apply(manifest, now, f.behaviour)
+			}
 		}
+		next, stepped := c.app.Step(now, f.behaviour)
+		changed = changed || stepped
+		f.wake(key, c, next)
+		status = agentStatus(w, &c.app, now)
 	}
-	next, stepped := c.app.Step(now, f.behaviour)
-	changed = changed || stepped
-	f.wake(key, c, next)
-	status := agentStatus(w, &c.app, now)
 	write := c.written == nil || !sameStatus(c.written, status)
 	f.unlockAndTell(key, c, changed, now)
 	if !write {

@@ -61,3 +61,28 @@ func ApplicationManifestStatus(namespace, name string, values []workv1.FeedbackV
 		Conditions:      []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "Applied", LastTransitionTime: now}, available},
 	}
 }
+
+// OnCluster is what a managed cluster has of an Application a claim probe asks about: its UID,
+// and its api.HubApplicationAnnotation ("" for none).
+type OnCluster struct{ UID, HubApplication string }
+
+// AnswerProbe writes into probe (manifestwork.DesiredProbe) the status the OCM work agent reports
+// once it read every entry at the probe's generation: each entry absent (OCM's
+// ResourceNotAvailable), or there, with the claim's feedback, when there ("<namespace>/<name>" on
+// the cluster) holds it. Controller tests and the benchmarks' simulated agents answer with it.
+func AnswerProbe(probe *workv1.ManifestWork, there map[string]OnCluster) {
+	now := metav1.Now()
+	probe.Status.Conditions = AppliedConditions(probe.Generation, now)
+	probe.Status.ResourceStatus.Manifests = nil
+	for _, e := range manifestwork.ProbeEntries(probe) {
+		got, present := there[e.Key()]
+		var values []workv1.FeedbackValue
+		if present {
+			values = append(values, workv1.FeedbackValue{Name: manifestwork.FeedbackManagedUID, Value: workv1.FieldValue{Type: workv1.String, String: ptr.To(got.UID)}})
+			if got.HubApplication != "" {
+				values = append(values, workv1.FeedbackValue{Name: manifestwork.FeedbackHubApplication, Value: workv1.FieldValue{Type: workv1.String, String: ptr.To(got.HubApplication)}})
+			}
+		}
+		probe.Status.ResourceStatus.Manifests = append(probe.Status.ResourceStatus.Manifests, ApplicationManifestStatus(e.Namespace, e.Name, values, present, now))
+	}
+}
