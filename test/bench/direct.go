@@ -42,8 +42,13 @@ func directCreate(ctx context.Context, base *rest.Config, f fleet, concurrency i
 		if err != nil {
 			return 0, fmt.Errorf("the benchmark's Application is not a valid pull-model Application: %w", err)
 		}
+		// The work the controller creates for a new Application: held, once its cluster's claim
+		// probe found the name free.
 		w, err := manifestwork.DesiredWork(app, nil, target, manifestwork.Deliveries{})
 		if err != nil {
+			return 0, err
+		}
+		if w, err = manifestwork.Hold(w); err != nil {
 			return 0, err
 		}
 		w.Name = "direct-" + w.Name
