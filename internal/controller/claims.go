@@ -4,11 +4,11 @@
 package controller
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -68,10 +68,11 @@ func (p *claimProbes) of(ctx context.Context, cluster string) (*workv1.ManifestW
 }
 
 // source wakes the Applications whose answers a probe's change changed
-// (manifestwork.ProbeAnswersChanged): the first answers, a foreign Application gone.
+// (manifestwork.ProbeAnswersChanged: the first answers, a foreign Application gone), and those it
+// no longer asks about (manifestwork.ProbeDropped).
 func (p *claimProbes) source() source.Source {
 	wake := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], old, probe *workv1.ManifestWork) {
-		for _, key := range manifestwork.ProbeAnswersChanged(old, probe) {
+		for _, key := range append(manifestwork.ProbeAnswersChanged(old, probe), manifestwork.ProbeDropped(old, probe)...) {
 			q.Add(reconcile.Request{NamespacedName: key})
 		}
 	}
@@ -91,15 +92,55 @@ func (p *claimProbes) source() source.Source {
 	})
 }
 
+// probeWrites serialises this process's writes of each cluster's probe and remembers the last:
+// the Applications of a new cluster are reconciled at the same moment by several workers, and each
+// would create the probe, or update it from a copy the cache has not brought up to date yet.
+type probeWrites struct {
+	locks sync.Map // cluster -> *sync.Mutex
+	last  sync.Map // cluster -> probeWrite
+}
+
+// probeWrite is a probe this process wrote, and the resource version it wrote it over ("" for a
+// create).
+type probeWrite struct {
+	from    string
+	written *workv1.ManifestWork
+}
+
+func (p *probeWrites) lock(cluster string) func() {
+	mu, _ := p.locks.LoadOrStore(cluster, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
+// current is the probe of cluster as this process knows it: cached, or the one it wrote while the
+// cache still shows what it wrote over.
+func (p *probeWrites) current(cluster string, cached *workv1.ManifestWork) *workv1.ManifestWork {
+	v, ok := p.last.Load(cluster)
+	if !ok {
+		return cached
+	}
+	w := v.(probeWrite)
+	if cached == nil && w.from == "" || cached != nil && cached.ResourceVersion == w.from {
+		return w.written
+	}
+	return cached
+}
+
 // ask adds entry to its cluster's probe with every other Application of the cluster that waits for
 // an answer (waiting), creating the probe if there is none. An entry already asked about is left
 // as it is; entries of Applications delivered meanwhile go.
 func (r *PropagationReconciler) ask(ctx context.Context, cluster string, entry manifestwork.ProbeEntry) error {
-	probe, err := r.probes.of(ctx, cluster)
+	defer r.probeWrites.lock(cluster)()
+	cached, err := r.probes.of(ctx, cluster)
 	if err != nil {
 		return err
 	}
-	waiting, err := r.waiting(ctx, cluster, entry)
+	probe := r.probeWrites.current(cluster, cached)
+	if manifestwork.ProbeAsks(probe, entry.Key()) {
+		return nil // another reconcile asked a moment ago
+	}
+	waiting, err := r.waiting(ctx, cluster, probe, entry)
 	if err != nil {
 		return err
 	}
@@ -107,47 +148,82 @@ func (r *PropagationReconciler) ask(ctx context.Context, cluster string, entry m
 	if err != nil {
 		return err
 	}
-	if probe == nil {
-		return r.write(ctx, workWrite{op: metrics.OpCreate, work: desired, why: "Creating the claim probe",
-			kv: []any{"entries", len(desired.Spec.Workload.Manifests)}})
+	write, from := workWrite{op: metrics.OpCreate, work: desired, why: "Creating the claim probe"}, ""
+	if probe != nil {
+		updated := probe.DeepCopy()
+		updated.Spec = desired.Spec
+		write, from = workWrite{op: metrics.OpUpdate, work: updated, why: "Updating the claim probe"}, probe.ResourceVersion
 	}
-	if slices.Equal(manifestwork.ProbeEntries(probe), manifestwork.ProbeEntries(desired)) {
-		return nil
+	write.kv = []any{"entries", len(desired.Spec.Workload.Manifests)}
+	if err := r.write(ctx, write); err != nil {
+		r.probeWrites.last.Delete(cluster) // read it again
+		return err
 	}
-	updated := probe.DeepCopy()
-	updated.Spec = desired.Spec
-	return r.write(ctx, workWrite{op: metrics.OpUpdate, work: updated, why: "Updating the claim probe",
-		kv: []any{"entries", len(desired.Spec.Workload.Manifests)}})
+	r.probeWrites.last.Store(cluster, probeWrite{from: from, written: write.work.DeepCopy()})
+	return nil
 }
 
-// waiting are the probe entries of cluster's Applications that have no work there yet: entry
-// first, then the others by namespace and name. What the ladder refuses them for is not looked at:
-// an entry only reads.
-func (r *PropagationReconciler) waiting(ctx context.Context, cluster string, entry manifestwork.ProbeEntry) ([]manifestwork.ProbeEntry, error) {
+// waiting are the entries of the probe to write for entry: entry first, then the entries of
+// probe whose Applications still wait (an entry asked about keeps its place, so that a write never
+// drops one for a newcomer while there is room), then the other Applications of entry's namespace
+// that target cluster and have no work there yet, by name. Only entry's namespace: another
+// namespace's Applications may be refused for reasons of their own, and a tenant's many
+// Applications must not crowd out the others'. What the ladder decides for a sibling is not looked
+// at otherwise: an entry only reads.
+func (r *PropagationReconciler) waiting(ctx context.Context, cluster string, probe *workv1.ManifestWork, entry manifestwork.ProbeEntry) ([]manifestwork.ProbeEntry, error) {
+	out := []manifestwork.ProbeEntry{entry}
+	for _, e := range manifestwork.ProbeEntries(probe) {
+		if e.Key() == entry.Key() {
+			continue
+		}
+		if waits, err := r.waits(ctx, cluster, e); err != nil {
+			return nil, err
+		} else if waits {
+			out = append(out, e)
+		}
+	}
 	apps := argocd.NewApplicationList()
-	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.List(ctx, apps, client.InNamespace(entry.Hub.Namespace), client.MatchingFields{appClusterIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the Applications of %s: %w", cluster, err)
 	}
-	out := []manifestwork.ProbeEntry{entry}
-	policy := r.Options.policy()
+	var siblings []manifestwork.ProbeEntry
 	for i := range apps.Items {
 		app := &apps.Items[i]
-		key := client.ObjectKeyFromObject(app)
 		target, pull, err := manifestwork.ReadMarkers(app)
-		if key == entry.Hub || err != nil || !pull || target.Cluster != cluster || !app.GetDeletionTimestamp().IsZero() || !policy.Allows(app.GetNamespace()) {
+		if err != nil || !pull || target.Cluster != cluster || !app.GetDeletionTimestamp().IsZero() {
 			continue
 		}
-		works := &workv1.ManifestWorkList{}
-		if err := r.List(ctx, works, client.InNamespace(cluster), client.MatchingFields{workHubAppIndex: key.String()}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing the ManifestWorks of Application %s: %w", key, err)
-		}
-		if len(works.Items) > 0 {
+		e := manifestwork.ProbeEntry{Namespace: target.AppNamespace, Name: app.GetName(), Hub: client.ObjectKeyFromObject(app)}
+		if slices.ContainsFunc(out, func(o manifestwork.ProbeEntry) bool { return o.Key() == e.Key() }) {
 			continue
 		}
-		out = append(out, manifestwork.ProbeEntry{Namespace: target.AppNamespace, Name: app.GetName(), Hub: key})
+		if waits, err := r.waits(ctx, cluster, e); err != nil {
+			return nil, err
+		} else if waits {
+			siblings = append(siblings, e)
+		}
 	}
-	slices.SortFunc(out[1:], func(a, b manifestwork.ProbeEntry) int {
-		return cmp.Or(strings.Compare(a.Hub.Namespace, b.Hub.Namespace), strings.Compare(a.Hub.Name, b.Hub.Name))
-	})
-	return out, nil
+	slices.SortFunc(siblings, func(a, b manifestwork.ProbeEntry) int { return strings.Compare(a.Hub.Name, b.Hub.Name) })
+	return append(out, siblings...), nil
+}
+
+// waits reports whether the probe entry's hub Application still exists, still names it, and has no
+// work on cluster yet.
+func (r *PropagationReconciler) waits(ctx context.Context, cluster string, e manifestwork.ProbeEntry) (bool, error) {
+	app := argocd.NewApplication()
+	switch err := r.Get(ctx, e.Hub, app, client.UnsafeDisableDeepCopy); {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading Application %s: %w", e.Hub, err)
+	}
+	target, pull, err := manifestwork.ReadMarkers(app)
+	if err != nil || !pull || target.Cluster != cluster || target.AppNamespace != e.Namespace || !app.GetDeletionTimestamp().IsZero() {
+		return false, nil
+	}
+	works := &workv1.ManifestWorkList{}
+	if err := r.List(ctx, works, client.InNamespace(cluster), client.MatchingFields{workHubAppIndex: e.Hub.String()}, client.UnsafeDisableDeepCopy); err != nil {
+		return false, fmt.Errorf("listing the ManifestWorks of Application %s: %w", e.Hub, err)
+	}
+	return len(works.Items) == 0, nil
 }

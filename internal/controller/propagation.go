@@ -41,8 +41,10 @@ type PropagationReconciler struct {
 	Cache client.Reader
 	// upstream reads the works of the upstream pull controllers (see takeover.go).
 	upstream *upstreamWorks
-	// probes reads the clusters' claim probes (see claims.go).
-	probes *claimProbes
+	// probes reads the clusters' claim probes, and probeWrites serialises this process's writes of
+	// them (see claims.go).
+	probes      *claimProbes
+	probeWrites probeWrites
 	// writtenFrom holds, per work this controller updated, the resourceVersion it updated it from
 	// (see behindOwnWrite).
 	writtenFrom sync.Map
@@ -55,9 +57,8 @@ const conflictRetry = 100 * time.Millisecond
 // Reconcile brings the ManifestWork of one hub Application in line with it.
 func (r *PropagationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	result, err := r.reconcile(ctx, req)
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		// Not an error: the Application changed under us, or another reconcile wrote the claim
-		// probe first. Status-only changes do not requeue it
+	if apierrors.IsConflict(err) {
+		// Not an error: the Application changed under us. Status-only changes do not requeue it
 		// (see beyondStatus), so ask for it again rather than wait for an event.
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
@@ -120,7 +121,7 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		switch failed := plan.Steps[done]; {
 		case apierrors.IsConflict(err), failed.Action == propagation.ActAsk:
 			// The work or the probe changed since the cache's copy: no refusal, read it again
-			// (see Reconcile).
+			// (see Reconcile; anything but a conflict is retried with the queue's backoff).
 			return ctrl.Result{}, err
 		case failed.Action == propagation.ActCreate || failed.Action == propagation.ActUpdate:
 			if tooLarge(err) {

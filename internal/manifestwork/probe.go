@@ -191,9 +191,10 @@ func answered(reports map[string]*workv1.ManifestCondition, current bool, key st
 	return claim
 }
 
-// ProbeAnswersChanged are the hub Applications whose answers (ClaimIn) differ between two
-// versions of a probe (old nil: none before): those a change of it concerns. Each probe is
-// decoded once.
+// ProbeAnswersChanged are the hub Applications with a new answer (ClaimIn) in probe, against old
+// (nil: none before): those a change of it concerns. An answer that is only no longer current (a
+// write of the probe the agent has not read yet) concerns nobody: the Application waits. Each
+// probe is decoded once.
 func ProbeAnswersChanged(old, probe *workv1.ManifestWork) []types.NamespacedName {
 	before := map[ProbeEntry]Claim{}
 	if old != nil {
@@ -209,7 +210,22 @@ func ProbeAnswersChanged(old, probe *workv1.ManifestWork) []types.NamespacedName
 		if !asked {
 			was = ClaimPending
 		}
-		if answered(reports, current, e.Key(), e.Hub) != was {
+		if now := answered(reports, current, e.Key(), e.Hub); now != ClaimPending && now != was {
+			out = append(out, e.Hub)
+		}
+	}
+	return out
+}
+
+// ProbeDropped are the hub Applications old asked about and probe no longer does: delivered, gone,
+// or, with the probe full, dropped for another (each is woken, and asks again if it still waits).
+func ProbeDropped(old, probe *workv1.ManifestWork) []types.NamespacedName {
+	if old == nil || old.Generation == probe.Generation {
+		return nil
+	}
+	var out []types.NamespacedName
+	for _, e := range ProbeEntries(old) {
+		if !ProbeAsks(probe, e.Key()) {
 			out = append(out, e.Hub)
 		}
 	}

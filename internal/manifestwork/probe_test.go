@@ -118,8 +118,13 @@ func TestClaimIn(t *testing.T) {
 	asked := probeAt(t, 2, web, db, cache)
 	NewWithT(t).Expect(manifestwork.ProbeAnswersChanged(asked, answered)).To(ConsistOf(web.Hub, db.Hub, cache.Hub), "the first answers")
 	NewWithT(t).Expect(manifestwork.ProbeAnswersChanged(nil, answered)).To(ConsistOf(web.Hub, db.Hub, cache.Hub), "a probe first seen")
-	NewWithT(t).Expect(manifestwork.ProbeAnswersChanged(answered, stale)).To(ConsistOf(web.Hub, db.Hub), "no longer current: only the foreign one stands")
+	NewWithT(t).Expect(manifestwork.ProbeAnswersChanged(answered, stale)).To(BeEmpty(), "no longer current: they wait, and the foreign one stands")
+	NewWithT(t).Expect(manifestwork.ProbeAnswersChanged(stale, answered)).To(ConsistOf(web.Hub, db.Hub), "current again")
 	NewWithT(t).Expect(manifestwork.ProbeAnswersChanged(answered, answered.DeepCopy())).To(BeEmpty())
+	fewer := probeAt(t, 3, web, cache)
+	NewWithT(t).Expect(manifestwork.ProbeDropped(answered, fewer)).To(ConsistOf(db.Hub), "an entry dropped")
+	NewWithT(t).Expect(manifestwork.ProbeDropped(nil, fewer)).To(BeEmpty())
+	NewWithT(t).Expect(manifestwork.ProbeDropped(answered, answered.DeepCopy())).To(BeEmpty(), "the same generation")
 	// An Application that went keeps its old feedback (the agent leaves it): absent is absent.
 	gone := answered.DeepCopy()
 	for i := range gone.Status.ResourceStatus.Manifests {
