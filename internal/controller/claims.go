@@ -35,6 +35,9 @@ type claimProbes struct {
 	cache cache.Cache
 }
 
+// probeEntryIndex indexes the probes by "<namespace>/<name>" of each hub Application they ask about.
+const probeEntryIndex = "argocd-pull.probeEntry"
+
 func newClaimProbes(mgr ctrl.Manager) (*claimProbes, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
@@ -42,6 +45,15 @@ func newClaimProbes(mgr ctrl.Manager) (*claimProbes, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the cache of the claim probes: %w", err)
+	}
+	if err := c.IndexField(context.Background(), &workv1.ManifestWork{}, probeEntryIndex, func(o client.Object) []string {
+		var keys []string
+		for _, e := range manifestwork.ProbeEntries(o.(*workv1.ManifestWork)) {
+			keys = append(keys, e.Hub.String())
+		}
+		return keys
+	}); err != nil {
+		return nil, fmt.Errorf("indexing the claim probes: %w", err)
 	}
 	if err := mgr.Add(c); err != nil {
 		return nil, fmt.Errorf("adding the cache of the claim probes: %w", err)
@@ -65,6 +77,22 @@ func (p *claimProbes) of(ctx context.Context, cluster string) (*workv1.ManifestW
 		return nil, nil
 	}
 	return probe, nil
+}
+
+// asking are the clusters whose probes ask about the hub Application key.
+func (p *claimProbes) asking(ctx context.Context, key types.NamespacedName) ([]string, error) {
+	if p == nil {
+		return nil, nil
+	}
+	probes := &workv1.ManifestWorkList{}
+	if err := p.cache.List(ctx, probes, client.MatchingFields{probeEntryIndex: key.String()}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the claim probes asking about %s: %w", key, err)
+	}
+	var out []string
+	for _, probe := range probes.Items {
+		out = append(out, probe.Namespace)
+	}
+	return out, nil
 }
 
 // source wakes the Applications whose answers a probe's change changed
@@ -98,6 +126,14 @@ func (p *claimProbes) source() source.Source {
 type probeWrites struct {
 	locks sync.Map // cluster -> *sync.Mutex
 	last  sync.Map // cluster -> probeWrite
+	// delivered are, per cluster, the hub Applications whose works this process created since
+	// the probe asked about them (see tidy): the cache may not show those works yet.
+	delivered sync.Map // cluster -> map[types.NamespacedName]bool, read and written under the lock
+}
+
+func (p *probeWrites) deliveredOn(cluster string) map[types.NamespacedName]bool {
+	v, _ := p.delivered.LoadOrStore(cluster, map[types.NamespacedName]bool{})
+	return v.(map[types.NamespacedName]bool)
 }
 
 // probeWrite is a probe this process wrote, and the resource version it wrote it over ("" for a
@@ -137,6 +173,7 @@ func (r *PropagationReconciler) ask(ctx context.Context, cluster string, entry m
 		return err
 	}
 	probe := r.probeWrites.current(cluster, cached)
+	delete(r.probeWrites.deliveredOn(cluster), entry.Hub) // it waits again
 	if manifestwork.ProbeAsks(probe, entry.Key()) {
 		return nil // another reconcile asked a moment ago
 	}
@@ -160,6 +197,56 @@ func (r *PropagationReconciler) ask(ctx context.Context, cluster string, entry m
 		return err
 	}
 	r.probeWrites.last.Store(cluster, probeWrite{from: from, written: write.work.DeepCopy()})
+	return nil
+}
+
+// tidyProbes deletes the probes that ask about the hub Application key once it no longer waits
+// (its work on cluster was just created; it is gone, or names another cluster) and no other of
+// their entries waits: a probe read by the cluster's agent on every status sync, and an
+// AppliedManifestWork on the cluster, serve nothing then. A probe with an entry still waiting (a
+// foreign Application, an answer to come) stays.
+func (r *PropagationReconciler) tidyProbes(ctx context.Context, key types.NamespacedName, cluster string) error {
+	clusters, err := r.probes.asking(ctx, key)
+	if err != nil {
+		return err
+	}
+	if cluster != "" && !slices.Contains(clusters, cluster) {
+		clusters = append(clusters, cluster) // the cache may not show the write that asked yet
+	}
+	for _, c := range clusters {
+		if err := r.tidyProbe(ctx, c, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *PropagationReconciler) tidyProbe(ctx context.Context, cluster string, done types.NamespacedName) error {
+	defer r.probeWrites.lock(cluster)()
+	cached, err := r.probes.of(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	probe := r.probeWrites.current(cluster, cached)
+	if probe == nil {
+		return nil
+	}
+	delivered := r.probeWrites.deliveredOn(cluster)
+	delivered[done] = true
+	for _, e := range manifestwork.ProbeEntries(probe) {
+		if delivered[e.Hub] {
+			continue
+		}
+		if waits, err := r.waits(ctx, cluster, e); err != nil || waits {
+			return err
+		}
+	}
+	err = r.write(ctx, workWrite{op: metrics.OpDelete, work: probe, exact: true, why: "Deleting the claim probe: every Application it asked about is answered and delivered"})
+	if err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	r.probeWrites.last.Delete(cluster)
+	r.probeWrites.delivered.Delete(cluster)
 	return nil
 }
 

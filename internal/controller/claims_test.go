@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -29,12 +31,12 @@ func TestAClustersNewApplicationsAreAskedAboutTogether(t *testing.T) {
 	for i := range n {
 		h.g.Expect(manifestwork.Held(h.work(fmt.Sprintf("app-%02d", i), cluster))).To(BeTrue(), "created held")
 	}
+	h.g.Eventually(func() bool {
+		return apierrors.IsNotFound(h.c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: manifestwork.ProbeName}, &workv1.ManifestWork{}))
+	}, timeout, interval).Should(BeTrue(), "the probe goes once all are delivered")
 	after := apiWrites(t)
 	h.g.Expect(after["create manifestworks"]-before["create manifestworks"]).To(Equal(float64(n+1)), "%d works and one probe", n)
-	probe := &workv1.ManifestWork{}
-	h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: manifestwork.ProbeName}, probe)).To(Succeed())
-	h.g.Expect(after["update manifestworks"]-before["update manifestworks"]).To(BeNumerically("<", n),
-		"the probe is written for several Applications at a time (%d entries now)", len(manifestwork.ProbeEntries(probe)))
+	h.g.Expect(after["update manifestworks"]-before["update manifestworks"]).To(BeNumerically("<", n), "the probe is written for several Applications at a time")
 }
 
 // A tenant's Applications for a cluster its namespace is not bound to are refused, and never enter
@@ -55,7 +57,34 @@ func TestATenantsRefusedApplicationsAreNotAskedAbout(t *testing.T) {
 	}
 	h.app("web", cluster)
 	h.work("web", cluster)
-	probe := &workv1.ManifestWork{}
-	h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: manifestwork.ProbeName}, probe)).To(Succeed())
-	h.g.Expect(manifestwork.ProbeEntries(probe)).To(Equal([]manifestwork.ProbeEntry{{Namespace: h.ns, Name: "web", Hub: types.NamespacedName{Namespace: h.ns, Name: "web"}}}))
+	// Had the tenant's entered the probe, they would wait in it still, and keep it.
+	h.g.Eventually(func() bool {
+		return apierrors.IsNotFound(h.c.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: manifestwork.ProbeName}, &workv1.ManifestWork{}))
+	}, timeout, interval).Should(BeTrue(), "the probe asked about the platform's Application alone, and goes once it is delivered")
+}
+
+// A cluster's probe goes once nothing it asked about waits any more: the agent reads every entry
+// on each status sync, and keeps an AppliedManifestWork on the cluster for it. One entry still
+// waiting (a foreign Application there) keeps it, until that hub Application goes.
+func TestTheProbeGoesOnceNothingWaits(t *testing.T) {
+	h := start(t)
+	cluster := h.cluster()
+	probeKey := types.NamespacedName{Namespace: cluster, Name: manifestwork.ProbeName}
+	probeGone := func() bool {
+		return apierrors.IsNotFound(h.c.Get(context.Background(), probeKey, &workv1.ManifestWork{}))
+	}
+	h.app("web", cluster)
+	h.app("db", cluster)
+	h.work("web", cluster)
+	h.work("db", cluster)
+	h.g.Eventually(probeGone, timeout, interval).Should(BeTrue(), "both delivered")
+
+	h.onClusterHas(cluster, h.ns, "theirs", &testenv.OnCluster{UID: "theirs"})
+	h.app("theirs", cluster)
+	h.app("cache", cluster)
+	h.work("cache", cluster)
+	h.g.Eventually(func() string { return h.condition("theirs") }, timeout, interval).Should(HavePrefix(propagation.ReasonManagedAppExists))
+	h.g.Consistently(probeGone, 2*time.Second, 100*time.Millisecond).Should(BeFalse(), "the foreign one still waits")
+	h.g.Expect(h.c.Delete(context.Background(), h.getApp("theirs"))).To(Succeed())
+	h.g.Eventually(probeGone, timeout, interval).Should(BeTrue(), "the one that waited is gone")
 }

@@ -138,6 +138,11 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		// The work is written once the cluster answered: the probe's change brings it back.
 		return result, conditions.clear(ctx, app)
 	}
+	if slices.ContainsFunc(plan.Steps, func(s propagation.Step) bool { return s.Action == propagation.ActCreate }) {
+		if err := r.tidyProbes(ctx, req.NamespacedName, target.Cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	r.changed.Done(req.NamespacedName, time.Now()) // nothing more of this change to write
 	if !verdict.Recheck.IsZero() {
 		// A RollingSync step's sync request waits for the next second (manifestwork.StepDeliverAt).
@@ -198,7 +203,7 @@ func (r *PropagationReconciler) finalize(ctx context.Context, app *unstructured.
 // deleteAll deletes the works of the hub Application key, an upstream controller's it adopts too.
 func (r *PropagationReconciler) deleteAll(ctx context.Context, key types.NamespacedName) error {
 	_, err := r.deleteUpstream(ctx, key)
-	return errors.Join(r.deleteWorks(ctx, key, nil), err)
+	return errors.Join(r.deleteWorks(ctx, key, nil), err, r.tidyProbes(ctx, key, ""))
 }
 
 // deleteWorks deletes the works that point back to the hub Application key, except keep.

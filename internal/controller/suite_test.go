@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -142,54 +143,14 @@ func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 	return h
 }
 
-// answerProbes answers every claim probe as its cluster's work agent would (testenv.AnswerProbe),
-// from onCluster, until ctx ends: at once and again whenever a probe or onCluster changed.
+// answerProbes answers every claim probe as its cluster's work agent would, from onCluster, until
+// ctx ends (testenv.AnswerProbes).
 func (h *harness) answerProbes(ctx context.Context) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		probes := &workv1.ManifestWorkList{}
-		if err := h.c.List(ctx, probes, client.MatchingLabels{manifestwork.ProbeLabel: "true"}); err != nil {
-			continue
-		}
-		for i := range probes.Items {
-			p := &probes.Items[i]
-			answered := p.DeepCopy()
-			h.mu.Lock()
-			testenv.AnswerProbe(answered, h.onCluster[p.Namespace])
-			h.mu.Unlock()
-			if manifestwork.ProbeCurrent(p) && sameAnswers(p, answered) {
-				continue
-			}
-			_ = h.c.Status().Update(ctx, answered) // a conflict is answered at the next tick
-		}
-	}
-}
-
-// sameAnswers compares the answers of two probes, without their times.
-func sameAnswers(a, b *workv1.ManifestWork) bool {
-	if len(a.Status.ResourceStatus.Manifests) != len(b.Status.ResourceStatus.Manifests) {
-		return false
-	}
-	for i, m := range a.Status.ResourceStatus.Manifests {
-		n := b.Status.ResourceStatus.Manifests[i]
-		if m.ResourceMeta != n.ResourceMeta || manifestwork.FeedbackText(m.StatusFeedbacks.Values)[manifestwork.FeedbackManagedUID] != manifestwork.FeedbackText(n.StatusFeedbacks.Values)[manifestwork.FeedbackManagedUID] ||
-			manifestwork.FeedbackText(m.StatusFeedbacks.Values)[manifestwork.FeedbackHubApplication] != manifestwork.FeedbackText(n.StatusFeedbacks.Values)[manifestwork.FeedbackHubApplication] ||
-			len(m.Conditions) != len(n.Conditions) {
-			return false
-		}
-		for j := range m.Conditions {
-			if m.Conditions[j].Type != n.Conditions[j].Type || m.Conditions[j].Status != n.Conditions[j].Status || m.Conditions[j].Reason != n.Conditions[j].Reason {
-				return false
-			}
-		}
-	}
-	return true
+	testenv.AnswerProbes(ctx, h.c, interval, func(cluster string) map[string]testenv.OnCluster {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return maps.Clone(h.onCluster[cluster])
+	})
 }
 
 // onClusterHas says that cluster has the Application namespace/name there (it == nil: no longer).

@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
@@ -525,6 +526,28 @@ spec:
 `)))
 	t.Cleanup(func() {
 		_, _ = k.runErr("delete", "application", "-n", argoCDNamespace, app, "--ignore-not-found", "--wait=false")
+	})
+	// The hub first asks cluster1 whether an Application of that name is there, through its claim
+	// probe; standing in for cluster1's work agent, the test answers that there is none.
+	check("cluster1 is asked about the Application through its claim probe", func() error {
+		out, err := k.runErr("get", "manifestwork", "-n", "cluster1", manifestwork.ProbeName, "-o", "json")
+		if err != nil {
+			return fmt.Errorf("ManifestWork %s in cluster1: %v", manifestwork.ProbeName, err)
+		}
+		probe := &workv1.ManifestWork{}
+		if err := json.Unmarshal([]byte(out), probe); err != nil {
+			return err
+		}
+		if !manifestwork.ProbeAsks(probe, argoCDNamespace+"/"+app) {
+			return fmt.Errorf("the claim probe asks about %v", manifestwork.ProbeEntries(probe))
+		}
+		testenv.AnswerProbe(probe, nil)
+		answered, err := json.Marshal(probe)
+		if err != nil {
+			return err
+		}
+		_, err = k.runErr("replace", "--subresource=status", "-f", writeFile(t, "probe.json", answered))
+		return err
 	})
 	work := manifestwork.WorkName(argoCDNamespace, app)
 	check("the pull-model Application is propagated", func() error {

@@ -23,6 +23,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/localproc"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
@@ -49,6 +50,27 @@ func TestTwoReplicasHandOver(t *testing.T) {
 	k := newKube(t, env)
 	dep := installedDeployment(t, k)
 	hub := env.Client
+	// No work agent here: the test stands in for the clusters' agents. They answer the claim
+	// probes (no Application of those names is there), and apply each work, so that a deleted
+	// Application's work is not left waiting for its cluster (manifestwork.FinalGrace).
+	answering, stopAnswering := context.WithCancel(context.Background())
+	t.Cleanup(stopAnswering)
+	go testenv.AnswerProbes(answering, hub, 100*time.Millisecond, nil)
+	go func() {
+		for answering.Err() == nil {
+			works := &workv1.ManifestWorkList{}
+			if hub.List(answering, works, client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}) == nil {
+				for i := range works.Items {
+					w := &works.Items[i]
+					if !manifestwork.AppliedAtGeneration(w) {
+						testenv.SetAgentStatus(w, w.Generation, w.Annotations[api.HubApplicationNamespaceAnnotation], w.Annotations[api.HubApplicationNameAnnotation], nil)
+						_ = hub.Status().Update(answering, w)
+					}
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
 
 	clusters := []string{"ha-1", "ha-2", "ha-3"}
 	k.run("apply", "--server-side", "-k", "config/samples")

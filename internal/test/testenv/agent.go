@@ -1,9 +1,13 @@
 package testenv
 
 import (
+	"context"
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
@@ -85,4 +89,58 @@ func AnswerProbe(probe *workv1.ManifestWork, there map[string]OnCluster) {
 		}
 		probe.Status.ResourceStatus.Manifests = append(probe.Status.ResourceStatus.Manifests, ApplicationManifestStatus(e.Namespace, e.Name, values, present, now))
 	}
+}
+
+// AnswerProbes stands in for every cluster's work agent on the claim probes (what the controller
+// tests and the install tests have no agent for): every interval until ctx ends, it answers each
+// probe whose answer is not current or changed (AnswerProbe), with there's Applications of its
+// cluster (there nil, or returning nil: none).
+func AnswerProbes(ctx context.Context, c client.Client, interval time.Duration, there func(cluster string) map[string]OnCluster) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		probes := &workv1.ManifestWorkList{}
+		if err := c.List(ctx, probes, client.MatchingLabels{manifestwork.ProbeLabel: "true"}); err != nil {
+			continue
+		}
+		for i := range probes.Items {
+			p := &probes.Items[i]
+			answered := p.DeepCopy()
+			var have map[string]OnCluster
+			if there != nil {
+				have = there(p.Namespace)
+			}
+			AnswerProbe(answered, have)
+			if manifestwork.ProbeCurrent(p) && sameAnswers(p, answered) {
+				continue
+			}
+			_ = c.Status().Update(ctx, answered) // a conflict is answered at the next tick
+		}
+	}
+}
+
+// sameAnswers compares the answers of two probes, without their times.
+func sameAnswers(a, b *workv1.ManifestWork) bool {
+	if len(a.Status.ResourceStatus.Manifests) != len(b.Status.ResourceStatus.Manifests) {
+		return false
+	}
+	for i, m := range a.Status.ResourceStatus.Manifests {
+		n := b.Status.ResourceStatus.Manifests[i]
+		mv, nv := manifestwork.FeedbackText(m.StatusFeedbacks.Values), manifestwork.FeedbackText(n.StatusFeedbacks.Values)
+		if m.ResourceMeta != n.ResourceMeta || len(m.Conditions) != len(n.Conditions) ||
+			mv[manifestwork.FeedbackManagedUID] != nv[manifestwork.FeedbackManagedUID] || mv[manifestwork.FeedbackHubApplication] != nv[manifestwork.FeedbackHubApplication] {
+			return false
+		}
+		for j := range m.Conditions {
+			if m.Conditions[j].Type != n.Conditions[j].Type || m.Conditions[j].Status != n.Conditions[j].Status || m.Conditions[j].Reason != n.Conditions[j].Reason {
+				return false
+			}
+		}
+	}
+	return true
 }
