@@ -219,13 +219,18 @@ func ProbeAnswersChanged(old, probe *workv1.ManifestWork) []types.NamespacedName
 
 // ProbeDropped are the hub Applications old asked about and probe no longer does: delivered, gone,
 // or, with the probe full, dropped for another (each is woken, and asks again if it still waits).
+// Each probe is decoded once: this runs on every change of a probe.
 func ProbeDropped(old, probe *workv1.ManifestWork) []types.NamespacedName {
 	if old == nil || old.Generation == probe.Generation {
 		return nil
 	}
+	asked := map[string]bool{}
+	for _, e := range ProbeEntries(probe) {
+		asked[e.Key()] = true
+	}
 	var out []types.NamespacedName
 	for _, e := range ProbeEntries(old) {
-		if !ProbeAsks(probe, e.Key()) {
+		if !asked[e.Key()] {
 			out = append(out, e.Hub)
 		}
 	}
