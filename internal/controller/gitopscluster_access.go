@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +28,7 @@ import (
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
+	"github.com/argocd-pull/argocd-pull/internal/gather"
 )
 
 // +kubebuilder:rbac:groups=addon.open-cluster-management.io,resources=managedclusteraddons,verbs=get;list;watch
@@ -77,23 +77,12 @@ func (r *GitOpsClusterReconciler) clusterAccess(ctx context.Context, gc *gitopsv
 // account's token Secret when the account is argocd-pull's, made for owner (the asking
 // GitOpsCluster, "<namespace>/<name>").
 func (r *GitOpsClusterReconciler) accessFacts(ctx context.Context, owner, cluster, ref string) (clusteraccess.Facts, error) {
-	f := clusteraccess.Facts{AddOns: map[string]bool{}}
-	saNamespace := clusteraccess.DefaultServiceAccountNamespace
-	for _, name := range []string{clusteraccess.ClusterProxyAddOn, clusteraccess.ManagedServiceAccountAddOn} {
-		addOn := &addonv1alpha1.ManagedClusterAddOn{}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: cluster, Name: name}, addOn); err != nil {
-			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-				continue
-			}
-			return f, fmt.Errorf("reading ManagedClusterAddOn %s/%s: %w", cluster, name, err)
-		}
-		f.AddOns[name] = meta.IsStatusConditionTrue(addOn.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionAvailable)
-		// The agent's namespace, where it makes the ServiceAccounts (the add-on framework's
-		// status; spec.installNamespace is deprecated for AddOnDeploymentConfigs, which fill it).
-		if ns := addOn.Status.Namespace; name == clusteraccess.ManagedServiceAccountAddOn && ns != "" {
-			saNamespace = ns
-		}
+	var f clusteraccess.Facts
+	addOns, saNamespace, err := gather.ChannelAddOns(ctx, r.Client, cluster)
+	if err != nil {
+		return f, err
 	}
+	f.AddOns = addOns
 	msa := &unstructured.Unstructured{}
 	msa.SetGroupVersionKind(ManagedServiceAccountGVK)
 	switch err := r.Get(ctx, types.NamespacedName{Namespace: cluster, Name: ref}, msa); {

@@ -14,15 +14,14 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
+	"github.com/argocd-pull/argocd-pull/internal/gather"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 )
 
@@ -40,12 +39,12 @@ func checkClusterAccess(ctx context.Context, h *hub) []Result {
 		client.MatchingLabels{gitops.SecretTypeLabel: "cluster", api.ManagedByLabel: api.ManagedByValue}); err != nil {
 		return []Result{readFailed(idClusterAccess, titleClusterAccess, "", fmt.Errorf("listing cluster secrets in %s: %w", h.o.ArgoCDNamespace, err))}
 	}
-	var channel []*corev1.Secret
+	var channel []channelSecret
 	for i := range secrets.Items {
-		s := &secrets.Items[i]
-		token, _, _ := clusteraccess.ParseClusterConfig(s.Data["config"])
-		if token != "" || s.Annotations[gitops.AccessRefusedAnnotation] != "" {
-			channel = append(channel, s)
+		c := channelSecret{secret: &secrets.Items[i]}
+		c.token, c.ca, c.err = clusteraccess.ParseClusterConfig(c.secret.Data["config"])
+		if c.token != "" || c.secret.Annotations[gitops.AccessRefusedAnnotation] != "" {
+			channel = append(channel, c)
 		}
 	}
 	if len(channel) == 0 {
@@ -85,9 +84,19 @@ func checkClusterAccess(ctx context.Context, h *hub) []Result {
 	return out
 }
 
+// channelSecret is an argocd-pull cluster secret with its config's token and CA, as parsed once
+// (err when the config does not parse).
+type channelSecret struct {
+	secret *corev1.Secret
+	token  string
+	ca     []byte
+	err    error
+}
+
 // channelFacts reads what decideClusterAccess needs of one secret's cluster. The token is used
 // for the one question to its own cluster, and nothing of it is kept or shown.
-func (h *hub) channelFacts(ctx context.Context, s *corev1.Secret) channelFacts {
+func (h *hub) channelFacts(ctx context.Context, c channelSecret) channelFacts {
+	s, token, ca := c.secret, c.token, c.ca
 	f := channelFacts{Cluster: s.Labels[api.ClusterLabel], Refused: s.Annotations[gitops.AccessRefusedAnnotation],
 		Server: string(s.Data["server"]), Namespace: h.o.ManagedArgoCDNamespace}
 	if f.Cluster == "" {
@@ -96,13 +105,12 @@ func (h *hub) channelFacts(ctx context.Context, s *corev1.Secret) channelFacts {
 	if f.Refused != "" {
 		return f
 	}
-	token, ca, err := clusteraccess.ParseClusterConfig(s.Data["config"])
-	if err != nil {
-		f.TokenErr = err
+	if c.err != nil {
+		f.TokenErr = c.err
 		return f
 	}
 	f.Expiry, f.TokenErr = clusteraccess.TokenExpiry(token)
-	f.AddOns, f.AddOnErr = h.channelAddOns(ctx, f.Cluster)
+	f.AddOns, _, f.AddOnErr = gather.ChannelAddOns(ctx, h.o.Hub.Client, f.Cluster)
 	cfg, err := probeConfig(f.Server, h.o.ClusterProxyURL, f.Cluster, token, ca)
 	if err != nil {
 		f.ProbeErr = err
@@ -111,19 +119,6 @@ func (h *hub) channelFacts(ctx context.Context, s *corev1.Secret) channelFacts {
 	f.Reached = cfg.Host
 	f.Rules, f.Incomplete, f.ProbeErr = rulesReview(ctx, cfg, f.Namespace)
 	return f
-}
-
-// channelAddOns reads whether the cluster's add-ons of the channel are Available.
-func (h *hub) channelAddOns(ctx context.Context, cluster string) (map[string]bool, error) {
-	available := map[string]bool{}
-	for _, name := range []string{clusteraccess.ClusterProxyAddOn, clusteraccess.ManagedServiceAccountAddOn} {
-		a := &addonv1alpha1.ManagedClusterAddOn{}
-		if err := h.o.Hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: name}, a); client.IgnoreNotFound(err) != nil {
-			return nil, err
-		}
-		available[name] = apimeta.IsStatusConditionTrue(a.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionAvailable)
-	}
-	return available, nil
 }
 
 // probeConfig is the client of the hub's Argo CD for one cluster: the secret's server, token and

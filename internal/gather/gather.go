@@ -1,7 +1,8 @@
 // Package gather reads what the refusal ladder (propagation.Ladder) decides on about one hub
 // Application, for every caller: the propagation controller, the doctor and argocd-pull takeover
 // --dry-run see the same facts. They differ only in how works are found (Works): the controller
-// from its caches' indexes, a command from lists of the hub (Listed).
+// from its caches' indexes, a command from lists of the hub (Listed). The cluster's add-ons of the
+// hub's channel are read here too, for the GitOpsCluster controller and the doctor (addons.go).
 package gather
 
 import (

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,6 +155,25 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 	if status, msg := doctorClusterAccess(t, c1.Name); status != "pass" {
 		t.Errorf("doctor's cluster-access for %s: %s: %s", c1.Name, status, msg)
 	}
+	// --cluster-proxy-url: the user server as this machine reaches it under another name (as
+	// through a port-forward), the certificate still checked against the secret's server's name;
+	// and a port nothing listens on fails, so the flag is what doctor asked.
+	userServer, err := url.Parse(lab.ClusterProxy.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, msg := doctorClusterAccess(t, c1.Name, "--cluster-proxy-url", "https://localhost:"+userServer.Port()); status != "pass" {
+		t.Errorf("doctor --cluster-proxy-url https://localhost:%s, cluster-access for %s: %s: %s", userServer.Port(), c1.Name, status, msg)
+	}
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := fmt.Sprint(closed.Addr().(*net.TCPAddr).Port)
+	_ = closed.Close()
+	if status, msg := doctorClusterAccess(t, c1.Name, "--cluster-proxy-url", "https://localhost:"+closedPort); status != "fail" || !strings.Contains(msg, "localhost:"+closedPort) {
+		t.Errorf("doctor --cluster-proxy-url at a closed port, cluster-access for %s: %s: %s; want a failure naming it", c1.Name, status, msg)
+	}
 	more := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "more-than-argocd-pull-asked"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
@@ -214,12 +235,13 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 
 func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 
-// doctorClusterAccess runs argocd-pull doctor on the lab's hub and gives the cluster-access
-// check's verdict on cluster: its own result, or the one that folds the clusters that passed.
-func doctorClusterAccess(t *testing.T, cluster string) (status, message string) {
+// doctorClusterAccess runs argocd-pull doctor on the lab's hub, with more flags if any, and gives
+// the cluster-access check's verdict on cluster: its own result, or the one that folds the
+// clusters that passed.
+func doctorClusterAccess(t *testing.T, cluster string, more ...string) (status, message string) {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(labDir, "argocd-pull"), "doctor", "--kubeconfig", lab.Hub.Kubeconfig, "-o", "json",
-		"--managed-argocd-namespace", sandbox.ArgoNamespace).Output()
+	out, err := exec.Command(filepath.Join(labDir, "argocd-pull"), append([]string{"doctor", "--kubeconfig", lab.Hub.Kubeconfig, "-o", "json",
+		"--managed-argocd-namespace", sandbox.ArgoNamespace}, more...)...).Output()
 	var verdict struct {
 		Checks []struct{ ID, Subject, Status, Message string } `json:"checks"`
 	}
