@@ -64,6 +64,10 @@ const (
 	PropagationErrorCondition = "PullPropagationError"
 	// PausedCondition says that, and by what, an Application's delivery is paused.
 	PausedCondition = "PullPausedWarning"
+	// WaitingCondition says that a new Application waits, longer than the hub's --stale-after,
+	// for its cluster to answer whether an Application of its name is already there (the claim
+	// probe): the cluster is not available, or its work agent does not answer.
+	WaitingCondition = "PullWaitingWarning"
 )
 
 // Pausing delivery (internal/manifestwork/pause.go).

@@ -134,7 +134,7 @@ or any process name 'sandbox status' lists.`
 		Use:   "stop COMPONENT",
 		Short: "Stop a component of the lab, for failure drills ('sandbox start' starts it again)",
 		Long:  "Stop a component of the lab, for failure drills; 'sandbox status' shows it stopped and 'sandbox start' starts it again.\n\n" + componentsHelp,
-		Example: `  argocd-pull sandbox stop cluster2-agents   # within 25 s the hub marks cluster2 unavailable; the report shows it stale
+		Example: `  argocd-pull sandbox stop cluster2-agents   # after 5 of its 5 s leases (25 s and OCM's next check) the hub marks cluster2 unavailable; the report shows it stale
   argocd-pull sandbox start cluster2-agents`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

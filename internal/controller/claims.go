@@ -163,16 +163,26 @@ func (p *probeWrites) current(cluster string, cached *workv1.ManifestWork) *work
 	return cached
 }
 
+// lockedProbe takes the lock on cluster's probe writes and reads the probe as this process knows
+// it (probeWrites.current; nil when there is none). The caller unlocks, also on an error.
+func (r *PropagationReconciler) lockedProbe(ctx context.Context, cluster string) (*workv1.ManifestWork, func(), error) {
+	unlock := r.probeWrites.lock(cluster)
+	cached, err := r.probes.of(ctx, cluster)
+	if err != nil {
+		return nil, unlock, err
+	}
+	return r.probeWrites.current(cluster, cached), unlock, nil
+}
+
 // ask adds entry to its cluster's probe with every other Application of the cluster that waits for
 // an answer (waiting), creating the probe if there is none. An entry already asked about is left
 // as it is; entries of Applications delivered meanwhile go.
 func (r *PropagationReconciler) ask(ctx context.Context, cluster string, entry manifestwork.ProbeEntry) error {
-	defer r.probeWrites.lock(cluster)()
-	cached, err := r.probes.of(ctx, cluster)
+	probe, unlock, err := r.lockedProbe(ctx, cluster)
+	defer unlock()
 	if err != nil {
 		return err
 	}
-	probe := r.probeWrites.current(cluster, cached)
 	delete(r.probeWrites.deliveredOn(cluster), entry.Hub) // it waits again
 	if manifestwork.ProbeAsks(probe, entry.Key()) {
 		return nil // another reconcile asked a moment ago
@@ -222,12 +232,11 @@ func (r *PropagationReconciler) tidyProbes(ctx context.Context, key types.Namesp
 }
 
 func (r *PropagationReconciler) tidyProbe(ctx context.Context, cluster string, done types.NamespacedName) error {
-	defer r.probeWrites.lock(cluster)()
-	cached, err := r.probes.of(ctx, cluster)
+	probe, unlock, err := r.lockedProbe(ctx, cluster)
+	defer unlock()
 	if err != nil {
 		return err
 	}
-	probe := r.probeWrites.current(cluster, cached)
 	if probe == nil {
 		return nil
 	}

@@ -8,9 +8,14 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
@@ -102,4 +107,43 @@ func TestTheProbeGoesOnceNothingWaits(t *testing.T) {
 	h.g.Consistently(probeGone, 2*time.Second, 100*time.Millisecond).Should(BeFalse(), "the foreign one still waits")
 	h.g.Expect(h.c.Delete(context.Background(), h.getApp("theirs"))).To(Succeed())
 	h.g.Eventually(probeGone, timeout, interval).Should(BeTrue(), "the one that waited is gone")
+}
+
+// A new Application whose cluster does not answer its claim probe says so, on the Application
+// and in a Warning event, once --stale-after has passed since the probe asked, and at once when
+// its ManagedCluster is not available; the answer delivers it and takes the condition away. While
+// the answer is in time, nothing is said.
+func TestANewApplicationSaysItsClusterDoesNotAnswer(t *testing.T) {
+	h := start(t, func(o *Options, _ string) { o.StaleAfter = 3 * time.Second })
+	waiting := func(name string) func() string {
+		return func() string { return argocd.ConditionMessage(h.getApp(name), WaitingCondition) }
+	}
+	cluster := h.cluster()
+	h.silence(cluster, true)
+	h.app("web", cluster)
+	h.g.Consistently(waiting("web"), 2*time.Second, 100*time.Millisecond).Should(BeEmpty(), "in time: nothing said")
+	h.g.Eventually(waiting("web"), timeout, interval).Should(And(
+		ContainSubstring("cluster %s must first say whether Application %s/web is already there", cluster, h.ns),
+		ContainSubstring("ManifestWork %s/%s", cluster, manifestwork.ProbeName),
+		ContainSubstring("its work agent has not applied the ManifestWork written then")))
+	h.g.Eventually(func() []string { return h.warnings("web") }, timeout, interval).Should(ContainElement(ReasonClusterNotAnswering), "the event follows the condition")
+	works := &workv1.ManifestWorkList{}
+	h.g.Expect(h.c.List(context.Background(), works, client.InNamespace(cluster), client.HasLabels{api.ManagedByLabel})).To(Succeed())
+	h.g.Expect(works.Items).To(BeEmpty(), "nothing delivered before the cluster answered")
+
+	// The agent answers: delivered, and the condition goes.
+	h.silence(cluster, false)
+	h.work("web", cluster)
+	h.g.Eventually(waiting("web"), timeout, interval).Should(BeEmpty())
+
+	// A cluster that is not available is said at once.
+	offline := h.cluster()
+	h.silence(offline, true)
+	mc := &clusterv1.ManagedCluster{}
+	h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Name: offline}, mc)).To(Succeed())
+	mc.Status.Conditions = []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionUnknown,
+		Reason: "ManagedClusterLeaseUpdateStopped", Message: "lease not updated", LastTransitionTime: metav1.Now()}}
+	h.g.Expect(h.c.Status().Update(context.Background(), mc)).To(Succeed())
+	h.app("db", offline)
+	h.g.Eventually(waiting("db"), timeout, interval).Should(ContainSubstring("the ManagedCluster is not available (ManagedClusterLeaseUpdateStopped)"))
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,11 @@ import (
 const (
 	PropagationErrorCondition = api.PropagationErrorCondition
 	PausedCondition           = api.PausedCondition
+	WaitingCondition          = api.WaitingCondition
 )
+
+// ourConditionTypes are the conditions argocd-pull sets on hub Applications, at most one at a time.
+var ourConditionTypes = []string{PropagationErrorCondition, PausedCondition, WaitingCondition}
 
 // Reasons of Normal events.
 const (
@@ -26,6 +31,10 @@ const (
 	ReasonDelivered  = "OperationDelivered"
 	ReasonPaused     = "Paused"
 )
+
+// ReasonClusterNotAnswering is the reason of the Warning event recorded when a new Application
+// starts waiting too long for its cluster's answer (WaitingCondition).
+const ReasonClusterNotAnswering = "ClusterNotAnswering"
 
 // ReasonTerminateNotDelivered is the reason of the Warning event recorded when argocd app
 // terminate-op asks to stop an operation that argocd-pull did not deliver (see appstatus.go).
@@ -45,33 +54,39 @@ type hubAppConditions struct {
 // refuse records that app was not delivered, for reason. The Application CRD has no status
 // subresource: the condition is merged into the object's status, leaving other conditions alone.
 func (h hubAppConditions) refuse(ctx context.Context, app *unstructured.Unstructured, reason, message string) error {
-	text := reason + ": " + message
-	if propagationError(app) == text {
+	return h.set(ctx, app, PropagationErrorCondition, reason+": "+message, reason, message)
+}
+
+// paused records that app's delivery is paused, and why (the pause's own event is recorded where
+// it is asked for).
+func (h hubAppConditions) paused(ctx context.Context, app *unstructured.Unstructured, message string) error {
+	return h.set(ctx, app, PausedCondition, message, "", "")
+}
+
+// waiting records that app waits, too long, for its cluster's answer (propagation.Verdict.Waiting).
+func (h hubAppConditions) waiting(ctx context.Context, app *unstructured.Unstructured, message string) error {
+	return h.set(ctx, app, WaitingCondition, message, ReasonClusterNotAnswering, message)
+}
+
+// set makes argocd-pull's condition on app conditionType with text, in place of any other of
+// its conditions, and records a Warning event of reason with note once written (none when reason
+// is ""). Nothing is written when app already says text.
+func (h hubAppConditions) set(ctx context.Context, app *unstructured.Unstructured, conditionType, text, reason, note string) error {
+	if argocd.ConditionMessage(app, conditionType) == text {
 		return nil
 	}
 	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
 	if err := h.setConditions(ctx, app, append(withoutOurCondition(conditions), map[string]any{
-		"type":               PropagationErrorCondition,
+		"type":               conditionType,
 		"message":            text,
 		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
 	})); err != nil {
 		return err // a conflict requeues the Application, which records the event then
 	}
-	h.recorder.Eventf(app, nil, corev1.EventTypeWarning, reason, "Propagate", message)
-	return nil
-}
-
-// paused records that app's delivery is paused, and why.
-func (h hubAppConditions) paused(ctx context.Context, app *unstructured.Unstructured, message string) error {
-	if argocd.ConditionMessage(app, PausedCondition) == message {
-		return nil
+	if reason != "" {
+		h.recorder.Eventf(app, nil, corev1.EventTypeWarning, reason, "Propagate", note)
 	}
-	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-	return h.setConditions(ctx, app, append(withoutOurCondition(conditions), map[string]any{
-		"type":               PausedCondition,
-		"message":            message,
-		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-	}))
+	return nil
 }
 
 // clear removes argocd-pull's conditions once the Application was delivered.
@@ -103,7 +118,7 @@ func (h hubAppConditions) setConditions(ctx context.Context, app *unstructured.U
 func withoutOurCondition(conditions []any) []any {
 	kept := make([]any, 0, len(conditions))
 	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && (m["type"] == PropagationErrorCondition || m["type"] == PausedCondition) {
+		if m, ok := c.(map[string]any); ok && slices.Contains(ourConditionTypes, fmt.Sprint(m["type"])) {
 			continue
 		}
 		kept = append(kept, c)
@@ -117,6 +132,16 @@ func propagationError(app *unstructured.Unstructured) string {
 }
 
 // pausedMessage is the message of the paused condition on the hub Application, if any.
+// ourCondition is argocd-pull's condition on app, "type: message", "" when none.
+func ourCondition(app *unstructured.Unstructured) string {
+	for _, t := range ourConditionTypes {
+		if m := argocd.ConditionMessage(app, t); m != "" {
+			return t + ": " + m
+		}
+	}
+	return ""
+}
+
 func pausedMessage(app *unstructured.Unstructured) string {
 	return argocd.ConditionMessage(app, PausedCondition)
 }

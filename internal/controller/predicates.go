@@ -97,7 +97,7 @@ func beyondStatus() predicate.Funcs {
 			if !okOld || !okNew {
 				return true
 			}
-			return propagationError(oldApp) != propagationError(newApp) || pausedMessage(oldApp) != pausedMessage(newApp) ||
+			return ourCondition(oldApp) != ourCondition(newApp) ||
 				terminating(oldApp) != terminating(newApp) ||
 				!equality.Semantic.DeepEqual(withoutStatus(oldApp), withoutStatus(newApp))
 		},

@@ -59,6 +59,11 @@ func TestBeyondStatus(t *testing.T) {
 				map[string]any{"type": PausedCondition, "message": "paused"},
 			}}
 		}, true},
+		"argocd-pull's waiting condition": {func(u *unstructured.Unstructured) {
+			u.Object["status"] = map[string]any{"health": map[string]any{"status": "Unknown"}, "conditions": []any{
+				map[string]any{"type": WaitingCondition, "message": "not delivered yet: ..."},
+			}}
+		}, true},
 		"argocd app terminate-op (the operation's phase Terminating)": {func(u *unstructured.Unstructured) {
 			u.Object["status"] = map[string]any{"operationState": map[string]any{"phase": manifestwork.PhaseTerminating,
 				"operation": manifestwork.WithDeliveryID(map[string]any{"sync": map[string]any{}}, "d1")}}

@@ -135,7 +135,14 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	}
 	result := ctrl.Result{}
 	if verdict.Ask != nil {
-		// The work is written once the cluster answered: the probe's change brings it back.
+		// The work is written once the cluster answered: the probe's change brings it back. One
+		// that does not answer in time is said on the Application, once.
+		if verdict.Waiting != "" {
+			return result, conditions.waiting(ctx, app, verdict.Waiting)
+		}
+		if !verdict.Recheck.IsZero() {
+			result.RequeueAfter = requeueAfter(verdict.Recheck)
+		}
 		return result, conditions.clear(ctx, app)
 	}
 	if slices.ContainsFunc(plan.Steps, func(s propagation.Step) bool { return s.Action == propagation.ActCreate }) {

@@ -33,6 +33,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/intern"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/report"
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/search"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
@@ -122,7 +123,7 @@ func DefaultOptions() Options {
 	return Options{
 		ArgoCDNamespace:          api.DefaultArgoCDNamespace,
 		MaxConcurrentReconciles:  16,
-		StaleAfter:               5 * time.Minute,
+		StaleAfter:               report.DefaultStaleAfter,
 		ReportCoalesce:           100 * time.Millisecond,
 		ReportIntervalPerCluster: time.Millisecond,
 		ReportEntriesPerSecond:   1000,
@@ -190,7 +191,7 @@ func (o Options) Validate() error {
 // policy is what the propagation ladder applies of the options.
 func (o Options) policy() propagation.Policy {
 	return propagation.Policy{ArgoCDNamespace: o.ArgoCDNamespace, PullNamespaces: o.PullNamespaces, ManagedNamespaces: o.ManagedNamespaceGrants,
-		AdoptUpstream: o.AdoptUpstreamWorks}
+		AdoptUpstream: o.AdoptUpstreamWorks, StaleAfter: o.StaleAfter}
 }
 
 // ManagerOptions returns the manager options the controllers need: the scheme, and a cache that

@@ -76,6 +76,8 @@ type harness struct {
 	// answerProbes answers with it.
 	mu        *sync.Mutex
 	onCluster map[string]map[string]testenv.OnCluster
+	// silent are the clusters whose agents do not answer their probes (silence).
+	silent map[string]bool
 }
 
 func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
@@ -117,7 +119,7 @@ func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	h := &harness{t: t, g: NewWithT(t), c: env.Client, ns: ns, mu: &sync.Mutex{}, onCluster: map[string]map[string]testenv.OnCluster{}}
+	h := &harness{t: t, g: NewWithT(t), c: env.Client, ns: ns, mu: &sync.Mutex{}, onCluster: map[string]map[string]testenv.OnCluster{}, silent: map[string]bool{}}
 	go h.answerProbes(ctx)
 	var once sync.Once
 	h.stop = func() {
@@ -146,11 +148,18 @@ func start(t testing.TB, mutate ...func(o *Options, ns string)) *harness {
 // answerProbes answers every claim probe as its cluster's work agent would, from onCluster, until
 // ctx ends (testenv.AnswerProbes).
 func (h *harness) answerProbes(ctx context.Context) {
-	testenv.AnswerProbes(ctx, h.c, interval, func(cluster string) map[string]testenv.OnCluster {
+	testenv.AnswerProbes(ctx, h.c, interval, func(cluster string) (map[string]testenv.OnCluster, bool) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		return maps.Clone(h.onCluster[cluster])
+		return maps.Clone(h.onCluster[cluster]), !h.silent[cluster]
 	})
+}
+
+// silence makes cluster's agent stop answering its claim probe (silent), or answer again.
+func (h *harness) silence(cluster string, silent bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.silent[cluster] = silent
 }
 
 // onClusterHas says that cluster has the Application namespace/name there (it == nil: no longer).

@@ -114,6 +114,8 @@ var (
 		[]string{"reason"}, nil)
 	pausedDesc = prometheus.NewDesc("argocd_pull_paused_applications",
 		"Pull-model Applications whose delivery is paused (PullPausedWarning condition), read from the cache at scrape time.", nil, nil)
+	waitingDesc = prometheus.NewDesc("argocd_pull_waiting_applications",
+		"New pull-model Applications that waited longer than --stale-after for their cluster to answer its claim probe, or whose cluster is not Available (PullWaitingWarning condition), read from the cache at scrape time.", nil, nil)
 	staleDesc = prometheus.NewDesc("argocd_pull_stale_clusters",
 		"Managed clusters with a ManifestWork of argocd-pull whose status is stale: the cluster is not Available, or has not applied a work written longer ago than --stale-after. Read from the cache at scrape time.", nil, nil)
 	propagatedDesc = prometheus.NewDesc("argocd_pull_propagated_applications",
@@ -169,6 +171,7 @@ func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clustersDesc
 	ch <- refusedDesc
 	ch <- pausedDesc
+	ch <- waitingDesc
 	ch <- staleDesc
 }
 
@@ -199,11 +202,12 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	apps := &unstructured.UnstructuredList{}
 	apps.SetGroupVersionKind(argocd.ApplicationGVK.GroupVersion().WithKind("ApplicationList"))
 	if err := reader.List(ctx, apps, client.UnsafeDisableDeepCopy); err == nil {
-		refused, paused := ApplicationConditions(apps.Items)
+		refused, paused, waiting := ApplicationConditions(apps.Items)
 		for reason, n := range refused {
 			ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.GaugeValue, float64(n), reason)
 		}
 		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, float64(paused))
+		ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(waiting))
 	}
 	reports := &v1alpha1.MulticlusterApplicationSetReportList{}
 	if err := reader.List(ctx, reports); err != nil {
@@ -246,8 +250,8 @@ func ApplicationSetSamples(reports []v1alpha1.MulticlusterApplicationSetReport) 
 }
 
 // ApplicationConditions counts the Applications refused, by reason (the message's prefix up to
-// ":"), and those paused.
-func ApplicationConditions(apps []unstructured.Unstructured) (refused map[string]int, paused int) {
+// ":"), those paused, and those waiting too long for their cluster's answer.
+func ApplicationConditions(apps []unstructured.Unstructured) (refused map[string]int, paused, waiting int) {
 	refused = map[string]int{}
 	for i := range apps {
 		conditions, _, _ := unstructured.NestedSlice(apps[i].Object, "status", "conditions")
@@ -260,10 +264,12 @@ func ApplicationConditions(apps []unstructured.Unstructured) (refused map[string
 				refused[reason]++
 			case api.PausedCondition:
 				paused++
+			case api.WaitingCondition:
+				waiting++
 			}
 		}
 	}
-	return refused, paused
+	return refused, paused, waiting
 }
 
 // StaleClusters counts the clusters with a work whose status is stale at now: the ManagedCluster

@@ -134,15 +134,17 @@ func TestApplicationConditions(t *testing.T) {
 		_ = unstructured.SetNestedSlice(u.Object, list, "status", "conditions")
 		return u
 	}
-	refused, paused := ApplicationConditions([]unstructured.Unstructured{
+	refused, paused, waiting := ApplicationConditions([]unstructured.Unstructured{
 		app(map[string]any{"type": api.PropagationErrorCondition, "message": "ManagedClusterNotFound: ManagedCluster x does not exist"}),
 		app(map[string]any{"type": api.PropagationErrorCondition, "message": "ManagedClusterNotFound: y"}, map[string]any{"type": "SyncError", "message": "x"}),
 		app(map[string]any{"type": api.PropagationErrorCondition, "message": "PayloadTooLarge: ..."}),
 		app(map[string]any{"type": api.PausedCondition, "message": "delivery paused by the controller (x)"}),
+		app(map[string]any{"type": api.WaitingCondition, "message": "not delivered yet: cluster c1 must first say ..."}),
 		app(),
 	})
 	g.Expect(refused).To(Equal(map[string]int{"ManagedClusterNotFound": 2, "PayloadTooLarge": 1}))
 	g.Expect(paused).To(Equal(1))
+	g.Expect(waiting).To(Equal(1))
 }
 
 func TestRequestsAreNamedAsTheApiserverNamesThem(t *testing.T) {

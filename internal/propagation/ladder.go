@@ -18,6 +18,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+	"github.com/argocd-pull/argocd-pull/internal/report"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
@@ -105,6 +106,9 @@ type Verdict struct {
 	Refusal *Refusal
 	Recheck time.Time
 	Ask     *manifestwork.ProbeEntry
+	// Waiting, with Ask, says why the Application has waited for the cluster's answer longer than
+	// it should (waitingFor); Recheck is then when to look again.
+	Waiting string
 }
 
 func refuse(reason, format string, args ...any) Verdict {
@@ -226,7 +230,9 @@ func Ladder(f Facts) (Verdict, error) {
 	if f.Existing == nil && !held {
 		// A new work is created held once the cluster answered; an oversized payload is refused
 		// above, before the cluster is asked.
-		return Verdict{Ask: &manifestwork.ProbeEntry{Namespace: target.AppNamespace, Name: app.GetName(), Hub: client.ObjectKeyFromObject(app)}}, nil
+		ask := manifestwork.ProbeEntry{Namespace: target.AppNamespace, Name: app.GetName(), Hub: client.ObjectKeyFromObject(app)}
+		waiting, recheck := waitingFor(f, target.Cluster, ask)
+		return Verdict{Ask: &ask, Waiting: waiting, Recheck: recheck}, nil
 	}
 	if kept, ok := manifestwork.KeepCleared(hub, f.Carried, deliveries, f.Reported); ok && f.Existing != nil {
 		// A request the hub cleared stays as the work carries it, unless the work changes anyway.
@@ -264,4 +270,28 @@ func Ladder(f Facts) (Verdict, error) {
 		}
 	}
 	return Verdict{Work: work, Recheck: recheck}, nil
+}
+
+// waitingFor says why an Application asked about (Verdict.Ask) has waited for its cluster's
+// answer longer than it should, "" while it has not, and when to look again: as a delivered
+// Application's status is said stale (report.Staleness), the cluster is not available, or its
+// agent has not applied the probe written Policy.StaleAfter ago. An entry the probe does not ask
+// about yet is asked about now.
+func waitingFor(f Facts, cluster string, ask manifestwork.ProbeEntry) (string, time.Time) {
+	written := f.Now
+	if manifestwork.ProbeAsks(f.Probe, ask.Key()) {
+		if at, ok := manifestwork.WrittenAt(f.Probe); ok {
+			written = at
+		}
+	}
+	staleAfter := f.Policy.StaleAfter
+	if staleAfter <= 0 {
+		staleAfter = report.DefaultStaleAfter
+	}
+	reason, recheck := report.Staleness(cluster, f.Cluster, false, written, staleAfter, f.Now)
+	if reason == "" {
+		return "", recheck
+	}
+	return fmt.Sprintf("not delivered yet: cluster %s must first say whether Application %s/%s is already there (its claim probe, ManifestWork %s/%s), and %s",
+		cluster, ask.Namespace, ask.Name, cluster, manifestwork.ProbeName, reason), time.Time{}
 }

@@ -533,3 +533,56 @@ func TestLadderClaims(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(manifestwork.UpToDate(facts.Existing, again.Work)).To(BeTrue(), "a held work stays held: nothing to write")
 }
+
+// An Application waits for its cluster's answer silently, for as long as a delivered one's status
+// may stay unconfirmed (--stale-after); then, or at once when the cluster is not available, the
+// verdict says why it waits.
+func TestLadderSaysWhenTheClusterDoesNotAnswer(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	facts := Facts{
+		App:    pullApp(),
+		Policy: Policy{ArgoCDNamespace: "argocd", StaleAfter: 5 * time.Minute},
+		Cluster: &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1", Labels: map[string]string{
+			clusterv1beta2.ClusterSetLabel: "gitops",
+		}}},
+		Bindings:         tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "gitops"}}}},
+		ClusterNamespace: true,
+		Now:              now,
+	}
+	first, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(first.Waiting).To(BeEmpty(), "asked now")
+	g.Expect(first.Recheck).To(Equal(now.Add(5*time.Minute)), "looked at again once the answer is late")
+
+	facts.Probe, err = manifestwork.DesiredProbe("cluster1", []manifestwork.ProbeEntry{*first.Ask})
+	g.Expect(err).NotTo(HaveOccurred())
+	manifestwork.StampWritten(facts.Probe, now.Add(-time.Minute))
+	asked, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(asked.Waiting).To(BeEmpty(), "asked a minute ago")
+	g.Expect(asked.Recheck).To(Equal(now.Add(4*time.Minute)), "from the probe's write")
+
+	manifestwork.StampWritten(facts.Probe, now.Add(-6*time.Minute))
+	late, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(late.Ask).NotTo(BeNil(), "still asked about")
+	g.Expect(late.Work).To(BeNil())
+	g.Expect(late.Recheck.IsZero()).To(BeTrue(), "the answer's arrival brings it back")
+	g.Expect(late.Waiting).To(ContainSubstring("cluster cluster1 must first say whether Application argocd/guestbook-cluster1 is already there"))
+	g.Expect(late.Waiting).To(ContainSubstring("ManifestWork cluster1/" + manifestwork.ProbeName))
+	g.Expect(late.Waiting).To(ContainSubstring("its work agent has not applied the ManifestWork written then"))
+
+	manifestwork.StampWritten(facts.Probe, now.Add(-time.Minute))
+	facts.Cluster.Status.Conditions = []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionUnknown,
+		Reason: "ManagedClusterLeaseUpdateStopped", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
+	offline, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(offline.Waiting).To(ContainSubstring("the ManagedCluster is not available (ManagedClusterLeaseUpdateStopped)"), "said at once")
+
+	facts.Probe = probeAnswering(facts.App, nil)
+	answered, err := Ladder(facts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(answered.Waiting).To(BeEmpty(), "answered: its work is written, an offline cluster gets it when back")
+	g.Expect(answered.Work).NotTo(BeNil())
+}

@@ -32,6 +32,9 @@ type Policy struct {
 	// AdoptUpstream takes over the Applications the upstream pull controllers deliver (flag
 	// --adopt-upstream-works; see takeover.go); off, they are refused and left as they are.
 	AdoptUpstream bool
+	// StaleAfter is how long a new Application waits, silently, for its cluster to answer the
+	// claim probe (flag --stale-after, as for the status of a delivered one; zero: its default).
+	StaleAfter time.Duration
 }
 
 // Namespaces are the namespaces Applications are taken from ("*" for every one).

@@ -80,6 +80,10 @@ type Member struct {
 	SearchConditions []v1alpha1.Condition
 }
 
+// DefaultStaleAfter is how long a cluster may leave its work unapplied, by default, before what it
+// reported is said stale (flag --stale-after).
+const DefaultStaleAfter = 5 * time.Minute
+
 // Options tune the report. Zero values take the defaults.
 type Options struct {
 	// Now is the time staleness is judged at.
@@ -100,7 +104,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.StaleAfter == 0 {
-		o.StaleAfter = 5 * time.Minute
+		o.StaleAfter = DefaultStaleAfter
 	}
 	if o.MessageLimit == 0 {
 		o.MessageLimit = 512

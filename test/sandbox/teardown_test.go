@@ -5,6 +5,7 @@ package sandbox_test
 // tenant_test.go, which brings its own Applications, comes after.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -25,15 +26,18 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
 
 // 6. A cluster cut off from the hub (its agents stopped) turns stale once OCM's hub sees its lease
 // run out: the report and status stop claiming it Synced and Healthy, the summary stops counting
-// it, although its own Argo CD keeps syncing the new commit it can still fetch. Its agents back,
-// the entry is current again.
+// it, although its own Argo CD keeps syncing the new commit it can still fetch. A new Application
+// for it says, at once, that it waits for the cluster. Its agents back, the entry is current again
+// and the new Application is delivered.
 func TestCutOffClusterTurnsStaleAndComesBack(t *testing.T) {
 	requireLab(t)
 	hub, spokes := clients(t)
@@ -70,6 +74,22 @@ func TestCutOffClusterTurnsStaleAndComesBack(t *testing.T) {
 			cc.SyncStatus == "Unknown" && cc.HealthStatus == "Unknown", nil
 	})
 	t.Logf("agents stopped -> ManagedCluster not available: %s; -> report entry stale: %s (lease %ds)", unavailable.Round(time.Second), stale.Round(time.Second), sandbox.LeaseDurationSeconds)
+	// A new Application for the cut-off cluster waits for its claim probe's answer and says why,
+	// at once: the cluster is not available. Delivered once the agents are back (below).
+	newApp := outageApp("cut-off-new", "cluster2")
+	if err := hub.Create(ctx, newApp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(context.Background(), newApp) })
+	newKey := client.ObjectKeyFromObject(newApp)
+	eventually(t, "the new Application for cluster2 saying it waits for the cluster", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		app := argocd.NewApplication()
+		if err := hub.Get(ctx, newKey, app); err != nil {
+			return false, err
+		}
+		msg := argocd.ConditionMessage(app, api.WaitingCondition)
+		return strings.Contains(msg, "cluster cluster2 must first say whether Application") && strings.Contains(msg, "the ManagedCluster is not available"), fmt.Errorf("%s: %q", api.WaitingCondition, msg)
+	})
 	// What the hub cannot see: cluster2's Argo CD synced the commit; the hub does not claim it.
 	eventually(t, "cluster2's own Argo CD syncing the new commit", 2*time.Minute, "cluster2-argocd-application-controller.log", func() (bool, error) {
 		return greeting(spokes["cluster2"]) == "while cluster2 is cut off", nil
@@ -100,6 +120,16 @@ func TestCutOffClusterTurnsStaleAndComesBack(t *testing.T) {
 		return cc.SyncRevision == sha && cc.SyncStatus == "Synced" && cc.HealthStatus == "Healthy" && len(cc.Conditions) == 0, nil
 	})
 	t.Logf("agents started -> report entry current: %s", time.Since(started).Round(time.Second))
+	eventually(t, "the new Application delivered to cluster2 and its condition gone", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		app := argocd.NewApplication()
+		if err := hub.Get(ctx, newKey, app); err != nil {
+			return false, err
+		}
+		work := &workv1.ManifestWork{}
+		err := hub.Get(ctx, types.NamespacedName{Namespace: "cluster2", Name: manifestwork.WorkName(newKey.Namespace, newKey.Name)}, work)
+		msg := argocd.ConditionMessage(app, api.WaitingCondition)
+		return err == nil && msg == "", fmt.Errorf("work: %v; %s: %q", err, api.WaitingCondition, msg)
+	})
 }
 
 // 6b. Only a cluster's work agent stops; its registration agent keeps the lease, so the cluster is

@@ -94,8 +94,9 @@ func AnswerProbe(probe *workv1.ManifestWork, there map[string]OnCluster) {
 // AnswerProbes stands in for every cluster's work agent on the claim probes (what the controller
 // tests and the install tests have no agent for): every interval until ctx ends, it answers each
 // probe whose answer is not current or changed (AnswerProbe), with there's Applications of its
-// cluster (there nil, or returning nil: none).
-func AnswerProbes(ctx context.Context, c client.Client, interval time.Duration, there func(cluster string) map[string]OnCluster) {
+// cluster (there nil, or returning nil: none). A cluster for which there says false does not
+// answer (its agent is down).
+func AnswerProbes(ctx context.Context, c client.Client, interval time.Duration, there func(cluster string) (map[string]OnCluster, bool)) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -113,7 +114,10 @@ func AnswerProbes(ctx context.Context, c client.Client, interval time.Duration, 
 			answered := p.DeepCopy()
 			var have map[string]OnCluster
 			if there != nil {
-				have = there(p.Namespace)
+				var answers bool
+				if have, answers = there(p.Namespace); !answers {
+					continue
+				}
 			}
 			AnswerProbe(answered, have)
 			if manifestwork.ProbeCurrent(p) && sameAnswers(p, answered) {
