@@ -181,32 +181,48 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s; a count such as 1
 # bench_last file: that line. Two formats: the rollouts' "(N s)." and the fleet's ", N s in all".
 bench_last = @t=$$({ sed -n -E -e 's/.*\(([0-9]+) s\)\.$$/\1/p' -e 's/.*, ([0-9,]+) s in all.*/\1/p' $(1) 2>/dev/null || true; } | head -1); \
 	if [ -n "$$t" ]; then echo "The last run took $$t s ($(1))."; else echo "No earlier run: $(1) does not exist yet."; fi
+# bench_last_limit file: the same for a limit run apart (", N s of the limit.").
+bench_last_limit = @t=$$(sed -n -E 's/.*, ([0-9]+) s of the limit\.$$/\1/p' $(1) 2>/dev/null | head -1); \
+	if [ -n "$$t" ]; then echo "The last limit run took $$t s ($(1))."; else echo "No earlier limit run apart in $(1)."; fi
 BENCH_RUN = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) go run ./test/bench --controller $(BIN)/argocd-pull
 # The rollout scenarios but the concurrent one, which has its own run.
 BENCH_ROLLOUTS = new-revision,second-commit,failing-revision,no-rollingsync
 
 .PHONY: bench
-bench: ## Run every benchmark, one run after another, in the order docs/benchmarks.md gives: bench-rollouts-concurrent, bench-rollouts, bench-fleet, bench-fleet-5000, then bench-go; not part of make test
+bench: ## Run every benchmark, one run after another, in the order docs/benchmarks.md gives: bench-rollouts-concurrent and its limit, bench-rollouts, bench-rollouts-default-templating, bench-fleet, bench-fleet-5000, then bench-go; not part of make test
 	$(MAKE) --no-print-directory bench-rollouts-concurrent
+	$(MAKE) --no-print-directory bench-rollouts-concurrent-limit
 	$(MAKE) --no-print-directory bench-rollouts
+	$(MAKE) --no-print-directory bench-rollouts-default-templating
 	$(MAKE) --no-print-directory bench-fleet
 	$(MAKE) --no-print-directory bench-fleet-5000
 	$(MAKE) --no-print-directory bench-go
 
 # Ten RollingSync ApplicationSets of 1,000 clusters each, a new revision committed to all at once,
-# then the same without the pull model (the limit), with CPU profiles of the first 120 s.
+# with CPU profiles of the first 120 s; then, in a run of its own, the same without the pull model
+# (the limit): together they took longer than one sitting.
 .PHONY: bench-rollouts-concurrent
-bench-rollouts-concurrent: kube-assets ocm-assets argocd-assets sandbox-deps build ## Run ten concurrent rollouts at 1,000 clusters and their limit into test/bench/results/rollouts-concurrent-1000, then make docs; prints how long the last run took first
+bench-rollouts-concurrent: kube-assets ocm-assets argocd-assets sandbox-deps build ## Run ten concurrent rollouts at 1,000 clusters, without their limit, into test/bench/results/rollouts-concurrent-1000, then make docs; prints how long the last run took first
 	$(call bench_last,test/bench/results/rollouts-concurrent-1000/results.md)
-	$(BENCH_RUN) --scenarios rollouts --clusters 1000 --rollout-scenarios concurrent --cpu-profile 120s --rollouts-out test/bench/results/rollouts-concurrent-1000 --logs tmp/bench-concurrent
+	$(BENCH_RUN) --scenarios rollouts --clusters 1000 --rollout-scenarios concurrent --rollout-limit=false --cpu-profile 120s --rollouts-out test/bench/results/rollouts-concurrent-1000 --logs tmp/bench-concurrent
 	$(MAKE) --no-print-directory docs
 
-# The rollouts at 100 and 1,000 clusters with their limits, in both templatings: goTemplate into
-# rollouts/, the documents' default templating into rollouts-default-templating/.
+.PHONY: bench-rollouts-concurrent-limit
+bench-rollouts-concurrent-limit: kube-assets ocm-assets argocd-assets sandbox-deps ## Run the limit of the ten concurrent rollouts (no argocd-pull) into the results file bench-rollouts-concurrent wrote, then make docs; prints how long the last limit run took first
+	$(call bench_last_limit,test/bench/results/rollouts-concurrent-1000/results.md)
+	$(BENCH_RUN) --scenarios rollouts --clusters 1000 --rollout-scenarios concurrent --rollout-limit-only --rollouts-out test/bench/results/rollouts-concurrent-1000 --logs tmp/bench-concurrent-limit
+	$(MAKE) --no-print-directory docs
+
+# The rollouts at 100 and 1,000 clusters with their limits, one run per templating: goTemplate
+# into rollouts/, the documents' default templating into rollouts-default-templating/.
 .PHONY: bench-rollouts
-bench-rollouts: kube-assets ocm-assets argocd-assets sandbox-deps build ## Run the rollout scenarios at 100 and 1,000 clusters with their limits, goTemplate and the default templating, into test/bench/results/rollouts and rollouts-default-templating, then make docs; prints how long the last runs took first
+bench-rollouts: kube-assets ocm-assets argocd-assets sandbox-deps build ## Run the rollout scenarios at 100 and 1,000 clusters with their limits (goTemplate) into test/bench/results/rollouts, then make docs; prints how long the last run took first
 	$(call bench_last,test/bench/results/rollouts/results.md)
 	$(BENCH_RUN) --scenarios rollouts --clusters 100,1000 --rollout-scenarios $(BENCH_ROLLOUTS) --rollouts-out test/bench/results/rollouts --logs tmp/bench-rollouts
+	$(MAKE) --no-print-directory docs
+
+.PHONY: bench-rollouts-default-templating
+bench-rollouts-default-templating: kube-assets ocm-assets argocd-assets sandbox-deps build ## Run the rollout scenarios at 100 and 1,000 clusters with their limits in the documents' default templating into test/bench/results/rollouts-default-templating, then make docs; prints how long the last run took first
 	$(call bench_last,test/bench/results/rollouts-default-templating/results.md)
 	$(BENCH_RUN) --scenarios rollouts --clusters 100,1000 --rollout-scenarios $(BENCH_ROLLOUTS) --applicationset-templating default --rollouts-out test/bench/results/rollouts-default-templating --logs tmp/bench-rollouts-default
 	$(MAKE) --no-print-directory docs

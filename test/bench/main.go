@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,6 +75,8 @@ func run() error {
 	flag.IntVar(&rc.appSetMaxResources, "applicationset-max-resources-status-count", 0, "The most resources the ApplicationSet controller keeps in an ApplicationSet's status (its ARGOCD_APPLICATIONSET_CONTROLLER_MAX_RESOURCES_STATUS_COUNT; 0: every one, Argo CD's default). One entry per Application: at 5,000 Applications the status outgrows etcd's request limit")
 	flag.StringVar(&rc.templating, "applicationset-templating", templatingGo, "How the rollout ApplicationSets' templates are rendered: go (goTemplate with sprig over the clusterDecisionResource generator, the step derived from the cluster's name) or default (Argo CD's default templating, as the documents' examples, over the cluster generator, the step from a cluster label)")
 	flag.BoolVar(&rc.limit, "rollout-limit", true, "After the rollout scenarios at each size, run them again without the pull model: no argocd-pull, the simulated clusters' Argo CD syncing the hub Applications themselves, as push-model Argo CD does. That run is the limit each pull-model rollout is a ratio to")
+	limitOnly := flag.Bool("rollout-limit-only", false, "Run only the limits of the rollout scenarios (no argocd-pull) and record them into the results file in --rollouts-out, beside its pull-model run of the same sizes (made before with --rollout-limit=false): the two halves of a run too long for one sitting")
+	env := flag.String("controller-env", "", "Environment for the controller alone, space-separated NAME=VALUE (e.g. \"GOMEMLIMIT=270MiB\": the soft limit argocd-pull sets itself in a container limited to 300 MiB)")
 	extra := flag.String("controller-args", "", "More flags for the controller, space-separated (e.g. \"--report-interval-per-cluster=2ms\")")
 	flag.Parse()
 	if rc.templating != templatingGo && rc.templating != templatingDefault {
@@ -85,6 +88,7 @@ func run() error {
 		return err
 	}
 	cfg.extraArgs = strings.Fields(*extra)
+	cfg.env = strings.Fields(*env)
 
 	var counts []int
 	for _, s := range strings.Split(*sizes, ",") {
@@ -128,6 +132,12 @@ func run() error {
 	}
 	rollouts := benchresults.RolloutReport{Run: report.Run, ArgoCDVersion: argoCDVersion()}
 	rollouts.Kind = benchresults.KindRollouts
+	if *limitOnly {
+		if !runRollouts || runFleet {
+			return fmt.Errorf("--rollout-limit-only: run it with --scenarios rollouts alone")
+		}
+		return measureLimitsApart(ctx, cfg, rc, counts, report.Run, *rolloutOut)
+	}
 	for _, n := range counts {
 		if runFleet {
 			cfg.progress("N=%d clusters, A=%d ApplicationSets: %d Applications", n, *appSets, n**appSets)
@@ -309,4 +319,36 @@ func withoutMachinePaths(args []string) []string {
 		out[i] = strings.ReplaceAll(a, wd+string(os.PathSeparator), "")
 	}
 	return out
+}
+
+// measureLimitsApart measures the limits of the rollout scenarios at each size, with nothing of
+// argocd-pull, into the results file in dir, whose pull-model run of the same sizes and scenarios
+// was made before without its limits: each size's result gains its Limit, and the file the
+// sitting that measured them (LimitRun). The pull-model run stays as it was.
+func measureLimitsApart(ctx context.Context, cfg config, rc rolloutConfig, counts []int, run benchresults.Run, dir string) error {
+	rollouts, err := benchresults.LoadRollouts(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return fmt.Errorf("--rollout-limit-only needs the pull-model run's results first: %w", err)
+	}
+	started := time.Now()
+	rollouts.LimitRun = &run
+	for _, n := range counts {
+		i := slices.IndexFunc(rollouts.Results, func(r benchresults.RolloutResult) bool { return r.Clusters == n })
+		if i < 0 {
+			return fmt.Errorf("--rollout-limit-only: %s has no pull-model run at N=%d", dir, n)
+		}
+		cfg.progress("rollouts, N=%d clusters: the limit alone, the scenarios without the pull model (no argocd-pull; the clusters' Argo CD syncs the hub Applications)", n)
+		limit := rc
+		limit.push = true
+		if _, err := measureRollouts(ctx, cfg, limit, n, func(res benchresults.RolloutResult) error {
+			rollouts.Results[i].Limit = &res
+			rollouts.LimitRun.Seconds = time.Since(started).Seconds()
+			return writeRolloutResults(rollouts, dir)
+		}); err != nil {
+			return fmt.Errorf("the limit rollouts at N=%d: %w", n, err)
+		}
+	}
+	fmt.Print(rollouts.RolloutMarkdown())
+	cfg.progress("done; the limits in %s", dir)
+	return nil
 }

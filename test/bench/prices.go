@@ -28,6 +28,11 @@ const priceRevision = "3f5c2a9e0b7d41c8a6e2f9b0d3c7a1e4b8f2d6c0"
 // pricesNamespace holds what measurePrices writes; it is emptied afterwards.
 const pricesNamespace = "bench-prices"
 
+// probeEntries are the Applications one claim probe asks about in the price list: the fleet's
+// Applications per cluster (--applicationsets, 10 by default), created before the controller
+// starts, which one probe write covers.
+const probeEntries = 10
+
 // measurePrices writes, one at a time, n Applications' works and status patches, and a report of
 // entries clusters several times, and divides the apiserver's CPU by the requests.
 func measurePrices(ctx context.Context, c client.Client, n, entries int) (prices, error) {
@@ -118,8 +123,41 @@ func measurePrices(ctx context.Context, c client.Client, n, entries int) (prices
 	}); err != nil {
 		return p, fmt.Errorf("patching Application status: %w", err)
 	}
+	// The claim probe of a cluster with probeEntries new Applications, as the controller writes it
+	// (controller/claims.go): created asking about them together, answered by the agent (every
+	// name free), deleted once they are delivered. One cluster namespace holds one probe: each is
+	// written, answered and deleted before the next.
+	var probeWrite, probeAnswer, probeDelete float64
+	probes := max(n/probeEntries, 1)
+	for k := range probes {
+		var entries []manifestwork.ProbeEntry
+		for i := k * probeEntries; i < (k+1)*probeEntries && i < n; i++ {
+			entries = append(entries, manifestwork.ProbeEntry{Namespace: argoNamespace, Name: apps[i].GetName(), Hub: client.ObjectKeyFromObject(apps[i])})
+		}
+		probe, err := manifestwork.DesiredProbe(pricesNamespace, entries)
+		if err != nil {
+			return p, err
+		}
+		for _, step := range []struct {
+			sum *float64
+			do  func() error
+		}{
+			{&probeWrite, func() error { return c.Create(ctx, probe) }},
+			{&probeAnswer, func() error { testenv.AnswerProbe(probe, nil); return c.Status().Update(ctx, probe) }},
+			{&probeDelete, func() error { return c.Delete(ctx, probe) }},
+		} {
+			ms, _, err := apiserverCPU(1, func(int) error { return step.do() })
+			if err != nil {
+				return p, fmt.Errorf("the claim probe: %w", err)
+			}
+			*step.sum += ms
+		}
+	}
+	p.ProbeEntries = probeEntries
+	p.ProbeWriteMs, p.ProbeAnswerMs, p.ProbeDeleteMs = probeWrite/float64(probes), probeAnswer/float64(probes), probeDelete/float64(probes)
 	p.DeliveryMs = p.WorkCreateMs + p.ClaimAnswerMs + p.HoldMs + p.HeldAnswerMs + p.AppStatusPatchMs
 	p.UnclaimedDeliveryMs = p.HeldWorkCreateMs + p.HeldAnswerMs + p.AppStatusPatchMs
+	p.ProbedDeliveryMs = (p.ProbeWriteMs+p.ProbeAnswerMs+p.ProbeDeleteMs)/float64(probeEntries) + p.UnclaimedDeliveryMs
 	r := &v1alpha1.MulticlusterApplicationSetReport{ObjectMeta: metav1.ObjectMeta{Name: "prices", Namespace: pricesNamespace}}
 	for k := range entries {
 		cluster := fmt.Sprintf("cluster%04d", k)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/argocd-pull/argocd-pull/internal/localproc"
@@ -19,6 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/rest"
 )
 
 // controllerProcess is `argocd-pull controller` running as its own process, so that its memory,
@@ -30,9 +32,10 @@ type controllerProcess struct {
 	started time.Time
 }
 
-// startController runs the controller binary against the hub kubeconfig with args, logging to
-// logPath, and waits until its metrics endpoint answers.
-func startController(ctx context.Context, binary, kubeconfig, logPath string, args []string) (*controllerProcess, error) {
+// startController runs the controller binary against the hub kubeconfig with args and, besides
+// the benchmark's environment, env, logging to logPath, and waits until its metrics endpoint
+// answers.
+func startController(ctx context.Context, binary, kubeconfig, logPath string, args, env []string) (*controllerProcess, error) {
 	metricsPort, err := localproc.FreePort()
 	if err != nil {
 		return nil, err
@@ -54,7 +57,7 @@ func startController(ctx context.Context, binary, kubeconfig, logPath string, ar
 		pprof:   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort),
 		started: time.Now(),
 	}
-	if p.Process, err = localproc.Start(logPath, binary, all); err != nil {
+	if p.Process, err = localproc.Start(logPath, binary, all, env...); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -79,6 +82,56 @@ func (p *controllerProcess) profile(ctx context.Context, cfg config, name string
 		return
 	}
 	go keepProfile(ctx, cfg, p.pprof+"/"+cpuProfile(cfg), name)
+}
+
+// apiserverProfile keeps, in the background, a CPU profile of the apiserver that rc reaches for
+// cfg.profile in cfg.logDir/name; nothing when cfg.profile is 0.
+func apiserverProfile(ctx context.Context, cfg config, rc *rest.Config, name string) {
+	if cfg.profile <= 0 {
+		return
+	}
+	if hc, err := rest.HTTPClientFor(rc); err == nil {
+		go keepProfileWith(ctx, cfg, hc, strings.TrimSuffix(rc.Host, "/")+"/debug/pprof/"+cpuProfile(cfg), name)
+	}
+}
+
+// profileChunk is the length of each of apiserverPhaseProfile's profiles.
+const profileChunk = 15 * time.Second
+
+// apiserverPhaseProfile keeps CPU profiles of the apiserver that rc reaches, one after another,
+// each profileChunk long, in cfg.logDir/<name>-<n>.pprof, from now until the returned function is
+// called, which waits for the profile running then (`go tool pprof` merges the files): a profile
+// of a phase whose length is not known in advance, which never holds the apiserver's shutdown, as
+// one longer profile did, and never overlaps the next phase's (the apiserver profiles one at a
+// time). Nothing when cfg.profile is 0.
+func apiserverPhaseProfile(ctx context.Context, cfg config, rc *rest.Config, name string) (stop func()) {
+	hc, err := rest.HTTPClientFor(rc)
+	if cfg.profile <= 0 || err != nil {
+		return func() {}
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for n := 0; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			default:
+			}
+			file := fmt.Sprintf("%s-%02d.pprof", name, n)
+			keepProfileWith(ctx, cfg, hc, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(rc.Host, "/"), int(profileChunk.Seconds())), file)
+			if _, err := os.Stat(filepath.Join(cfg.logDir, file)); err != nil {
+				return // said by keepProfileWith; not tried again
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done) })
+		<-finished
+	}
 }
 
 // cpuProfile is the pprof path of a CPU profile as long as cfg asks.

@@ -137,7 +137,7 @@ func startRolloutHub(ctx context.Context, cfg config, ro rolloutConfig, f fleet,
 	h.logPath = filepath.Join(cfg.logDir, fmt.Sprintf("rollout-controller-%d.log", len(f.clusters)))
 	if ro.push {
 		h.logPath = h.appSetsLog // what waits name when they give up
-	} else if h.ctl, err = startController(ctx, cfg.controller, kubeconfig, h.logPath, cfg.controllerArgs()); err != nil {
+	} else if h.ctl, err = startController(ctx, cfg.controller, kubeconfig, h.logPath, cfg.controllerArgs(), cfg.env); err != nil {
 		return h, err
 	}
 	if err := h.awaitClustersRegistered(ctx, ro, len(f.clusters)); err != nil {
@@ -279,9 +279,7 @@ func (h *rolloutHub) profile(ctx context.Context, cfg config, name string) {
 	if h.appSetsPprof != "" {
 		go keepProfile(ctx, cfg, h.appSetsPprof+"/"+cpuProfile(cfg), name+"-applicationset-controller.pprof")
 	}
-	if hc, err := rest.HTTPClientFor(h.env.Config); err == nil {
-		go keepProfileWith(ctx, cfg, hc, strings.TrimSuffix(h.env.Config.Host, "/")+"/debug/pprof/"+cpuProfile(cfg), name+"-apiserver.pprof")
-	}
+	apiserverProfile(ctx, cfg, h.env.Config, name+"-apiserver.pprof")
 }
 
 // watch starts the simulated agents' watches (one per cluster namespace) and the observer's

@@ -39,6 +39,7 @@ type config struct {
 	lease       time.Duration // each cluster's lease duration, renewed that often (0: no leases)
 	profile     time.Duration // length of the controller CPU profiles (0: none)
 	extraArgs   []string
+	env         []string // the controller's own environment (--controller-env)
 	progress    func(string, ...any)
 }
 
@@ -50,7 +51,7 @@ func (c config) controllerArgs() []string {
 // measure runs every phase at one size against a fresh apiserver.
 func measure(ctx context.Context, cfg config, clusters, appSets int) (res result, err error) {
 	f := newFleet(clusters, appSets)
-	res = result{Clusters: clusters, ApplicationSets: appSets, Applications: f.apps(), ControllerFlags: cfg.controllerArgs()}
+	res = result{Clusters: clusters, ApplicationSets: appSets, Applications: f.apps(), ControllerFlags: cfg.controllerArgs(), ControllerEnv: cfg.env}
 	env, err := testenv.Start()
 	if err != nil {
 		return res, err
@@ -105,7 +106,10 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	// The limit the controller is held to: direct creates while the agents answer each work, as
 	// they answer the controller's.
 	directStart := readCPUClock(nil)
-	if res.DirectAnsweredPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, cfg.qps, cfg.burst, ag); err != nil {
+	stopDirectProfile := apiserverPhaseProfile(ctx, cfg, env.Config, fmt.Sprintf("cpu-%d-direct-answered-apiserver", clusters))
+	res.DirectAnsweredPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, cfg.qps, cfg.burst, ag)
+	stopDirectProfile()
+	if err != nil {
 		return res, err
 	}
 	res.DirectAnsweredCPU = readCPUClock(nil).since(directStart)
@@ -124,13 +128,15 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 		return res, err
 	}
 	logPath := filepath.Join(cfg.logDir, fmt.Sprintf("controller-%d.log", clusters))
-	ctl, err := startController(ctx, cfg.controller, kubeconfig, logPath, cfg.controllerArgs())
+	ctl, err := startController(ctx, cfg.controller, kubeconfig, logPath, cfg.controllerArgs(), cfg.env)
 	if err != nil {
 		return res, err
 	}
 	defer func() { ctl.Stop() }() // the controller running when measure returns
 	propagationStart := readCPUClock(ctl)
 	ctl.profile(ctx, cfg, fmt.Sprintf("cpu-%d-propagation.pprof", clusters))
+	stopAPIServerProfile := apiserverPhaseProfile(ctx, cfg, env.Config, fmt.Sprintf("cpu-%d-propagation-apiserver", clusters))
+	defer stopAPIServerProfile()
 
 	// Propagation. The limits allow for 10 works/s and 10 report entries/s at least: far below any
 	// run's rate, they only end a run that stalls.
@@ -160,6 +166,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 		return res, err
 	}
 	res.InitialReportSeconds = time.Since(ctl.started).Seconds()
+	stopAPIServerProfile()
 	res.FirstDelivery = summarize(ag.firstDeliveries(ctl.started))
 	res.PropagationCPU = readCPUClock(ctl).since(propagationStart)
 	ctl.heapProfile(ctx, cfg, fmt.Sprintf("heap-%d.pprof", clusters))
@@ -219,7 +226,7 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 
 	// Restart at full size.
 	ctl.Stop()
-	ctl, err = startController(ctx, cfg.controller, kubeconfig, logPath, cfg.controllerArgs())
+	ctl, err = startController(ctx, cfg.controller, kubeconfig, logPath, cfg.controllerArgs(), cfg.env)
 	if err != nil {
 		return res, err
 	}

@@ -49,6 +49,13 @@ func (r Report) Markdown() string {
 		}
 		return fmt.Sprintf("%.1f / %.1f ms", x.Prices.DeliveryMs, x.Prices.UnclaimedDeliveryMs)
 	})
+	row("apiserver CPU per Application delivered through its cluster's claim probe, one write at a time", func(x Result) string {
+		if x.Prices.ProbedDeliveryMs == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f ms (the probe's create, answer and delete: %.1f, %.1f, %.1f ms, shared by %d)",
+			x.Prices.ProbedDeliveryMs, x.Prices.ProbeWriteMs, x.Prices.ProbeAnswerMs, x.Prices.ProbeDeleteMs, x.Prices.ProbeEntries)
+	})
 	row("apiserver CPU per report entry written", func(x Result) string {
 		return fmt.Sprintf("%.3f ms (%.0f ms per write of 1,000 clusters)", x.Prices.ReportEntryMs, x.Prices.ReportEntryMs*1000)
 	})
@@ -120,6 +127,9 @@ func (r Report) Markdown() string {
 	steady("steady state: feedback -> report", func(s *SteadyState) string { return latencyCell(s.ReportLatency) })
 	if len(r.Results) > 0 {
 		fmt.Fprintf(&b, "\nController flags: `%s`.\n", strings.Join(r.Results[0].ControllerFlags, " "))
+		if env := r.Results[0].ControllerEnv; len(env) > 0 {
+			fmt.Fprintf(&b, "Controller environment: `%s`.\n", strings.Join(env, " "))
+		}
 	}
 	for _, x := range r.Results {
 		if len(x.ReportNotes) > 0 {

@@ -70,6 +70,9 @@ type Result struct {
 	ApplicationSets int      `json:"applicationSets"`
 	Applications    int      `json:"applications"`
 	ControllerFlags []string `json:"controllerFlags"`
+	// ControllerEnv is the environment given to the controller alone (--controller-env), such as
+	// the GOMEMLIMIT argocd-pull sets itself in a container with a memory limit.
+	ControllerEnv []string `json:"controllerEnv,omitempty"`
 
 	// Propagation: from the controller's start until all works exist.
 	PropagationSeconds   float64 `json:"propagationSeconds"`
@@ -218,6 +221,16 @@ type Prices struct {
 	// answer and the patch. Zero in files before them.
 	DeliveryMs          float64 `json:"deliveryApiserverCPUMs,omitempty"`
 	UnclaimedDeliveryMs float64 `json:"unclaimedDeliveryApiserverCPUMs,omitempty"`
+	// ProbeWriteMs, ProbeAnswerMs and ProbeDeleteMs are a cluster's claim probe asking about
+	// ProbeEntries Applications: its create, its agent's answer (every name free) and its delete;
+	// ProbedDeliveryMs what delivering one Application costs through it, as the controller
+	// delivers now: its share of the probe, the held work's create, its answer and the status
+	// patch. Zero in files before them.
+	ProbeEntries        int     `json:"probeEntries,omitempty"`
+	ProbeWriteMs        float64 `json:"probeWriteApiserverCPUMs,omitempty"`
+	ProbeAnswerMs       float64 `json:"probeAnswerApiserverCPUMs,omitempty"`
+	ProbeDeleteMs       float64 `json:"probeDeleteApiserverCPUMs,omitempty"`
+	ProbedDeliveryMs    float64 `json:"probedDeliveryApiserverCPUMs,omitempty"`
 	AppStatusPatchMs    float64 `json:"applicationStatusPatchApiserverCPUMs"`
 	ReportEntryMs       float64 `json:"reportEntryApiserverCPUMs"`
 	ReportEntryEtcdMs   float64 `json:"reportEntryEtcdCPUMs"`
@@ -230,6 +243,10 @@ func (p Prices) String() string {
 	if p.DeliveryMs > 0 {
 		s += fmt.Sprintf("; per Application delivered %.1f ms (pending create %.1f, its answer %.1f, hold %.1f, its answer %.1f, status patch %.1f), %.1f ms without the claim (a held work's create %.1f)",
 			p.DeliveryMs, p.WorkCreateMs, p.ClaimAnswerMs, p.HoldMs, p.HeldAnswerMs, p.AppStatusPatchMs, p.UnclaimedDeliveryMs, p.HeldWorkCreateMs)
+	}
+	if p.ProbedDeliveryMs > 0 {
+		s += fmt.Sprintf("; through a claim probe shared by %d Applications %.1f ms (the probe's create %.1f, its answer %.1f, its delete %.1f)",
+			p.ProbeEntries, p.ProbedDeliveryMs, p.ProbeWriteMs, p.ProbeAnswerMs, p.ProbeDeleteMs)
 	}
 	return s
 }

@@ -15,6 +15,9 @@ func (r RolloutReport) RolloutMarkdown() string {
 	if r.ControllerVersion != "" {
 		fmt.Fprintf(&b, "argocd-pull: %s; Argo CD: %s.\n\n", r.ControllerVersion, r.ArgoCDVersion)
 	}
+	if l := r.LimitRun; l != nil {
+		fmt.Fprintf(&b, "The limit, run apart: `%s` on %s, %s, %.0f s of the limit.\n\n", l.Command, l.MachineLine(), l.Started, l.Seconds)
+	}
 	b.WriteString(r.RolloutTable())
 	for _, res := range r.Results {
 		fmt.Fprintf(&b, "\n## N=%d: per step of the new revision\n\n", res.Clusters)

@@ -7,6 +7,10 @@ type RolloutReport struct {
 	Run
 	ArgoCDVersion string          `json:"argocdVersion,omitempty"`
 	Results       []RolloutResult `json:"results"`
+	// LimitRun is the sitting that measured the limits, when it was made apart from the pull-model
+	// run above (--rollout-limit-only, for a run too long for one sitting); nil when they were
+	// measured together. Its limits are in each result's Limit.
+	LimitRun *Run `json:"limitRun,omitempty"`
 }
 
 // LoadRollouts reads a rollout results file.

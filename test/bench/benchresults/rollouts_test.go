@@ -75,3 +75,19 @@ func TestTheTableGivesSyncsPerApplicationBesideTheLimitsAndTheComparison(t *test
 		}
 	}
 }
+
+// A limit measured in a sitting of its own says so under the pull-model run's line, which stays
+// the first "(N s)." line: the make targets read each sitting's length from its own line.
+func TestALimitRunApartIsNamedBesideThePullModelRun(t *testing.T) {
+	r := RolloutReport{Run: Run{Command: "bench --rollout-limit=false", Started: "2026-12-05T03:00:00Z", Seconds: 3600}}
+	together := r.RolloutMarkdown()
+	if strings.Contains(together, "run apart") {
+		t.Errorf("a file without LimitRun names one:\n%s", together)
+	}
+	r.LimitRun = &Run{Command: "bench --rollout-limit-only", Started: "2026-12-06T03:00:00Z", Seconds: 2400}
+	md := r.RolloutMarkdown()
+	pull, limit := strings.Index(md, "(3600 s)."), strings.Index(md, "The limit, run apart: `bench --rollout-limit-only`")
+	if pull < 0 || limit < pull || !strings.Contains(md, "2026-12-06T03:00:00Z, 2400 s of the limit.") {
+		t.Errorf("the two sittings are not both named, the pull-model run first:\n%s", md)
+	}
+}
