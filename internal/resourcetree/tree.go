@@ -47,14 +47,28 @@ type Tree struct {
 	Nodes []Node `json:"nodes,omitempty"`
 }
 
-// Node is Argo CD's ResourceNode with the fields argocd-pull writes. No UID, ever.
+// Node is Argo CD's ResourceNode with the fields argocd-pull writes. Build gives no UID and no
+// parent, ever; only internal/resourceviews, for an Application whose destination is its own
+// cluster's channel, gives the uids and parents it read from that cluster.
 type Node struct {
+	Group      string `json:"group,omitempty"`
+	Version    string `json:"version,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+	UID        string `json:"uid,omitempty"`
+	ParentRefs []Ref  `json:"parentRefs,omitempty"`
+	Health     Health `json:"health"`
+}
+
+// Ref is Argo CD's ResourceRef: a node's parent.
+type Ref struct {
 	Group     string `json:"group,omitempty"`
 	Version   string `json:"version,omitempty"`
 	Kind      string `json:"kind,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name,omitempty"`
-	Health    Health `json:"health"`
+	UID       string `json:"uid,omitempty"`
 }
 
 // Health is Argo CD's HealthStatus without its message (free text from the cluster).
@@ -76,7 +90,7 @@ type Built struct {
 // Missing, as the cluster reports it.
 func Build(resources []any) Built {
 	var out Built
-	seen := map[Node]bool{}
+	seen := map[Ref]bool{}
 	size := len(`{"nodes":[]}`)
 	for _, entry := range resources {
 		item, ok := entry.(map[string]any)
@@ -95,8 +109,7 @@ func Build(resources []any) Built {
 				n.Health.Status = s
 			}
 		}
-		id := n
-		id.Version, id.Health = "", Health{}
+		id := Ref{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}
 		if seen[id] {
 			out.Dropped++
 			continue
