@@ -213,7 +213,7 @@ func validUID(uid string) bool {
 				return false
 			}
 		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
 				return false
 			}
 		}

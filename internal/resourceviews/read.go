@@ -1,0 +1,201 @@
+package resourceviews
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
+)
+
+// Limits bound what one read of a cluster for one Application costs.
+type Limits struct {
+	// Gets is how many listed resources are read, one GET of their metadata each.
+	Gets int
+	// Namespaces is in how many of the listed resources' namespaces children are listed.
+	Namespaces int
+	// List is the page size of each list of children; one page is read, no more.
+	List int64
+	// Body is the largest answer the cluster may give to one request, in bytes.
+	Body int64
+}
+
+// DefaultLimits: a few hundred reads at most, tens of MiB at most, for the largest Application.
+var DefaultLimits = Limits{Gets: 100, Namespaces: 10, List: 500, Body: 16 << 20}
+
+// ownerKinds are the kinds whose children the tree shows: a namespace that holds one is listed for
+// ReplicaSets and Pods.
+var ownerKinds = []string{"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"}
+
+// Reads says what one Read cost and skipped.
+type Reads struct {
+	// Requests made to the cluster.
+	Requests int
+	// Skipped counts the listed resources and namespaces left unread over the limits, or that the
+	// account may not read (a kind outside its rights: their nodes keep no uid).
+	Skipped int
+}
+
+// Read gathers, through cfg (the channel to one cluster, as its read-only account), the facts of
+// the tree of an Application that lists listed (its status.resources): the metadata of each
+// listed resource (its uid and owners) and the ReplicaSets and Pods of the namespaces that hold
+// their owners, with their health. A resource the cluster does not have, or the account may not
+// read, is left out; any other failure (the token refused, the channel down) is the error, and
+// the caller keeps the display tree.
+func Read(ctx context.Context, cfg *rest.Config, listed []any, lim Limits) (Facts, Reads, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return capBodies{rt, lim.Body} })
+	metaClient, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return Facts{}, Reads{}, err
+	}
+	typed, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return Facts{}, Reads{}, err
+	}
+	f := Facts{Listed: listed}
+	var reads Reads
+	var namespaces []string
+	for _, entry := range listed {
+		item, ok := entry.(map[string]any)
+		if !ok || appstatus.InvalidResource(item) != "" {
+			continue // the display tree drops it too
+		}
+		str := func(k string) string { s, _ := item[k].(string); return s }
+		gvk := schema.GroupVersionKind{Group: str("group"), Version: str("version"), Kind: str("kind")}
+		ns, name := str("namespace"), str("name")
+		if slices.Contains(ownerKinds, gvk.Kind) && ns != "" && !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+		if reads.Requests >= lim.Gets || gvk.Version == "" {
+			reads.Skipped++
+			continue
+		}
+		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+		reads.Requests++
+		var o *metav1.PartialObjectMetadata
+		if ns == "" {
+			o, err = metaClient.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+		} else {
+			o, err = metaClient.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			continue // Missing on the cluster: no uid
+		case apierrors.IsForbidden(err):
+			reads.Skipped++
+			continue
+		case err != nil:
+			return f, reads, fmt.Errorf("reading %s %s/%s on the cluster: %w", gvk.Kind, ns, name, err)
+		}
+		f.Live = append(f.Live, fromMeta(gvk, o.ObjectMeta, ""))
+	}
+	slices.Sort(namespaces)
+	if len(namespaces) > lim.Namespaces {
+		reads.Skipped += len(namespaces) - lim.Namespaces
+		namespaces = namespaces[:lim.Namespaces]
+	}
+	opts := metav1.ListOptions{Limit: lim.List}
+	for _, ns := range namespaces {
+		reads.Requests++
+		sets, err := typed.AppsV1().ReplicaSets(ns).List(ctx, opts)
+		if err := skipForbidden(err, &reads); err != nil {
+			return f, reads, fmt.Errorf("listing the ReplicaSets of %s on the cluster: %w", ns, err)
+		}
+		if err == nil {
+			reads.page(sets.Continue)
+			for i := range sets.Items {
+				rs := &sets.Items[i]
+				f.Children = append(f.Children, fromMeta(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, rs.ObjectMeta, ReplicaSetHealth(rs)))
+			}
+		}
+		reads.Requests++
+		pods, err := typed.CoreV1().Pods(ns).List(ctx, opts)
+		if err := skipForbidden(err, &reads); err != nil {
+			return f, reads, fmt.Errorf("listing the Pods of %s on the cluster: %w", ns, err)
+		}
+		if err == nil {
+			reads.page(pods.Continue)
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				f.Children = append(f.Children, fromMeta(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, p.ObjectMeta, PodHealth(p)))
+			}
+		}
+	}
+	return f, reads, nil
+}
+
+// page counts a list that has more than its one page read.
+func (r *Reads) page(continueToken string) {
+	if continueToken != "" {
+		r.Skipped++
+	}
+}
+
+// skipForbidden is a list's error for Read: none when the account may not list the kind (counted).
+func skipForbidden(err error, reads *Reads) error {
+	if apierrors.IsForbidden(err) {
+		reads.Skipped++
+		return nil
+	}
+	return err
+}
+
+func fromMeta(gvk schema.GroupVersionKind, m metav1.ObjectMeta, health string) Object {
+	o := Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: m.Namespace, Name: m.Name, UID: string(m.UID), Health: health}
+	for _, ref := range m.OwnerReferences {
+		o.Owners = append(o.Owners, string(ref.UID))
+	}
+	return o
+}
+
+// ErrBodyTooLarge is what a read gets when the cluster's answer is larger than Limits.Body.
+var ErrBodyTooLarge = errors.New("the cluster's answer is larger than the limit")
+
+// capBodies fails the reading of an answer past max bytes: the cluster's apiserver is not trusted
+// to keep its answers small.
+type capBodies struct {
+	next http.RoundTripper
+	max  int64
+}
+
+func (c capBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil || c.max <= 0 {
+		return resp, err
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: c.max}
+	return resp, nil
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, ErrBodyTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left+1] // one byte more shows whether the answer goes on
+	}
+	n, err := b.ReadCloser.Read(p)
+	if int64(n) > b.left {
+		b.left = 0
+		return n - 1, ErrBodyTooLarge
+	}
+	b.left -= int64(n)
+	return n, err
+}

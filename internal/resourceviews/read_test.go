@@ -1,0 +1,168 @@
+package resourceviews
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// cluster holds a Deployment's objects on a real apiserver as a cluster's controllers would have
+// made them (envtest runs none: the owners are set by hand), and reads as the hub's read-only
+// account (clusteraccess.ReadOnlyRules, impersonated as managed-serviceaccount's token would be).
+type cluster struct {
+	ns     string
+	admin  kubernetes.Interface
+	reader *rest.Config
+	listed []any
+}
+
+func newCluster(t *testing.T, pods int) cluster {
+	t.Helper()
+	env := testenv.Get(t)
+	ctx := context.Background()
+	admin, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := env.Namespace(t)
+	labels := map[string]string{"app": "web"}
+	dep, err := admin.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](int32(pods)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := admin.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-5d8f", Labels: labels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: dep.UID, Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](int32(pods)), Selector: dep.Spec.Selector, Template: dep.Spec.Template}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods {
+		if _, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-5d8f-%d", i), Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}},
+			Spec: dep.Spec.Template.Spec}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := admin.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	a := clusteraccess.Account{Cluster: "cluster1", Name: "argocd-pull-views-" + ns, ServiceAccountNamespace: clusteraccess.DefaultServiceAccountNamespace}
+	name := "argocd-pull-views-" + ns
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: clusteraccess.ReadOnlyRules(nil)}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: a.Name, Namespace: a.ServiceAccountNamespace}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = admin.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	reader := rest.CopyConfig(env.Config)
+	reader.Impersonate = rest.ImpersonationConfig{UserName: a.Username(), Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + a.ServiceAccountNamespace, "system:authenticated"}}
+	resource := func(group, kind, name, health string) map[string]any {
+		return map[string]any{"group": group, "version": "v1", "kind": kind, "namespace": ns, "name": name, "health": map[string]any{"status": health}}
+	}
+	return cluster{ns: ns, admin: admin, reader: reader, listed: []any{
+		resource("apps", "Deployment", "web", "Progressing"),
+		resource("", "Service", "web", "Healthy"),
+		resource("", "ConfigMap", "gone", "Missing"),
+		resource("", "Secret", "web-token", "Healthy"), // the account may not read Secrets
+	}}
+}
+
+// readAll reads until the RBAC authorizer sees the account's binding (its informers lag).
+func (c cluster) read(t *testing.T, lim Limits) (Facts, Reads) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		f, reads, err := Read(context.Background(), c.reader, c.listed, lim)
+		if err == nil && (len(f.Live) > 0 || time.Now().After(deadline)) {
+			return f, reads
+		}
+		if err != nil && time.Now().After(deadline) {
+			t.Fatalf("reading the cluster as its read-only account: %v", err)
+		}
+	}
+}
+
+func TestReadGivesTheClustersTreeAsTheReadOnlyAccount(t *testing.T) {
+	c := newCluster(t, 2)
+	f, reads := c.read(t, DefaultLimits)
+	b := Tree(f)
+	var got []string
+	for _, n := range b.Tree.Nodes {
+		parent := ""
+		if len(n.ParentRefs) > 0 {
+			parent = " <- " + n.ParentRefs[0].Kind + "/" + n.ParentRefs[0].Name
+		}
+		got = append(got, fmt.Sprintf("%s/%s uid=%t %s%s", n.Kind, n.Name, n.UID != "", n.Health.Status, parent))
+	}
+	want := []string{
+		"Deployment/web uid=true Progressing",
+		"Service/web uid=true Healthy",
+		"ConfigMap/gone uid=false Missing",
+		"Secret/web-token uid=false Healthy",
+		"ReplicaSet/web-5d8f uid=true Progressing <- Deployment/web",
+		"Pod/web-5d8f-0 uid=true Progressing <- ReplicaSet/web-5d8f",
+		"Pod/web-5d8f-1 uid=true Progressing <- ReplicaSet/web-5d8f",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("tree:\n%s\nwant (the Pods Pending, as with no kubelet; the Secret unread):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if reads.Requests != 6 || reads.Skipped != 1 {
+		t.Errorf("%+v; want 4 GETs and 2 lists, the Secret skipped (forbidden)", reads)
+	}
+}
+
+func TestReadIsBounded(t *testing.T) {
+	c := newCluster(t, 5)
+	f, reads := c.read(t, Limits{Gets: 1, Namespaces: 1, List: 2, Body: DefaultLimits.Body})
+	if len(f.Live) != 1 || reads.Requests != 3 {
+		t.Errorf("%d live, %+v: want 1 GET and one page of each list", len(f.Live), reads)
+	}
+	pods := 0
+	for _, o := range f.Children {
+		if o.Kind == "Pod" {
+			pods++
+		}
+	}
+	if pods != 2 || reads.Skipped < 4 {
+		t.Errorf("%d Pods, %+v; want one page of 2, the rest said skipped (3 listed resources, more Pods)", pods, reads)
+	}
+
+	_, _, err := Read(context.Background(), c.reader, c.listed, Limits{Gets: 10, Namespaces: 1, List: 500, Body: 2000})
+	if err == nil || !strings.Contains(err.Error(), "larger than the limit") {
+		t.Errorf("an answer over 2,000 bytes: %v, want it refused", err)
+	}
+}
+
+// A token the cluster refuses (expired, revoked) is the error: the caller keeps the display tree.
+func TestReadWithARefusedToken(t *testing.T) {
+	c := newCluster(t, 1)
+	refused := &rest.Config{Host: c.reader.Host, BearerToken: "not-a-token", TLSClientConfig: rest.TLSClientConfig{CAData: c.reader.CAData}}
+	_, _, err := Read(context.Background(), refused, c.listed, DefaultLimits)
+	if err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+		t.Errorf("a refused token: %v, want Unauthorized", err)
+	}
+}

@@ -1,0 +1,57 @@
+package resourceviews
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
+	"github.com/argocd-pull/argocd-pull/internal/gitops"
+)
+
+// Destination is a hub Application's spec.destination, the part Argo CD's API server resolves to a
+// cluster secret.
+type Destination struct {
+	Name, Server string
+}
+
+// ReadTimeout bounds each read through the channel.
+const ReadTimeout = 10 * time.Second
+
+// Route decides whether the tree of a pull-model Application delivered to cluster is read from
+// that cluster, and through what: only when the Application's destination resolves, on the hub,
+// to argocd-pull's own secret for that same cluster (secret: the one the cache holds under
+// gitops.SecretName(cluster), nil when none), and that secret reaches the cluster through OCM's
+// channel with a token. Then the hub Argo CD's API server sends every view of the tree's uids to
+// the cluster, as the read-only account; a uid on any other tree would send them elsewhere (the
+// hub itself, with the API server's rights: docs/security.md). why says why not, "" when it does.
+func Route(dest Destination, cluster string, secret *corev1.Secret, ch clusteraccess.Channel) (cfg *rest.Config, why string) {
+	if !ch.Configured() {
+		return nil, "the install names no cluster-proxy user server (--cluster-proxy-url)"
+	}
+	server := ch.Server(cluster)
+	switch {
+	case dest.Name != "" && dest.Name != cluster:
+		return nil, fmt.Sprintf("its destination names %q, not its cluster %s", dest.Name, cluster)
+	case dest.Name == "" && dest.Server != server:
+		return nil, fmt.Sprintf("its destination is the server %q, not cluster %s's through OCM's channel", dest.Server, cluster)
+	case dest.Name != "" && dest.Server != "":
+		return nil, "its destination names both a cluster and a server"
+	}
+	if secret == nil || secret.Name != gitops.SecretName(cluster) || secret.Labels[api.ManagedByLabel] != api.ManagedByValue ||
+		secret.Labels[api.ClusterLabel] != cluster || secret.Labels[gitops.SecretTypeLabel] != "cluster" {
+		return nil, fmt.Sprintf("argocd-pull holds no cluster secret for %s", cluster)
+	}
+	if string(secret.Data["name"]) != cluster || string(secret.Data["server"]) != server {
+		return nil, fmt.Sprintf("the cluster secret of %s does not reach it through OCM's channel (no managedServiceAccountRef, or refused: see its GitOpsCluster)", cluster)
+	}
+	token, ca, err := clusteraccess.ParseClusterConfig(secret.Data["config"])
+	if err != nil || token == "" {
+		return nil, fmt.Sprintf("the cluster secret of %s holds no token", cluster)
+	}
+	return &rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, Timeout: ReadTimeout,
+		UserAgent: "argocd-pull/resource-views"}, ""
+}
