@@ -58,6 +58,9 @@ type ResourceTreeReconciler struct {
 	ArgoCDNamespace string
 	// TTL is the written trees' lifetime; each is renewed after half of it.
 	TTL time.Duration
+	// ClusterTrees gives an Application whose destination is its cluster's channel secret the
+	// cluster's own tree (resourceviews.go); nil: the display tree for all.
+	ClusterTrees *ClusterTrees
 
 	written sync.Map // types.NamespacedName → treeRecord
 	outage  outage
@@ -77,6 +80,8 @@ type treeRecord struct {
 	sum     [32]byte
 	at      time.Time
 	failing bool
+	// unread: the cluster's own tree was asked for and not read (said once, in an event).
+	unread bool
 }
 
 // SetupWithManager registers the reconciler: every pull-labelled Application (the cache holds
@@ -144,11 +149,11 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		// Gone, no longer pull-model, going, or not delivered: no tree (deleting a missing key is fine).
 		if err := r.Cache.Delete(ctx, instance); err != nil {
-			metrics.TreeWrites.WithLabelValues("delete", "error").Inc()
+			metrics.TreeWrites.WithLabelValues("delete", "error", "").Inc()
 			until := r.outage.failed(ctx, err, now)
 			return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
 		}
-		metrics.TreeWrites.WithLabelValues("delete", "ok").Inc()
+		metrics.TreeWrites.WithLabelValues("delete", "ok", "").Inc()
 		r.written.Delete(key)
 		return ctrl.Result{}, nil
 	}
@@ -158,29 +163,36 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{RequeueAfter: versionRecheck + jitter()}, nil
 	}
 	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
-	built := resourcetree.Build(resources)
-	sum := built.Tree.Sum()
+	built := r.build(ctx, app, target.Cluster, resources)
+	sum := built.tree.Sum()
 	op := "put"
-	if last, ok := r.record(key); ok && !last.failing && last.sum == sum {
+	last, ok := r.record(key)
+	if built.unread != "" && !last.unread {
+		r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, ReasonClusterTreeNotRead, "ResourceTree",
+			"The cluster's own tree could not be read through OCM's channel, so the tree shows only what the cluster reports, without live manifests, events or logs: %s", built.unread)
+	}
+	if ok && !last.failing && last.sum == sum {
 		if renew := last.at.Add(r.TTL / 2); now.Before(renew) {
+			last.unread = built.unread != ""
+			r.written.Store(key, last)
 			return ctrl.Result{RequeueAfter: renew.Sub(now)}, nil
 		}
 		op = "renew"
 	}
-	if err := r.Cache.Put(ctx, instance, built.Tree); err != nil {
-		metrics.TreeWrites.WithLabelValues(op, "error").Inc()
+	if err := r.Cache.Put(ctx, instance, built.tree); err != nil {
+		metrics.TreeWrites.WithLabelValues(op, "error", built.source).Inc()
 		until := r.outage.failed(ctx, err, now)
 		r.notWritten(ctx, app, true, key, r.outage.reason())
 		return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
 	}
-	metrics.TreeWrites.WithLabelValues(op, "ok").Inc()
+	metrics.TreeWrites.WithLabelValues(op, "ok", built.source).Inc()
 	r.outage.ok()
 	if last, ok := r.record(key); ok && last.failing {
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonTreeWritten, "ResourceTree",
 			"The resource tree is in the hub Argo CD's cache again")
 	}
-	r.written.Store(key, treeRecord{sum: sum, at: now})
-	if msg := built.Message(); msg != "" && op == "put" {
+	r.written.Store(key, treeRecord{sum: sum, at: now, unread: built.unread != ""})
+	if msg := built.message; msg != "" && op == "put" {
 		ctrl.LoggerFrom(ctx).Info("Cutting the resource tree", "reason", msg)
 	}
 	return ctrl.Result{RequeueAfter: r.TTL / 2}, nil

@@ -35,6 +35,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/propagation"
 	"github.com/argocd-pull/argocd-pull/internal/report"
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
+	"github.com/argocd-pull/argocd-pull/internal/resourceviews"
 	"github.com/argocd-pull/argocd-pull/internal/search"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
@@ -307,6 +308,7 @@ func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options)
 		Encoding:        treeOpts.Encoding,
 		ArgoCDNamespace: opts.ArgoCDNamespace,
 		TTL:             treeOpts.TTL,
+		ClusterTrees:    &ClusterTrees{Channel: opts.Channel, Limits: resourceviews.DefaultLimits},
 	}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the resource tree controller: %w", err)
 	}

@@ -50,6 +50,13 @@ const (
 // (tens of seconds).
 var latencyBuckets = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
+// The sources of a tree (TreeWrites' source label): what the cluster reports (the display tree,
+// internal/resourcetree), or the cluster's own objects (internal/resourceviews).
+const (
+	TreeSourceDisplay = "display"
+	TreeSourceCluster = "cluster"
+)
+
 var (
 	// WorkWrites counts ManifestWork writes by operation.
 	WorkWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -81,8 +88,15 @@ var (
 	// TreeWrites counts the resource-tree writes to the hub Argo CD's redis (internal/resourcetree).
 	TreeWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "argocd_pull_resource_tree_writes_total",
-		Help: "Resource trees written to the hub Argo CD's cache, by operation (put: a changed tree; renew: an unchanged one before its TTL ends; delete) and result (ok, error).",
-	}, []string{"operation", "result"})
+		Help: "Resource trees written to the hub Argo CD's cache, by operation (put: a changed tree; renew: an unchanged one before its TTL ends; delete), result (ok, error) and source (display: what the cluster reports; cluster: the cluster's own objects, read through OCM's channel; empty for a delete).",
+	}, []string{"operation", "result", "source"})
+
+	// ClusterTreeReads counts the requests made to managed clusters through OCM's channel to read
+	// their own trees (internal/resourceviews).
+	ClusterTreeReads = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "argocd_pull_cluster_tree_reads_total",
+		Help: "Requests made to managed clusters through OCM's channel (cluster-proxy, as the managed-serviceaccount) to read the cluster's own resource tree of an Application.",
+	})
 
 	// PropagationLatency is the time from a hub Application change seen by the controller to its
 	// ManifestWork written.
@@ -136,7 +150,7 @@ var (
 // the gauges to its reader.
 func Register(reader client.Reader, staleAfter time.Duration) {
 	register.Do(func() {
-		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, ReportEntriesComputed, APIRequests, TreeWrites, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
+		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, ReportEntriesComputed, APIRequests, TreeWrites, ClusterTreeReads, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
 		// Every operation is exported from the start, at 0: rate() and alerts see a series
 		// before the first write.
 		for _, op := range []string{OpCreate, OpUpdate, OpDelete} {
@@ -147,10 +161,12 @@ func Register(reader client.Reader, staleAfter time.Duration) {
 		ReportEntriesComputed.WithLabelValues(RebuildMember)
 		Takeovers.WithLabelValues(TakeoverReleased)
 		Takeovers.WithLabelValues(TakeoverAdopted)
-		for _, op := range []string{"put", "renew", "delete"} {
-			for _, result := range []string{"ok", "error"} {
-				TreeWrites.WithLabelValues(op, result)
+		for _, result := range []string{"ok", "error"} {
+			for _, op := range []string{"put", "renew"} {
+				TreeWrites.WithLabelValues(op, result, TreeSourceDisplay)
+				TreeWrites.WithLabelValues(op, result, TreeSourceCluster)
 			}
+			TreeWrites.WithLabelValues("delete", result, "")
 		}
 	})
 	collector.reader.Store(&scrapeSource{reader: reader, staleAfter: staleAfter})

@@ -1,0 +1,92 @@
+// The cluster's own tree of an Application whose destination is its cluster's channel secret
+// (internal/resourceviews): read through OCM's channel when the tree is built, the display tree
+// otherwise and whenever the cluster cannot be read.
+
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
+	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/metrics"
+	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
+	"github.com/argocd-pull/argocd-pull/internal/resourceviews"
+)
+
+// Event reason of a tree the cluster could not give.
+const ReasonClusterTreeNotRead = "ClusterTreeNotRead"
+
+// clusterTreeBackoff is how long the reads of a cluster whose read failed wait: meanwhile its
+// Applications keep the display tree and no reconcile waits on a channel that is down.
+var clusterTreeBackoff = time.Minute
+
+// ClusterTrees reads the cluster's own trees (nil: every tree is the display tree).
+type ClusterTrees struct {
+	Channel clusteraccess.Channel
+	Limits  resourceviews.Limits
+
+	down sync.Map // cluster → clusterDown
+}
+
+// clusterDown is a cluster whose last read failed: not read again before until.
+type clusterDown struct {
+	until time.Time
+	why   string
+}
+
+// builtTree is a tree with what building it left out, and where it came from.
+type builtTree struct {
+	tree    resourcetree.Tree
+	message string
+	source  string
+	// unread says why the cluster's own tree was asked for and could not be read ("" otherwise).
+	unread string
+}
+
+// build is the tree of app, delivered to cluster, whose status lists resources: the cluster's own
+// when resourceviews.Route sends it there and the read succeeds, the display tree otherwise.
+func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Unstructured, cluster string, resources []any) builtTree {
+	display := func(unread string) builtTree {
+		b := resourcetree.Build(resources)
+		return builtTree{tree: b.Tree, message: b.Message(), source: metrics.TreeSourceDisplay, unread: unread}
+	}
+	ct := r.ClusterTrees
+	if ct == nil || !ct.Channel.Configured() {
+		return display("")
+	}
+	var dest resourceviews.Destination
+	dest.Name, _, _ = unstructured.NestedString(app.Object, "spec", "destination", "name")
+	dest.Server, _, _ = unstructured.NestedString(app.Object, "spec", "destination", "server")
+	secret := &corev1.Secret{}
+	// The cache holds argocd-pull's own cluster secrets only: any other reads as not found.
+	if err := r.Get(ctx, types.NamespacedName{Namespace: r.ArgoCDNamespace, Name: gitops.SecretName(cluster)}, secret); err != nil {
+		secret = nil
+	}
+	cfg, why := resourceviews.Route(dest, cluster, secret, ct.Channel)
+	if cfg == nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("The display tree", "reason", why)
+		return display("")
+	}
+	now := time.Now()
+	if d, ok := ct.down.Load(cluster); ok && now.Before(d.(clusterDown).until) {
+		return display(d.(clusterDown).why)
+	}
+	facts, reads, err := resourceviews.Read(ctx, cfg, resources, ct.Limits)
+	metrics.ClusterTreeReads.Add(float64(reads.Requests))
+	if err != nil {
+		ct.down.Store(cluster, clusterDown{until: now.Add(clusterTreeBackoff), why: err.Error()})
+		return display(err.Error())
+	}
+	ct.down.Delete(cluster)
+	facts.HubUIDs = map[string]bool{string(app.GetUID()): true}
+	b := resourceviews.Tree(facts)
+	return builtTree{tree: b.Tree, message: b.Message(), source: metrics.TreeSourceCluster}
+}

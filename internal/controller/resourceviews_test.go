@@ -1,0 +1,281 @@
+package controller
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/redis/go-redis/v9"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
+	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
+	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+)
+
+// userServer stands in for cluster-proxy's user server: TLS, and /<cluster>/<path> sent to that
+// cluster's apiserver with the caller's own token (the real one tunnels through konnectivity; the
+// lab's tests run it). down makes it answer 503, as when the cluster's proxy agent is gone.
+type userServer struct {
+	srv     *httptest.Server
+	channel clusteraccess.Channel
+	cluster atomic.Value // string: the one cluster it reaches
+	down    atomic.Bool
+}
+
+func newUserServer(t *testing.T, target *rest.Config) *userServer {
+	t.Helper()
+	upstream, err := url.Parse(target.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: target.CAData}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &userServer{}
+	u.cluster.Store("")
+	proxy := &httputil.ReverseProxy{Transport: transport, Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(upstream)
+		r.Out.URL.Path = strings.TrimPrefix(r.In.URL.Path, "/"+u.cluster.Load().(string))
+		r.Out.URL.RawPath = ""
+	}}
+	u.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch cluster := u.cluster.Load().(string); {
+		case u.down.Load():
+			http.Error(w, "no tunnel to "+cluster, http.StatusServiceUnavailable)
+		case cluster == "" || !strings.HasPrefix(r.URL.Path, "/"+cluster+"/"):
+			http.NotFound(w, r)
+		default:
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(u.srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: u.srv.Certificate().Raw})
+	u.channel = clusteraccess.Channel{URL: u.srv.URL, CA: ca, Accounts: []string{"argocd-pull"}}
+	return u
+}
+
+// readOnlyToken makes the hub's account on the cluster as managed-serviceaccount's agent would (a
+// ServiceAccount, the read-only rights argocd-pull delivers, a token of the TokenRequest API).
+func readOnlyToken(t *testing.T, cs kubernetes.Interface, ns string) string {
+	t.Helper()
+	ctx := context.Background()
+	sa, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "argocd-pull"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "argocd-pull:read-only:" + ns
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: clusteraccess.ReadOnlyRules(nil)}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// guestbookOnCluster creates, in ns of the cluster, the documents' guestbook-ui Deployment and
+// Service with a ReplicaSet and a Pod as the cluster's controllers would (the test apiserver runs
+// none); it returns their uids by kind.
+func guestbookOnCluster(t *testing.T, cs kubernetes.Interface, ns string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{"app": "guestbook-ui"}
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "guestbook-ui", Image: "gcr.io/heptio-images/ks-guestbook-demo:0.2"}}}}
+	dep, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "guestbook-ui"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "guestbook-ui"},
+		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "guestbook-ui-85985d774c", Labels: labels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: dep.Name, UID: dep.UID, Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1), Selector: dep.Spec.Selector, Template: template}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "guestbook-ui-85985d774c-x7b2q", Labels: labels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}},
+		Spec: template.Spec}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"Deployment": string(dep.UID), "Service": string(svc.UID), "ReplicaSet": string(rs.UID), "Pod": string(pod.UID)}
+}
+
+// rawTree reads Application name's tree from redis as Argo CD's API server does, uids and parents
+// included; nil when there is none.
+func rawTree(g Gomega, rdb *redis.Client, name string) *resourcetree.Tree {
+	raw, err := rdb.Get(context.Background(), "app|resources-tree|"+name+"|1.8.3.gz").Bytes()
+	if err == redis.Nil {
+		return nil
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	g.Expect(err).NotTo(HaveOccurred())
+	var tree resourcetree.Tree
+	g.Expect(json.NewDecoder(zr).Decode(&tree)).To(Succeed())
+	return &tree
+}
+
+// lines is a tree as "Kind/name uid <- ParentKind/name", one node a line.
+func lines(tree *resourcetree.Tree) []string {
+	if tree == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range tree.Nodes {
+		s := fmt.Sprintf("%s/%s %s %s", n.Kind, n.Name, n.UID, n.Health.Status)
+		for _, p := range n.ParentRefs {
+			s += " <- " + p.Kind + "/" + p.Name
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// An Application whose destination names its own cluster, whose cluster secret argocd-pull
+// wrote with OCM's channel, gets the cluster's own tree: the uids of what it lists and their
+// ReplicaSet and Pod, read through the channel as the read-only account. The same Application
+// aimed at the hub, or at another cluster's name, keeps the display tree, without a uid. The
+// channel down, the tree falls back to the display tree and says why, once; back, the cluster's
+// tree returns.
+func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
+	managed := testenv.GetManaged(t)
+	cs, err := kubernetes.NewForConfig(managed.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cluster's own objects, in a namespace of its own for this test (the Application's
+	// destination namespace on the cluster).
+	guestbook := managed.Namespace(t)
+	uids := guestbookOnCluster(t, cs, guestbook)
+	token := readOnlyToken(t, cs, guestbook)
+
+	addr := testenv.Redis(t, "s3cret")
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
+	defer func() { _ = rdb.Close() }()
+	proxy := newUserServer(t, managed.Config)
+	backoff := clusterTreeBackoff
+	clusterTreeBackoff = time.Second
+	t.Cleanup(func() { clusterTreeBackoff = backoff })
+	h := start(t, func(o *Options, _ string) {
+		o.ResourceTree.Address = addr
+		o.Channel = proxy.channel
+	})
+	h.redisSecret("s3cret")
+	ctx := context.Background()
+	cluster := h.cluster()
+	proxy.cluster.Store(cluster)
+	// The cluster's secret as the GitOpsCluster controller writes it for managedServiceAccountRef.
+	secret := gitops.WithAccess(gitops.ClusterSecret(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, h.ns, h.ns+"/gitops"),
+		proxy.channel, clusteraccess.Access{Server: proxy.channel.Server(cluster), Token: clusteraccess.Token{Value: token}})
+	h.create(secret)
+
+	// status.resources as the cluster's Argo CD reports them, in the namespace the objects are in.
+	feedback := func(health string) map[string]string {
+		return managedMultiSourceFeedback(t, func(status map[string]any) {
+			for _, r := range status["resources"].([]any) {
+				r.(map[string]any)["namespace"] = guestbook
+				if r.(map[string]any)["kind"] == "Deployment" {
+					r.(map[string]any)["health"] = map[string]any{"status": health}
+				}
+			}
+		})
+	}
+	deliver := func(name string, dest map[string]any) {
+		h.documentsApp(name, cluster)
+		app := &unstructured.Unstructured{}
+		app.SetGroupVersionKind(argocd.ApplicationGVK)
+		h.g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: name}, app)).To(Succeed())
+		if dest != nil {
+			patch := client.MergeFrom(app.DeepCopy())
+			h.g.Expect(unstructured.SetNestedField(app.Object, dest, "spec", "destination")).To(Succeed())
+			h.g.Expect(h.c.Patch(ctx, app, patch)).To(Succeed())
+		}
+		w := h.work(name, cluster)
+		h.report(name, cluster, w.Generation, feedback("Healthy"))
+	}
+	named := map[string]any{"name": cluster, "namespace": guestbook}
+	deliver("guestbook", named)
+	want := []string{
+		"Service/guestbook-ui " + uids["Service"] + " Healthy",
+		"Deployment/guestbook-ui " + uids["Deployment"] + " Healthy",
+		"ReplicaSet/guestbook-ui-85985d774c " + uids["ReplicaSet"] + " Progressing <- Deployment/guestbook-ui",
+		"Pod/guestbook-ui-85985d774c-x7b2q " + uids["Pod"] + " Progressing <- ReplicaSet/guestbook-ui-85985d774c",
+	}
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want),
+		"the cluster's own tree: uids from the cluster, the ReplicaSet and the Pod (Pending: no kubelet) under their owners")
+
+	// Aimed at the hub (the documents' own destination, the in-cluster server) or at another
+	// name: the display tree, no uid, although the same cluster reports the same resources.
+	deliver("aimed-at-the-hub", nil)
+	deliver("another-name", map[string]any{"name": "in-cluster", "namespace": guestbook})
+	display := []string{"Service/guestbook-ui  Healthy", "Deployment/guestbook-ui  Healthy"}
+	for _, name := range []string{"aimed-at-the-hub", "another-name"} {
+		h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, name)) }, timeout, interval).Should(Equal(display), name)
+	}
+
+	// The channel down: the next change gives the display tree, and the Application says why.
+	notRead := func() []string {
+		var out []string
+		for _, e := range h.eventsFor("guestbook") {
+			if strings.HasPrefix(e, ReasonClusterTreeNotRead+": ") {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	proxy.down.Store(true)
+	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, feedback("Progressing"))
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(
+		[]string{"Service/guestbook-ui  Healthy", "Deployment/guestbook-ui  Progressing"}))
+	h.g.Eventually(notRead, timeout, interval).Should(ConsistOf(
+		And(ContainSubstring("could not be read through OCM's channel"), ContainSubstring("reading Service "+guestbook+"/guestbook-ui on the cluster: the server is currently unable to handle the request"))))
+
+	// Back: the next change reads the cluster again.
+	proxy.down.Store(false)
+	time.Sleep(clusterTreeBackoff)
+	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, feedback("Healthy"))
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want))
+	h.g.Expect(notRead()).To(HaveLen(1), "said once")
+}
