@@ -85,17 +85,23 @@ type treeRecord struct {
 }
 
 // SetupWithManager registers the reconciler: every pull-labelled Application (the cache holds
-// those only), on creation, deletion, and a change of its status.resources or pull markers; and
-// on the creation and deletion of its ManifestWork (only a delivered Application has a tree).
+// those only), on creation, deletion, and a change of its status.resources or pull markers; on
+// the creation and deletion of its ManifestWork (only a delivered Application has a tree); and,
+// with OCM's channel, on a change of its cluster's secret.
 func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("resourcetree").
 		WithOptions(opts).
 		For(argocd.NewApplication(), builder.WithPredicates(treeSourceChanged())).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(event.UpdateEvent) bool { return false }, // its status feedback: the Application's status carries it
-		})).
-		Complete(r)
+		}))
+	if r.ClusterTrees != nil && r.ClusterTrees.Channel.Configured() {
+		// A cluster secret that gains, changes or loses the channel changes where its
+		// Applications' trees come from (resourceviews.Route).
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.applicationsOfSecret), builder.WithPredicates(channelChanged()))
+	}
+	return b.Complete(r)
 }
 
 // treeSourceChanged passes what may change an Application's tree: its status.resources, its

@@ -5,6 +5,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"time"
@@ -13,7 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
@@ -89,4 +95,24 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 	facts.HubUIDs = map[string]bool{string(app.GetUID()): true}
 	b := resourceviews.Tree(facts)
 	return builtTree{tree: b.Tree, message: b.Message(), source: metrics.TreeSourceCluster}
+}
+
+// applicationsOfSecret are the Applications of the cluster whose secret (in the Argo CD namespace)
+// o is.
+func (r *ResourceTreeReconciler) applicationsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	cluster := o.GetLabels()[api.ClusterLabel]
+	if o.GetNamespace() != r.ArgoCDNamespace || cluster == "" {
+		return nil
+	}
+	return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: cluster})
+}
+
+// channelChanged passes the cluster secrets whose server or credentials changed, and their
+// creation and deletion.
+func channelChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okOld := e.ObjectOld.(*corev1.Secret)
+		n, okNew := e.ObjectNew.(*corev1.Secret)
+		return !okOld || !okNew || !bytes.Equal(o.Data["server"], n.Data["server"]) || !bytes.Equal(o.Data["config"], n.Data["config"])
+	}}
 }

@@ -178,7 +178,8 @@ func lines(tree *resourcetree.Tree) []string {
 // ReplicaSet and Pod, read through the channel as the read-only account. The same Application
 // aimed at the hub, or at another cluster's name, keeps the display tree, without a uid. The
 // channel down, the tree falls back to the display tree and says why, once; back, the cluster's
-// tree returns.
+// tree returns. The secret losing the channel gives the display tree at once, and regaining it
+// the cluster's tree.
 func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	managed := testenv.GetManaged(t)
 	cs, err := kubernetes.NewForConfig(managed.Config)
@@ -278,4 +279,16 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, feedback("Healthy"))
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want))
 	h.g.Expect(notRead()).To(HaveLen(1), "said once")
+
+	// The cluster secret loses the channel (its GitOpsCluster no longer asks for it): the tree is
+	// the display tree at once, with no change of the Application; the channel back, the
+	// cluster's own tree again.
+	h.g.Expect(h.c.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	withChannel := secret.DeepCopy()
+	secret.Data = map[string][]byte{"name": []byte(cluster), "server": []byte(gitops.Server(cluster))}
+	h.g.Expect(h.c.Update(ctx, secret)).To(Succeed())
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(display))
+	secret.Data = withChannel.Data
+	h.g.Expect(h.c.Update(ctx, secret)).To(Succeed())
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want))
 }
