@@ -44,52 +44,9 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	c1 := lab.Managed[0]
-	setRef := func(ref string) {
-		t.Helper()
-		gc := &gitopsv1beta1.GitOpsCluster{}
-		if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: sandbox.GitOpsClusterName}, gc); err != nil {
-			t.Fatal(err)
-		}
-		patch := client.MergeFrom(gc.DeepCopy())
-		gc.Spec.ManagedServiceAccountRef = ref
-		if err := hub.Patch(ctx, gc, patch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	secretOf := func(cluster string) (server string, config map[string]any, why string) {
-		s := &corev1.Secret{}
-		if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: gitops.SecretName(cluster)}, s); err != nil {
-			return "", nil, err.Error()
-		}
-		if raw := s.Data["config"]; len(raw) > 0 {
-			_ = json.Unmarshal(raw, &config)
-		}
-		return string(s.Data["server"]), config, s.Annotations[gitops.AccessRefusedAnnotation]
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		gc := &gitopsv1beta1.GitOpsCluster{}
-		if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: sandbox.GitOpsClusterName}, gc); err == nil {
-			patch := client.MergeFrom(gc.DeepCopy())
-			gc.Spec.ManagedServiceAccountRef = ""
-			_ = hub.Patch(ctx, gc, patch)
-		}
-	})
-
-	setRef("argocd-pull")
-	var server string
-	var config map[string]any
-	said := ""
-	eventually(t, c1.Name+"'s secret reaching it through cluster-proxy", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
-		var why string
-		server, config, why = secretOf(c1.Name)
-		if why != said {
-			t.Logf("%s's secret says: %s", c1.Name, why)
-			said = why
-		}
-		return config["bearerToken"] != nil, nil
-	})
+	setRef := func(ref string) { setManagedServiceAccountRef(ctx, t, hub, ref) }
+	secretOf := func(cluster string) (string, map[string]any, string) { return channelSecretOf(ctx, hub, cluster) }
+	server, config := useChannel(ctx, t, hub, c1.Name)
 	if want := lab.ClusterProxy.ClusterURL(c1.Name); server != want {
 		t.Errorf("%s's secret's server %q, want cluster-proxy's user server for it, %q", c1.Name, server, want)
 	}
@@ -234,6 +191,62 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 }
 
 func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
+
+// setManagedServiceAccountRef sets the lab GitOpsCluster's managedServiceAccountRef ("": none).
+func setManagedServiceAccountRef(ctx context.Context, t *testing.T, hub client.Client, ref string) {
+	t.Helper()
+	gc := &gitopsv1beta1.GitOpsCluster{}
+	if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: sandbox.GitOpsClusterName}, gc); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(gc.DeepCopy())
+	gc.Spec.ManagedServiceAccountRef = ref
+	if err := hub.Patch(ctx, gc, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// channelSecretOf reads cluster's Argo CD secret: its server, its config, and why it stays
+// credential-free.
+func channelSecretOf(ctx context.Context, hub client.Client, cluster string) (server string, config map[string]any, why string) {
+	s := &corev1.Secret{}
+	if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: gitops.SecretName(cluster)}, s); err != nil {
+		return "", nil, err.Error()
+	}
+	if raw := s.Data["config"]; len(raw) > 0 {
+		_ = json.Unmarshal(raw, &config)
+	}
+	return string(s.Data["server"]), config, s.Annotations[gitops.AccessRefusedAnnotation]
+}
+
+// useChannel gives the lab's clusters OCM's channel (the documents' GitOpsCluster with
+// managedServiceAccountRef: argocd-pull, taken away when the test ends) and waits for cluster's
+// secret to carry the account's token; it returns the secret's server and config.
+func useChannel(ctx context.Context, t *testing.T, hub client.Client, cluster string) (server string, config map[string]any) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		gc := &gitopsv1beta1.GitOpsCluster{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: sandbox.GitOpsClusterName}, gc); err == nil {
+			patch := client.MergeFrom(gc.DeepCopy())
+			gc.Spec.ManagedServiceAccountRef = ""
+			_ = hub.Patch(ctx, gc, patch)
+		}
+	})
+	setManagedServiceAccountRef(ctx, t, hub, "argocd-pull")
+	said := ""
+	eventually(t, cluster+"'s secret reaching it through cluster-proxy", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		var why string
+		server, config, why = channelSecretOf(ctx, hub, cluster)
+		if why != said {
+			t.Logf("%s's secret says: %s", cluster, why)
+			said = why
+		}
+		return config["bearerToken"] != nil, nil
+	})
+	return server, config
+}
 
 // doctorClusterAccess runs argocd-pull doctor on the lab's hub, with more flags if any, and gives
 // the cluster-access check's verdict on cluster: its own result, or the one that folds the

@@ -1,0 +1,111 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/argocd-pull/argocd-pull/internal/sandbox"
+)
+
+// A Deployment whose Pods cluster1's kube-controller-manager makes (they stay Pending: the lab's
+// clusters run no kubelet).
+var viewsManifests = map[string]string{"views/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: views-web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: views-web}
+  template:
+    metadata:
+      labels: {app: views-web}
+    spec:
+      containers:
+      - name: web
+        image: registry.invalid/views-web:1
+`}
+
+// An Application whose destination names cluster1, once cluster1's secret reaches it through OCM's
+// channel (the documents' GitOpsCluster with managedServiceAccountRef), shows cluster1's own tree
+// in the hub's Argo CD: the ReplicaSet and the Pods under the Deployment, with uids, read through
+// the real cluster-proxy as the ManagedServiceAccount; and argocd app get-resource answers with
+// the live manifest from cluster1, a value set there by hand included. Writes still reach nothing:
+// cluster1's Deployment is unchanged.
+func TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree(t *testing.T) {
+	requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	hub, spokes := clients(t)
+	cluster1 := spokes["cluster1"]
+	cli := loginArgoCD(t)
+	useChannel(ctx, t, hub, "cluster1")
+	if _, err := lab.CommitFiles("a Deployment for the views", viewsManifests); err != nil {
+		t.Fatal(err)
+	}
+
+	app := uiApp("views-named", "views", "views", false)
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{"name": "cluster1", "namespace": "views"}, "spec", "destination")
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	deployment := types.NamespacedName{Namespace: "views", Name: "views-web"}
+	t.Cleanup(func() {
+		_ = hub.Delete(context.Background(), app)
+		eventually(t, "cluster1's Deployment gone with "+app.GetName(), 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+			err := cluster1.Get(context.Background(), deployment, &appsv1.Deployment{})
+			return apierrors.IsNotFound(err), err
+		})
+	})
+	name := sandbox.ArgoNamespace + "/" + app.GetName()
+
+	// The tree: cluster1's ReplicaSet and both Pods under the Deployment.
+	var tree string
+	eventually(t, "argocd app resources showing cluster1's ReplicaSet and Pods under the Deployment", 4*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "resources", name, "--output", "tree=detailed")
+		tree = out
+		return err == nil && strings.Contains(out, "ReplicaSet") && strings.Count(out, "Pod") >= 2, fmt.Errorf("%v: %s", err, out)
+	})
+	t.Logf("argocd app resources %s --output tree=detailed:\n%s", name, tree)
+
+	// The live manifest from cluster1: a value set there by hand, which no Git or hub holds.
+	live := &appsv1.Deployment{}
+	if err := cluster1.Get(ctx, deployment, live); err != nil {
+		t.Fatal(err)
+	}
+	if live.Annotations == nil {
+		live.Annotations = map[string]string{}
+	}
+	live.Annotations["views.argocd-pull.test/set-on"] = "cluster1-by-hand"
+	if err := cluster1.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	var manifest string
+	eventually(t, "argocd app get-resource answering with cluster1's live Deployment", time.Minute, "hub-argocd-server.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "get-resource", name, "--kind", "Deployment", "--resource-name", "views-web", "-o", "yaml")
+		manifest = out
+		return err == nil && strings.Contains(out, "cluster1-by-hand") && strings.Contains(out, string(live.UID)), fmt.Errorf("%v: %s", err, out)
+	})
+	t.Logf("argocd app get-resource %s --kind Deployment --resource-name views-web -o yaml:\n%s", name, manifest)
+
+	// A write verb reaches nothing: cluster1's Deployment stays as it was.
+	out, err := cli.run(time.Minute, "app", "delete-resource", name, "--kind", "Deployment", "--resource-name", "views-web", "--namespace", "views")
+	if err == nil {
+		t.Errorf("argocd app delete-resource on cluster1's Deployment succeeded:\n%s", out)
+	}
+	t.Logf("argocd app delete-resource: %s", strings.TrimSpace(out))
+	after := &appsv1.Deployment{}
+	if err := cluster1.Get(ctx, deployment, after); err != nil || after.UID != live.UID || after.DeletionTimestamp != nil {
+		t.Errorf("cluster1's Deployment after argocd app delete-resource: %v, uid %s (was %s), deleting %v", err, after.UID, live.UID, after.DeletionTimestamp)
+	}
+
+}
