@@ -82,9 +82,10 @@ func newUserServer(t *testing.T, target *rest.Config) *userServer {
 
 // readOnlyToken makes the hub's account on the cluster as managed-serviceaccount's agent would (a
 // ServiceAccount, the read-only rights argocd-pull delivers, a token of the TokenRequest API).
-func readOnlyToken(t *testing.T, cs kubernetes.Interface, ns string) string {
+func readOnlyToken(t *testing.T, cfg *rest.Config, ns string) string {
 	t.Helper()
 	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(cfg)
 	sa, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "argocd-pull"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +106,19 @@ func readOnlyToken(t *testing.T, cs kubernetes.Interface, ns string) string {
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The RBAC authorizer's informers lag behind the binding: wait until the token reads what the
+	// tree needs, so that the first tree is read with the rights the account will keep.
+	reader := kubernetes.NewForConfigOrDie(&rest.Config{Host: cfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, errDeployments := reader.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		_, errPods := reader.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		if errDeployments == nil && errPods == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the account's token cannot read yet: %v; %v", errDeployments, errPods)
+		}
 	}
 	return tr.Status.Token
 }
@@ -190,7 +204,7 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	// destination namespace on the cluster).
 	guestbook := managed.Namespace(t)
 	uids := guestbookOnCluster(t, cs, guestbook)
-	token := readOnlyToken(t, cs, guestbook)
+	token := readOnlyToken(t, managed.Config, guestbook)
 
 	addr := testenv.Redis(t, "s3cret")
 	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
