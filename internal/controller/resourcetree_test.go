@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +22,9 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
-// treeOf reads Application name's tree from redis as Argo CD's API server does (gzip'd JSON under
+// treeJSON reads Application name's tree from redis as Argo CD's API server does (gzip'd JSON under
 // its key); nil when there is none.
-func treeOf(g Gomega, rdb *redis.Client, name string) *resourcetree.Tree {
+func treeJSON(g Gomega, rdb *redis.Client, name string) []byte {
 	raw, err := rdb.Get(context.Background(), "app|resources-tree|"+name+"|1.8.3.gz").Bytes()
 	if err == redis.Nil {
 		return nil
@@ -31,8 +32,20 @@ func treeOf(g Gomega, rdb *redis.Client, name string) *resourcetree.Tree {
 	g.Expect(err).NotTo(HaveOccurred())
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	g.Expect(err).NotTo(HaveOccurred())
+	data, err := io.ReadAll(zr)
+	g.Expect(err).NotTo(HaveOccurred())
+	return data
+}
+
+// treeOf is Application name's display tree (treeJSON), nil when there is none: no node has a uid
+// or a parent, each has a health.
+func treeOf(g Gomega, rdb *redis.Client, name string) *resourcetree.Tree {
+	data := treeJSON(g, rdb, name)
+	if data == nil {
+		return nil
+	}
 	var tree map[string]any
-	g.Expect(json.NewDecoder(zr).Decode(&tree)).To(Succeed())
+	g.Expect(json.Unmarshal(data, &tree)).To(Succeed())
 	nodes, _ := tree["nodes"].([]any)
 	for _, n := range nodes {
 		node := n.(map[string]any)
@@ -40,7 +53,6 @@ func treeOf(g Gomega, rdb *redis.Client, name string) *resourcetree.Tree {
 		g.Expect(node).NotTo(HaveKey("parentRefs"))
 		g.Expect(node).To(HaveKey("health"))
 	}
-	data, _ := json.Marshal(tree)
 	var out resourcetree.Tree
 	g.Expect(json.Unmarshal(data, &out)).To(Succeed())
 	return &out
