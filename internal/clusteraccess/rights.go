@@ -34,6 +34,10 @@ var coreReadable = []string{
 	"serviceaccounts", "services", "services/status",
 }
 
+// CoreReadable says whether the hub's account may read a core resource (by its plural name) on a
+// cluster: a read of any other, a Secret above all, is refused there, so it is never asked.
+func CoreReadable(resource string) bool { return slices.Contains(coreReadable, resource) }
+
 // StandardGroups are the API groups of the objects Argo CD draws under an Application besides
 // its own resources (ReplicaSets, Pods, EndpointSlices, ...), always readable.
 var StandardGroups = []string{

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 )
 
 // Limits bound what one read of a cluster for one Application costs.
@@ -83,6 +84,10 @@ func Read(ctx context.Context, cfg *rest.Config, listed []any, lim Limits) (Fact
 			continue
 		}
 		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+		if gvr.Group == "" && !clusteraccess.CoreReadable(gvr.Resource) {
+			reads.Skipped++ // a Secret: the account may never read it, so it is not asked
+			continue
+		}
 		reads.Requests++
 		var o *metav1.PartialObjectMetadata
 		if ns == "" {
