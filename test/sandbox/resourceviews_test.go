@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
 
@@ -39,7 +41,8 @@ spec:
 // in the hub's Argo CD: the ReplicaSet and the Pods under the Deployment, with uids, read through
 // the real cluster-proxy as the ManagedServiceAccount; and argocd app get-resource answers with
 // the live manifest from cluster1, a value set there by hand included. Writes still reach nothing:
-// cluster1's Deployment is unchanged.
+// cluster1's Deployment is unchanged. Single-source, and multi-source as the documents' own
+// Applications are.
 func TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree(t *testing.T) {
 	requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -52,7 +55,15 @@ func TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree(t *testing.T) 
 		t.Fatal(err)
 	}
 
-	app := uiApp("views-named", "views", "views", false)
+	for form, multiSource := range map[string]bool{"single-source": false, "multi-source": true} {
+		t.Run(form, func(t *testing.T) { showsTheClustersOwnTree(ctx, t, hub, cluster1, cli, "views-"+form, multiSource) })
+	}
+}
+
+// showsTheClustersOwnTree delivers an Application of the views path named name to cluster1 by its
+// name and reads its tree and a live manifest through the hub's Argo CD.
+func showsTheClustersOwnTree(ctx context.Context, t *testing.T, hub, cluster1 client.Client, cli argocdCLI, appName string, multiSource bool) {
+	app := uiApp(appName, "views", "views", multiSource)
 	_ = unstructured.SetNestedMap(app.Object, map[string]any{"name": "cluster1", "namespace": "views"}, "spec", "destination")
 	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
 	if err := hub.Create(ctx, app); err != nil {
