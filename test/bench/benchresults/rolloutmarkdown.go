@@ -311,14 +311,17 @@ func (ro *Rollout) WritesPerApplication() string {
 		return "-"
 	}
 	per := map[string]float64{}
-	total := 0.0
+	// The counts are summed, then divided once: a sum of the quotients in the map's random order
+	// rounds differently from run to run (11.26 or 11.27 for the same file).
+	writes := 0.0
 	for k, v := range ro.ControllerRequestsByResource {
 		verb, _, _ := strings.Cut(k, " ")
 		if slices.Contains(writeVerbs, verb) {
 			per[k] = v / float64(ro.Applications)
-			total += per[k]
+			writes += v
 		}
 	}
+	total := writes / float64(ro.Applications)
 	keys := slices.Collect(maps.Keys(per))
 	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(per[b], per[a]), strings.Compare(a, b)) })
 	parts := make([]string, 0, len(keys))
