@@ -51,7 +51,7 @@ func guestbookSources(t *testing.T) Sources {
 			listedItem("", "v1", "Secret", "web-token", nil),
 			listedItem("", "v1", "ConfigMap", "web-config", nil),
 			listedItem("batch", "v1", "Job", "migrate", map[string]any{"hook": true}),
-			listedItem("apps", "v1", "Deployment", "web", nil),          // twice: once
+			listedItem("apps", "v1", "Deployment", "web", nil),        // twice: once
 			map[string]any{"kind": "Deployment", "name": "../../etc"}, // invalid: as the tree, left out
 		},
 		Live:      map[resourcetree.Ref]*unstructured.Unstructured{key("apps", "Deployment", "web"): applied(t, gitDeployment, nil)},
