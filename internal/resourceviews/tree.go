@@ -8,8 +8,8 @@
 // nodes, bounded and sanitised as the display tree is (internal/resourcetree); health.go is Argo
 // CD's own health rules for the children, which no managed Argo CD reports. managed.go makes the
 // managed resources (the live states, and their comparison with Git, diff.go, for the UI's
-// resource panel and DIFF and `argocd app diff`), target.go asks the hub's Argo CD API server for
-// the Git side; route.go and read.go say where the cluster is and read it.
+// resource panel and DIFF and `argocd app diff`); target.go names the hub Argo CD API server's
+// request for the Git side; route.go and read.go say where the cluster is and read it.
 package resourceviews
 
 import (
