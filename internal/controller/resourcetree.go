@@ -38,6 +38,8 @@ const (
 type TreeCache interface {
 	Put(ctx context.Context, instance string, t resourcetree.Tree) error
 	Delete(ctx context.Context, instance string) error
+	PutManaged(ctx context.Context, instance string, items any) error
+	DeleteManaged(ctx context.Context, instance string) error
 	TreeKeys(ctx context.Context, limit int) ([]string, error)
 }
 
@@ -82,6 +84,8 @@ type treeRecord struct {
 	failing bool
 	// unread: the cluster's own tree was asked for and not read (said once, in an event).
 	unread bool
+	// managed: managed resources were written with the tree (removed when it goes).
+	managed bool
 }
 
 // SetupWithManager registers the reconciler: every pull-labelled Application (the cache holds
@@ -89,14 +93,15 @@ type treeRecord struct {
 // the creation and deletion of its ManifestWork (only a delivered Application has a tree); and,
 // with OCM's channel, on a change of its cluster's secret.
 func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	channel := r.ClusterTrees != nil && r.ClusterTrees.Channel.Configured()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("resourcetree").
 		WithOptions(opts).
-		For(argocd.NewApplication(), builder.WithPredicates(treeSourceChanged())).
+		For(argocd.NewApplication(), builder.WithPredicates(treeSourceChanged(channel))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(event.UpdateEvent) bool { return false }, // its status feedback: the Application's status carries it
 		}))
-	if r.ClusterTrees != nil && r.ClusterTrees.Channel.Configured() {
+	if channel {
 		// A cluster secret that gains, changes or loses the channel changes where its
 		// Applications' trees come from (resourceviews.Route).
 		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.applicationsOfSecret), builder.WithPredicates(channelChanged()))
@@ -105,17 +110,22 @@ func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 }
 
 // treeSourceChanged passes what may change an Application's tree: its status.resources, its
-// deletion, and whether it is a pull-model Application; not the requests and deliveries its
-// annotations carry, the bulk of its updates.
-func treeSourceChanged() predicate.Funcs {
+// deletion, and whether it is a pull-model Application; with OCM's channel (managed resources,
+// whose Git side is rendered at the revisions the cluster compared), its status.sync too. Not the
+// requests and deliveries its annotations carry, the bulk of its updates.
+func treeSourceChanged(channel bool) predicate.Funcs {
+	changed := func(o, n *unstructured.Unstructured, path ...string) bool {
+		before, _, _ := unstructured.NestedFieldNoCopy(o.Object, path...)
+		after, _, _ := unstructured.NestedFieldNoCopy(n.Object, path...)
+		return !equality.Semantic.DeepEqual(before, after)
+	}
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*unstructured.Unstructured), e.ObjectNew.(*unstructured.Unstructured)
-			oldRes, _, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "resources")
-			newRes, _, _ := unstructured.NestedFieldNoCopy(n.Object, "status", "resources")
 			_, oldPull, _ := manifestwork.ReadMarkers(o)
 			_, newPull, _ := manifestwork.ReadMarkers(n)
-			return !equality.Semantic.DeepEqual(oldRes, newRes) || !n.GetDeletionTimestamp().IsZero() || oldPull != newPull
+			return changed(o, n, "status", "resources") || !n.GetDeletionTimestamp().IsZero() || oldPull != newPull ||
+				(channel && (changed(o, n, "status", "sync", "revision") || changed(o, n, "status", "sync", "revisions")))
 		},
 	}
 }
@@ -160,6 +170,11 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
 		}
 		metrics.TreeWrites.WithLabelValues("delete", "ok", "").Inc()
+		if last, _ := r.record(key); last.managed {
+			if err := r.deleteManaged(ctx, instance); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "The managed resources stay in the hub Argo CD's cache until their TTL ends")
+			}
+		}
 		r.written.Delete(key)
 		return ctrl.Result{}, nil
 	}
@@ -170,7 +185,7 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
 	built := r.build(ctx, app, target.Cluster, resources)
-	sum := built.tree.Sum()
+	sum := built.sum()
 	op := "put"
 	last, ok := r.record(key)
 	if built.unread != "" && !last.unread {
@@ -185,8 +200,8 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		op = "renew"
 	}
-	if err := r.Cache.Put(ctx, instance, built.tree); err != nil {
-		metrics.TreeWrites.WithLabelValues(op, "error", built.source).Inc()
+	managedErr, err := r.put(ctx, instance, built, op, ok && last.managed)
+	if err != nil {
 		until := r.outage.failed(ctx, err, now)
 		r.notWritten(ctx, app, true, key, r.outage.reason())
 		return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
@@ -197,11 +212,52 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonTreeWritten, "ResourceTree",
 			"The resource tree is in the hub Argo CD's cache again")
 	}
-	r.written.Store(key, treeRecord{sum: sum, at: now, unread: built.unread != ""})
 	if msg := built.message; msg != "" && op == "put" {
 		ctrl.LoggerFrom(ctx).Info("Cutting the resource tree", "reason", msg)
 	}
+	if managedErr != nil {
+		// The tree stands; the managed resources are written again at the next reconcile (no
+		// sum is kept), at the latest after clusterTreeBackoff.
+		ctrl.LoggerFrom(ctx).Error(managedErr, "The managed resources are not in the hub Argo CD's cache: the resource panel, DIFF and argocd app diff fail for this Application")
+		r.written.Store(key, treeRecord{at: now, unread: built.unread != "", managed: true})
+		return ctrl.Result{RequeueAfter: clusterTreeBackoff + jitter()}, nil
+	}
+	r.written.Store(key, treeRecord{sum: sum, at: now, unread: built.unread != "", managed: built.managed != nil})
 	return ctrl.Result{RequeueAfter: r.TTL / 2}, nil
+}
+
+// put writes built: its managed resources first, then the tree, whose write tells the API
+// server's watchers; a display tree's write removes the managed resources written before it
+// (hadManaged), which would otherwise show live states the hub no longer reads. The error is the
+// tree's; managed resources that could not be written or removed (a redis user without the
+// managed-resources keys, docs/install.md) stop nothing else: managedErr says why, and they are
+// tried again.
+func (r *ResourceTreeReconciler) put(ctx context.Context, instance string, built builtTree, op string, hadManaged bool) (managedErr, err error) {
+	if built.managed != nil {
+		managedErr = r.Cache.PutManaged(ctx, instance, built.managed.Items)
+		metrics.ManagedResourcesWrites.WithLabelValues(op, result(managedErr)).Inc()
+	}
+	err = r.Cache.Put(ctx, instance, built.tree)
+	metrics.TreeWrites.WithLabelValues(op, result(err), built.source).Inc()
+	if err == nil && built.managed == nil && hadManaged {
+		managedErr = r.deleteManaged(ctx, instance)
+	}
+	return managedErr, err
+}
+
+// deleteManaged removes an Application's managed resources (a missing key is fine).
+func (r *ResourceTreeReconciler) deleteManaged(ctx context.Context, instance string) error {
+	err := r.Cache.DeleteManaged(ctx, instance)
+	metrics.ManagedResourcesWrites.WithLabelValues("delete", result(err)).Inc()
+	return err
+}
+
+// result is a write's result label.
+func result(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
 }
 
 func (r *ResourceTreeReconciler) record(key types.NamespacedName) (treeRecord, bool) {

@@ -7,6 +7,8 @@ package controller
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -38,6 +40,10 @@ var clusterTreeBackoff = time.Minute
 type ClusterTrees struct {
 	Channel clusteraccess.Channel
 	Limits  resourceviews.Limits
+	// Targets is the hub's Argo CD API server, which renders an Application's sources at the
+	// revisions its cluster compared: the Git side of the managed resources' diff. nil: the
+	// managed resources carry the live states alone.
+	Targets *resourceviews.ArgoCDServer
 
 	down sync.Map // cluster → clusterDown
 }
@@ -53,6 +59,9 @@ type builtTree struct {
 	tree    resourcetree.Tree
 	message string
 	source  string
+	// managed are the managed resources of a tree read from the cluster (nil for the display
+	// tree: none is written, and one written before is removed).
+	managed *resourceviews.Managed
 	// unread says why the cluster's own tree was asked for and could not be read ("" otherwise).
 	unread string
 }
@@ -94,7 +103,32 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 	ct.down.Delete(cluster)
 	facts.HubUIDs = map[string]bool{string(app.GetUID()): true}
 	b := resourceviews.Tree(facts)
-	return builtTree{tree: b.Tree, message: b.Message(), source: metrics.TreeSourceCluster}
+	sources := resourceviews.Sources{Listed: resources, Live: facts.Objects, Unread: facts.Unread}
+	sources.Namespace, _, _ = unstructured.NestedString(app.Object, "spec", "destination", "namespace")
+	if ct.Targets != nil {
+		targets, err := ct.Targets.Manifests(ctx, app)
+		if err != nil {
+			// The live states still show; no comparison is claimed (argocd app diff then errs).
+			ctrl.LoggerFrom(ctx).Info("The managed resources carry no Git side", "reason", err.Error())
+		} else {
+			sources.Targets = targets
+		}
+	}
+	managed := resourceviews.ManagedResources(sources)
+	if msg := managed.Message(); msg != "" {
+		ctrl.LoggerFrom(ctx).Info("Cutting the managed resources", "reason", msg)
+	}
+	return builtTree{tree: b.Tree, message: b.Message(), source: metrics.TreeSourceCluster, managed: &managed}
+}
+
+// sum identifies what b writes: its tree, and its managed resources when it has them.
+func (b builtTree) sum() [sha256.Size]byte {
+	if b.managed == nil {
+		return b.tree.Sum()
+	}
+	tree := b.tree.Sum()
+	items, _ := json.Marshal(b.managed.Items)
+	return sha256.Sum256(append(tree[:], items...))
 }
 
 // applicationsOfSecret are the Applications of the cluster whose secret (in the Argo CD namespace)

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"encoding/pem"
@@ -9,6 +11,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -32,6 +36,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
+	"github.com/argocd-pull/argocd-pull/internal/resourceviews"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
@@ -166,6 +171,33 @@ func rawTree(g Gomega, rdb *redis.Client, name string) *resourcetree.Tree {
 	return &tree
 }
 
+// managedOf is Application name's managed resources as redis holds them, one line each: "Kind/name
+// live=<its live state's replicas, or whether it has one> target=<whether it has a target>
+// modified=<...>"; nil when there are none.
+func managedOf(g Gomega, rdb *redis.Client, name string) []string {
+	raw, err := rdb.Get(context.Background(), "app|managed-resources|"+name+"|1.8.3.gz").Bytes()
+	if err == redis.Nil {
+		return nil
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	g.Expect(err).NotTo(HaveOccurred())
+	var items []resourceviews.ResourceDiff
+	g.Expect(json.NewDecoder(zr).Decode(&items)).To(Succeed())
+	out := []string{}
+	for _, d := range items {
+		live := fmt.Sprint(d.LiveState != "" && d.LiveState != "null")
+		var o map[string]any
+		if json.Unmarshal([]byte(d.LiveState), &o) == nil && o != nil {
+			if r, ok, _ := unstructured.NestedFieldNoCopy(o, "spec", "replicas"); ok {
+				live = fmt.Sprintf("replicas:%v", r)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s/%s live=%s target=%t modified=%t", d.Kind, d.Name, live, d.TargetState != "" && d.TargetState != "null", d.Modified))
+	}
+	return out
+}
+
 // lines is a tree as "Kind/name uid <- ParentKind/name", one node a line.
 func lines(tree *resourcetree.Tree) []string {
 	if tree == nil {
@@ -188,7 +220,9 @@ func lines(tree *resourcetree.Tree) []string {
 // aimed at the hub, or at another cluster's name, keeps the display tree, without a uid. The
 // channel down, the tree falls back to the display tree and says why, once; back, the cluster's
 // tree returns. The secret losing the channel gives the display tree at once, and regaining it
-// the cluster's tree.
+// the cluster's tree. Beside the cluster's tree go its managed resources (live states from the
+// cluster, Git from the hub's API server), removed whenever the display tree replaces it and with
+// the Application.
 func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	managed := testenv.GetManaged(t)
 	cs, err := kubernetes.NewForConfig(managed.Config)
@@ -208,9 +242,28 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	backoff := clusterTreeBackoff
 	clusterTreeBackoff = time.Second
 	t.Cleanup(func() { clusterTreeBackoff = backoff })
+	// The hub Argo CD's API server, its GetManifests: Git holds 2 replicas, the cluster 1 (the
+	// lab runs the real one, TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree).
+	var manifestsAsked atomic.Int32
+	argocdServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer argocd-pull-token" || !strings.HasSuffix(r.URL.Path, "/manifests") {
+			http.Error(w, `{"message": "permission denied"}`, http.StatusForbidden)
+			return
+		}
+		manifestsAsked.Add(1)
+		_, _ = w.Write([]byte(`{"manifests": [` +
+			`"{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"guestbook-ui\"},\"spec\":{\"replicas\":2,\"selector\":{\"matchLabels\":{\"app\":\"guestbook-ui\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"guestbook-ui\"}},\"spec\":{\"containers\":[{\"name\":\"guestbook-ui\",\"image\":\"gcr.io/heptio-images/ks-guestbook-demo:0.2\"}]}}}}",` +
+			`"{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"guestbook-ui\"},\"spec\":{\"selector\":{\"app\":\"guestbook-ui\"},\"ports\":[{\"port\":80}]}}"]}`))
+	}))
+	defer argocdServer.Close()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("argocd-pull-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	h := start(t, func(o *Options, _ string) {
 		o.ResourceTree.Address = addr
 		o.Channel = proxy.channel
+		o.ArgoCDServer = resourceviews.ServerOptions{URL: argocdServer.URL, TokenFile: tokenFile}
 	})
 	h.redisSecret("s3cret")
 	ctx := context.Background()
@@ -255,6 +308,13 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	}
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want),
 		"the cluster's own tree: uids from the cluster, the ReplicaSet and the Pod (Pending: no kubelet) under their owners")
+	wantManaged := []string{ // in Argo CD's order: group, kind, namespace, name
+		"Service/guestbook-ui live=true target=true modified=false",
+		"Deployment/guestbook-ui live=replicas:1 target=true modified=true",
+	}
+	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(Equal(wantManaged),
+		"its managed resources: the live states read from the cluster, compared with Git as the hub's API server renders it")
+	h.g.Expect(manifestsAsked.Load()).To(BeNumerically(">", 0))
 
 	// Aimed at the hub (the documents' own destination, the in-cluster server) or at another
 	// name: the display tree, no uid, although the same cluster reports the same resources.
@@ -263,6 +323,7 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	display := []string{"Service/guestbook-ui  Healthy", "Deployment/guestbook-ui  Healthy"}
 	for _, name := range []string{"aimed-at-the-hub", "another-name"} {
 		h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, name)) }, timeout, interval).Should(Equal(display), name)
+		h.g.Expect(managedOf(h.g, rdb, name)).To(BeNil(), "no live state for an Application the hub does not read: %s", name)
 	}
 
 	// The channel down: the next change gives the display tree, and the Application says why.
@@ -279,6 +340,7 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, feedback("Progressing"))
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(
 		[]string{"Service/guestbook-ui  Healthy", "Deployment/guestbook-ui  Progressing"}))
+	h.g.Expect(managedOf(h.g, rdb, "guestbook")).To(BeNil(), "live states that are no longer read are removed with the cluster's tree")
 	h.g.Eventually(notRead, timeout, interval).Should(ConsistOf(
 		And(ContainSubstring("could not be read through OCM's channel"), ContainSubstring("reading Service "+guestbook+"/guestbook-ui on the cluster: the server is currently unable to handle the request"))))
 
@@ -287,6 +349,7 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	time.Sleep(clusterTreeBackoff)
 	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, feedback("Healthy"))
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want))
+	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(Equal(wantManaged))
 	h.g.Consistently(notRead, 2*time.Second, interval).Should(HaveLen(1), "said once")
 
 	// The cluster secret loses the channel (its GitOpsCluster no longer asks for it): the tree is
@@ -297,7 +360,15 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	secret.Data = map[string][]byte{"name": []byte(cluster), "server": []byte(gitops.Server(cluster))}
 	h.g.Expect(h.c.Update(ctx, secret)).To(Succeed())
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(display))
+	h.g.Expect(managedOf(h.g, rdb, "guestbook")).To(BeNil())
 	secret.Data = withChannel.Data
 	h.g.Expect(h.c.Update(ctx, secret)).To(Succeed())
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want))
+	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(Equal(wantManaged))
+
+	// The Application deleted: its managed resources go with its tree.
+	app := argocd.NewApplication()
+	h.g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "guestbook"}, app)).To(Succeed())
+	h.g.Expect(h.c.Delete(ctx, app)).To(Succeed())
+	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(BeNil())
 }

@@ -100,6 +100,9 @@ type Options struct {
 	// the ManagedServiceAccounts GitOpsClusters may name); unset, every cluster secret is
 	// credential-free.
 	Channel clusteraccess.Channel
+	// ArgoCDServer is the hub's Argo CD API server, asked for the Git side of the managed
+	// resources of an Application on its cluster's channel; no URL: they carry live states only.
+	ArgoCDServer resourceviews.ServerOptions
 }
 
 // ArgoCDNamespaces are the Argo CD namespaces the install names: ArgoCDNamespace and
@@ -167,6 +170,11 @@ func (o Options) Validate() error {
 	}
 	if err := o.Channel.Validate(); err != nil {
 		return err
+	}
+	if o.ArgoCDServer.URL != "" {
+		if _, err := resourceviews.NewArgoCDServer(o.ArgoCDServer); err != nil {
+			return err
+		}
 	}
 	for _, ns := range o.GitOpsNamespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
@@ -301,6 +309,12 @@ func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options)
 	if err != nil {
 		return fmt.Errorf("setting up the resource tree's redis: %w", err)
 	}
+	trees := &ClusterTrees{Channel: opts.Channel, Limits: resourceviews.DefaultLimits}
+	if opts.ArgoCDServer.URL != "" {
+		if trees.Targets, err = resourceviews.NewArgoCDServer(opts.ArgoCDServer); err != nil {
+			return err
+		}
+	}
 	if err := (&ResourceTreeReconciler{
 		Client:          mgr.GetClient(),
 		Recorder:        mgr.GetEventRecorder("argocd-pull-resourcetree"),
@@ -308,7 +322,7 @@ func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options)
 		Encoding:        treeOpts.Encoding,
 		ArgoCDNamespace: opts.ArgoCDNamespace,
 		TTL:             treeOpts.TTL,
-		ClusterTrees:    &ClusterTrees{Channel: opts.Channel, Limits: resourceviews.DefaultLimits},
+		ClusterTrees:    trees,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the resource tree controller: %w", err)
 	}

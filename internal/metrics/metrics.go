@@ -91,6 +91,13 @@ var (
 		Help: "Resource trees written to the hub Argo CD's cache, by operation (put: a changed tree; renew: an unchanged one before its TTL ends; delete), result (ok, error) and source (display: what the cluster reports; cluster: the cluster's own objects, read through OCM's channel; empty for a delete).",
 	}, []string{"operation", "result", "source"})
 
+	// ManagedResourcesWrites counts the managed-resources writes to the hub Argo CD's redis, made
+	// beside the trees read from the cluster (internal/resourceviews).
+	ManagedResourcesWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "argocd_pull_managed_resources_writes_total",
+		Help: "Managed resources (each resource's live state from its cluster, and its diff from Git) written to the hub Argo CD's cache with a tree read from the cluster, by operation (put, renew, delete) and result (ok, error).",
+	}, []string{"operation", "result"})
+
 	// ClusterTreeReads counts the requests made to managed clusters through OCM's channel to read
 	// their own trees (internal/resourceviews).
 	ClusterTreeReads = prometheus.NewCounter(prometheus.CounterOpts{
@@ -150,7 +157,7 @@ var (
 // the gauges to its reader.
 func Register(reader client.Reader, staleAfter time.Duration) {
 	register.Do(func() {
-		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, ReportEntriesComputed, APIRequests, TreeWrites, ClusterTreeReads, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
+		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, ReportEntriesComputed, APIRequests, TreeWrites, ManagedResourcesWrites, ClusterTreeReads, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
 		// Every operation is exported from the start, at 0: rate() and alerts see a series
 		// before the first write.
 		for _, op := range []string{OpCreate, OpUpdate, OpDelete} {
@@ -167,6 +174,9 @@ func Register(reader client.Reader, staleAfter time.Duration) {
 				TreeWrites.WithLabelValues(op, result, TreeSourceCluster)
 			}
 			TreeWrites.WithLabelValues("delete", result, "")
+			for _, op := range []string{"put", "renew", "delete"} {
+				ManagedResourcesWrites.WithLabelValues(op, result)
+			}
 		}
 	})
 	collector.reader.Store(&scrapeSource{reader: reader, staleAfter: staleAfter})

@@ -2,15 +2,14 @@ package resourcetree
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/argocd-pull/argocd-pull/internal/tlsfiles"
 )
 
 // Options say how to reach the hub Argo CD's redis, and how its cache is laid out.
@@ -32,13 +31,13 @@ type Options struct {
 }
 
 // ACL is the redis ACL of a user that may do what argocd-pull does in the hub Argo CD's redis and
-// nothing else: set and delete the resource-tree keys (under the prefix, see TreeKey), publish on
-// their channels (Channel), and ping. Such a user reads no key, so it cannot read Argo CD's cache
-// or its other keys, and writes no key but a tree (redis.conf: "user <name> on ><password> " and
-// these rules; ACL SETUSER takes them alike).
+// nothing else: set and delete the resource-tree and managed-resources keys (under the prefix, see
+// TreeKey and ManagedKey), publish on their channels (Channel), and ping. Such a user reads no
+// key, so it cannot read Argo CD's cache or its other keys, and writes no key but those two
+// (redis.conf: "user <name> on ><password> " and these rules; ACL SETUSER takes them alike).
 func ACL(keyPrefix string) []string {
-	return []string{"resetkeys", "~" + keyPrefix + "app|resources-tree|*", "resetchannels", "&app|managed-resources|*",
-		"-@all", "+set", "+del", "+publish", "+ping"}
+	return []string{"resetkeys", "~" + keyPrefix + "app|resources-tree|*", "~" + keyPrefix + "app|managed-resources|*",
+		"resetchannels", "&app|managed-resources|*", "-@all", "+set", "+del", "+publish", "+ping"}
 }
 
 // Cache writes trees into the hub Argo CD's redis.
@@ -80,16 +79,9 @@ func NewCache(opts Options) (*Cache, error) {
 		ro.CredentialsProviderContext = opts.Credentials
 	}
 	if opts.TLS {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if opts.CAFile != "" {
-			pem, err := os.ReadFile(opts.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("reading the redis CA: %w", err)
-			}
-			cfg.RootCAs = x509.NewCertPool()
-			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("the redis CA %s holds no PEM certificate", opts.CAFile)
-			}
+		cfg, err := tlsfiles.ClientConfig("redis", opts.CAFile, false)
+		if err != nil {
+			return nil, err
 		}
 		ro.TLSConfig = cfg
 	}
@@ -106,6 +98,27 @@ func (c *Cache) Put(ctx context.Context, instance string, t Tree) error {
 		return fmt.Errorf("writing the resource tree to the hub's redis %s: %w", c.opts.Address, err)
 	}
 	return c.notify(ctx, instance)
+}
+
+// PutManaged writes instance's managed resources (what internal/resourceviews makes: Argo CD's
+// ResourceDiff items) with the TTL. Written before the tree, whose write tells the watchers.
+func (c *Cache) PutManaged(ctx context.Context, instance string, items any) error {
+	data, err := c.opts.Encode(items)
+	if err != nil {
+		return fmt.Errorf("encoding the managed resources: %w", err)
+	}
+	if err := c.client.Set(ctx, c.opts.ManagedKey(instance), data, c.opts.TTL).Err(); err != nil {
+		return fmt.Errorf("writing the managed resources to the hub's redis %s: %w", c.opts.Address, err)
+	}
+	return nil
+}
+
+// DeleteManaged removes instance's managed resources (a missing key is fine).
+func (c *Cache) DeleteManaged(ctx context.Context, instance string) error {
+	if err := c.client.Del(ctx, c.opts.ManagedKey(instance)).Err(); err != nil {
+		return fmt.Errorf("removing the managed resources from the hub's redis %s: %w", c.opts.Address, err)
+	}
+	return nil
 }
 
 // Delete removes instance's tree, and tells the watchers.

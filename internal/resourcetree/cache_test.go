@@ -120,16 +120,18 @@ func TestTheTreeIsWrittenOverTLS(t *testing.T) {
 }
 
 // The controller's own redis user, with the ACL that install.md shows, writes and removes trees
-// and tells the API server's watchers, and can do nothing else: it reads no key (not Argo CD's
-// cache, not another Application's tree), writes no key but a tree, subscribes to nothing and
-// cannot reconfigure or flush the redis. Against a real redis-server.
+// and managed resources and tells the API server's watchers, and can do nothing else: it reads no
+// key (not Argo CD's cache, not another Application's tree), writes no key but those, subscribes
+// to nothing and cannot reconfigure or flush the redis. Against a real redis-server.
 func TestTheControllersRedisUserReachesOnlyTheTreeKeys(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	addr := testenv.RedisWithUser(t, "admin-s3cret", "argocd-pull", "tree-s3cret", ACL(""))
 	admin := redis.NewClient(&redis.Options{Addr: addr, Password: "admin-s3cret"})
 	defer func() { _ = admin.Close() }()
-	g.Expect(admin.Set(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz", "argo's own", 0).Err()).To(Succeed())
+	// Argo CD's cache of the manifests its repo-server rendered (util/cache: mfst|<app>|...).
+	argos := "mfst|argocd.argoproj.io/instance|team-a_guestbook|abc123|1.8.3.gz"
+	g.Expect(admin.Set(ctx, argos, "argo's own", 0).Err()).To(Succeed())
 
 	c, err := NewCache(Options{Address: addr, Encoding: Encoding{Gzip: true}, TTL: time.Hour,
 		Credentials: func(context.Context) (string, string, error) { return "argocd-pull", "tree-s3cret", nil }})
@@ -139,21 +141,26 @@ func TestTheControllersRedisUserReachesOnlyTheTreeKeys(t *testing.T) {
 	tree := Build([]any{resource("ConfigMap", "guestbook", "ui", "Healthy")}).Tree
 	g.Expect(c.Put(ctx, "team-a_guestbook", tree)).To(Succeed())
 	g.Expect(admin.Exists(ctx, "app|resources-tree|team-a_guestbook|1.8.3.gz").Val()).To(Equal(int64(1)))
+	g.Expect(c.PutManaged(ctx, "team-a_guestbook", []map[string]string{{"kind": "ConfigMap", "name": "ui", "liveState": "null"}})).To(Succeed())
+	g.Expect(admin.Exists(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz").Val()).To(Equal(int64(1)))
 	g.Expect(c.Delete(ctx, "team-a_guestbook")).To(Succeed())
+	g.Expect(c.DeleteManaged(ctx, "team-a_guestbook")).To(Succeed())
+	g.Expect(admin.Exists(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz").Val()).To(BeZero())
 
 	user := redis.NewClient(&redis.Options{Addr: addr, Username: "argocd-pull", Password: "tree-s3cret", Protocol: 2, DisableIdentity: true})
 	defer func() { _ = user.Close() }()
 	for what, err := range map[string]error{
-		"read Argo CD's cache":       user.Get(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz").Err(),
+		"read Argo CD's cache":       user.Get(ctx, argos).Err(),
+		"read managed resources":     user.Get(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz").Err(),
 		"read a tree":                user.Get(ctx, "app|resources-tree|team-a_guestbook|1.8.3.gz").Err(),
-		"overwrite Argo CD's cache":  user.Set(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz", "poisoned", 0).Err(),
-		"delete Argo CD's cache":     user.Del(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz").Err(),
+		"overwrite Argo CD's cache":  user.Set(ctx, argos, "poisoned", 0).Err(),
+		"delete Argo CD's cache":     user.Del(ctx, argos).Err(),
 		"list the keys":              user.Keys(ctx, "*").Err(),
 		"scan the keys":              user.Scan(ctx, 0, "*", 10).Err(),
 		"flush the redis":            user.FlushAll(ctx).Err(),
 		"read the configuration":     user.ConfigGet(ctx, "requirepass").Err(),
 		"publish on another channel": user.Publish(ctx, "argocd-secret", "x").Err(),
-		"run a script":               user.Eval(ctx, "return redis.call('get', KEYS[1])", []string{"app|managed-resources|team-a_guestbook|1.8.3.gz"}).Err(),
+		"run a script":               user.Eval(ctx, "return redis.call('get', KEYS[1])", []string{argos}).Err(),
 		"list the ACL":               user.Do(ctx, "ACL", "LIST").Err(),
 		"subscribe to Argo CD's watch": func() error {
 			sub := user.Subscribe(ctx, "app|managed-resources|team-a_guestbook|1.8.3")
@@ -164,7 +171,7 @@ func TestTheControllersRedisUserReachesOnlyTheTreeKeys(t *testing.T) {
 	} {
 		g.Expect(err).To(MatchError(ContainSubstring("NOPERM")), "the tree user may not %s", what)
 	}
-	g.Expect(admin.Get(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz").Val()).To(Equal("argo's own"))
+	g.Expect(admin.Get(ctx, argos).Val()).To(Equal("argo's own"))
 }
 
 // docs/install.md shows the ACL that ACL returns.
@@ -177,7 +184,7 @@ func TestInstallDocsShowTheACL(t *testing.T) {
 	if !strings.Contains(string(data), "`"+rules+"`") {
 		t.Errorf("docs/install.md does not show the ACL %q", rules)
 	}
-	quoted := strings.NewReplacer("~app|resources-tree|*", "'~app|resources-tree|*'", "&app|managed-resources|*", "'&app|managed-resources|*'").Replace(rules)
+	quoted := strings.NewReplacer("~app|resources-tree|*", "'~app|resources-tree|*'", "~app|managed-resources|*", "'~app|managed-resources|*'", "&app|managed-resources|*", "'&app|managed-resources|*'").Replace(rules)
 	if !strings.Contains(string(data), quoted) {
 		t.Errorf("docs/install.md's ACL SETUSER does not set the rules %q", quoted)
 	}

@@ -165,18 +165,28 @@ func (e Encoding) TreeKey(instance string) string {
 	return key
 }
 
+// ManagedKey is the redis key of an Application's managed resources (Argo CD's
+// SetAppManagedResources): what its API server answers ManagedResources with.
+func (e Encoding) ManagedKey(instance string) string {
+	key := e.KeyPrefix + "app|managed-resources|" + instance + "|" + CacheVersion
+	if e.Gzip {
+		key += ".gz"
+	}
+	return key
+}
+
 // Channel is the redis channel Argo CD's API server watches for an Application's tree (its
 // WatchResourceTree, which the UI streams): named after the managed-resources key.
 func (e Encoding) Channel(instance string) string {
 	return "app|managed-resources|" + instance + "|" + CacheVersion
 }
 
-// Encode is t as Argo CD's cache stores it: JSON with a trailing newline (json.Encoder), gzip'd
-// when e.Gzip.
-func (e Encoding) Encode(t Tree) ([]byte, error) {
+// Encode is v (a Tree, or managed resources) as Argo CD's cache stores it: JSON with a trailing
+// newline (json.Encoder), gzip'd when e.Gzip.
+func (e Encoding) Encode(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	if !e.Gzip {
-		if err := json.NewEncoder(&buf).Encode(t); err != nil {
+		if err := json.NewEncoder(&buf).Encode(v); err != nil {
 			return nil, err
 		}
 		return buf.Bytes(), nil
@@ -186,7 +196,7 @@ func (e Encoding) Encode(t Tree) ([]byte, error) {
 	zw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(zw)
 	zw.Reset(&buf)
-	if err := json.NewEncoder(zw).Encode(t); err != nil {
+	if err := json.NewEncoder(zw).Encode(v); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {

@@ -101,6 +101,8 @@ func TestKeysAndEncodingAreArgoCDs(t *testing.T) {
 	g.Expect(gz.Channel("guestbook")).To(Equal("app|managed-resources|guestbook|1.8.3"))
 	g.Expect(Encoding{KeyPrefix: "p:"}.TreeKey("guestbook")).To(Equal("p:app|resources-tree|guestbook|1.8.3"))
 	g.Expect(Encoding{KeyPrefix: "p:"}.Channel("guestbook")).To(Equal("app|managed-resources|guestbook|1.8.3"), "a channel takes no prefix")
+	g.Expect(gz.ManagedKey("team-a_guestbook")).To(Equal("app|managed-resources|team-a_guestbook|1.8.3.gz"))
+	g.Expect(Encoding{KeyPrefix: "p:"}.ManagedKey("guestbook")).To(Equal("p:app|managed-resources|guestbook|1.8.3"))
 
 	tree := Build([]any{resource("ConfigMap", "guestbook", "ui", "")}).Tree
 	plain, err := Encoding{}.Encode(tree)

@@ -11,18 +11,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
+	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 )
 
 // Limits bound what one read of a cluster for one Application costs.
 type Limits struct {
-	// Gets is how many listed resources are read, one GET of their metadata each.
+	// Gets is how many listed resources are read, one GET each (the whole object: its metadata
+	// for the tree, its live state for the managed resources).
 	Gets int
 	// Namespaces is in how many of the listed resources' namespaces children are listed.
 	Namespaces int
@@ -49,15 +52,15 @@ type Reads struct {
 }
 
 // Read gathers, through cfg (the channel to one cluster, as its read-only account), the facts of
-// the tree of an Application that lists listed (its status.resources): the metadata of each
-// listed resource (its uid and owners) and the ReplicaSets and Pods of the namespaces that hold
+// the tree of an Application that lists listed (its status.resources): each listed resource whole
+// (its uid and owners, and its live state) and the ReplicaSets and Pods of the namespaces that hold
 // their owners, with their health. A resource the cluster does not have, or the account may not
 // read, is left out; any other failure (the token refused, the channel down) is the error, and
 // the caller keeps the display tree.
 func Read(ctx context.Context, cfg *rest.Config, listed []any, lim Limits) (Facts, Reads, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return capBodies{rt, lim.Body} })
-	metaClient, err := metadata.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return Facts{}, Reads{}, err
 	}
@@ -65,7 +68,7 @@ func Read(ctx context.Context, cfg *rest.Config, listed []any, lim Limits) (Fact
 	if err != nil {
 		return Facts{}, Reads{}, err
 	}
-	f := Facts{Listed: listed}
+	f := Facts{Listed: listed, Objects: map[resourcetree.Ref]*unstructured.Unstructured{}, Unread: map[resourcetree.Ref]bool{}}
 	var reads Reads
 	var namespaces []string
 	for _, entry := range listed {
@@ -76,35 +79,40 @@ func Read(ctx context.Context, cfg *rest.Config, listed []any, lim Limits) (Fact
 		str := func(k string) string { s, _ := item[k].(string); return s }
 		gvk := schema.GroupVersionKind{Group: str("group"), Version: str("version"), Kind: str("kind")}
 		ns, name := str("namespace"), str("name")
+		id := resourcetree.Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: name}
 		if slices.Contains(ownerKinds, gvk.Kind) && ns != "" && !slices.Contains(namespaces, ns) {
 			namespaces = append(namespaces, ns)
 		}
 		if reads.Requests >= lim.Gets || gvk.Version == "" {
 			reads.Skipped++
+			f.Unread[id] = true
 			continue
 		}
 		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
 		if gvr.Group == "" && !clusteraccess.CoreReadable(gvr.Resource) {
 			reads.Skipped++ // a Secret: the account may never read it, so it is not asked
+			f.Unread[id] = true
 			continue
 		}
 		reads.Requests++
-		var o *metav1.PartialObjectMetadata
+		var o *unstructured.Unstructured
 		if ns == "" {
-			o, err = metaClient.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+			o, err = dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
 		} else {
-			o, err = metaClient.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+			o, err = dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		}
 		switch {
 		case apierrors.IsNotFound(err):
 			continue // Missing on the cluster: no uid
 		case apierrors.IsForbidden(err):
 			reads.Skipped++
+			f.Unread[id] = true
 			continue
 		case err != nil:
 			return f, reads, fmt.Errorf("reading %s %s/%s on the cluster: %w", gvk.Kind, ns, name, err)
 		}
-		f.Live = append(f.Live, fromMeta(gvk, o.ObjectMeta, ""))
+		f.Objects[id] = o
+		f.Live = append(f.Live, fromObject(gvk, o))
 	}
 	slices.Sort(namespaces)
 	if len(namespaces) > lim.Namespaces {
@@ -155,6 +163,15 @@ func skipForbidden(err error, reads *Reads) error {
 		return nil
 	}
 	return err
+}
+
+// fromObject is what the tree takes of a listed resource as read (its health is the Application's).
+func fromObject(gvk schema.GroupVersionKind, o *unstructured.Unstructured) Object {
+	out := Object{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName(), UID: string(o.GetUID())}
+	for _, ref := range o.GetOwnerReferences() {
+		out.Owners = append(out.Owners, string(ref.UID))
+	}
+	return out
 }
 
 func fromMeta(gvk schema.GroupVersionKind, m metav1.ObjectMeta, health string) Object {

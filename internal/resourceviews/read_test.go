@@ -11,11 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
+	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
@@ -139,6 +141,17 @@ func TestReadGivesTheClustersTreeAsTheReadOnlyAccount(t *testing.T) {
 	}
 	if reads.Requests != 5 || reads.Skipped != 1 {
 		t.Errorf("%+v; want 3 GETs and 2 lists, the Secret skipped without a request (the account may never read it)", reads)
+	}
+
+	// The listed resources are read whole: their live states, for the managed resources.
+	dep := f.Objects[resourcetree.Ref{Group: "apps", Kind: "Deployment", Namespace: c.ns, Name: "web"}]
+	if replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); dep == nil || replicas != 2 {
+		t.Errorf("the live Deployment: %v; want it whole, with its 2 replicas", dep)
+	}
+	secret := resourcetree.Ref{Kind: "Secret", Namespace: c.ns, Name: "web-token"}
+	gone := resourcetree.Ref{Kind: "ConfigMap", Namespace: c.ns, Name: "gone"}
+	if len(f.Objects) != 2 || !f.Unread[secret] || len(f.Unread) != 1 || f.Objects[gone] != nil {
+		t.Errorf("objects %v, unread %v; want the Deployment and the Service live, the Secret unread, the ConfigMap in neither (missing)", f.Objects, f.Unread)
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 )
@@ -45,6 +47,11 @@ type Facts struct {
 	Listed []any
 	// Live are the listed resources as the cluster holds them (one that is Missing is not here).
 	Live []Object
+	// Objects are the same, whole, as read: the live states of the managed resources.
+	Objects map[resourcetree.Ref]*unstructured.Unstructured
+	// Unread are the listed resources that were not asked for or not given (Secrets, a kind
+	// outside the read-only account's rights, over the limits): neither live nor missing.
+	Unread map[resourcetree.Ref]bool
 	// Children are the candidates for children: the objects of the kinds that own or are owned
 	// (ReplicaSets, Pods, Jobs, ...) in the listed resources' namespaces.
 	Children []Object

@@ -378,6 +378,9 @@ func startHubArgoCDServer(ctx context.Context, dir string, argo argoCDRelease, h
 	if err := writeHubRedisSecret(ctx, hub); err != nil {
 		return "", err
 	}
+	if err := writeHubArgoCDAccount(ctx, hub); err != nil {
+		return "", err
+	}
 	redis, repo, err := startRedisAndRepoServer(dir, argo, "hub", hub.Kubeconfig, ports, HubRedisPassword, hubRedisTreeUser())
 	if err != nil {
 		return "", err

@@ -111,16 +111,18 @@ func TestPurgeDeletesOnlyALab(t *testing.T) {
 }
 
 // The lab's controller from the image runs as the chart's Deployment runs it, with the
-// kubeconfig and cluster-proxy CA flags pointing at their mounts and every other flag unchanged.
+// kubeconfig, cluster-proxy CA and Argo CD token flags pointing at their mounts and every other
+// flag unchanged.
 func TestControllerInImage(t *testing.T) {
 	args := controllerInImage("ghcr.io/argocd-pull/argocd-pull:v0.1.0", "/lab/hub-controller-image.kubeconfig",
-		[]string{"controller", "--kubeconfig=/lab/hub.kubeconfig", "--argocd-namespace=argocd", "--cluster-proxy-ca-file=/lab/cluster-proxy/ca.crt"})
+		[]string{"controller", "--kubeconfig=/lab/hub.kubeconfig", "--argocd-namespace=argocd", "--cluster-proxy-ca-file=/lab/cluster-proxy/ca.crt", "--argocd-server-token-file=/lab/argocd-pull-argocd-token"})
 	joined := strings.Join(args, " ")
 	for _, want := range []string{
 		"--read-only --read-only-tmpfs=false", "--cap-drop ALL", "--security-opt no-new-privileges",
 		"--volume /lab/hub-controller-image.kubeconfig:/var/run/argocd-pull/kubeconfig:ro,U",
-		"--volume /lab/cluster-proxy/ca.crt:/var/run/argocd-pull/cluster-proxy-ca.crt:ro ghcr.io/argocd-pull/argocd-pull:v0.1.0",
-		"ghcr.io/argocd-pull/argocd-pull:v0.1.0 controller --kubeconfig=/var/run/argocd-pull/kubeconfig --argocd-namespace=argocd --cluster-proxy-ca-file=/var/run/argocd-pull/cluster-proxy-ca.crt",
+		"--volume /lab/cluster-proxy/ca.crt:/var/run/argocd-pull/cluster-proxy-ca.crt:ro ",
+		"--volume /lab/argocd-pull-argocd-token:/var/run/argocd-pull/argocd-server-token:ro,U ghcr.io/argocd-pull/argocd-pull:v0.1.0",
+		"ghcr.io/argocd-pull/argocd-pull:v0.1.0 controller --kubeconfig=/var/run/argocd-pull/kubeconfig --argocd-namespace=argocd --cluster-proxy-ca-file=/var/run/argocd-pull/cluster-proxy-ca.crt --argocd-server-token-file=/var/run/argocd-pull/argocd-server-token",
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("podman %s\nlacks %q", joined, want)

@@ -22,6 +22,7 @@ func controllerInImage(image, kubeconfig string, args []string) []string {
 		"--read-only", "--read-only-tmpfs=false", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"--volume", kubeconfig + ":" + mounted + ":ro,U", image}
 	const mountedCA = "/var/run/argocd-pull/cluster-proxy-ca.crt"
+	const mountedToken = "/var/run/argocd-pull/argocd-server-token"
 	var rest []string
 	for _, a := range args {
 		if strings.HasPrefix(a, "--kubeconfig=") {
@@ -31,6 +32,11 @@ func controllerInImage(image, kubeconfig string, args []string) []string {
 		if ca, ok := strings.CutPrefix(a, "--cluster-proxy-ca-file="); ok {
 			run = slices.Insert(run, len(run)-1, "--volume", ca+":"+mountedCA+":ro")
 			a = "--cluster-proxy-ca-file=" + mountedCA
+		}
+		// The Argo CD API token: the container's uid owns it, as a mounted Secret's key.
+		if token, ok := strings.CutPrefix(a, "--argocd-server-token-file="); ok {
+			run = slices.Insert(run, len(run)-1, "--volume", token+":"+mountedToken+":ro,U")
+			a = "--argocd-server-token-file=" + mountedToken
 		}
 		rest = append(rest, a)
 	}

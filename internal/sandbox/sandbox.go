@@ -279,6 +279,10 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		return lab, err
 	}
 	done()
+	argoCDToken := filepath.Join(o.Dir, "argocd-pull-argocd-token")
+	if err := hubArgoCDToken(ctx, lab.ArgoCD, argoCDToken); err != nil {
+		return lab, err
+	}
 	if lab.ArgoCD.NoWebUI = hubArgo.noWebUI(); lab.ArgoCD.NoWebUI != "" {
 		fmt.Fprintf(o.Out, "  no web UI: %s\n", lab.ArgoCD.NoWebUI)
 	}
@@ -306,6 +310,9 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		// its own ACL user, which may write the trees only.
 		"--argocd-redis=" + hubRedis, "--argocd-redis-username=" + HubRedisTreeUser, "--argocd-redis-secret=" + HubRedisTreeSecret,
 		"--cluster-proxy-url=" + lab.ClusterProxy.URL, "--cluster-proxy-ca-file=" + lab.ClusterProxy.CA, // OCM's channel
+		// The Git side of the managed resources' diff, from the hub's API server, as argocd-pull's
+		// own Argo CD account.
+		"--argocd-server=http://" + lab.ArgoCD.Addr, "--argocd-server-token-file=" + argoCDToken,
 	}, o.ControllerArgs...)
 	if o.ControllerImage != "" {
 		// A copy for the container's uid to own: the lab's own kubeconfig stays the user's.

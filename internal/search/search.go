@@ -7,8 +7,6 @@ package search
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +19,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/tlsfiles"
 )
 
 // AppKey names an Application on a managed cluster.
@@ -55,17 +54,9 @@ type Options struct {
 
 // New returns a client, or an error when the CA file cannot be read.
 func New(o Options) (*Client, error) {
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: o.InsecureSkipVerify} //nolint:gosec // operator's explicit choice
-	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading the Search CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("the Search CA file %s holds no PEM certificate", o.CAFile)
-		}
-		tlsConfig.RootCAs = pool
+	tlsConfig, err := tlsfiles.ClientConfig("Search", o.CAFile, o.InsecureSkipVerify)
+	if err != nil {
+		return nil, err
 	}
 	return &Client{
 		url:                strings.TrimRight(o.URL, "/") + "/searchapi/graphql",

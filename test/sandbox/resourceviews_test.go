@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,9 +42,11 @@ spec:
 // channel (the documents' GitOpsCluster with managedServiceAccountRef), shows cluster1's own tree
 // in the hub's Argo CD: the ReplicaSet and the Pods under the Deployment, with uids, read through
 // the real cluster-proxy as the ManagedServiceAccount; and argocd app get-resource answers with
-// the live manifest from cluster1, a value set there by hand included. Writes still reach nothing:
-// cluster1's Deployment is unchanged. Single-source, and multi-source as the documents' own
-// Applications are.
+// the live manifest from cluster1, a value set there by hand included. Scaled on cluster1 by hand,
+// the Deployment's live state and its diff from Git show in argocd app manifests --source live and
+// argocd app diff, and in the UI's resource panel (its summary, Diff and EVENTS, from cluster1);
+// argocd app logs gets cluster1's own answer. Writes still reach nothing: cluster1's Deployment is
+// unchanged. Single-source, and multi-source as the documents' own Applications are.
 func TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree(t *testing.T) {
 	requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -107,6 +111,50 @@ func showsTheClustersOwnTree(ctx context.Context, t *testing.T, hub, cluster1 cl
 		return err == nil && strings.Contains(out, "cluster1-by-hand") && strings.Contains(out, string(live.UID)), fmt.Errorf("%v: %s", err, out)
 	})
 	t.Logf("argocd app get-resource %s --kind Deployment --resource-name views-web -o yaml:\n%s", name, manifest)
+
+	// Scaled on cluster1 by hand (the automated sync does not heal): cluster1's Argo CD reports
+	// the Deployment OutOfSync, and the hub reads it again. Its live state and its diff from Git
+	// come from cluster1 and the hub's repo-server.
+	if err := cluster1.Get(ctx, deployment, live); err != nil {
+		t.Fatal(err)
+	}
+	live.Spec.Replicas = ptr.To[int32](3)
+	if err := cluster1.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "argocd app manifests --source live showing cluster1's 3 replicas", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "manifests", name, "--source", "live")
+		manifest = out
+		return err == nil && strings.Contains(out, "replicas: 3") && strings.Contains(out, "cluster1-by-hand"), fmt.Errorf("%v: %s", err, out)
+	})
+	t.Logf("argocd app manifests %s --source live:\n%s", name, manifest)
+	var diff string
+	eventually(t, "argocd app diff showing cluster1's 3 replicas against Git's 2", time.Minute, "hub-argocd-server.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "diff", name)
+		diff = out
+		// Exit code 1: a difference was found.
+		return strings.Contains(out, "replicas: 3") && strings.Contains(out, "replicas: 2"), fmt.Errorf("%v: %s", err, out)
+	})
+	t.Logf("argocd app diff %s:\n%s", name, diff)
+
+	// Logs reach cluster1's apiserver as the ManagedServiceAccount: the lab's clusters run no
+	// kubelet, so its answer is that the Pod has no node.
+	eventually(t, "argocd app logs answering with cluster1's own word", time.Minute, "hub-argocd-server.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "logs", name, "--group", "apps", "--kind", "Deployment", "--name", "views-web", "--namespace", "views")
+		return strings.Contains(out, "does not have a host assigned"), fmt.Errorf("%v: %s", err, out)
+	})
+
+	// The UI: the resource panel of the Deployment, its live state from cluster1 (3 replicas
+	// asked, none ready: no kubelet), its Diff from Git, and cluster1's EVENTS.
+	ui := openArgoUI(t)
+	panel := "/applications/" + sandbox.ArgoNamespace + "/" + app.GetName() + "?node=" + url.QueryEscape("apps/Deployment/views/views-web/0")
+	ui.visit("resource-panel-"+app.GetName(), panel+"&tab=summary")
+	ui.waitText("the Deployment's summary from cluster1", ".sliding-panel__body", time.Minute, "views-web", "3/0/3")
+	ui.click("Diff", ".sliding-panel__body .tabs__nav *", "Diff")
+	ui.waitText("the Deployment's diff from Git", ".sliding-panel__body", time.Minute, "replicas: 3", "replicas: 2")
+	ui.click("EVENTS", ".sliding-panel__body .tabs__nav *", "EVENTS")
+	ui.waitText("cluster1's events of the Deployment", ".sliding-panel__body", time.Minute, "ScalingReplicaSet")
+	ui.noErrorToasts()
 
 	// A write verb reaches nothing: cluster1's Deployment stays as it was.
 	out, err := cli.run(time.Minute, "app", "delete-resource", name, "--kind", "Deployment", "--resource-name", "views-web", "--namespace", "views")
