@@ -52,6 +52,9 @@ type AppStatusReconciler struct {
 	queue chan event.GenericEvent
 	// patches serialises each Application's status patches (see statusPatches).
 	patches statusPatches
+	// TreeWarnings say what the cluster's own tree of an Application left out: said in its
+	// PullFeedbackWarning beside what its feedback had cut (nil: nothing).
+	TreeWarnings *TreeWarnings
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -209,6 +212,9 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	derivedSync := appstatus.Derive(obs, appstatus.WantedSource(app)).Sync
 	obs.HubSynced = derivedSync == argocd.SyncSynced || hubSync == derivedSync
 	st := appstatus.Derive(obs, appstatus.WantedSource(app))
+	if w := r.TreeWarnings.Get(key); w != "" {
+		st.Warnings = append(st.Warnings, w)
+	}
 	hub.Synced = obs.HubSynced
 	if hubPhase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase"); hubPhase == manifestwork.PhaseTerminating &&
 		!obs.HubTerminating && st.Operation != nil && !manifestwork.Finished(st.Operation.Phase) {

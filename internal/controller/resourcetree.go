@@ -63,6 +63,8 @@ type ResourceTreeReconciler struct {
 	// ClusterTrees gives an Application whose destination is its cluster's channel secret the
 	// cluster's own tree (resourceviews.go); nil: the display tree for all.
 	ClusterTrees *ClusterTrees
+	// Warnings take what a cluster's own tree left out, for the status controller (nil: logged only).
+	Warnings *TreeWarnings
 
 	written sync.Map // types.NamespacedName → treeRecord
 	outage  outage
@@ -170,6 +172,7 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
 		}
 		metrics.TreeWrites.WithLabelValues("delete", "ok", "").Inc()
+		r.Warnings.set(ctx, key, "")
 		if last, _ := r.record(key); last.managed {
 			if err := r.deleteManaged(ctx, instance); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "The managed resources stay in the hub Argo CD's cache until their TTL ends")
@@ -185,6 +188,7 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
 	built := r.build(ctx, app, target.Cluster, resources)
+	r.Warnings.set(ctx, key, built.warning)
 	sum := built.sum()
 	op := "put"
 	last, ok := r.record(key)

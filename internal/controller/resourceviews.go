@@ -9,6 +9,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +64,8 @@ type builtTree struct {
 	// managed are the managed resources of a tree read from the cluster (nil for the display
 	// tree: none is written, and one written before is removed).
 	managed *resourceviews.Managed
+	// warning says what of the cluster's objects the tree and the managed resources left out.
+	warning string
 	// unread says why the cluster's own tree was asked for and could not be read ("" otherwise).
 	unread string
 }
@@ -118,7 +122,43 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 	if msg := managed.Message(); msg != "" {
 		ctrl.LoggerFrom(ctx).Info("Cutting the managed resources", "reason", msg)
 	}
-	return builtTree{tree: b.Tree, message: b.Message(), source: metrics.TreeSourceCluster, managed: &managed}
+	warning := strings.Join(slices.DeleteFunc([]string{b.ClusterMessage(), managed.Message()}, func(s string) bool { return s == "" }), "; ")
+	return builtTree{tree: b.Tree, message: b.Message(), source: metrics.TreeSourceCluster, managed: &managed, warning: warning}
+}
+
+// TreeWarnings are what building each Application's tree from its cluster left out: objects that
+// break the tree's rules, children over its caps, managed resources without states. The status
+// controller says them in the Application's PullFeedbackWarning, as it says what of the cluster's
+// feedback it cut: the cluster wrote both.
+type TreeWarnings struct {
+	m sync.Map // types.NamespacedName → string
+	// changed queues the status controller's reconcile of an Application whose warning changed.
+	changed func(ctx context.Context, key types.NamespacedName)
+}
+
+// Get is key's warning, "" when none (or w is nil).
+func (w *TreeWarnings) Get(key types.NamespacedName) string {
+	if w == nil {
+		return ""
+	}
+	v, _ := w.m.Load(key)
+	s, _ := v.(string)
+	return s
+}
+
+// set records key's warning ("": none), and queues its status when it changed.
+func (w *TreeWarnings) set(ctx context.Context, key types.NamespacedName, warning string) {
+	if w == nil || w.Get(key) == warning {
+		return
+	}
+	if warning == "" {
+		w.m.Delete(key)
+	} else {
+		w.m.Store(key, warning)
+	}
+	if w.changed != nil {
+		w.changed(ctx, key)
+	}
 }
 
 // sum identifies what b writes: its tree, and its managed resources when it has them.

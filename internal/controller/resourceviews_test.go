@@ -32,6 +32,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
@@ -365,6 +366,28 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	h.g.Expect(h.c.Update(ctx, secret)).To(Succeed())
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want))
 	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(Equal(wantManaged))
+
+	// A resource too large for the managed resources' cap (a ConfigMap of 600 KiB, as the cluster
+	// holds it): it keeps no states, and the Application says so in its PullFeedbackWarning, as
+	// for feedback over the caps; listed no more, the warning goes.
+	if _, err := cs.CoreV1().ConfigMaps(guestbook).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big"},
+		Data: map[string]string{"blob": strings.Repeat("x", 600*1024)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	withBig := managedMultiSourceFeedback(t, func(status map[string]any) {
+		resources := status["resources"].([]any)
+		for _, r := range resources {
+			r.(map[string]any)["namespace"] = guestbook
+		}
+		status["resources"] = append(resources, map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": guestbook, "name": "big",
+			"status": "Synced", "health": map[string]any{"status": "Healthy"}})
+	})
+	warning := func() string { return argocd.ConditionMessage(h.getApp("guestbook"), appstatus.FeedbackWarningCondition) }
+	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, withBig)
+	h.g.Eventually(warning, timeout, interval).Should(ContainSubstring("the managed resources keep no states for 1 resources (first: ConfigMap " + guestbook + "/big: its states are"))
+	h.g.Expect(managedOf(h.g, rdb, "guestbook")).To(ContainElement("ConfigMap/big live=false target=false modified=false"))
+	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, feedback("Healthy"))
+	h.g.Eventually(warning, timeout, interval).Should(BeEmpty())
 
 	// The Application deleted: its managed resources go with its tree.
 	app := argocd.NewApplication()

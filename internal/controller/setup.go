@@ -265,10 +265,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the propagation controller: %w", err)
 	}
-	if err := (&AppStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("argocd-pull-appstatus"), StaleAfter: opts.StaleAfter,
-		Barrier: appstatus.BarrierLimits{UnconfirmedHold: opts.RollingSyncUnconfirmedHold, UnconfirmedChanges: appstatus.DefaultUnconfirmedChanges}}).SetupWithManager(mgr, copts); err != nil {
+	// What the cluster's own trees leave out, said with what the status controller cuts.
+	treeWarnings := &TreeWarnings{}
+	statuses := &AppStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("argocd-pull-appstatus"), StaleAfter: opts.StaleAfter,
+		Barrier:      appstatus.BarrierLimits{UnconfirmedHold: opts.RollingSyncUnconfirmedHold, UnconfirmedChanges: appstatus.DefaultUnconfirmedChanges},
+		TreeWarnings: treeWarnings}
+	if err := statuses.SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the application status controller: %w", err)
 	}
+	treeWarnings.changed = statuses.again
 	reports := &ReportReconciler{Client: mgr.GetClient(), Options: opts}
 	if opts.Search.URL != "" {
 		s, err := newReportSearch(mgr.GetClient(), opts)
@@ -284,7 +289,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the report controller: %w", err)
 	}
 	if opts.ResourceTree.Address != "" {
-		if err := setupResourceTree(mgr, opts, copts); err != nil {
+		if err := setupResourceTree(mgr, opts, copts, treeWarnings); err != nil {
 			return err
 		}
 	}
@@ -300,7 +305,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 }
 
 // setupResourceTree registers the resource tree controller, writing to the redis opts name.
-func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options) error {
+func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options, warnings *TreeWarnings) error {
 	treeOpts := opts.ResourceTree
 	if treeOpts.Credentials == nil {
 		treeOpts.Credentials = RedisCredentials(mgr.GetAPIReader(), client.ObjectKey{Namespace: opts.ArgoCDNamespace, Name: opts.RedisSecret}, opts.RedisUsername)
@@ -323,6 +328,7 @@ func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options)
 		ArgoCDNamespace: opts.ArgoCDNamespace,
 		TTL:             treeOpts.TTL,
 		ClusterTrees:    trees,
+		Warnings:        warnings,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the resource tree controller: %w", err)
 	}

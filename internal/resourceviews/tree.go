@@ -184,10 +184,13 @@ func Tree(f Facts) Built {
 // Message says what Tree left out, "" when nothing: what the display tree left out of the listed
 // resources, then what of the cluster's objects.
 func (b Built) Message() string {
+	return strings.Join(slices.DeleteFunc([]string{b.Listed.Message(), b.ClusterMessage()}, func(s string) bool { return s == "" }), "; ")
+}
+
+// ClusterMessage says what of the objects read from the cluster the tree left out (not of the
+// listed resources, which the status controller sanitised), "" when nothing.
+func (b Built) ClusterMessage() string {
 	var parts []string
-	if m := b.Listed.Message(); m != "" {
-		parts = append(parts, m)
-	}
 	if b.Refused > 0 {
 		parts = append(parts, fmt.Sprintf("the cluster's tree leaves out %d objects that break its rules (first: %s)", b.Refused, b.Why))
 	}

@@ -129,7 +129,8 @@ func (ui *argoUI) waitText(what, selector string, timeout time.Duration, want ..
 	deadline := time.Now().Add(timeout)
 	var text string
 	for time.Now().Before(deadline) {
-		v, _ := ui.eval(fmt.Sprintf(`[...document.querySelectorAll(%q)].map(e => e.innerText).join('\n')`, selector))
+		// The editors' text (Monaco) spaces with no-break spaces: read as plain spaces.
+		v, _ := ui.eval(fmt.Sprintf(`[...document.querySelectorAll(%q)].map(e => e.innerText).join('\n').replace(/\u00a0/g, ' ')`, selector))
 		text, _ = v.(string)
 		missing := false
 		for _, w := range want {
