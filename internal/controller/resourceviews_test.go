@@ -382,7 +382,9 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 		status["resources"] = append(resources, map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": guestbook, "name": "big",
 			"status": "Synced", "health": map[string]any{"status": "Healthy"}})
 	})
-	warning := func() string { return argocd.ConditionMessage(h.getApp("guestbook"), appstatus.FeedbackWarningCondition) }
+	warning := func() string {
+		return argocd.ConditionMessage(h.getApp("guestbook"), appstatus.FeedbackWarningCondition)
+	}
 	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, withBig)
 	h.g.Eventually(warning, timeout, interval).Should(ContainSubstring("the managed resources keep no states for 1 resources (first: ConfigMap " + guestbook + "/big: its states are"))
 	h.g.Expect(managedOf(h.g, rdb, "guestbook")).To(ContainElement("ConfigMap/big live=false target=false modified=false"))
