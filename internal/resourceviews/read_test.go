@@ -145,7 +145,10 @@ func TestReadGivesTheClustersTreeAsTheReadOnlyAccount(t *testing.T) {
 
 	// The listed resources are read whole: their live states, for the managed resources.
 	dep := f.Objects[resourcetree.Ref{Group: "apps", Kind: "Deployment", Namespace: c.ns, Name: "web"}]
-	if replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); dep == nil || replicas != 2 {
+	if dep == nil {
+		t.Fatal("the listed Deployment was not read whole")
+	}
+	if replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); replicas != 2 {
 		t.Errorf("the live Deployment: %v; want it whole, with its 2 replicas", dep)
 	}
 	secret := resourcetree.Ref{Kind: "Secret", Namespace: c.ns, Name: "web-token"}
