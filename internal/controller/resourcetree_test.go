@@ -25,7 +25,12 @@ import (
 // treeJSON reads Application name's tree from redis as Argo CD's API server does (gzip'd JSON under
 // its key); nil when there is none.
 func treeJSON(g Gomega, rdb *redis.Client, name string) []byte {
-	raw, err := rdb.Get(context.Background(), "app|resources-tree|"+name+"|1.8.3.gz").Bytes()
+	return cached(g, rdb, "app|resources-tree|"+name+"|1.8.3.gz")
+}
+
+// cached is the JSON of a gzip'd value of the hub Argo CD's cache, nil when there is none.
+func cached(g Gomega, rdb *redis.Client, key string) []byte {
+	raw, err := rdb.Get(context.Background(), key).Bytes()
 	if err == redis.Nil {
 		return nil
 	}

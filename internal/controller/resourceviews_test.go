@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"encoding/pem"
@@ -176,15 +174,12 @@ func rawTree(g Gomega, rdb *redis.Client, name string) *resourcetree.Tree {
 // live=<its live state's replicas, or whether it has one> target=<whether it has a target>
 // modified=<...>"; nil when there are none.
 func managedOf(g Gomega, rdb *redis.Client, name string) []string {
-	raw, err := rdb.Get(context.Background(), "app|managed-resources|"+name+"|1.8.3.gz").Bytes()
-	if err == redis.Nil {
+	data := cached(g, rdb, "app|managed-resources|"+name+"|1.8.3.gz")
+	if data == nil {
 		return nil
 	}
-	g.Expect(err).NotTo(HaveOccurred())
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	g.Expect(err).NotTo(HaveOccurred())
 	var items []resourceviews.ResourceDiff
-	g.Expect(json.NewDecoder(zr).Decode(&items)).To(Succeed())
+	g.Expect(json.Unmarshal(data, &items)).To(Succeed())
 	out := []string{}
 	for _, d := range items {
 		live := fmt.Sprint(d.LiveState != "" && d.LiveState != "null")

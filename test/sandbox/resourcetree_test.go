@@ -76,27 +76,33 @@ func TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject(t *testing.T) {
 	}
 }
 
+// hubNamedObjects are the hub's objects that hubNamedManifests name, and what no answer may
+// carry: the Secret's values (plain and base64) and the ConfigMap's.
+func hubNamedObjects(t *testing.T, hub client.Client) (*corev1.Secret, *corev1.ConfigMap, []string) {
+	t.Helper()
+	secret, configMap := &corev1.Secret{}, &corev1.ConfigMap{}
+	if err := hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "argocd-initial-admin-secret"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "ocm-placement-generator"}, configMap); err != nil {
+		t.Fatal(err)
+	}
+	var data []string
+	for _, v := range secret.Data {
+		data = append(data, string(v), base64.StdEncoding.EncodeToString(v))
+	}
+	for _, v := range configMap.Data {
+		data = append(data, v)
+	}
+	return secret, configMap, data
+}
+
 // verbsReachNoHubObject delivers app, which deploys hubNamedManifests on cluster1, and runs every
 // resource-level verb on them through the hub's API server. named: its destination names the
 // cluster, and the calls that pass the uid guard go to cluster1's apiserver without credentials.
 func verbsReachNoHubObject(t *testing.T, cli argocdCLI, hub, cluster1 client.Client, app *unstructured.Unstructured, named bool) {
-	hubSecret, hubConfigMap := &corev1.Secret{}, &corev1.ConfigMap{}
-	secretKey := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "argocd-initial-admin-secret"}
-	configMapKey := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "ocm-placement-generator"}
-	if err := hub.Get(ctx, secretKey, hubSecret); err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Get(ctx, configMapKey, hubConfigMap); err != nil {
-		t.Fatal(err)
-	}
-	// What no answer may carry: the hub Secret's values (plain and base64) and the ConfigMap's.
-	var hubData []string
-	for _, v := range hubSecret.Data {
-		hubData = append(hubData, string(v), base64.StdEncoding.EncodeToString(v))
-	}
-	for _, v := range hubConfigMap.Data {
-		hubData = append(hubData, v)
-	}
+	hubSecret, hubConfigMap, hubData := hubNamedObjects(t, hub)
+	secretKey, configMapKey := client.ObjectKeyFromObject(hubSecret), client.ObjectKeyFromObject(hubConfigMap)
 
 	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
 	if err := hub.Create(ctx, app); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,4 +208,112 @@ func bindToANodeWithoutKubelet(ctx context.Context, t *testing.T, cluster client
 		}
 		return false, fmt.Errorf("no Pod of %s to bind", name)
 	})
+}
+
+// On its cluster's channel, an Application's tree carries the uids of cluster1's objects, so the
+// resource-level verbs pass Argo CD's uid guard and act: on cluster1's apiserver, as the
+// read-only ManagedServiceAccount, which refuses every write; never on the hub, although cluster1
+// holds objects named as the hub's own in its Argo CD namespace (the attacks of
+// TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject, in this mode). The Secret, which the
+// account never reads, keeps no uid and no states: no verb reaches it, and no answer carries the
+// hub's data. The hub's objects and cluster1's are unchanged.
+func TestResourceLevelVerbsOnTheClustersOwnTreeReachOnlyTheClusterReadOnly(t *testing.T) {
+	requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	hub, spokes := clients(t)
+	cluster1 := spokes["cluster1"]
+	cli := loginArgoCD(t)
+	useChannel(ctx, t, hub, "cluster1")
+	if _, err := lab.CommitFiles("objects named as the hub's", hubNamedManifests); err != nil {
+		t.Fatal(err)
+	}
+	hubSecret, hubConfigMap, hubData := hubNamedObjects(t, hub)
+	secretKey, configMapKey := client.ObjectKeyFromObject(hubSecret), client.ObjectKeyFromObject(hubConfigMap)
+
+	app := uiApp("hubnames-channel", "hubnames", sandbox.ArgoNamespace, false)
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{"name": "cluster1", "namespace": sandbox.ArgoNamespace}, "spec", "destination")
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = hub.Delete(context.Background(), app)
+		eventually(t, "cluster1's objects gone with "+app.GetName(), 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+			err := cluster1.Get(context.Background(), secretKey, &corev1.Secret{})
+			return apierrors.IsNotFound(err), err
+		})
+	})
+	name := sandbox.ArgoNamespace + "/" + app.GetName()
+	// cluster1's own ConfigMap, by its uid: the tree is cluster1's.
+	eventually(t, "argocd app get-resource answering with cluster1's ConfigMap", 4*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "get-resource", name, "--kind", "ConfigMap", "--resource-name", "ocm-placement-generator", "-o", "yaml")
+		return err == nil && strings.Contains(out, "cluster1-own"), fmt.Errorf("%v: %s", err, out)
+	})
+	onCluster1 := &corev1.ConfigMap{}
+	if err := cluster1.Get(ctx, configMapKey, onCluster1); err != nil {
+		t.Fatal(err)
+	}
+
+	configMap := []string{"--kind", "ConfigMap", "--resource-name", "ocm-placement-generator", "--namespace", sandbox.ArgoNamespace}
+	secret := []string{"--kind", "Secret", "--resource-name", "argocd-initial-admin-secret", "--namespace", sandbox.ArgoNamespace}
+	for _, c := range []struct {
+		args []string
+		want string // what the error says; "" for any error
+	}{
+		// The ConfigMap has cluster1's uid: the verbs reach cluster1, which refuses the writes.
+		{append([]string{"app", "patch-resource", name, "--patch", `{"data":{"note":"patched"}}`, "--patch-type", "application/merge-patch+json"}, configMap...), "forbidden"},
+		{append([]string{"app", "delete-resource", name}, configMap...), "forbidden"},
+		{append([]string{"app", "actions", "run", name, "restart"}, configMap...), "built-in script does not exist"},
+		// The Secret has no uid: nothing passes the guard.
+		{[]string{"app", "get-resource", name, "--kind", "Secret", "--resource-name", "argocd-initial-admin-secret"}, "not found as part of application " + app.GetName()},
+		{append([]string{"app", "patch-resource", name, "--patch", `{"data":{"password":"cGF0Y2hlZA=="}}`, "--patch-type", "application/merge-patch+json"}, secret...), "no matching resource found"},
+		{append([]string{"app", "delete-resource", name}, secret...), "no matching resource found"},
+	} {
+		what := "argocd " + strings.Join(c.args[:2], " ") + " " + c.args[slices.Index(c.args, "--kind")+1]
+		out, err := cli.run(2*time.Minute, c.args...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("%s: %v, want an error saying %q\n%s", what, err, c.want, out)
+		}
+		for _, v := range hubData {
+			if v != "" && strings.Contains(out, v) {
+				t.Errorf("%s answered with the hub object's data:\n%s", what, out)
+			}
+		}
+		t.Logf("%s: %s", what, strings.TrimSpace(out))
+	}
+	// The reads answer with cluster1's objects only; the server-side diff's dry run is a write,
+	// which cluster1 refuses.
+	for _, c := range []struct {
+		args  []string
+		fails bool
+		want  string
+	}{
+		{[]string{"app", "manifests", name, "--source", "live"}, false, "note: cluster1-own"},
+		{[]string{"app", "diff", name}, false, ""},
+		{[]string{"app", "diff", name, "--server-side-diff"}, true, "is forbidden"},
+	} {
+		what := "argocd " + strings.Join(c.args, " ")
+		out, err := cli.run(2*time.Minute, c.args...)
+		if (err != nil) != c.fails || !strings.Contains(out, c.want) {
+			t.Errorf("%s: %v, want failing %t, saying %q\n%s", what, err, c.fails, c.want, out)
+		}
+		for _, v := range hubData {
+			if v != "" && strings.Contains(out, v) {
+				t.Errorf("%s answered with the hub object's data:\n%s", what, out)
+			}
+		}
+		t.Logf("%s: %v\n%s", what, err, strings.TrimSpace(out))
+	}
+
+	after, afterConfigMap, afterOnCluster1 := &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.ConfigMap{}
+	if err := hub.Get(ctx, secretKey, after); err != nil || after.ResourceVersion != hubSecret.ResourceVersion {
+		t.Errorf("the hub's %s changed: %v, resourceVersion %s, was %s", secretKey, err, after.ResourceVersion, hubSecret.ResourceVersion)
+	}
+	if err := hub.Get(ctx, configMapKey, afterConfigMap); err != nil || afterConfigMap.ResourceVersion != hubConfigMap.ResourceVersion {
+		t.Errorf("the hub's %s changed: %v, resourceVersion %s, was %s", configMapKey, err, afterConfigMap.ResourceVersion, hubConfigMap.ResourceVersion)
+	}
+	if err := cluster1.Get(ctx, configMapKey, afterOnCluster1); err != nil || afterOnCluster1.ResourceVersion != onCluster1.ResourceVersion || afterOnCluster1.Data["note"] != "cluster1-own" {
+		t.Errorf("cluster1's %s changed: %v, resourceVersion %s, was %s, data %v", configMapKey, err, afterOnCluster1.ResourceVersion, onCluster1.ResourceVersion, afterOnCluster1.Data)
+	}
 }
