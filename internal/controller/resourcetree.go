@@ -200,7 +200,7 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if renew := last.at.Add(r.TTL / 2); now.Before(renew) {
 			last.unread = built.unread != ""
 			r.written.Store(key, last)
-			return ctrl.Result{RequeueAfter: renew.Sub(now)}, nil
+			return ctrl.Result{RequeueAfter: built.next(renew.Sub(now))}, nil
 		}
 		op = "renew"
 	}
@@ -210,7 +210,6 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.notWritten(ctx, app, true, key, r.outage.reason())
 		return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
 	}
-	metrics.TreeWrites.WithLabelValues(op, "ok", built.source).Inc()
 	r.outage.ok()
 	if last, ok := r.record(key); ok && last.failing {
 		r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonTreeWritten, "ResourceTree",
@@ -227,7 +226,7 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{RequeueAfter: clusterTreeBackoff + jitter()}, nil
 	}
 	r.written.Store(key, treeRecord{sum: sum, at: now, unread: built.unread != "", managed: built.managed != nil})
-	return ctrl.Result{RequeueAfter: r.TTL / 2}, nil
+	return ctrl.Result{RequeueAfter: built.next(r.TTL / 2)}, nil
 }
 
 // put writes built: its managed resources first, then the tree, whose write tells the API

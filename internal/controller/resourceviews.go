@@ -161,6 +161,16 @@ func (w *TreeWarnings) set(ctx context.Context, key types.NamespacedName, warnin
 	}
 }
 
+// next is when b's Application is reconciled again, at the latest after renew: a cluster whose
+// own tree could not be read is tried again once its backoff ends, so that its tree comes back
+// with the channel, with no change of the Application.
+func (b builtTree) next(renew time.Duration) time.Duration {
+	if b.unread != "" {
+		return min(renew, clusterTreeBackoff+jitter())
+	}
+	return renew
+}
+
 // sum identifies what b writes: its tree, and its managed resources when it has them.
 func (b builtTree) sum() [sha256.Size]byte {
 	if b.managed == nil {

@@ -340,9 +340,11 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	h.g.Eventually(notRead, timeout, interval).Should(ConsistOf(
 		And(ContainSubstring("could not be read through OCM's channel"), ContainSubstring("reading Service "+guestbook+"/guestbook-ui on the cluster: the server is currently unable to handle the request"))))
 
-	// Back: the next change reads the cluster again.
+	// Back: the cluster is read again once its backoff ends, with no change of the Application
+	// (its status still says Progressing), and the tree is the cluster's again.
 	proxy.down.Store(false)
-	time.Sleep(clusterTreeBackoff)
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(
+		[]string{"Service/guestbook-ui " + uids["Service"] + " Healthy", "Deployment/guestbook-ui " + uids["Deployment"] + " Progressing", want[2], want[3]}))
 	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, feedback("Healthy"))
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want))
 	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(Equal(wantManaged))
