@@ -317,3 +317,79 @@ func TestResourceLevelVerbsOnTheClustersOwnTreeReachOnlyTheClusterReadOnly(t *te
 		t.Errorf("cluster1's %s changed: %v, resourceVersion %s, was %s, data %v", configMapKey, err, afterOnCluster1.ResourceVersion, onCluster1.ResourceVersion, afterOnCluster1.Data)
 	}
 }
+
+// OCM's channel to cluster1 down (its konnectivity agent stopped), an Application on it keeps a
+// tree: the next status cluster1 reports (through its work agent, which the channel does not
+// carry) gives the display tree, and one ClusterTreeNotRead event says why; delivery and status go
+// on. The channel back, the cluster's own tree returns with no change of the Application.
+func TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack(t *testing.T) {
+	requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	hub, spokes := clients(t)
+	cluster1 := spokes["cluster1"]
+	cli := loginArgoCD(t)
+	useChannel(ctx, t, hub, "cluster1")
+	if _, err := lab.CommitFiles("a Deployment for the views", viewsManifests); err != nil {
+		t.Fatal(err)
+	}
+	app := uiApp("views-channel-down", "views", "views", false)
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{"name": "cluster1", "namespace": "views"}, "spec", "destination")
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	deployment := types.NamespacedName{Namespace: "views", Name: "views-web"}
+	t.Cleanup(func() {
+		_ = hub.Delete(context.Background(), app)
+		eventually(t, "cluster1's Deployment gone with "+app.GetName(), 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+			err := cluster1.Get(context.Background(), deployment, &appsv1.Deployment{})
+			return apierrors.IsNotFound(err), err
+		})
+	})
+	name := sandbox.ArgoNamespace + "/" + app.GetName()
+	tree := func(withPods bool) func() (bool, error) {
+		return func() (bool, error) {
+			out, err := cli.run(time.Minute, "app", "resources", name, "--output", "tree=detailed")
+			return err == nil && strings.Contains(out, "views-web") && strings.Contains(out, "Pod") == withPods, fmt.Errorf("%v: %s", err, out)
+		}
+	}
+	eventually(t, "argocd app resources showing cluster1's Pods", 4*time.Minute, "hub-argocd-pull.log", tree(true))
+
+	if err := lab.Stop("cluster1-proxy-agent"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lab.Start(context.Background(), "cluster1-proxy-agent") })
+	live := &appsv1.Deployment{}
+	if err := cluster1.Get(ctx, deployment, live); err != nil {
+		t.Fatal(err)
+	}
+	live.Spec.Replicas = ptr.To[int32](3)
+	if err := cluster1.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: app.GetName()}
+	eventually(t, "the hub Application OutOfSync, as cluster1 reports it, with the display tree", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		sync, _, _ := unstructured.NestedString(hubApp(hub, key).Object, "status", "sync", "status")
+		ok, err := tree(false)()
+		return sync == "OutOfSync" && ok, fmt.Errorf("sync %q; %v", sync, err)
+	})
+	eventually(t, "a ClusterTreeNotRead event on the hub Application", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		events := &corev1.EventList{}
+		if err := hub.List(ctx, events, client.InNamespace(sandbox.ArgoNamespace)); err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == app.GetName() && e.Reason == "ClusterTreeNotRead" {
+				t.Logf("event %s: %s", e.Reason, e.Message)
+				return strings.Contains(e.Message, "could not be read through OCM's channel"), nil
+			}
+		}
+		return false, nil
+	})
+
+	if err := lab.Start(ctx, "cluster1-proxy-agent"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "argocd app resources showing cluster1's Pods again", 4*time.Minute, "hub-argocd-pull.log", tree(true))
+}
