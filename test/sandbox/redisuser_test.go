@@ -39,7 +39,7 @@ func TestTheLabsControllerWritesTreesAsItsOwnRedisUser(t *testing.T) {
 	if err := user.Ping(ctx).Err(); err != nil {
 		t.Fatalf("%s: %v", sandbox.HubRedisTreeUser, err)
 	}
-	for _, err := range []error{user.Get(ctx, trees[0]).Err(), user.Keys(ctx, "*").Err(), user.Set(ctx, "app|managed-resources|x|1.8.3", "x", 0).Err()} {
+	for _, err := range []error{user.Get(ctx, trees[0]).Err(), user.Keys(ctx, "*").Err(), user.Set(ctx, "mfst|argocd.argoproj.io/instance|x|abc|1.8.3", "x", 0).Err()} {
 		if err == nil || !strings.Contains(err.Error(), "NOPERM") {
 			t.Errorf("%s was not refused: %v", sandbox.HubRedisTreeUser, err)
 		}
