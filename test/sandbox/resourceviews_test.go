@@ -71,20 +71,8 @@ func TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree(t *testing.T) 
 // name and reads its tree and a live manifest through the hub's Argo CD.
 func showsTheClustersOwnTree(ctx context.Context, t *testing.T, hub, cluster1 client.Client, cli argocdCLI, appName string, multiSource bool) {
 	app := uiApp(appName, "views", "views", multiSource)
-	_ = unstructured.SetNestedMap(app.Object, map[string]any{"name": "cluster1", "namespace": "views"}, "spec", "destination")
-	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
-	if err := hub.Create(ctx, app); err != nil {
-		t.Fatal(err)
-	}
 	deployment := types.NamespacedName{Namespace: "views", Name: "views-web"}
-	t.Cleanup(func() {
-		_ = hub.Delete(context.Background(), app)
-		eventually(t, "cluster1's Deployment gone with "+app.GetName(), 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
-			err := cluster1.Get(context.Background(), deployment, &appsv1.Deployment{})
-			return apierrors.IsNotFound(err), err
-		})
-	})
-	name := sandbox.ArgoNamespace + "/" + app.GetName()
+	name := deliverOnItsChannel(ctx, t, hub, cluster1, app, "views", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: deployment.Namespace, Name: deployment.Name}})
 
 	// The tree: cluster1's ReplicaSet and both Pods under the Deployment.
 	var tree string
@@ -232,19 +220,7 @@ func TestResourceLevelVerbsOnTheClustersOwnTreeReachOnlyTheClusterReadOnly(t *te
 	secretKey, configMapKey := client.ObjectKeyFromObject(hubSecret), client.ObjectKeyFromObject(hubConfigMap)
 
 	app := uiApp("hubnames-channel", "hubnames", sandbox.ArgoNamespace, false)
-	_ = unstructured.SetNestedMap(app.Object, map[string]any{"name": "cluster1", "namespace": sandbox.ArgoNamespace}, "spec", "destination")
-	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
-	if err := hub.Create(ctx, app); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = hub.Delete(context.Background(), app)
-		eventually(t, "cluster1's objects gone with "+app.GetName(), 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
-			err := cluster1.Get(context.Background(), secretKey, &corev1.Secret{})
-			return apierrors.IsNotFound(err), err
-		})
-	})
-	name := sandbox.ArgoNamespace + "/" + app.GetName()
+	name := deliverOnItsChannel(ctx, t, hub, cluster1, app, sandbox.ArgoNamespace, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretKey.Namespace, Name: secretKey.Name}})
 	// cluster1's own ConfigMap, by its uid: the tree is cluster1's.
 	eventually(t, "argocd app get-resource answering with cluster1's ConfigMap", 4*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
 		out, err := cli.run(time.Minute, "app", "get-resource", name, "--kind", "ConfigMap", "--resource-name", "ocm-placement-generator", "-o", "yaml")
@@ -334,20 +310,8 @@ func TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := uiApp("views-channel-down", "views", "views", false)
-	_ = unstructured.SetNestedMap(app.Object, map[string]any{"name": "cluster1", "namespace": "views"}, "spec", "destination")
-	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
-	if err := hub.Create(ctx, app); err != nil {
-		t.Fatal(err)
-	}
 	deployment := types.NamespacedName{Namespace: "views", Name: "views-web"}
-	t.Cleanup(func() {
-		_ = hub.Delete(context.Background(), app)
-		eventually(t, "cluster1's Deployment gone with "+app.GetName(), 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
-			err := cluster1.Get(context.Background(), deployment, &appsv1.Deployment{})
-			return apierrors.IsNotFound(err), err
-		})
-	})
-	name := sandbox.ArgoNamespace + "/" + app.GetName()
+	name := deliverOnItsChannel(ctx, t, hub, cluster1, app, "views", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: deployment.Namespace, Name: deployment.Name}})
 	tree := func(withPods bool) func() (bool, error) {
 		return func() (bool, error) {
 			out, err := cli.run(time.Minute, "app", "resources", name, "--output", "tree=detailed")
@@ -392,4 +356,24 @@ func TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "argocd app resources showing cluster1's Pods again", 4*time.Minute, "hub-argocd-pull.log", tree(true))
+}
+
+// deliverOnItsChannel creates app with an automated sync and a destination naming cluster1 (its
+// namespace namespace), and returns its name for the argocd CLI; at the test's end, it deletes app
+// and waits until cluster1's object gone, one of what app deploys, is gone with it.
+func deliverOnItsChannel(ctx context.Context, t *testing.T, hub, cluster1 client.Client, app *unstructured.Unstructured, namespace string, gone client.Object) string {
+	t.Helper()
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{"name": "cluster1", "namespace": namespace}, "spec", "destination")
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = hub.Delete(context.Background(), app)
+		eventually(t, "cluster1's objects gone with "+app.GetName(), 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+			err := cluster1.Get(context.Background(), client.ObjectKeyFromObject(gone), gone)
+			return apierrors.IsNotFound(err), err
+		})
+	})
+	return sandbox.ArgoNamespace + "/" + app.GetName()
 }
