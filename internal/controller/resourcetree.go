@@ -230,21 +230,21 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 }
 
 // put writes built: its managed resources first, then the tree, whose write tells the API
-// server's watchers; a display tree's write removes the managed resources written before it
-// (hadManaged), which would otherwise show live states the hub no longer reads. The error is the
-// tree's; managed resources that could not be written or removed (a redis user without the
+// server's watchers; for a display tree, the managed resources written before it (hadManaged) go
+// first, so that no reader sees that tree beside live states the hub no longer reads. The error is
+// the tree's; managed resources that could not be written or removed (a redis user without the
 // managed-resources keys, docs/install.md) stop nothing else: managedErr says why, and they are
 // tried again.
 func (r *ResourceTreeReconciler) put(ctx context.Context, instance string, built builtTree, op string, hadManaged bool) (managedErr, err error) {
-	if built.managed != nil {
+	switch {
+	case built.managed != nil:
 		managedErr = r.Cache.PutManaged(ctx, instance, built.managed.Items)
 		metrics.ManagedResourcesWrites.WithLabelValues(op, result(managedErr)).Inc()
+	case hadManaged:
+		managedErr = r.deleteManaged(ctx, instance)
 	}
 	err = r.Cache.Put(ctx, instance, built.tree)
 	metrics.TreeWrites.WithLabelValues(op, result(err), built.source).Inc()
-	if err == nil && built.managed == nil && hadManaged {
-		managedErr = r.deleteManaged(ctx, instance)
-	}
 	return managedErr, err
 }
 

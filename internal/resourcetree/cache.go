@@ -90,12 +90,8 @@ func NewCache(opts Options) (*Cache, error) {
 
 // Put writes instance's tree with the TTL, then tells the API server's watchers (the UI's stream).
 func (c *Cache) Put(ctx context.Context, instance string, t Tree) error {
-	data, err := c.opts.Encode(t)
-	if err != nil {
-		return fmt.Errorf("encoding the resource tree: %w", err)
-	}
-	if err := c.client.Set(ctx, c.opts.TreeKey(instance), data, c.opts.TTL).Err(); err != nil {
-		return fmt.Errorf("writing the resource tree to the hub's redis %s: %w", c.opts.Address, err)
+	if err := c.set(ctx, c.opts.TreeKey(instance), t, "the resource tree"); err != nil {
+		return err
 	}
 	return c.notify(ctx, instance)
 }
@@ -103,12 +99,18 @@ func (c *Cache) Put(ctx context.Context, instance string, t Tree) error {
 // PutManaged writes instance's managed resources (what internal/resourceviews makes: Argo CD's
 // ResourceDiff items) with the TTL. Written before the tree, whose write tells the watchers.
 func (c *Cache) PutManaged(ctx context.Context, instance string, items any) error {
-	data, err := c.opts.Encode(items)
+	return c.set(ctx, c.opts.ManagedKey(instance), items, "the managed resources")
+}
+
+// set writes v, encoded as Argo CD's cache holds values, under key with the TTL; what names it in
+// errors.
+func (c *Cache) set(ctx context.Context, key string, v any, what string) error {
+	data, err := c.opts.Encode(v)
 	if err != nil {
-		return fmt.Errorf("encoding the managed resources: %w", err)
+		return fmt.Errorf("encoding %s: %w", what, err)
 	}
-	if err := c.client.Set(ctx, c.opts.ManagedKey(instance), data, c.opts.TTL).Err(); err != nil {
-		return fmt.Errorf("writing the managed resources to the hub's redis %s: %w", c.opts.Address, err)
+	if err := c.client.Set(ctx, key, data, c.opts.TTL).Err(); err != nil {
+		return fmt.Errorf("writing %s to the hub's redis %s: %w", what, c.opts.Address, err)
 	}
 	return nil
 }
