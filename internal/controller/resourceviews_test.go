@@ -241,12 +241,14 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	// The hub Argo CD's API server, its GetManifests: Git holds 2 replicas, the cluster 1 (the
 	// lab runs the real one, TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree).
 	var manifestsAsked atomic.Int32
+	var askedRevisions atomic.Value // string: the revisions of the last GetManifests
 	argocdServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer argocd-pull-token" || !strings.HasSuffix(r.URL.Path, "/manifests") {
 			http.Error(w, `{"message": "permission denied"}`, http.StatusForbidden)
 			return
 		}
 		manifestsAsked.Add(1)
+		askedRevisions.Store(strings.Join(r.URL.Query()["revisions"], ","))
 		_, _ = w.Write([]byte(`{"manifests": [` +
 			`"{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"guestbook-ui\"},\"spec\":{\"replicas\":2,\"selector\":{\"matchLabels\":{\"app\":\"guestbook-ui\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"guestbook-ui\"}},\"spec\":{\"containers\":[{\"name\":\"guestbook-ui\",\"image\":\"gcr.io/heptio-images/ks-guestbook-demo:0.2\"}]}}}}",` +
 			`"{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"guestbook-ui\"},\"spec\":{\"selector\":{\"app\":\"guestbook-ui\"},\"ports\":[{\"port\":80}]}}"]}`))
@@ -364,6 +366,18 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want))
 	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(Equal(wantManaged))
 
+	// A new revision on the cluster with the same resources: the Git side is asked for again, at
+	// that revision.
+	const newRevision = "0123456789abcdef0123456789abcdef01234567"
+	h.g.Expect(askedRevisions.Load()).To(Equal("9c8f3a1e2b7d4c6f0a1b2c3d4e5f60718293a4b5"), "the revision the cluster reports")
+	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, managedMultiSourceFeedback(t, func(status map[string]any) {
+		for _, r := range status["resources"].([]any) {
+			r.(map[string]any)["namespace"] = guestbook
+		}
+		status["sync"].(map[string]any)["revisions"] = []any{newRevision}
+	}))
+	h.g.Eventually(askedRevisions.Load, timeout, interval).Should(Equal(newRevision))
+
 	// A resource too large for the managed resources' cap (a ConfigMap of 600 KiB, as the cluster
 	// holds it): it keeps no states, and the Application says so in its PullFeedbackWarning, as
 	// for feedback over the caps; listed no more, the warning goes.
@@ -384,7 +398,8 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	}
 	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, withBig)
 	h.g.Eventually(warning, timeout, interval).Should(ContainSubstring("the managed resources keep no states for 1 resources (first: ConfigMap " + guestbook + "/big: its states are"))
-	h.g.Expect(managedOf(h.g, rdb, "guestbook")).To(ContainElement("ConfigMap/big live=false target=false modified=false"))
+	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(
+		ContainElement("ConfigMap/big live=false target=false modified=false"))
 	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, feedback("Healthy"))
 	h.g.Eventually(warning, timeout, interval).Should(BeEmpty())
 
