@@ -51,16 +51,7 @@ spec:
 // argocd app logs gets cluster1's own answer. Writes still reach nothing: cluster1's Deployment is
 // unchanged. Single-source, and multi-source as the documents' own Applications are.
 func TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree(t *testing.T) {
-	requireLab(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	hub, spokes := clients(t)
-	cluster1 := spokes["cluster1"]
-	cli := loginArgoCD(t)
-	useChannel(ctx, t, hub, "cluster1")
-	if _, err := lab.CommitFiles("a Deployment for the views", viewsManifests); err != nil {
-		t.Fatal(err)
-	}
+	ctx, hub, cluster1, cli := onTheChannel(t, 8*time.Minute, "a Deployment for the views", viewsManifests)
 
 	for form, multiSource := range map[string]bool{"single-source": false, "multi-source": true} {
 		t.Run(form, func(t *testing.T) { showsTheClustersOwnTree(ctx, t, hub, cluster1, cli, "views-"+form, multiSource) })
@@ -206,16 +197,7 @@ func bindToANodeWithoutKubelet(ctx context.Context, t *testing.T, cluster client
 // account never reads, keeps no uid and no states: no verb reaches it, and no answer carries the
 // hub's data. The hub's objects and cluster1's are unchanged.
 func TestResourceLevelVerbsOnTheClustersOwnTreeReachOnlyTheClusterReadOnly(t *testing.T) {
-	requireLab(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	hub, spokes := clients(t)
-	cluster1 := spokes["cluster1"]
-	cli := loginArgoCD(t)
-	useChannel(ctx, t, hub, "cluster1")
-	if _, err := lab.CommitFiles("objects named as the hub's", hubNamedManifests); err != nil {
-		t.Fatal(err)
-	}
+	ctx, hub, cluster1, cli := onTheChannel(t, 8*time.Minute, "objects named as the hub's", hubNamedManifests)
 	hubSecret, hubConfigMap, hubData := hubNamedObjects(t, hub)
 	secretKey, configMapKey := client.ObjectKeyFromObject(hubSecret), client.ObjectKeyFromObject(hubConfigMap)
 
@@ -299,16 +281,7 @@ func TestResourceLevelVerbsOnTheClustersOwnTreeReachOnlyTheClusterReadOnly(t *te
 // carry) gives the display tree, and one ClusterTreeNotRead event says why; delivery and status go
 // on. The channel back, the cluster's own tree returns with no change of the Application.
 func TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack(t *testing.T) {
-	requireLab(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	hub, spokes := clients(t)
-	cluster1 := spokes["cluster1"]
-	cli := loginArgoCD(t)
-	useChannel(ctx, t, hub, "cluster1")
-	if _, err := lab.CommitFiles("a Deployment for the views", viewsManifests); err != nil {
-		t.Fatal(err)
-	}
+	ctx, hub, cluster1, cli := onTheChannel(t, 10*time.Minute, "a Deployment for the views", viewsManifests)
 	app := uiApp("views-channel-down", "views", "views", false)
 	deployment := types.NamespacedName{Namespace: "views", Name: "views-web"}
 	name := deliverOnItsChannel(ctx, t, hub, cluster1, app, "views", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: deployment.Namespace, Name: deployment.Name}})
@@ -376,4 +349,21 @@ func deliverOnItsChannel(ctx context.Context, t *testing.T, hub, cluster1 client
 		})
 	})
 	return sandbox.ArgoNamespace + "/" + app.GetName()
+}
+
+// onTheChannel prepares a test of cluster1's own views (the lab required): a context of timeout,
+// the hub's and cluster1's clients, the argocd CLI logged in, cluster1's secret on OCM's channel
+// until the test ends, and files committed to the lab's Git repository with message.
+func onTheChannel(t *testing.T, timeout time.Duration, message string, files map[string]string) (context.Context, client.Client, client.Client, argocdCLI) {
+	t.Helper()
+	requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	hub, spokes := clients(t)
+	cli := loginArgoCD(t)
+	useChannel(ctx, t, hub, "cluster1")
+	if _, err := lab.CommitFiles(message, files); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, hub, spokes["cluster1"], cli
 }
