@@ -102,11 +102,14 @@ func RollingSync(appSet *unstructured.Unstructured) bool {
 }
 
 // The statuses Argo CD's RollingSync gives an Application in an ApplicationSet's
-// status.applicationStatus: Pending once it requested the step's sync and until it sees it start,
-// Progressing until the Application reads Healthy and Synced.
+// status.applicationStatus: Waiting until its step comes, Pending once it requested the step's sync
+// and until it sees it start, Progressing until the Application reads Healthy and Synced, then
+// Healthy.
 const (
+	StepWaiting     = "Waiting"
 	StepPending     = "Pending"
 	StepProgressing = "Progressing"
+	StepHealthy     = "Healthy"
 )
 
 // StepOf is the RollingSync status the ApplicationSet appSet gives its Application app, and since

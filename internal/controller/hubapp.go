@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -43,6 +44,11 @@ const ReasonTerminateNotDelivered = "TerminateNotDelivered"
 // ReasonFrozen is the reason of the Warning event recorded when a work is frozen (see
 // manifestwork.Freeze).
 const ReasonFrozen = "ManifestWorkFrozen"
+
+// ReasonRepeatedStepSync is the reason of the Normal event recorded when a RollingSync step's sync
+// request, asked for again after the step moved on, is dropped from the hub Application
+// (propagation.Verdict.Repeated).
+const ReasonRepeatedStepSync = "RepeatedStepSyncDropped"
 
 // hubAppConditions sets and clears argocd-pull's condition on hub Applications, and records an
 // event when, and only when, the condition changes.
@@ -144,4 +150,17 @@ func ourCondition(app *unstructured.Unstructured) string {
 
 func pausedMessage(app *unstructured.Unstructured) string {
 	return argocd.ConditionMessage(app, PausedCondition)
+}
+
+// dropRequest removes the sync request (.operation) from app, under an optimistic lock so that a
+// request made since stays, and records a Normal event saying why.
+func (h hubAppConditions) dropRequest(ctx context.Context, app *unstructured.Unstructured, why string) error {
+	updated := app.DeepCopy()
+	delete(updated.Object, "operation")
+	if err := h.client.Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("removing the sync request of Application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Dropped a RollingSync step's repeated sync request", "why", why)
+	h.recorder.Eventf(app, nil, corev1.EventTypeNormal, ReasonRepeatedStepSync, "Propagate", "%s", why)
+	return nil
 }

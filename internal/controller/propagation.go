@@ -155,6 +155,10 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		// A RollingSync step's sync request waits for the next second (manifestwork.StepDeliverAt).
 		result.RequeueAfter = requeueAfter(verdict.Recheck)
 	}
+	if verdict.Repeated != "" {
+		// The patch's own event brings the Application back: its conditions are cleared then.
+		return result, conditions.dropRequest(ctx, app, verdict.Repeated)
+	}
 	return result, conditions.clear(ctx, app)
 }
 

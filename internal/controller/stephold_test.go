@@ -113,6 +113,22 @@ func TestARollingSyncStepKeepsItsFinishedRequestUntilItsStepMovesOn(t *testing.T
 	}
 	h.g.Expect(starts).To(Equal(1), "the cluster ran one sync (per delivery: %v)", app.Starts)
 
+	// A later reconcile, which began reading the step Pending, writes the request once more after
+	// the status that counts it Healthy (argo-cd#21502): a late repeat, not delivered, and dropped
+	// from the hub with an event. Delivered, it would run a second sync.
+	h.updateApp("step", func(u *unstructured.Unstructured) {
+		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": manifestwork.RollingSyncUser, "automated": true},
+			"sync": map[string]any{"syncOptions": []any{"CreateNamespace=true"}}}
+	})
+	h.g.Eventually(func(g Gomega) {
+		g.Expect(h.getApp("step").Object).NotTo(HaveKey("operation"), "dropped from the hub")
+		g.Expect(h.eventsFor("step")).To(ContainElement(HavePrefix(ReasonRepeatedStepSync + ": ApplicationSet steps asked for a sync of this Application's RollingSync step while its status read Healthy")))
+	}, timeout, interval).Should(Succeed(), func() string { return h.explainApps([]string{"step"}) })
+	h.g.Consistently(func() int {
+		app, _ := fleet.App(work)
+		return len(app.Starts)
+	}, time.Second, interval).Should(Equal(1), "the repeat never reached the cluster")
+
 	// A request the ApplicationSet controller did not make (argocd app sync) is cleared as soon as
 	// it finished, whatever the ApplicationSet reads.
 	h.setStep(set, "step", argocd.StepPending, time.Now().Add(-time.Minute))

@@ -201,3 +201,24 @@ func StepDeliverAt(hub Hub, carried, planned Deliveries, stepBegan time.Time) ti
 	}
 	return stepBegan.Truncate(time.Second).Add(time.Second)
 }
+
+// RepeatedStepSync says whether the new sync request planned (not carried, and not the carried one
+// sent again: syncLost) is a RollingSync step's sync that the ApplicationSet asked for after it
+// moved the step on: step, the status it gives the Application now, reads Waiting, Progressing or
+// Healthy. Such a request is not delivered, and the hub drops it.
+//
+// Argo CD's ApplicationSet controller writes a step's sync request on every Application its
+// reconcile read Pending when it began, also on one that same reconcile moves on (argo-cd#21502).
+// It writes the ApplicationSet's status first, and asks for a step's sync only while that status
+// reads Pending: a request that meets any other status is that late repeat. Delivered, it would
+// run once more on the cluster, pinned to the revision the hub shows then; one that waits in the
+// work for a cluster that is away runs when it comes back, and if that is after the next revision's
+// step began, the step counts it as its own and waits for good for a sync nobody asks for. Dropped,
+// nothing is lost: while the step reads Pending, the ApplicationSet asks again.
+func RepeatedStepSync(hub Hub, carried, planned Deliveries, step string) bool {
+	d, c := planned.Sync, carried.Sync
+	if d == nil || !RolledOut(hub) || c != nil && (c.ID == d.ID || c.Hash == d.Hash && hub.SyncCleared != c.ID) {
+		return false
+	}
+	return step == argocd.StepWaiting || step == argocd.StepProgressing || step == argocd.StepHealthy
+}

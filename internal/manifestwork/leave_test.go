@@ -64,3 +64,37 @@ func TestHeldForStep(t *testing.T) {
 		})
 	}
 }
+
+// A RollingSync step's sync request is delivered only while its step reads Pending: one the
+// ApplicationSet asked for again after it moved the step on is a late repeat (argo-cd#21502).
+func TestRepeatedStepSync(t *testing.T) {
+	step := map[string]any{"initiatedBy": map[string]any{"username": RollingSyncUser, "automated": true}, "sync": map[string]any{}}
+	byHand := map[string]any{"initiatedBy": map[string]any{"username": "admin"}, "sync": map[string]any{}}
+	hash := ContentHash(step)
+	planned := Deliveries{Sync: &Delivery{ID: "d2", Hash: hash}}
+	finished := Deliveries{Sync: &Delivery{ID: "d1", Hash: hash}}
+	tests := map[string]struct {
+		hub     Hub
+		carried Deliveries
+		planned Deliveries
+		step    string
+		want    bool
+	}{
+		"Healthy: asked again after the step counted it":        {hub: Hub{Operation: step}, planned: planned, step: "Healthy", want: true},
+		"Progressing: asked again in the reconcile moving it":   {hub: Hub{Operation: step}, planned: planned, step: "Progressing", want: true},
+		"Waiting: asked again as a new revision came":           {hub: Hub{Operation: step}, planned: planned, step: "Waiting", want: true},
+		"the step's finished request cleared, then asked again": {hub: Hub{Operation: step, SyncCleared: "d1"}, carried: finished, planned: planned, step: "Healthy", want: true},
+		"Pending: the step's own request":                       {hub: Hub{Operation: step}, planned: planned, step: "Pending"},
+		"no step: not a RollingSync member":                     {hub: Hub{Operation: step}, planned: planned},
+		"a request made by hand":                                {hub: Hub{Operation: byHand}, planned: planned, step: "Healthy"},
+		"carried already":                                       {hub: Hub{Operation: step}, carried: Deliveries{Sync: planned.Sync}, planned: planned, step: "Healthy"},
+		// Argo CD dropped it before it started (syncLost): the same request, sent again.
+		"the carried request sent again": {hub: Hub{Operation: step}, carried: finished, planned: planned, step: "Progressing"},
+		"no request":                     {hub: Hub{Operation: step}, step: "Healthy"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(RepeatedStepSync(tt.hub, tt.carried, tt.planned, tt.step)).To(Equal(tt.want))
+		})
+	}
+}

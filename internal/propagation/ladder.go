@@ -86,9 +86,12 @@ type Facts struct {
 	Carried  manifestwork.Deliveries
 	// NewDeliveryID returns a fresh delivery ID (see PlanDeliveries).
 	NewDeliveryID func() string
-	// StepBegan is when the App's RollingSync ApplicationSet put it in the Pending status, when the
-	// hub's sync request is that step's (zero otherwise), and Now the time of the reading: a new
-	// request waits for the next second (manifestwork.StepDeliverAt).
+	// Step is the status the App's RollingSync ApplicationSet gives it, when the hub's sync
+	// request is that ApplicationSet's ("" otherwise): a request met by any status but Pending is
+	// a late repeat, dropped (manifestwork.RepeatedStepSync).
+	Step string
+	// StepBegan is when Step became Pending (zero otherwise), and Now the time of the reading: a
+	// new request waits for the next second (manifestwork.StepDeliverAt).
 	StepBegan, Now time.Time
 }
 
@@ -109,6 +112,9 @@ type Verdict struct {
 	// Waiting, with Ask, says why the Application has waited for the cluster's answer longer than
 	// it should (waitingFor); Recheck is then when to look again.
 	Waiting string
+	// Repeated, with Work, says why the hub's sync request is not delivered and is removed from
+	// the hub Application: its RollingSync step moved on (manifestwork.RepeatedStepSync).
+	Repeated string
 }
 
 func refuse(reason, format string, args ...any) Verdict {
@@ -197,6 +203,15 @@ func Ladder(f Facts) (Verdict, error) {
 	}
 	hub := manifestwork.HubOf(app)
 	deliveries := manifestwork.PlanDeliveries(hub, f.Carried, f.Reported, newID)
+	repeated := ""
+	if manifestwork.RepeatedStepSync(hub, f.Carried, deliveries, f.Step) {
+		// Planned as if the hub had no request (what the work carries stays); the hub drops it.
+		appSet, _ := argocd.OwningApplicationSet(app)
+		repeated = fmt.Sprintf("ApplicationSet %s asked for a sync of this Application's RollingSync step while its status read %s, after it moved the step on (argo-cd#21502): not delivered to cluster %s, and removed from the hub Application; the ApplicationSet asks again while the step reads Pending",
+			appSet, f.Step, target.Cluster)
+		hub.Operation = nil
+		deliveries = manifestwork.PlanDeliveries(hub, f.Carried, f.Reported, newID)
+	}
 	recheck := manifestwork.StepDeliverAt(hub, f.Carried, deliveries, f.StepBegan)
 	if f.Now.Before(recheck) {
 		// Not yet: planned as if the hub had no request (what the work carries stays).
@@ -269,7 +284,7 @@ func Ladder(f Facts) (Verdict, error) {
 			return Verdict{}, err
 		}
 	}
-	return Verdict{Work: work, Recheck: recheck}, nil
+	return Verdict{Work: work, Recheck: recheck, Repeated: repeated}, nil
 }
 
 // waitingFor says why an Application asked about (Verdict.Ask) has waited for its cluster's

@@ -240,6 +240,51 @@ func TestARollingSyncStepsRequestWaitsForTheNextSecond(t *testing.T) {
 	g.Expect(manifestwork.ParseDeliveries(byHand.Work.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d2"))
 }
 
+// A RollingSync step's sync request that meets its step moved on (Healthy, Progressing, Waiting) is
+// the ApplicationSet controller's late repeat (manifestwork.RepeatedStepSync): the work leaves it
+// out, keeping what it carries, and the verdict says why the hub drops it. While the step reads
+// Pending the same request is delivered.
+func TestARollingSyncStepsRepeatedRequestIsNotDelivered(t *testing.T) {
+	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}}
+	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	facts := func(step string) Facts {
+		return Facts{App: pullApp(func(u *unstructured.Unstructured) {
+			u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": manifestwork.RollingSyncUser, "automated": true}, "sync": map[string]any{}}
+			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: "fleet", UID: "u1"}})
+		}),
+			Policy: Policy{ArgoCDNamespace: "argocd"}, Cluster: cluster, ClusterNamespace: true,
+			Bindings:      tenancy.Bindings{Sets: []clusterv1beta2.ManagedClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: "global"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}}},
+			NewDeliveryID: func() string { return "d1" }, Step: step, Now: now}
+	}
+	for _, step := range []string{argocd.StepHealthy, argocd.StepProgressing, argocd.StepWaiting} {
+		t.Run(step, func(t *testing.T) {
+			g := NewWithT(t)
+			v, err := ladder(facts(step))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(v.Work).NotTo(BeNil())
+			g.Expect(manifestwork.ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation]).Sync).To(BeNil(), "not delivered")
+			g.Expect(v.Repeated).To(ContainSubstring("ApplicationSet fleet asked for a sync of this Application's RollingSync step while its status read " + step))
+			g.Expect(v.Repeated).To(ContainSubstring("removed from the hub Application"))
+			g.Expect(v.Recheck.IsZero()).To(BeTrue())
+		})
+	}
+	g := NewWithT(t)
+	f := facts(argocd.StepPending)
+	f.StepBegan = now.Add(-time.Minute)
+	v, err := ladder(f)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v.Repeated).To(BeEmpty())
+	g.Expect(manifestwork.ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation]).Sync.ID).To(Equal("d1"), "the step's own request is delivered")
+
+	// Carried already (delivered while Pending): the step moving on changes nothing of it.
+	f = facts(argocd.StepHealthy)
+	f.Existing, f.Carried = v.Work, manifestwork.ParseDeliveries(v.Work.Annotations[api.DeliveriesAnnotation])
+	again, err := ladder(f)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.Repeated).To(BeEmpty())
+	g.Expect(manifestwork.UpToDate(v.Work, again.Work)).To(BeTrue())
+}
+
 // A request the hub cleared stays in the payload while the other is carried: a rewrite would make
 // the work agent apply the other again (a sync Argo CD just finished would run twice). Both
 // cleared, they leave at once: a work carrying a request asks its cluster for reconciledAt, which

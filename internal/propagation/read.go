@@ -80,7 +80,7 @@ func ReadFacts(ctx context.Context, r client.Reader, p Policy, app *unstructured
 	case !apierrors.IsNotFound(err):
 		return f, fmt.Errorf("reading namespace %s: %w", target.Cluster, err)
 	}
-	if f.StepBegan, err = stepBegan(ctx, r, app); err != nil {
+	if f.Step, f.StepBegan, err = stepOf(ctx, r, app); err != nil {
 		return f, err
 	}
 	project := argocd.NewAppProject()
@@ -94,23 +94,25 @@ func ReadFacts(ctx context.Context, r client.Reader, p Policy, app *unstructured
 	return f, nil
 }
 
-// stepBegan is when app's RollingSync ApplicationSet put it in the Pending status, when the hub's
-// sync request is that step's (zero otherwise; see manifestwork.StepDeliverAt).
-func stepBegan(ctx context.Context, r client.Reader, app *unstructured.Unstructured) (time.Time, error) {
+// stepOf is the status app's RollingSync ApplicationSet gives it, when the hub's sync request is
+// the ApplicationSet's ("" otherwise), and, when that reads Pending, since when (zero otherwise;
+// see manifestwork.StepDeliverAt and RepeatedStepSync).
+func stepOf(ctx context.Context, r client.Reader, app *unstructured.Unstructured) (string, time.Time, error) {
 	name, owned := argocd.OwningApplicationSet(app)
 	if !owned || !manifestwork.RolledOut(manifestwork.HubOf(app)) {
-		return time.Time{}, nil
+		return "", time.Time{}, nil
 	}
 	appSet := argocd.NewApplicationSet()
 	// The cache's own object, only read.
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: app.GetNamespace(), Name: name}, appSet, client.UnsafeDisableDeepCopy); {
 	case apierrors.IsNotFound(err):
-		return time.Time{}, nil
+		return "", time.Time{}, nil
 	case err != nil:
-		return time.Time{}, fmt.Errorf("reading ApplicationSet %s/%s: %w", app.GetNamespace(), name, err)
+		return "", time.Time{}, fmt.Errorf("reading ApplicationSet %s/%s: %w", app.GetNamespace(), name, err)
 	}
-	if step, since := argocd.StepOf(appSet, app.GetName()); step == argocd.StepPending {
-		return since, nil
+	step, since := argocd.StepOf(appSet, app.GetName())
+	if step != argocd.StepPending {
+		since = time.Time{}
 	}
-	return time.Time{}, nil
+	return step, since, nil
 }
