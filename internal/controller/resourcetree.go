@@ -107,6 +107,12 @@ func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		// A cluster secret that gains, changes or loses the channel changes where its
 		// Applications' trees come from (resourceviews.Route).
 		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.applicationsOfSecret), builder.WithPredicates(channelChanged()))
+		// An AppProject's destinations decide whether its Applications' trees may be read from
+		// their clusters (resourceviews.ProjectPermits).
+		b = b.Watches(argocd.NewAppProject(), handler.EnqueueRequestsFromMapFunc(r.applicationsOfProject), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false }, // the Applications' own first reads find it
+			UpdateFunc: func(e event.UpdateEvent) bool { return destinationsChanged(e.ObjectOld, e.ObjectNew) },
+		}))
 	}
 	return b.Complete(r)
 }

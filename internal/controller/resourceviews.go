@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
@@ -84,12 +86,18 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 	var dest resourceviews.Destination
 	dest.Name, _, _ = unstructured.NestedString(app.Object, "spec", "destination", "name")
 	dest.Server, _, _ = unstructured.NestedString(app.Object, "spec", "destination", "server")
+	dest.Namespace, _, _ = unstructured.NestedString(app.Object, "spec", "destination", "namespace")
 	secret := &corev1.Secret{}
 	// The cache holds argocd-pull's own cluster secrets only: any other reads as not found.
 	if err := r.Get(ctx, types.NamespacedName{Namespace: r.ArgoCDNamespace, Name: gitops.SecretName(cluster)}, secret); err != nil {
 		secret = nil
 	}
-	cfg, why := resourceviews.Route(dest, cluster, secret, ct.Channel)
+	project := argocd.NewAppProject()
+	// The cache's own object, only read; a change of it requeues its Applications.
+	if err := r.Get(ctx, types.NamespacedName{Namespace: r.ArgoCDNamespace, Name: argocd.Project(app)}, project, client.UnsafeDisableDeepCopy); err != nil {
+		project = nil
+	}
+	cfg, why := resourceviews.Route(dest, cluster, secret, ct.Channel, project)
 	if cfg == nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("The display tree", "reason", why)
 		return display("")
@@ -189,6 +197,31 @@ func (r *ResourceTreeReconciler) applicationsOfSecret(ctx context.Context, o cli
 		return nil
 	}
 	return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: cluster})
+}
+
+// applicationsOfProject requeues the Applications of an AppProject of the Argo CD namespace.
+func (r *ResourceTreeReconciler) applicationsOfProject(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetNamespace() != r.ArgoCDNamespace {
+		return nil
+	}
+	return applicationRequests(ctx, r.Client, client.MatchingFields{appProjectIndex: o.GetName()})
+}
+
+// destinationsChanged says whether an AppProject's update changed what its destinations permit.
+func destinationsChanged(old, updated client.Object) bool {
+	o, okOld := old.(*unstructured.Unstructured)
+	n, okNew := updated.(*unstructured.Unstructured)
+	if !okOld || !okNew {
+		return true
+	}
+	for _, path := range [][]string{{"spec", "destinations"}, {"spec", "permitOnlyProjectScopedClusters"}} {
+		before, _, _ := unstructured.NestedFieldNoCopy(o.Object, path...)
+		after, _, _ := unstructured.NestedFieldNoCopy(n.Object, path...)
+		if !equality.Semantic.DeepEqual(before, after) {
+			return true
+		}
+	}
+	return false
 }
 
 // channelChanged passes the cluster secrets whose server or credentials changed, and their

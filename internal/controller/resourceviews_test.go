@@ -296,6 +296,9 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 		w := h.work(name, cluster)
 		h.report(name, cluster, w.Generation, feedback("Healthy"))
 	}
+	// Argo CD's default project, which permits every destination (a project that does not exist
+	// permits none: TestRouteOnlyWhereTheApplicationsProjectPermits).
+	h.project("default", h.ns)
 	named := map[string]any{"name": cluster, "namespace": guestbook}
 	deliver("guestbook", named)
 	want := []string{
@@ -363,6 +366,28 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	h.g.Expect(managedOf(h.g, rdb, "guestbook")).To(BeNil())
 	secret.Data = withChannel.Data
 	h.g.Expect(h.c.Update(ctx, secret)).To(Succeed())
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want))
+	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(Equal(wantManaged))
+
+	// Its AppProject keeps it to another cluster (as a tenant's project keeps it to the tenant's
+	// own): the display tree at once, with no change of the Application, and no live state; the
+	// project permitting the cluster again, the cluster's own tree again.
+	destinations := func(d ...any) {
+		h.g.Eventually(func() error {
+			p := argocd.NewAppProject()
+			if err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "default"}, p); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedSlice(p.Object, d, "spec", "destinations"); err != nil {
+				return err
+			}
+			return h.c.Update(ctx, p)
+		}, timeout, interval).Should(Succeed())
+	}
+	destinations(map[string]any{"name": "another-tenants-cluster", "namespace": "*"})
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(display))
+	h.g.Expect(managedOf(h.g, rdb, "guestbook")).To(BeNil())
+	destinations(map[string]any{"name": cluster, "namespace": guestbook})
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want))
 	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(Equal(wantManaged))
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -12,10 +13,10 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 )
 
-// Destination is a hub Application's spec.destination, the part Argo CD's API server resolves to a
-// cluster secret.
+// Destination is a hub Application's spec.destination: its name or server, which Argo CD's API
+// server resolves to a cluster secret, and its namespace.
 type Destination struct {
-	Name, Server string
+	Name, Server, Namespace string
 }
 
 // ReadTimeout bounds each read through the channel.
@@ -27,8 +28,10 @@ const ReadTimeout = 10 * time.Second
 // gitops.SecretName(cluster), nil when none), and that secret reaches the cluster through OCM's
 // channel with a token. Then the hub Argo CD's API server sends every view of the tree's uids to
 // the cluster, as the read-only account; a uid on any other tree would send them elsewhere (the
-// hub itself, with the API server's rights: docs/security.md). why says why not, "" when it does.
-func Route(dest Destination, cluster string, secret *corev1.Secret, ch clusteraccess.Channel) (cfg *rest.Config, why string) {
+// hub itself, with the API server's rights: docs/security.md). The Application's AppProject
+// (project, nil when it does not exist) must permit that destination, as the hub's Argo CD would
+// before it built a tree (ProjectPermits). why says why not, "" when it does.
+func Route(dest Destination, cluster string, secret *corev1.Secret, ch clusteraccess.Channel, project *unstructured.Unstructured) (cfg *rest.Config, why string) {
 	if !ch.Configured() {
 		return nil, "the install names no cluster-proxy user server (--cluster-proxy-url)"
 	}
@@ -51,6 +54,12 @@ func Route(dest Destination, cluster string, secret *corev1.Secret, ch clusterac
 	token, ca, err := clusteraccess.ParseClusterConfig(secret.Data["config"])
 	if err != nil || token == "" {
 		return nil, fmt.Sprintf("the cluster secret of %s holds no token", cluster)
+	}
+	switch {
+	case project == nil:
+		return nil, "its AppProject does not exist"
+	case !ProjectPermits(project, cluster, server, dest.Namespace):
+		return nil, fmt.Sprintf("its AppProject %s does not permit the destination cluster %s (server %s), namespace %q", project.GetName(), cluster, server, dest.Namespace)
 	}
 	return &rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, Timeout: ReadTimeout,
 		UserAgent: "argocd-pull/resource-views"}, ""

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
@@ -27,11 +28,11 @@ func channelSecret(cluster string, token string) *corev1.Secret {
 
 func TestRouteOnlyThroughTheClustersOwnChannelSecret(t *testing.T) {
 	ours := channelSecret("cluster1", "the-token")
-	cfg, why := Route(Destination{Name: "cluster1"}, "cluster1", ours, channel)
+	cfg, why := Route(Destination{Name: "cluster1"}, "cluster1", ours, channel, anywhere)
 	if why != "" || cfg.Host != channel.Server("cluster1") || cfg.BearerToken != "the-token" || string(cfg.CAData) != string(channel.CA) {
 		t.Fatalf("the documents' form (destination name), argocd-pull's channel secret: %v %q; want the channel to cluster1 with its token", cfg, why)
 	}
-	if _, why := Route(Destination{Server: channel.Server("cluster1")}, "cluster1", ours, channel); why != "" {
+	if _, why := Route(Destination{Server: channel.Server("cluster1")}, "cluster1", ours, channel, anywhere); why != "" {
 		t.Errorf("the destination by the channel's server: %q, want it read", why)
 	}
 
@@ -60,8 +61,57 @@ func TestRouteOnlyThroughTheClustersOwnChannelSecret(t *testing.T) {
 		{"the credential-free secret", Destination{Name: "cluster1"}, "cluster1", credentialFree, channel, "does not reach it through OCM's channel"},
 		{"no token", Destination{Name: "cluster1"}, "cluster1", tokenless, channel, "holds no token"},
 	} {
-		if cfg, why := Route(c.dest, c.cluster, c.secret, c.ch); cfg != nil || !strings.Contains(why, c.why) {
+		if cfg, why := Route(c.dest, c.cluster, c.secret, c.ch, anywhere); cfg != nil || !strings.Contains(why, c.why) {
 			t.Errorf("%s: %v %q; want no read, saying %q", c.name, cfg, why, c.why)
 		}
+	}
+}
+
+// anywhere is an AppProject that permits every destination (Argo CD's default project).
+var anywhere = project("default", map[string]any{"name": "*", "server": "*", "namespace": "*"})
+
+func project(name string, destinations ...map[string]any) *unstructured.Unstructured {
+	p := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+	p.SetName(name)
+	var list []any
+	for _, d := range destinations {
+		list = append(list, d)
+	}
+	p.Object["spec"].(map[string]any)["destinations"] = list
+	return p
+}
+
+// A tenant's Application is read from its cluster only when its AppProject permits that cluster
+// and namespace as the hub resolves them, as Argo CD's own controller would before it built a
+// tree: a project that keeps a tenant to cluster2 keeps the views of cluster1 from it.
+func TestRouteOnlyWhereTheApplicationsProjectPermits(t *testing.T) {
+	ours := channelSecret("cluster1", "the-token")
+	server := channel.Server("cluster1")
+	dest := Destination{Name: "cluster1", Namespace: "team-web"}
+	for _, c := range []struct {
+		name    string
+		project *unstructured.Unstructured
+		why     string
+	}{
+		{"by the cluster's name", project("team", map[string]any{"name": "cluster1", "namespace": "team-web"}), ""},
+		{"by the channel's server", project("team", map[string]any{"server": server, "namespace": "team-*"}), ""},
+		{"every destination", anywhere, ""},
+		{"another tenant's cluster", project("team", map[string]any{"name": "cluster2", "namespace": "*"}), "AppProject team does not permit the destination cluster cluster1"},
+		{"another namespace", project("team", map[string]any{"name": "cluster1", "namespace": "team-api"}), `namespace "team-web"`},
+		{"denied by name", project("team", map[string]any{"name": "*", "namespace": "*"}, map[string]any{"name": "!cluster1", "namespace": "*"}), "does not permit"},
+		{"denied namespace", project("team", map[string]any{"server": "*", "namespace": "*"}, map[string]any{"server": "*", "namespace": "!team-web"}), "does not permit"},
+		{"the hub only (the pull model's in-cluster destination)", project("team", map[string]any{"server": "https://kubernetes.default.svc", "namespace": "team-web"}), "does not permit"},
+		{"no destinations", project("team"), "does not permit"},
+		{"no project", nil, "its AppProject does not exist"},
+	} {
+		_, why := Route(dest, "cluster1", ours, channel, c.project)
+		if c.why == "" && why != "" || c.why != "" && !strings.Contains(why, c.why) {
+			t.Errorf("%s: %q; want %q", c.name, why, c.why)
+		}
+	}
+	scoped := project("team", map[string]any{"name": "cluster1", "namespace": "*"})
+	scoped.Object["spec"].(map[string]any)["permitOnlyProjectScopedClusters"] = true
+	if _, why := Route(dest, "cluster1", ours, channel, scoped); !strings.Contains(why, "does not permit") {
+		t.Errorf("a project that admits only its own clusters (argocd-pull's secret is global): %q; want no read", why)
 	}
 }
