@@ -37,7 +37,7 @@ type argocdCLI struct {
 }
 
 // loginArgoCD logs the argocd CLI in to the hub's Argo CD API server, as the lab's output says.
-func loginArgoCD(t *testing.T) argocdCLI {
+func loginArgoCD(t testing.TB) argocdCLI {
 	t.Helper()
 	cli := argocdCLI{bin: lab.ArgoCDCLI, config: filepath.Join(t.TempDir(), "argocd.config")}
 	if out, err := cli.run(30*time.Second, "login", lab.ArgoCD.Addr, "--plaintext", "--username", "admin", "--password", lab.ArgoCD.Password); err != nil {
@@ -63,7 +63,7 @@ func (c argocdCLI) run(deadline time.Duration, args ...string) (string, error) {
 
 // api calls the hub's Argo CD API server as the logged-in CLI user, with body (JSON) when given,
 // and returns the status and body of its answer.
-func (c argocdCLI) api(t *testing.T, method, path string, body ...string) (int, string) {
+func (c argocdCLI) api(t testing.TB, method, path string, body ...string) (int, string) {
 	t.Helper()
 	raw, err := os.ReadFile(c.config)
 	if err != nil {

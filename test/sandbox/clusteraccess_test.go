@@ -193,7 +193,7 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 
 // setManagedServiceAccountRef sets the lab GitOpsCluster's managedServiceAccountRef ("": none).
-func setManagedServiceAccountRef(ctx context.Context, t *testing.T, hub client.Client, ref string) {
+func setManagedServiceAccountRef(ctx context.Context, t testing.TB, hub client.Client, ref string) {
 	t.Helper()
 	gc := &gitopsv1beta1.GitOpsCluster{}
 	if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: sandbox.GitOpsClusterName}, gc); err != nil {
@@ -222,7 +222,7 @@ func channelSecretOf(ctx context.Context, hub client.Client, cluster string) (se
 // useChannel gives the lab's clusters OCM's channel (the documents' GitOpsCluster with
 // managedServiceAccountRef: argocd-pull, taken away when the test ends) and waits for cluster's
 // secret to carry the account's token; it returns the secret's server and config.
-func useChannel(ctx context.Context, t *testing.T, hub client.Client, cluster string) (server string, config map[string]any) {
+func useChannel(ctx context.Context, t testing.TB, hub client.Client, cluster string) (server string, config map[string]any) {
 	t.Helper()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -32,7 +32,7 @@ import (
 
 var ctx = context.Background()
 
-func clients(t *testing.T) (hub client.Client, spokes map[string]client.Client) {
+func clients(t testing.TB) (hub client.Client, spokes map[string]client.Client) {
 	t.Helper()
 	hub, err := lab.Hub.Client()
 	if err != nil {

@@ -79,7 +79,7 @@ func buildArgocdPull(dir string) (string, error) {
 }
 
 // requireLab skips under -short and fails when the lab did not come up.
-func requireLab(t *testing.T) {
+func requireLab(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a lab of apiservers, OCM and Argo CD processes; run without -short")
@@ -90,7 +90,7 @@ func requireLab(t *testing.T) {
 }
 
 // eventually polls cond every 500ms until it holds, or fails naming the log to read.
-func eventually(t *testing.T, what string, timeout time.Duration, log string, cond func() (bool, error)) {
+func eventually(t testing.TB, what string, timeout time.Duration, log string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last error

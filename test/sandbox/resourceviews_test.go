@@ -48,7 +48,7 @@ spec:
 // the live manifest from cluster1, a value set there by hand included. Scaled on cluster1 by hand,
 // the Deployment's live state and its diff from Git show in argocd app manifests --source live and
 // argocd app diff, and in the UI's resource panel (its summary, Diff and EVENTS, from cluster1);
-// argocd app logs gets cluster1's own answer. Writes still reach nothing: cluster1's Deployment is
+// argocd app logs and the panel's LOGS get cluster1's own answer. Writes still reach nothing: cluster1's Deployment is
 // unchanged. Single-source, and multi-source as the documents' own Applications are.
 func TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree(t *testing.T) {
 	ctx, hub, cluster1, cli := onTheChannel(t, 8*time.Minute, "a Deployment for the views", viewsManifests)
@@ -142,6 +142,10 @@ func showsTheClustersOwnTree(ctx context.Context, t *testing.T, hub, cluster1 cl
 	ui.waitText("the Deployment's diff from Git", ".sliding-panel__body", time.Minute, "replicas: 3", "replicas: 2")
 	ui.click("EVENTS", ".sliding-panel__body *", "EVENTS")
 	ui.waitText("cluster1's events of the Deployment", ".sliding-panel__body", time.Minute, "ScalingReplicaSet")
+	// LOGS: the API server asks cluster1's apiserver, as the ManagedServiceAccount, for the logs
+	// of the Deployment's Pods, and the panel shows cluster1's own answer as the log's line.
+	ui.click("LOGS", ".sliding-panel__body *", "LOGS")
+	ui.waitText("cluster1's own answer to the Deployment's logs", ".sliding-panel__body", time.Minute, "no preferred addresses found")
 	ui.noErrorToasts()
 
 	// A write verb reaches nothing: cluster1's Deployment stays as it was.
@@ -334,7 +338,7 @@ func TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack(t *testing.T) {
 // deliverOnItsChannel creates app with an automated sync and a destination naming cluster1 (its
 // namespace namespace), and returns its name for the argocd CLI; at the test's end, it deletes app
 // and waits until cluster1's object gone, one of what app deploys, is gone with it.
-func deliverOnItsChannel(ctx context.Context, t *testing.T, hub, cluster1 client.Client, app *unstructured.Unstructured, namespace string, gone client.Object) string {
+func deliverOnItsChannel(ctx context.Context, t testing.TB, hub, cluster1 client.Client, app *unstructured.Unstructured, namespace string, gone client.Object) string {
 	t.Helper()
 	_ = unstructured.SetNestedMap(app.Object, map[string]any{"name": "cluster1", "namespace": namespace}, "spec", "destination")
 	_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "spec", "syncPolicy", "automated")
@@ -354,7 +358,7 @@ func deliverOnItsChannel(ctx context.Context, t *testing.T, hub, cluster1 client
 // onTheChannel prepares a test of cluster1's own views (the lab required): a context of timeout,
 // the hub's and cluster1's clients, the argocd CLI logged in, cluster1's secret on OCM's channel
 // until the test ends, and files committed to the lab's Git repository with message.
-func onTheChannel(t *testing.T, timeout time.Duration, message string, files map[string]string) (context.Context, client.Client, client.Client, argocdCLI) {
+func onTheChannel(t testing.TB, timeout time.Duration, message string, files map[string]string) (context.Context, client.Client, client.Client, argocdCLI) {
 	t.Helper()
 	requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -366,4 +370,54 @@ func onTheChannel(t *testing.T, timeout time.Duration, message string, files map
 		t.Fatal(err)
 	}
 	return ctx, hub, spokes["cluster1"], cli
+}
+
+// A tenant's Application on cluster1's channel, whose AppProject (the lab tenant's) permits only
+// its namespace on the managed cluster itself, gets no view of cluster1: Argo CD would build no
+// tree for a destination its project does not permit, so the hub keeps the display tree, with no
+// uid, and Argo CD's API server answers get-resource with its own "not found as part of
+// application". It is delivered and synced as before. The platform's Application of the same
+// objects on the same channel (Argo CD's default project, every destination) gets the live
+// manifest from cluster1.
+func TestATenantsProjectKeepsItFromTheClustersViews(t *testing.T) {
+	ctx, hub, cluster1, cli := onTheChannel(t, 8*time.Minute, "a ConfigMap for a tenant's views",
+		map[string]string{"tenantviews/cm.yaml": configMap("tenant-views", nil, map[string]string{"read": "through the channel"})})
+	tenant := tenantApp("tenant-views", "tenantviews", func(u *unstructured.Unstructured) {
+		u.Object["spec"].(map[string]any)["destination"] = map[string]any{"name": "cluster1", "namespace": sandbox.TenantNamespace}
+	})
+	if err := hub.Create(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(tenant)
+	t.Cleanup(func() { _ = hub.Delete(context.Background(), argocdApp(key)) })
+	eventually(t, "the tenant's Application Synced and Healthy, its ConfigMap on cluster1", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		sync, health, _ := hubState(hub, key)
+		return sync == "Synced" && health == "Healthy" && configMapData(cluster1, sandbox.TenantNamespace, "tenant-views", "read") == "through the channel",
+			fmt.Errorf("hub reads %s/%s; condition %q", sync, health, propagationError(hub, key))
+	})
+	name := key.Namespace + "/" + key.Name
+	eventually(t, "argocd app resources listing the tenant's ConfigMap (the display tree)", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "resources", name)
+		return err == nil && strings.Contains(out, "tenant-views"), fmt.Errorf("%v: %s", err, out)
+	})
+	out, err := cli.run(time.Minute, "app", "get-resource", name, "--kind", "ConfigMap", "--resource-name", "tenant-views", "-o", "yaml")
+	if err == nil || !strings.Contains(out, "not found as part of application") || strings.Contains(out, "through the channel") {
+		t.Errorf("argocd app get-resource on the tenant's ConfigMap: %v\n%s\nwant Argo CD's own refusal, and no live manifest from cluster1", err, out)
+	}
+	t.Logf("argocd app get-resource %s: %s", name, strings.TrimSpace(out))
+
+	platform := uiApp("platform-views", "tenantviews", "platform-views", false)
+	platformName := deliverOnItsChannel(ctx, t, hub, cluster1, platform, "platform-views", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "platform-views", Name: "tenant-views"}})
+	eventually(t, "argocd app get-resource answering with cluster1's ConfigMap for the platform's Application", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "get-resource", platformName, "--kind", "ConfigMap", "--resource-name", "tenant-views", "-o", "yaml")
+		return err == nil && strings.Contains(out, "through the channel") && strings.Contains(out, "uid:"), fmt.Errorf("%v: %s", err, out)
+	})
+	// The channel is up (the platform's Application was read through it), and the tenant's tree
+	// stays the display tree: each ask is refused, for a while.
+	for range 5 {
+		if out, err := cli.run(time.Minute, "app", "get-resource", name, "--kind", "ConfigMap", "--resource-name", "tenant-views", "-o", "yaml"); err == nil || !strings.Contains(out, "not found as part of application") {
+			t.Fatalf("argocd app get-resource on the tenant's ConfigMap, with the channel up: %v\n%s", err, out)
+		}
+		time.Sleep(time.Second)
+	}
 }
