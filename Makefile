@@ -189,7 +189,7 @@ BENCH_RUN = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) go run ./
 BENCH_ROLLOUTS = new-revision,second-commit,failing-revision,no-rollingsync
 
 .PHONY: bench
-bench: ## Run every benchmark, one run after another, in the order docs/benchmarks.md gives: bench-rollouts-concurrent and its limit, bench-rollouts, bench-rollouts-default-templating, bench-fleet, bench-fleet-5000, then bench-go; not part of make test
+bench: ## Run every benchmark, one run after another, in the order docs/benchmarks.md gives: bench-rollouts-concurrent and its limit, bench-rollouts, bench-rollouts-default-templating, bench-fleet, bench-fleet-5000, bench-go, then bench-cluster-tree; not part of make test
 	$(MAKE) --no-print-directory bench-rollouts-concurrent
 	$(MAKE) --no-print-directory bench-rollouts-concurrent-limit
 	$(MAKE) --no-print-directory bench-rollouts
@@ -197,6 +197,7 @@ bench: ## Run every benchmark, one run after another, in the order docs/benchmar
 	$(MAKE) --no-print-directory bench-fleet
 	$(MAKE) --no-print-directory bench-fleet-5000
 	$(MAKE) --no-print-directory bench-go
+	$(MAKE) --no-print-directory bench-cluster-tree
 
 # Ten RollingSync ApplicationSets of 1,000 clusters each, a new revision committed to all at once,
 # with CPU profiles of the first 120 s; then, in a run of its own, the same without the pull model
@@ -244,6 +245,21 @@ bench-fleet-5000: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd sandbox-deps
 
 # Go's own benchmark output, with the command before each package's: make docs reads its figures.
 BENCH_GO := test/bench/results/gobench.txt
+
+# One Application on its cluster's channel in the lab (cluster-proxy, managed-serviceaccount, the
+# hub's Argo CD): from a change of its tree on the cluster to the hub's API server showing it, and
+# the reads through the channel per change. Its own lab: nothing else runs beside it.
+BENCH_TREE := test/bench/results/cluster-tree.txt
+BENCH_TREE_CHANGES ?= 40
+
+.PHONY: bench-cluster-tree
+bench-cluster-tree: kube-assets ocm-assets addon-assets argocd-assets install-tools sandbox-deps ## Run the lab's benchmark of an Application's own tree read through OCM's channel ($(BENCH_TREE_CHANGES) changes on its cluster: time to the hub's views, reads per change) into test/bench/results/cluster-tree.txt, then make docs; prints how long the last run took first
+	@t=$$(sed -n -E 's/^ok .*[[:space:]]([0-9.]+)s$$/\1/p' $(BENCH_TREE) 2>/dev/null | head -1); \
+		if [ -n "$$t" ]; then echo "The last run took $$t s ($(BENCH_TREE))."; else echo "No earlier run: $(BENCH_TREE) does not exist yet."; fi
+	@echo "# make bench-cluster-tree, revision $(REVISION):" > $(BENCH_TREE).new
+	$(TEST_ENV) REQUIRE_CONTAINER= go test -count=1 -timeout 40m -run '^$$' -bench '^BenchmarkAClusterTreeChangeReachesTheHub$$' -benchtime=$(BENCH_TREE_CHANGES)x ./test/sandbox | tee -a $(BENCH_TREE).new
+	@grep -q '^ok ' $(BENCH_TREE).new && mv $(BENCH_TREE).new $(BENCH_TREE)
+	$(MAKE) --no-print-directory docs
 
 .PHONY: bench-age
 bench-age: ## Print how many commits under internal/ and cmd/ each results file is behind; fail when one the README quotes is behind (the rule: docs/benchmarks.md)
