@@ -26,7 +26,8 @@ import (
 // value and name[i] the i-th. In a .txt file of Go benchmark output it is the benchmark's name
 // (without its -GOMAXPROCS suffix), a slash, and the unit of the figure: BenchmarkBuild/ns/op,
 // BenchmarkObject/Application/ns/op.
-// What follows the path says how to write the figure, in order: *K or /K scales it, then a
+// What follows the path says how to write the figure, in order: *K or /K scales it (K a number,
+// or another path of the same file: /results[clusters=1000].limit.seconds makes a ratio), then a
 // fmt verb (%.2f), n (a whole number with thousands separators: 31,593) or n1 (one decimal:
 // 1,829.8). Without a verb, a number is written as n.
 var (
@@ -84,7 +85,8 @@ func Fill(doc, dir string) (string, error) {
 		}
 		var s string
 		if err == nil {
-			s, err = format(v, words[2:])
+			file, _ := load(words[0])
+			s, err = format(v, words[2:], func(path string) (any, error) { return lookup(file, path) })
 		}
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s %s: %v", words[0], words[1], err))
@@ -159,27 +161,27 @@ func lookup(v any, path string) (any, error) {
 }
 
 // format writes a figure: scales first, then one verb.
-func format(v any, spec []string) (string, error) {
+// format writes the figure v as spec says; other looks up a path of the same file (a scale by
+// another figure).
+func format(v any, spec []string, other func(path string) (any, error)) (string, error) {
 	if s, ok := v.(string); ok && len(spec) == 0 {
 		return s, nil
 	}
-	var f float64
-	switch x := v.(type) {
-	case json.Number:
-		var err error
-		if f, err = x.Float64(); err != nil {
-			return "", err
-		}
-	case float64:
-		f = x
-	default:
-		return "", fmt.Errorf("not a number: %v", v)
+	f, err := number(v)
+	if err != nil {
+		return "", err
 	}
 	verb := "n"
 	for _, tok := range spec {
 		switch {
 		case strings.HasPrefix(tok, "*") || strings.HasPrefix(tok, "/"):
 			k, err := strconv.ParseFloat(tok[1:], 64)
+			if err != nil {
+				var o any
+				if o, err = other(tok[1:]); err == nil {
+					k, err = number(o)
+				}
+			}
 			if err != nil || k == 0 {
 				return "", fmt.Errorf("bad scale %q", tok)
 			}
@@ -201,6 +203,17 @@ func format(v any, spec []string) (string, error) {
 		return Thousands1(f), nil
 	}
 	return fmt.Sprintf(verb, f), nil
+}
+
+// number is a figure of a results file as a float.
+func number(v any) (float64, error) {
+	switch x := v.(type) {
+	case json.Number:
+		return x.Float64()
+	case float64:
+		return x, nil
+	}
+	return 0, fmt.Errorf("not a number: %v", v)
 }
 
 // goBench is Go benchmark output: per benchmark (its name without the -GOMAXPROCS suffix), each

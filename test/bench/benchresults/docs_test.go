@@ -24,6 +24,7 @@ func TestFillWritesFiguresAndTablesFromTheResultsFiles(t *testing.T) {
 		"RSS <!-- bench results.json results[1].controller.peakRSSMiB -->1<!-- /bench --> MiB, " +
 		"report <!-- bench results.json results[clusters=1000].largestReportBytes /1024 -->1<!-- /bench --> KiB, " +
 		"run <!-- bench results.json seconds n1 -->1<!-- /bench --> s, " +
+		"ratio of two <!-- bench results.json results[clusters=1000].controller.peakRSSMiB /results[clusters=100].controller.peakRSSMiB %.1f -->1<!-- /bench -->x, " +
 		"p50 <!-- bench gobench.txt BenchmarkFeedbackToReport/p50-ms -->7<!-- /bench --> ms, " +
 		"object <!-- bench gobench.txt BenchmarkObject/Application/ns/op /1000 %.2f -->7<!-- /bench --> µs\n" +
 		"<!-- bench-table results.json -->\nhand-edited\n<!-- end bench-table -->\n"
@@ -31,7 +32,7 @@ func TestFillWritesFiguresAndTablesFromTheResultsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"-->0.31<!--", "-->1,340<!--", "-->262<!--", "-->1,653.3<!--", "-->89<!--", "-->1.23<!--", "| N=1,000, A=0 (0 apps) |"} {
+	for _, want := range []string{"-->0.31<!--", "-->1,340<!--", "-->262<!--", "-->1,653.3<!--", "-->17.7<!--", "-->89<!--", "-->1.23<!--", "| N=1,000, A=0 (0 apps) |"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("filled document lacks %q:\n%s", want, got)
 		}
@@ -54,6 +55,7 @@ func TestFillRefusesAFigureWithoutAResult(t *testing.T) {
 		"<!-- bench results.json results[clusters=100].nothing -->0.3<!-- /bench -->",
 		"<!-- bench missing.json seconds -->1<!-- /bench -->",
 		"<!-- bench results.json results[clusters=100].clusters %.2f bogus -->1<!-- /bench -->",
+		"<!-- bench results.json results[clusters=100].clusters /results[clusters=5000].clusters -->1<!-- /bench -->",
 		"<!-- bench-table missing.json -->\n<!-- end bench-table -->",
 	} {
 		if _, err := Fill(doc, dir); err == nil {
