@@ -108,7 +108,7 @@ func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		// Applications' trees come from (resourceviews.Route).
 		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.applicationsOfSecret), builder.WithPredicates(channelChanged()))
 		// An AppProject's destinations decide whether its Applications' trees may be read from
-		// their clusters (resourceviews.ProjectPermits).
+		// their clusters (tenancy.DestinationPermitted).
 		b = b.Watches(argocd.NewAppProject(), handler.EnqueueRequestsFromMapFunc(r.applicationsOfProject), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false }, // the Applications' own first reads find it
 			UpdateFunc: func(e event.UpdateEvent) bool { return destinationsChanged(e.ObjectOld, e.ObjectNew) },
@@ -122,20 +122,22 @@ func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 // whose Git side is rendered at the revisions the cluster compared), its status.sync too. Not the
 // requests and deliveries its annotations carry, the bulk of its updates.
 func treeSourceChanged(channel bool) predicate.Funcs {
-	changed := func(o, n *unstructured.Unstructured, path ...string) bool {
-		before, _, _ := unstructured.NestedFieldNoCopy(o.Object, path...)
-		after, _, _ := unstructured.NestedFieldNoCopy(n.Object, path...)
-		return !equality.Semantic.DeepEqual(before, after)
-	}
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*unstructured.Unstructured), e.ObjectNew.(*unstructured.Unstructured)
 			_, oldPull, _ := manifestwork.ReadMarkers(o)
 			_, newPull, _ := manifestwork.ReadMarkers(n)
-			return changed(o, n, "status", "resources") || !n.GetDeletionTimestamp().IsZero() || oldPull != newPull ||
-				(channel && (changed(o, n, "status", "sync", "revision") || changed(o, n, "status", "sync", "revisions")))
+			return fieldChanged(o, n, "status", "resources") || !n.GetDeletionTimestamp().IsZero() || oldPull != newPull ||
+				(channel && (fieldChanged(o, n, "status", "sync", "revision") || fieldChanged(o, n, "status", "sync", "revisions")))
 		},
 	}
+}
+
+// fieldChanged says whether the field at path differs between o and n (read in place).
+func fieldChanged(o, n *unstructured.Unstructured, path ...string) bool {
+	before, _, _ := unstructured.NestedFieldNoCopy(o.Object, path...)
+	after, _, _ := unstructured.NestedFieldNoCopy(n.Object, path...)
+	return !equality.Semantic.DeepEqual(before, after)
 }
 
 // Reconcile writes, renews or removes one Application's tree.

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -214,14 +213,7 @@ func destinationsChanged(old, updated client.Object) bool {
 	if !okOld || !okNew {
 		return true
 	}
-	for _, path := range [][]string{{"spec", "destinations"}, {"spec", "permitOnlyProjectScopedClusters"}} {
-		before, _, _ := unstructured.NestedFieldNoCopy(o.Object, path...)
-		after, _, _ := unstructured.NestedFieldNoCopy(n.Object, path...)
-		if !equality.Semantic.DeepEqual(before, after) {
-			return true
-		}
-	}
-	return false
+	return fieldChanged(o, n, "spec", "destinations") || fieldChanged(o, n, "spec", "permitOnlyProjectScopedClusters")
 }
 
 // channelChanged passes the cluster secrets whose server or credentials changed, and their

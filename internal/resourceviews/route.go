@@ -11,6 +11,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 // Destination is a hub Application's spec.destination: its name or server, which Argo CD's API
@@ -30,7 +31,7 @@ const ReadTimeout = 10 * time.Second
 // the cluster, as the read-only account; a uid on any other tree would send them elsewhere (the
 // hub itself, with the API server's rights: docs/security.md). The Application's AppProject
 // (project, nil when it does not exist) must permit that destination, as the hub's Argo CD would
-// before it built a tree (ProjectPermits). why says why not, "" when it does.
+// before it built a tree (tenancy.DestinationPermitted). why says why not, "" when it does.
 func Route(dest Destination, cluster string, secret *corev1.Secret, ch clusteraccess.Channel, project *unstructured.Unstructured) (cfg *rest.Config, why string) {
 	if !ch.Configured() {
 		return nil, "the install names no cluster-proxy user server (--cluster-proxy-url)"
@@ -58,7 +59,7 @@ func Route(dest Destination, cluster string, secret *corev1.Secret, ch clusterac
 	switch {
 	case project == nil:
 		return nil, "its AppProject does not exist"
-	case !ProjectPermits(project, cluster, server, dest.Namespace):
+	case !tenancy.DestinationPermitted(project, cluster, server, dest.Namespace):
 		return nil, fmt.Sprintf("its AppProject %s does not permit the destination cluster %s (server %s), namespace %q", project.GetName(), cluster, server, dest.Namespace)
 	}
 	return &rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, Timeout: ReadTimeout,

@@ -46,6 +46,12 @@ func matchPattern(pattern, s string) bool {
 		}
 		// Argo CD also tries the entry as a glob when the expression does not match.
 	}
+	return matchGlob(pattern, s)
+}
+
+// matchGlob matches s against a gobwas glob, as Argo CD does; a pattern that does not compile
+// matches nothing.
+func matchGlob(pattern, s string) bool {
 	g, err := glob.Compile(pattern)
 	return err == nil && g.Match(s)
 }

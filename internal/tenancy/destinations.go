@@ -1,13 +1,12 @@
-package resourceviews
+package tenancy
 
 import (
 	"strings"
 
-	"github.com/gobwas/glob"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// ProjectPermits says whether the AppProject project (nil: none) permits an Application's
+// DestinationPermitted says whether the AppProject project (nil: none) permits an Application's
 // destination as the hub's Argo CD resolves it: the cluster secret's name and server, and the
 // destination namespace. It follows Argo CD v3.5.1's AppProject.IsDestinationPermitted: a
 // destination entry matches when its name or its server matches (globs, "!" negates) and its
@@ -19,7 +18,7 @@ import (
 // checks only that a resource is in the tree, with a uid, before it asks the cluster: so the hub
 // reads a cluster's tree only for an Application whose project permits it, or a tenant could read,
 // through the views, a cluster or namespace its project keeps it from.
-func ProjectPermits(project *unstructured.Unstructured, name, server, namespace string) bool {
+func DestinationPermitted(project *unstructured.Unstructured, name, server, namespace string) bool {
 	if project == nil {
 		return false
 	}
@@ -50,19 +49,11 @@ func ProjectPermits(project *unstructured.Unstructured, name, server, namespace 
 
 func denies(pattern string) bool { return strings.HasPrefix(pattern, "!") }
 
-// globMatch is Argo CD's: "*" matches anything, "!" negates, a pattern that does not compile
-// matches nothing.
+// globMatch is Argo CD's for destinations: "*" matches anything, "!" negates, a pattern that
+// does not compile matches nothing.
 func globMatch(pattern, value string) bool {
 	if denies(pattern) {
-		return !match(pattern[1:], value)
+		return !matchGlob(pattern[1:], value)
 	}
-	if pattern == "*" {
-		return true
-	}
-	return match(pattern, value)
-}
-
-func match(pattern, value string) bool {
-	g, err := glob.Compile(pattern)
-	return err == nil && g.Match(value)
+	return pattern == "*" || matchGlob(pattern, value)
 }
