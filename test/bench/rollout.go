@@ -399,7 +399,9 @@ func measureRollouts(ctx context.Context, cfg config, rc rolloutConfig, clusters
 			res.NoRollingSync = plain
 			if plain != nil {
 				report("without RollingSync", *plain)
-				cfg.progress("    the report at the new revision after %.1fs", plain.ReportSeconds)
+				if !rc.push {
+					cfg.progress("    the report at the new revision after %.1fs", plain.ReportSeconds)
+				}
 			}
 			return err
 		}},

@@ -25,7 +25,8 @@ func (h *rolloutHub) newRevision(ctx context.Context, cfg config, rc rolloutConf
 
 // withoutRollingSync creates an ApplicationSet without a strategy, whose Applications sync
 // themselves, waits for its first revision, then commits the next one and waits for it on every
-// hub Application and in the report.
+// hub Application and, with argocd-pull (not in the limit scenario, which has no report), in the
+// report.
 func (h *rolloutHub) withoutRollingSync(ctx context.Context, rc rolloutConfig, clusters int) (*benchresults.Rollout, error) {
 	start := time.Now()
 	if err := h.c.Create(ctx, rolloutAppSet("plain01", "v1", 0, false, rc.templating)); err != nil {
@@ -39,7 +40,7 @@ func (h *rolloutHub) withoutRollingSync(ctx context.Context, rc rolloutConfig, c
 		return nil, err
 	}
 	plain, err := h.await(ctx, "a new revision without RollingSync", []string{"plain01"}, clusters, start, "v2", 0, rc.syncFor)
-	if err == nil {
+	if err == nil && !rc.push {
 		err = waitFor(ctx, 5*time.Minute, "the report at the new revision", h.logPath, func() (bool, string) {
 			_, ok := h.obs.reportAt("plain01", simagent.Resolve("v2"))
 			return ok, "not yet"
