@@ -98,6 +98,13 @@ func (r *GitOpsClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 			return o.GetName() == clusteraccess.ClusterProxyAddOn || o.GetName() == clusteraccess.ManagedServiceAccountAddOn
 		})
 		b = b.Watches(&addonv1alpha1.ManagedClusterAddOn{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(channelAddOn))
+		accounts, err := accountsCache(mgr)
+		if err != nil {
+			return err
+		}
+		if accounts != nil {
+			b = b.WatchesRawSource(source.Kind[client.Object](accounts, accountMetadata(), handler.EnqueueRequestsFromMapFunc(byAccountOwner)))
+		}
 	}
 	return b.Complete(r)
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,13 +17,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
@@ -109,6 +113,45 @@ func (r *GitOpsClusterReconciler) accessFacts(ctx context.Context, owner, cluste
 		f.TokenSecret = secret
 	}
 	return f, nil
+}
+
+// accountMetadata is the metadata of a ManagedServiceAccount: all the watch needs of it (its owner
+// annotation; its resourceVersion moves with each status the agent writes).
+func accountMetadata() *metav1.PartialObjectMetadata {
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(ManagedServiceAccountGVK)
+	return o
+}
+
+// accountsCache is a cache of the metadata of the ManagedServiceAccounts argocd-pull made (its
+// label, server-side): managed-serviceaccount's agent writes an account's status after each token
+// it writes, a rotation or a new token after the cluster refused the old one (its ServiceAccount
+// made again), and that token then reaches the cluster's secret at once rather than at the next
+// recheck (the token Secret itself may be read by name only, never watched). nil when
+// managed-serviceaccount's API is not installed: the recheck alone finds the tokens then.
+func accountsCache(mgr ctrl.Manager) (cache.Cache, error) {
+	if _, err := mgr.GetRESTMapper().RESTMapping(ManagedServiceAccountGVK.GroupKind(), ManagedServiceAccountGVK.Version); err != nil {
+		mgr.GetLogger().Info("managed-serviceaccount's API is not installed: the channel's tokens are read at each recheck only", "reason", err.Error())
+		return nil, nil
+	}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{api.ManagedByLabel: api.ManagedByValue})})
+	if err != nil {
+		return nil, fmt.Errorf("creating the cache of argocd-pull's ManagedServiceAccounts: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the cache of argocd-pull's ManagedServiceAccounts: %w", err)
+	}
+	return c, nil
+}
+
+// byAccountOwner maps a ManagedServiceAccount argocd-pull made to the GitOpsCluster it made it for.
+func byAccountOwner(_ context.Context, o client.Object) []reconcile.Request {
+	ns, name, ok := strings.Cut(o.GetAnnotations()[clusteraccess.AccountOwnerAnnotation], "/")
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
 // createAccount creates the ManagedServiceAccount ref in the cluster's namespace, argocd-pull's,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	gomegatypes "github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -97,6 +98,20 @@ func (h *harness) writeToken(msa *unstructured.Unstructured, token string) {
 		return nil
 	})
 	h.g.Expect(err).NotTo(HaveOccurred())
+}
+
+// tokenReported writes the status of the ManagedServiceAccount name in cluster as
+// managed-serviceaccount's agent does after each token it writes: the token Secret it refreshed,
+// and when that token expires.
+func (h *harness) tokenReported(cluster, name string, expires time.Time) {
+	h.t.Helper()
+	msa := h.managedServiceAccount(cluster, name)
+	h.g.Expect(msa).NotTo(BeNil())
+	h.g.Expect(unstructured.SetNestedMap(msa.Object, map[string]any{
+		"tokenSecretRef":      map[string]any{"name": name, "lastRefreshTimestamp": time.Now().UTC().Format(time.RFC3339)},
+		"expirationTimestamp": expires.UTC().Format(time.RFC3339),
+	}, "status")).To(Succeed())
+	h.g.Expect(h.c.Status().Update(context.Background(), msa)).To(Succeed())
 }
 
 func (h *harness) accessCondition(name string) func() string { return h.accessCondition2(h.ns, name) }
@@ -247,6 +262,49 @@ func TestGitOpsClusterReachesItsClustersThroughOCMsChannel(t *testing.T) {
 		return h.c.Get(ctx, types.NamespacedName{Namespace: reached, Name: clusteraccess.AccessWorkName("argocd-pull")}, &workv1.ManifestWork{})
 	}, timeout, interval).Should(MatchError(ContainSubstring("not found")))
 	h.g.Expect(h.managedServiceAccount(tenants, "argocd-pull").GetResourceVersion()).To(Equal(theirs.GetResourceVersion()))
+}
+
+// A token the cluster refused is replaced by managed-serviceaccount's agent at once (it makes the
+// ServiceAccount again and writes a new token, then the account's status): the new token reaches
+// the cluster's secret when the account's status says so, not at the next recheck (an hour here),
+// so the hub's Argo CD and the cluster's own trees stop asking the cluster with a token it refuses.
+func TestANewTokenReachesTheSecretWhenItsAccountSaysSo(t *testing.T) {
+	withManagedServiceAccountAPI(t)
+	h := start(t, func(o *Options, _ string) {
+		o.Channel = clusteraccess.Channel{URL: "https://cluster-proxy-addon-user.multicluster-engine.svc:9092", CA: []byte("CA"), Accounts: []string{"argocd-pull"}, Recheck: time.Hour}
+	})
+	ctx := context.Background()
+	cluster := h.cluster()
+	h.addOn(cluster, clusteraccess.ClusterProxyAddOn, true)
+	h.addOn(cluster, clusteraccess.ManagedServiceAccountAddOn, true)
+	h.placement(h.ns, "p", cluster)
+	gc := h.gitOpsCluster(h.ns, "gc", "p")
+	patch := client.MergeFrom(gc.DeepCopy())
+	gc.Spec.ManagedServiceAccountRef = "argocd-pull"
+	h.g.Expect(h.c.Patch(ctx, gc, patch)).To(Succeed())
+	h.g.Eventually(func() *unstructured.Unstructured { return h.managedServiceAccount(cluster, "argocd-pull") }, timeout, interval).ShouldNot(BeNil())
+	msa := h.managedServiceAccount(cluster, "argocd-pull")
+
+	first := time.Now().Add(time.Hour)
+	old := serviceAccountToken("argocd-pull", first)
+	h.writeToken(msa, old)
+	h.tokenReported(cluster, "argocd-pull", first)
+	inUse := func(token string) gomegatypes.GomegaMatcher {
+		return HaveExactElements(HaveSuffix("/"+cluster), token, "CA", "")
+	}
+	h.g.Eventually(h.secretAccess(cluster), timeout, interval).Should(inUse(old))
+	// The reconciles that writing the secret set off have run.
+	h.g.Consistently(h.secretAccess(cluster), 2*time.Second, interval).Should(inUse(old))
+
+	// The cluster refuses old; the agent writes a new token, then the account's status. The
+	// Secret alone is not watched (argocd-pull may read it by name only)...
+	second := time.Now().Add(2 * time.Hour)
+	renewed := serviceAccountToken("argocd-pull", second)
+	h.writeToken(msa, renewed)
+	h.g.Consistently(h.secretAccess(cluster), 2*time.Second, interval).Should(inUse(old))
+	// ...the account's status is.
+	h.tokenReported(cluster, "argocd-pull", second)
+	h.g.Eventually(h.secretAccess(cluster), timeout, interval).Should(inUse(renewed))
 }
 
 // An account argocd-pull made for one GitOpsCluster is that one's alone: another GitOpsCluster (a

@@ -189,11 +189,16 @@ func (b builtTree) sum() [sha256.Size]byte {
 }
 
 // applicationsOfSecret are the Applications of the cluster whose secret (in the Argo CD namespace)
-// o is.
+// o is. The secret's server or credentials changed (channelChanged): a read that failed before
+// says nothing of the new ones, so the cluster is read again at once (a new token after the
+// cluster refused the old one).
 func (r *ResourceTreeReconciler) applicationsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	cluster := o.GetLabels()[api.ClusterLabel]
 	if o.GetNamespace() != r.ArgoCDNamespace || cluster == "" {
 		return nil
+	}
+	if r.ClusterTrees != nil {
+		r.ClusterTrees.down.Delete(cluster)
 	}
 	return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: cluster})
 }

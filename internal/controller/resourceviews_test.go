@@ -220,24 +220,6 @@ func lines(tree *resourcetree.Tree) []string {
 // cluster, Git from the hub's API server), removed whenever the display tree replaces it and with
 // the Application.
 func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
-	managed := testenv.GetManaged(t)
-	cs, err := kubernetes.NewForConfig(managed.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The cluster's own objects, in a namespace of its own for this test (the Application's
-	// destination namespace on the cluster).
-	guestbook := managed.Namespace(t)
-	uids := guestbookOnCluster(t, cs, guestbook)
-	token := readOnlyToken(t, managed.Config, guestbook)
-
-	addr := testenv.Redis(t, "s3cret")
-	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
-	defer func() { _ = rdb.Close() }()
-	proxy := newUserServer(t, managed.Config)
-	backoff := clusterTreeBackoff
-	clusterTreeBackoff = time.Second
-	t.Cleanup(func() { clusterTreeBackoff = backoff })
 	// The hub Argo CD's API server, its GetManifests: Git holds 2 replicas, the cluster 1 (the
 	// lab runs the real one, TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree).
 	var manifestsAsked atomic.Int32
@@ -258,18 +240,12 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("argocd-pull-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := start(t, func(o *Options, _ string) {
-		o.ResourceTree.Address = addr
-		o.Channel = proxy.channel
+	f := onItsChannel(t, time.Second, func(o *Options) {
 		o.ArgoCDServer = resourceviews.ServerOptions{URL: argocdServer.URL, TokenFile: tokenFile}
 	})
-	h.redisSecret("s3cret")
+	h, rdb, proxy, cluster, guestbook, uids, cs := f.h, f.rdb, f.proxy, f.cluster, f.guestbook, f.uids, f.cs
 	ctx := context.Background()
-	cluster := h.cluster()
-	proxy.cluster.Store(cluster)
-	// The cluster's secret as the GitOpsCluster controller writes it for managedServiceAccountRef.
-	secret := gitops.WithAccess(gitops.ClusterSecret(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, h.ns, h.ns+"/gitops"),
-		proxy.channel, clusteraccess.Access{Server: proxy.channel.Server(cluster), Token: clusteraccess.Token{Value: token}})
+	secret := f.secret(f.token)
 	h.create(secret)
 
 	// status.resources as the cluster's Argo CD reports them, in the namespace the objects are in.
@@ -433,4 +409,97 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	h.g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "guestbook"}, app)).To(Succeed())
 	h.g.Expect(h.c.Delete(ctx, app)).To(Succeed())
 	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(BeNil())
+}
+
+// A token the cluster refuses (revoked there: here, one it never issued): the Application's tree is
+// the display tree, with one ClusterTreeNotRead that names the cluster's refusal, and the cluster
+// is not asked again before its backoff ends (an hour here). A new token in the cluster's secret
+// (managed-serviceaccount's agent made one, argocd-pull copied it) is tried at once: the cluster's
+// own tree comes back without a change of the Application.
+func TestANewTokenEndsTheBackoffOfARefusedOne(t *testing.T) {
+	f := onItsChannel(t, time.Hour, nil)
+	h, rdb, cluster, guestbook, uids := f.h, f.rdb, f.cluster, f.guestbook, f.uids
+	ctx := context.Background()
+	secret := f.secret("revoked." + strings.Repeat("x", 40) + ".token")
+	h.create(secret)
+	h.project("default", h.ns)
+	h.documentsApp("guestbook", cluster)
+	app := argocd.NewApplication()
+	h.g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "guestbook"}, app)).To(Succeed())
+	patch := client.MergeFrom(app.DeepCopy())
+	h.g.Expect(unstructured.SetNestedField(app.Object, map[string]any{"name": cluster, "namespace": guestbook}, "spec", "destination")).To(Succeed())
+	h.g.Expect(h.c.Patch(ctx, app, patch)).To(Succeed())
+	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, managedMultiSourceFeedback(t, func(status map[string]any) {
+		for _, r := range status["resources"].([]any) {
+			r.(map[string]any)["namespace"] = guestbook
+		}
+	}))
+
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(
+		[]string{"Service/guestbook-ui  Healthy", "Deployment/guestbook-ui  Healthy"}), "the display tree")
+	h.g.Eventually(func() []string { return h.eventsFor("guestbook") }, timeout, interval).Should(ContainElement(
+		And(HavePrefix(ReasonClusterTreeNotRead+": "), ContainSubstring("Unauthorized"))), "the cluster's refusal, said")
+
+	h.g.Expect(h.c.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	renewed := f.secret(f.token)
+	secret.Data, secret.StringData = renewed.Data, renewed.StringData
+	h.g.Expect(h.c.Update(ctx, secret)).To(Succeed())
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal([]string{
+		"Service/guestbook-ui " + uids["Service"] + " Healthy",
+		"Deployment/guestbook-ui " + uids["Deployment"] + " Healthy",
+		"ReplicaSet/guestbook-ui-85985d774c " + uids["ReplicaSet"] + " Progressing <- Deployment/guestbook-ui",
+		"Pod/guestbook-ui-85985d774c-x7b2q " + uids["Pod"] + " Progressing <- ReplicaSet/guestbook-ui-85985d774c",
+	}), "the cluster's own tree, on the new token, long before the backoff ends")
+}
+
+// channelFixture is a managed cluster on OCM's channel for the tree controller's tests: a real
+// apiserver behind a stand-in for cluster-proxy's user server, the guestbook's objects on it (uids
+// by kind) in a namespace of the test's own, a read-only token of it, the hub's redis, and the
+// controllers started with the channel.
+type channelFixture struct {
+	h                         *harness
+	rdb                       *redis.Client
+	proxy                     *userServer
+	cs                        kubernetes.Interface
+	cluster, guestbook, token string
+	uids                      map[string]string
+}
+
+// onItsChannel starts a channelFixture whose cluster reads back off for backoff after a failure;
+// more sets more options (nil: none).
+func onItsChannel(t *testing.T, backoff time.Duration, more func(o *Options)) channelFixture {
+	t.Helper()
+	managed := testenv.GetManaged(t)
+	cs, err := kubernetes.NewForConfig(managed.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := channelFixture{cs: cs, guestbook: managed.Namespace(t)}
+	f.uids = guestbookOnCluster(t, cs, f.guestbook)
+	f.token = readOnlyToken(t, managed.Config, f.guestbook)
+	addr := testenv.Redis(t, "s3cret")
+	f.rdb = redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
+	t.Cleanup(func() { _ = f.rdb.Close() })
+	f.proxy = newUserServer(t, managed.Config)
+	was := clusterTreeBackoff
+	clusterTreeBackoff = backoff
+	t.Cleanup(func() { clusterTreeBackoff = was })
+	f.h = start(t, func(o *Options, _ string) {
+		o.ResourceTree.Address = addr
+		o.Channel = f.proxy.channel
+		if more != nil {
+			more(o)
+		}
+	})
+	f.h.redisSecret("s3cret")
+	f.cluster = f.h.cluster()
+	f.proxy.cluster.Store(f.cluster)
+	return f
+}
+
+// secret is the cluster's secret as the GitOpsCluster controller writes it for
+// managedServiceAccountRef, with token.
+func (f channelFixture) secret(token string) *corev1.Secret {
+	return gitops.WithAccess(gitops.ClusterSecret(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, f.h.ns, f.h.ns+"/gitops"),
+		f.proxy.channel, clusteraccess.Access{Server: f.proxy.channel.Server(f.cluster), Token: clusteraccess.Token{Value: token}})
 }

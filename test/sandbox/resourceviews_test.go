@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -289,18 +290,104 @@ func TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack(t *testing.T) {
 	app := uiApp("views-channel-down", "views", "views", false)
 	deployment := types.NamespacedName{Namespace: "views", Name: "views-web"}
 	name := deliverOnItsChannel(ctx, t, hub, cluster1, app, "views", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: deployment.Namespace, Name: deployment.Name}})
-	tree := func(withPods bool) func() (bool, error) {
-		return func() (bool, error) {
-			out, err := cli.run(time.Minute, "app", "resources", name, "--output", "tree=detailed")
-			return err == nil && strings.Contains(out, "views-web") && strings.Contains(out, "Pod") == withPods, fmt.Errorf("%v: %s", err, out)
-		}
-	}
+	tree := func(withPods bool) func() (bool, error) { return viewsTree(cli, name, withPods) }
 	eventually(t, "argocd app resources showing cluster1's Pods", 4*time.Minute, "hub-argocd-pull.log", tree(true))
 
 	if err := lab.Stop("cluster1-proxy-agent"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lab.Start(context.Background(), "cluster1-proxy-agent") })
+	driftToTheDisplayTree(ctx, t, hub, cluster1, cli, app.GetName(), deployment, "could not be read through OCM's channel")
+
+	if err := lab.Start(ctx, "cluster1-proxy-agent"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "argocd app resources showing cluster1's Pods again", 4*time.Minute, "hub-argocd-pull.log", tree(true))
+}
+
+// A token cluster1 refuses: the ManagedServiceAccount's ServiceAccount deleted on cluster1, which
+// revokes its token, with the add-on's agent stopped so that none is made again. While the hub's
+// tree still holds cluster1's uids, Argo CD's API server asks cluster1 and the argocd CLI shows
+// cluster1's own refusal as Argo CD words it, and the UI, which takes any 401 for the end of its own
+// session, its login page, the session still valid. The next status cluster1 reports (through its work
+// agent, which needs no such token) gives the display tree and one ClusterTreeNotRead that names
+// the refusal; delivery and status go on. The agent back, it makes the ServiceAccount and a token
+// again, the token reaches cluster1's secret on the hub, and cluster1's own tree returns with no
+// change of the Application.
+func TestATokenTheClusterRefusesGivesItsOwnErrorAndTheDisplayTree(t *testing.T) {
+	ctx, hub, cluster1, cli := onTheChannel(t, 10*time.Minute, "a Deployment for the views", viewsManifests)
+	app := uiApp("views-token-refused", "views", "views", false)
+	deployment := types.NamespacedName{Namespace: "views", Name: "views-web"}
+	name := deliverOnItsChannel(ctx, t, hub, cluster1, app, "views", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: deployment.Namespace, Name: deployment.Name}})
+	eventually(t, "argocd app resources showing cluster1's Pods", 4*time.Minute, "hub-argocd-pull.log", viewsTree(cli, name, true))
+	getResource := func() (string, error) {
+		return cli.run(time.Minute, "app", "get-resource", name, "--kind", "Deployment", "--resource-name", deployment.Name, "-o", "yaml")
+	}
+	if out, err := getResource(); err != nil || !strings.Contains(out, "uid:") {
+		t.Fatalf("argocd app get-resource before the token is revoked: %v\n%s", err, out)
+	}
+
+	agent := "cluster1-" + sandbox.ManagedServiceAccountAddon + "-agent"
+	if err := lab.Stop(agent); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lab.Start(context.Background(), agent) })
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: sandbox.AddonInstallNamespace, Name: "argocd-pull"}}
+	if err := cluster1.Delete(ctx, account); err != nil {
+		t.Fatalf("deleting the ManagedServiceAccount's ServiceAccount on cluster1: %v", err)
+	}
+	eventually(t, "argocd app get-resource answering with cluster1's refusal of the token", 2*time.Minute, "hub-argocd-server.log", func() (bool, error) {
+		out, err := getResource()
+		refused := strings.Contains(out, "Unauthorized") || strings.Contains(out, "provide credentials")
+		if err != nil && refused {
+			t.Logf("argocd app get-resource %s: %s", name, strings.TrimSpace(out))
+		}
+		return err != nil && refused && !strings.Contains(out, "uid:"), fmt.Errorf("%v: %s", err, out)
+	})
+
+	// The UI: the Deployment's panel asks cluster1 for the live object, and Argo CD's UI takes the
+	// 401 for the end of its own session: it opens its login page. The session itself stays
+	// valid: the applications list opens without logging in again.
+	ui := openArgoUI(t)
+	panel := "/applications/" + sandbox.ArgoNamespace + "/" + app.GetName() + "?node=" + url.QueryEscape("apps/Deployment/views/views-web/0") + "&tab=summary"
+	if err := chromedp.Do(ui.ctx, chromedp.Navigate("http://"+lab.ArgoCD.Addr+panel)); err != nil {
+		t.Fatal(err)
+	}
+	ui.waitFor("Argo CD's login page, its answer to cluster1's 401", time.Minute, `location.pathname === '/login'`)
+	ui.shot("login-page-after-a-refused-token")
+	if err := chromedp.Do(ui.ctx, chromedp.Navigate("http://"+lab.ArgoCD.Addr+"/applications")); err != nil {
+		t.Fatal(err)
+	}
+	ui.waitFor("the applications list, with no new login", time.Minute, `location.pathname === '/applications' && !!document.querySelector('.applications-list__entry, .applications-list')`)
+	_, _ = ui.eval(`window.__argocdPullToasts = []`)
+
+	driftToTheDisplayTree(ctx, t, hub, cluster1, cli, app.GetName(), deployment, "Unauthorized", "provide credentials")
+
+	if err := lab.Start(ctx, agent); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "argocd app resources showing cluster1's Pods again, on the agent's new token", 4*time.Minute, "hub-argocd-pull.log", viewsTree(cli, name, true))
+	eventually(t, "argocd app get-resource answering with cluster1's Deployment again", time.Minute, "hub-argocd-server.log", func() (bool, error) {
+		out, err := getResource()
+		return err == nil && strings.Contains(out, "replicas: 3"), fmt.Errorf("%v: %s", err, out)
+	})
+}
+
+// viewsTree says whether argocd app resources of name (namespace/name) lists views-web, and
+// cluster1's Pods under it (withPods) or none.
+func viewsTree(cli argocdCLI, name string, withPods bool) func() (bool, error) {
+	return func() (bool, error) {
+		out, err := cli.run(time.Minute, "app", "resources", name, "--output", "tree=detailed")
+		return err == nil && strings.Contains(out, "views-web") && strings.Contains(out, "Pod") == withPods, fmt.Errorf("%v: %s", err, out)
+	}
+}
+
+// driftToTheDisplayTree scales the Deployment app delivers on cluster1 by hand (2 to 3), with
+// cluster1's own tree unreadable, and waits for what the hub must still do: the hub Application
+// OutOfSync as cluster1's work agent reports it, with the display tree (argocd app resources lists
+// no Pod), and one ClusterTreeNotRead event on it whose message says why (one of the words given).
+func driftToTheDisplayTree(ctx context.Context, t *testing.T, hub, cluster1 client.Client, cli argocdCLI, app string, deployment types.NamespacedName, why ...string) {
+	t.Helper()
 	live := &appsv1.Deployment{}
 	if err := cluster1.Get(ctx, deployment, live); err != nil {
 		t.Fatal(err)
@@ -309,10 +396,10 @@ func TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack(t *testing.T) {
 	if err := cluster1.Update(ctx, live); err != nil {
 		t.Fatal(err)
 	}
-	key := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: app.GetName()}
+	key := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: app}
 	eventually(t, "the hub Application OutOfSync, as cluster1 reports it, with the display tree", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
 		sync, _, _ := unstructured.NestedString(hubApp(hub, key).Object, "status", "sync", "status")
-		ok, err := tree(false)()
+		ok, err := viewsTree(cli, key.Namespace+"/"+key.Name, false)()
 		return sync == "OutOfSync" && ok, fmt.Errorf("sync %q; %v", sync, err)
 	})
 	eventually(t, "a ClusterTreeNotRead event on the hub Application", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
@@ -321,18 +408,14 @@ func TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack(t *testing.T) {
 			return false, err
 		}
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == app.GetName() && e.Reason == "ClusterTreeNotRead" {
+			if e.InvolvedObject.Name == app && e.Reason == "ClusterTreeNotRead" {
 				t.Logf("event %s: %s", e.Reason, e.Message)
-				return strings.Contains(e.Message, "could not be read through OCM's channel"), nil
+				said := slices.ContainsFunc(why, func(w string) bool { return strings.Contains(e.Message, w) })
+				return strings.Contains(e.Message, "could not be read through OCM's channel") && said, fmt.Errorf("event: %s", e.Message)
 			}
 		}
 		return false, nil
 	})
-
-	if err := lab.Start(ctx, "cluster1-proxy-agent"); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "argocd app resources showing cluster1's Pods again", 4*time.Minute, "hub-argocd-pull.log", tree(true))
 }
 
 // deliverOnItsChannel creates app with an automated sync and a destination naming cluster1 (its
