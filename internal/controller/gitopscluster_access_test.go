@@ -78,6 +78,32 @@ func (h *harness) managedServiceAccount(cluster, name string) *unstructured.Unst
 	return msa
 }
 
+// withAccount makes the GitOpsCluster name in the test's namespace, on a Placement "p" of
+// clusters, with managedServiceAccountRef account.
+func (h *harness) withAccount(name, account string, clusters ...string) *gitopsv1beta1.GitOpsCluster {
+	h.t.Helper()
+	h.placement(h.ns, "p", clusters...)
+	gc := h.gitOpsCluster(h.ns, name, "p")
+	h.setRef(gc, account)
+	return gc
+}
+
+// setRef sets gc's managedServiceAccountRef to ref ("": none).
+func (h *harness) setRef(gc *gitopsv1beta1.GitOpsCluster, ref string) {
+	h.t.Helper()
+	h.g.Expect(h.c.Get(context.Background(), client.ObjectKeyFromObject(gc), gc)).To(Succeed())
+	patch := client.MergeFrom(gc.DeepCopy())
+	gc.Spec.ManagedServiceAccountRef = ref
+	h.g.Expect(h.c.Patch(context.Background(), gc, patch)).To(Succeed())
+}
+
+// accountMade waits for the ManagedServiceAccount name argocd-pull makes in cluster, and returns it.
+func (h *harness) accountMade(cluster, name string) *unstructured.Unstructured {
+	h.t.Helper()
+	h.g.Eventually(func() *unstructured.Unstructured { return h.managedServiceAccount(cluster, name) }, timeout, interval).ShouldNot(BeNil())
+	return h.managedServiceAccount(cluster, name)
+}
+
 // serviceAccountToken is a token of the ServiceAccount name in the add-on's namespace, as a
 // cluster's apiserver issues it (the hub never checks its signature).
 func serviceAccountToken(name string, expires time.Time) string {
@@ -188,15 +214,10 @@ func TestGitOpsClusterReachesItsClustersThroughOCMsChannel(t *testing.T) {
 	h.g.Expect(h.c.Create(ctx, theirs)).To(Succeed())
 	theirs = h.managedServiceAccount(tenants, "argocd-pull")
 
-	h.placement(h.ns, "p", reached, noProxy, tenants)
-	gc := h.gitOpsCluster(h.ns, "gc", "p")
-	patch := client.MergeFrom(gc.DeepCopy())
-	gc.Spec.ManagedServiceAccountRef = "argocd-pull"
-	h.g.Expect(h.c.Patch(ctx, gc, patch)).To(Succeed())
+	gc := h.withAccount("gc", "argocd-pull", reached, noProxy, tenants)
 
 	// The account is created where managed-serviceaccount runs, and its rights delivered.
-	h.g.Eventually(func() *unstructured.Unstructured { return h.managedServiceAccount(reached, "argocd-pull") }, timeout, interval).ShouldNot(BeNil())
-	msa := h.managedServiceAccount(reached, "argocd-pull")
+	msa := h.accountMade(reached, "argocd-pull")
 	h.g.Expect(msa.GetLabels()).To(HaveKeyWithValue(api.ManagedByLabel, api.ManagedByValue))
 	validity, _, _ := unstructured.NestedString(msa.Object, "spec", "rotation", "validity")
 	h.g.Expect(validity).To(Equal("168h"))
@@ -248,9 +269,7 @@ func TestGitOpsClusterReachesItsClustersThroughOCMsChannel(t *testing.T) {
 	h.g.Eventually(h.secretAccess(reached), timeout, interval).Should(HaveExactElements(HaveSuffix("/"+reached), good, ca, ""))
 
 	// Without managedServiceAccountRef, the secrets are credential-free again, with no condition.
-	patch = client.MergeFrom(gc.DeepCopy())
-	gc.Spec.ManagedServiceAccountRef = ""
-	h.g.Expect(h.c.Patch(ctx, gc, patch)).To(Succeed())
+	h.setRef(gc, "")
 	h.g.Eventually(h.secretAccess(reached), timeout, interval).Should(Equal([]string{gitops.Server(reached), "", "", ""}))
 	h.g.Eventually(h.accessCondition("gc"), timeout, interval).Should(BeEmpty())
 	// And the accounts argocd-pull made, with their rights, go: no GitOpsCluster asks for them.
@@ -273,17 +292,11 @@ func TestANewTokenReachesTheSecretWhenItsAccountSaysSo(t *testing.T) {
 	h := start(t, func(o *Options, _ string) {
 		o.Channel = clusteraccess.Channel{URL: "https://cluster-proxy-addon-user.multicluster-engine.svc:9092", CA: []byte("CA"), Accounts: []string{"argocd-pull"}, Recheck: time.Hour}
 	})
-	ctx := context.Background()
 	cluster := h.cluster()
 	h.addOn(cluster, clusteraccess.ClusterProxyAddOn, true)
 	h.addOn(cluster, clusteraccess.ManagedServiceAccountAddOn, true)
-	h.placement(h.ns, "p", cluster)
-	gc := h.gitOpsCluster(h.ns, "gc", "p")
-	patch := client.MergeFrom(gc.DeepCopy())
-	gc.Spec.ManagedServiceAccountRef = "argocd-pull"
-	h.g.Expect(h.c.Patch(ctx, gc, patch)).To(Succeed())
-	h.g.Eventually(func() *unstructured.Unstructured { return h.managedServiceAccount(cluster, "argocd-pull") }, timeout, interval).ShouldNot(BeNil())
-	msa := h.managedServiceAccount(cluster, "argocd-pull")
+	h.withAccount("gc", "argocd-pull", cluster)
+	msa := h.accountMade(cluster, "argocd-pull")
 
 	first := time.Now().Add(time.Hour)
 	old := serviceAccountToken("argocd-pull", first)
@@ -318,16 +331,9 @@ func TestAnAccountIsItsGitOpsClustersAlone(t *testing.T) {
 		o.Channel = clusteraccess.Channel{URL: "https://cluster-proxy-addon-user.multicluster-engine.svc:9092", CA: []byte("CA"), Accounts: []string{"argocd-pull"}, Recheck: time.Second}
 		o.GitOpsNamespaces = append(o.GitOpsNamespaces, tenant)
 	})
-	ctx := context.Background()
 	c := h.cluster()
 	h.addOn(c, clusteraccess.ClusterProxyAddOn, true)
 	h.addOn(c, clusteraccess.ManagedServiceAccountAddOn, true)
-	setRef := func(gc *gitopsv1beta1.GitOpsCluster, ref string) {
-		h.g.Expect(h.c.Get(ctx, client.ObjectKeyFromObject(gc), gc)).To(Succeed())
-		patch := client.MergeFrom(gc.DeepCopy())
-		gc.Spec.ManagedServiceAccountRef = ref
-		h.g.Expect(h.c.Patch(ctx, gc, patch)).To(Succeed())
-	}
 	owner := func() string {
 		msa := h.managedServiceAccount(c, "argocd-pull")
 		if msa == nil {
@@ -338,7 +344,7 @@ func TestAnAccountIsItsGitOpsClustersAlone(t *testing.T) {
 
 	h.placement(h.ns, "p", c)
 	platform := h.gitOpsCluster(h.ns, "platform", "p")
-	setRef(platform, "argocd-pull")
+	h.setRef(platform, "argocd-pull")
 	h.g.Eventually(owner, timeout, interval).Should(Equal(h.ns + "/platform"))
 	msa := h.managedServiceAccount(c, "argocd-pull")
 	good := serviceAccountToken("argocd-pull", time.Now().Add(time.Hour))
@@ -349,7 +355,7 @@ func TestAnAccountIsItsGitOpsClustersAlone(t *testing.T) {
 	// The tenant's GitOpsCluster, for its own Argo CD, names the same account for the same cluster.
 	h.placement(tenant, "p", c)
 	theirs := h.gitOpsCluster(tenant, "gc", "p")
-	setRef(theirs, "argocd-pull")
+	h.setRef(theirs, "argocd-pull")
 	h.g.Eventually(h.ready(tenant, "gc"), timeout, interval).Should(Equal("True/Succeeded/successful"))
 	h.g.Eventually(h.accessCondition2(tenant, "gc"), timeout, interval).Should(SatisfyAll(
 		HavePrefix("False/"+clusteraccess.ReasonAccountInUse+": "), ContainSubstring("is GitOpsCluster "+h.ns+"/platform's")))
@@ -360,7 +366,7 @@ func TestAnAccountIsItsGitOpsClustersAlone(t *testing.T) {
 	h.g.Expect(h.secretAccess(c)()).To(HaveExactElements(HaveSuffix("/"+c), good, "CA", ""), "the platform's secret keeps its token")
 
 	// The platform stops asking: its account goes, and the tenant's GitOpsCluster makes its own.
-	setRef(platform, "")
+	h.setRef(platform, "")
 	h.g.Eventually(owner, timeout, interval).Should(Equal(tenant + "/gc"))
 	h.g.Expect(h.managedServiceAccount(c, "argocd-pull").GetUID()).NotTo(Equal(msa.GetUID()))
 	h.g.Eventually(h.secretAccess(c), timeout, interval).Should(Equal([]string{gitops.Server(c), "", "", ""}))
@@ -388,11 +394,7 @@ func TestGitOpsClusterAsksForAChannelTheInstallDoesNotGive(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := start(t, func(o *Options, _ string) { o.Channel = c.channel })
 			cluster := h.cluster()
-			h.placement(h.ns, "p", cluster)
-			gc := h.gitOpsCluster(h.ns, "gc", "p")
-			patch := client.MergeFrom(gc.DeepCopy())
-			gc.Spec.ManagedServiceAccountRef = c.ref
-			h.g.Expect(h.c.Patch(context.Background(), gc, patch)).To(Succeed())
+			h.withAccount("gc", c.ref, cluster)
 			h.g.Eventually(h.accessCondition("gc"), timeout, interval).Should(HavePrefix("False/" + c.reason + ": 1 of 1 cluster secrets are credential-free"))
 			h.g.Expect(h.secretAccess(cluster)()).To(Equal([]string{gitops.Server(cluster), "", "", c.reason}))
 			h.g.Expect(h.ready(h.ns, "gc")()).To(Equal("True/Succeeded/successful"))
