@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
@@ -107,6 +108,9 @@ func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		// A cluster secret that gains, changes or loses the channel changes where its
 		// Applications' trees come from (resourceviews.Route).
 		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.applicationsOfSecret), builder.WithPredicates(channelChanged()))
+		// A cluster whose read failed: its other Applications take the display tree too.
+		r.ClusterTrees.wentDown = make(chan event.GenericEvent, 1024)
+		b = b.WatchesRawSource(source.Channel(r.ClusterTrees.wentDown, handler.EnqueueRequestsFromMapFunc(r.applicationsOfCluster)))
 		// An AppProject's destinations decide whether its Applications' trees may be read from
 		// their clusters (tenancy.DestinationPermitted).
 		b = b.Watches(argocd.NewAppProject(), handler.EnqueueRequestsFromMapFunc(r.applicationsOfProject), builder.WithPredicates(predicate.Funcs{

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,6 +50,24 @@ type ClusterTrees struct {
 	Targets *resourceviews.ArgoCDServer
 
 	down sync.Map // cluster → clusterDown
+	// wentDown carries each cluster whose read failed while it was not known down: its other
+	// Applications are requeued, and take the display tree at once (their uids would send Argo
+	// CD's views to a cluster that does not answer, or answers 401: docs/argocd-clients.md).
+	wentDown chan event.GenericEvent
+}
+
+// failed marks cluster down until the backoff ends, and tells the cluster's other Applications
+// when it was not down before (a full queue drops the word: they find out at their own reads).
+func (ct *ClusterTrees) failed(cluster, why string, now time.Time) {
+	if _, was := ct.down.Swap(cluster, clusterDown{until: now.Add(clusterTreeBackoff), why: why}); was || ct.wentDown == nil {
+		return
+	}
+	o := &metav1.PartialObjectMetadata{}
+	o.SetName(cluster)
+	select {
+	case ct.wentDown <- event.GenericEvent{Object: o}:
+	default:
+	}
 }
 
 // clusterDown is a cluster whose last read failed: not read again before until.
@@ -108,7 +127,7 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 	facts, reads, err := resourceviews.Read(ctx, cfg, resources, ct.Limits)
 	metrics.ClusterTreeReads.Add(float64(reads.Requests))
 	if err != nil {
-		ct.down.Store(cluster, clusterDown{until: now.Add(clusterTreeBackoff), why: err.Error()})
+		ct.failed(cluster, err.Error(), now)
 		return display(err.Error())
 	}
 	ct.down.Delete(cluster)
@@ -201,6 +220,11 @@ func (r *ResourceTreeReconciler) applicationsOfSecret(ctx context.Context, o cli
 		r.ClusterTrees.down.Delete(cluster)
 	}
 	return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: cluster})
+}
+
+// applicationsOfCluster are the Applications of the cluster o names (ClusterTrees.wentDown).
+func (r *ResourceTreeReconciler) applicationsOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: o.GetName()})
 }
 
 // applicationsOfProject requeues the Applications of an AppProject of the Argo CD namespace.

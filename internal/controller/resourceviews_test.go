@@ -303,6 +303,10 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 		h.g.Expect(managedOf(h.g, rdb, name)).To(BeNil(), "no live state for an Application the hub does not read: %s", name)
 	}
 
+	// A second Application on the same cluster's channel, with its own tree from the cluster.
+	deliver("guestbook-2", named)
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook-2")) }, timeout, interval).Should(Equal(want))
+
 	// The channel down: the next change gives the display tree, and the Application says why.
 	notRead := func() []string {
 		var out []string
@@ -318,6 +322,10 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(
 		[]string{"Service/guestbook-ui  Healthy", "Deployment/guestbook-ui  Progressing"}))
 	h.g.Expect(managedOf(h.g, rdb, "guestbook")).To(BeNil(), "live states that are no longer read are removed with the cluster's tree")
+	// The other Application of that cluster, with no change of its own, takes the display tree
+	// too: its uids would send Argo CD's views to a cluster that does not answer.
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook-2")) }, timeout, interval).Should(Equal(display), "guestbook-2")
+	h.g.Expect(managedOf(h.g, rdb, "guestbook-2")).To(BeNil())
 	h.g.Eventually(notRead, timeout, interval).Should(ConsistOf(
 		And(ContainSubstring("could not be read through OCM's channel"), ContainSubstring("reading Service "+guestbook+"/guestbook-ui on the cluster: the server is currently unable to handle the request"))))
 
@@ -330,6 +338,7 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(want))
 	h.g.Eventually(func(g Gomega) []string { return managedOf(g, rdb, "guestbook") }, timeout, interval).Should(Equal(wantManaged))
 	h.g.Consistently(notRead, 2*time.Second, interval).Should(HaveLen(1), "said once")
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook-2")) }, timeout, interval).Should(Equal(want), "guestbook-2 back")
 
 	// The cluster secret loses the channel (its GitOpsCluster no longer asks for it): the tree is
 	// the display tree at once, with no change of the Application; the channel back, the
