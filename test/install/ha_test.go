@@ -15,8 +15,10 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -281,15 +283,39 @@ func TestTwoReplicasHandOver(t *testing.T) {
 	leader, standby = standby, start("a-restarted")
 	g.Eventually(func() string { return standby.log() }, time.Minute, 100*time.Millisecond).Should(ContainSubstring(`"Attempting to acquire leader lease..."`))
 	before = holder()
+	// Every change of the Lease from here on, in order: the release is seen however short it is.
+	cs, err := kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	changes, err := cs.CoordinationV1().Leases(installNamespace).Watch(context.Background(), metav1.ListOptions{
+		FieldSelector: "metadata.name=" + leaseName, ResourceVersion: lease().ResourceVersion})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer changes.Stop()
 	sent := time.Now()
 	g.Expect(leader.p.Signal(syscall.SIGTERM)).To(Succeed())
 	handedOver := takenOverAt(before).Sub(sent)
 	<-leader.p.Done()
 	t.Logf("leader stopped (SIGTERM): the standby took the lease %s later", handedOver.Round(time.Millisecond))
 	g.Expect(leader.p.Err()).NotTo(HaveOccurred(), "the stopping leader exits 0")
-	// Not a timing assertion on a noisy machine: taken before the 15 s lease could expire means the
-	// leader released it; the figure itself is logged and published.
-	g.Expect(handedOver).To(BeNumerically("<", 15*time.Second), "the standby did not wait for the lease to expire: the leader released it")
+	// The standby did not wait for the lease to expire: the stopping leader wrote the release
+	// (no holder) before anyone else held the lease. (The time it took is logged, not asserted.)
+	var holders []string
+	for done := false; !done; {
+		select {
+		case e, ok := <-changes.ResultChan():
+			g.Expect(ok).To(BeTrue(), "the watch of the Lease ended early; holders seen: %q", holders)
+			l, isLease := e.Object.(*coordinationv1.Lease)
+			if !isLease || l.Spec.HolderIdentity == nil {
+				continue
+			}
+			if h := *l.Spec.HolderIdentity; len(holders) == 0 || holders[len(holders)-1] != h {
+				holders = append(holders, h)
+			}
+			done = holders[len(holders)-1] != before && holders[len(holders)-1] != ""
+		case <-time.After(time.Minute):
+			t.Fatalf("the Lease's changes after SIGTERM: no new holder in a minute; holders seen: %q", holders)
+		}
+	}
+	g.Expect(holders).To(ContainElement(""), "the leader released its lease as it stopped (holders in order: %q)", holders)
 
 	// The new leader works: one more Application is delivered.
 	mu.Lock()
