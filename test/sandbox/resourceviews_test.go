@@ -222,7 +222,7 @@ func TestResourceLevelVerbsOnTheClustersOwnTreeReachOnlyTheClusterReadOnly(t *te
 	secret := []string{"--kind", "Secret", "--resource-name", "argocd-initial-admin-secret", "--namespace", sandbox.ArgoNamespace}
 	for _, c := range []struct {
 		args []string
-		want string // what the error says; "" for any error
+		want string // what the error says
 	}{
 		// The ConfigMap has cluster1's uid: the verbs reach cluster1, which refuses the writes.
 		{append([]string{"app", "patch-resource", name, "--patch", `{"data":{"note":"patched"}}`, "--patch-type", "application/merge-patch+json"}, configMap...), "forbidden"},
