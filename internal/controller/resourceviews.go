@@ -219,12 +219,17 @@ func (r *ResourceTreeReconciler) applicationsOfSecret(ctx context.Context, o cli
 	if r.ClusterTrees != nil {
 		r.ClusterTrees.down.Delete(cluster)
 	}
-	return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: cluster})
+	return r.applicationsOf(ctx, cluster)
 }
 
 // applicationsOfCluster are the Applications of the cluster o names (ClusterTrees.wentDown).
 func (r *ResourceTreeReconciler) applicationsOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: o.GetName()})
+	return r.applicationsOf(ctx, o.GetName())
+}
+
+// applicationsOf are the Applications delivered to cluster.
+func (r *ResourceTreeReconciler) applicationsOf(ctx context.Context, cluster string) []reconcile.Request {
+	return applicationRequests(ctx, r.Client, client.MatchingFields{appClusterIndex: cluster})
 }
 
 // applicationsOfProject requeues the Applications of an AppProject of the Argo CD namespace.
