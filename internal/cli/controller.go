@@ -122,6 +122,7 @@ GOMEMLIMIT is set): it collects garbage harder near the limit instead of being k
 	fs.StringVar(&f.opts.ArgoCDServer.TokenFile, "argocd-server-token-file", "", "File holding the API token of argocd-pull's Argo CD account, which needs only 'applications, get' (read at each request: a rotated token is used)")
 	fs.StringVar(&f.opts.ArgoCDServer.CAFile, "argocd-server-ca-certificate", "", "CA bundle that verifies --argocd-server's certificate (default: system roots)")
 	fs.BoolVar(&f.opts.ArgoCDServer.InsecureSkipVerify, "argocd-server-insecure", false, "Do not verify --argocd-server's certificate (Argo CD's self-signed default; labs only)")
+	fs.DurationVar(&f.opts.ClusterProbeInterval, "cluster-probe-interval", f.opts.ClusterProbeInterval, "How often each cluster whose own resource tree the hub holds (an Application on its cluster's channel) is asked whether it still answers: one GET /api through cluster-proxy with its secret's token. A token the cluster revoked while no new one could come (its managed-serviceaccount agent down), or a channel gone down, turns the cluster's trees to the display tree within this, instead of at their next read; 0 probes never")
 	addResourceTreeFlags(fs, &f)
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(goflags)

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -94,7 +95,8 @@ type treeRecord struct {
 // SetupWithManager registers the reconciler: every pull-labelled Application (the cache holds
 // those only), on creation, deletion, and a change of its status.resources or pull markers; on
 // the creation and deletion of its ManifestWork (only a delivered Application has a tree); and,
-// with OCM's channel, on a change of its cluster's secret.
+// with OCM's channel, on a change of its cluster's secret, and each probe period, on a cluster that
+// stopped answering (probeClusters).
 func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	channel := r.ClusterTrees != nil && r.ClusterTrees.Channel.Configured()
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -117,6 +119,13 @@ func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 			CreateFunc: func(event.CreateEvent) bool { return false }, // the Applications' own first reads find it
 			UpdateFunc: func(e event.UpdateEvent) bool { return destinationsChanged(e.ObjectOld, e.ObjectNew) },
 		}))
+		// A cluster that stops answering while nothing changes on the hub (a token revoked
+		// while no new one can come): its trees turn to the display tree within a probe period.
+		if r.ClusterTrees.ProbeEvery > 0 {
+			if err := mgr.Add(manager.RunnableFunc(r.probeClusters)); err != nil {
+				return err
+			}
+		}
 	}
 	return b.Complete(r)
 }

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -48,18 +49,30 @@ type ClusterTrees struct {
 	// revisions its cluster compared: the Git side of the managed resources' diff. nil: the
 	// managed resources carry the live states alone.
 	Targets *resourceviews.ArgoCDServer
+	// ProbeEvery is how often each cluster whose own tree the hub holds is asked whether it still
+	// answers (probeClusters): a token the cluster revoked while no new one could reach its secret
+	// (its managed-serviceaccount agent down), or a channel gone down, turns its trees to the
+	// display tree within this, not at their next read (a status change, or the renewal after
+	// half the TTL). 0: never.
+	ProbeEvery time.Duration
 
 	down sync.Map // cluster → clusterDown
+	// up are the clusters whose last read succeeded, with when and through what: probed
+	// (probeClusters) while their trees are the clusters' own.
+	up sync.Map // cluster → clusterUp
 	// wentDown carries each cluster whose read failed while it was not known down: its other
 	// Applications are requeued, and take the display tree at once (their uids would send Argo
 	// CD's views to a cluster that does not answer, or answers 401: docs/argocd-clients.md).
 	wentDown chan event.GenericEvent
 }
 
-// failed marks cluster down until the backoff ends, and tells the cluster's other Applications
-// when it was not down before (a full queue drops the word: they find out at their own reads).
-func (ct *ClusterTrees) failed(cluster, why string, now time.Time) {
-	if _, was := ct.down.Swap(cluster, clusterDown{until: now.Add(clusterTreeBackoff), why: why}); was || ct.wentDown == nil {
+// failed marks cluster down for reads through channel until the backoff ends, and tells the
+// cluster's other Applications when it was not down through that channel before (a full queue drops
+// the word: they find out at their own reads).
+func (ct *ClusterTrees) failed(cluster string, channel [sha256.Size]byte, why string, now time.Time) {
+	ct.up.Delete(cluster)
+	prev, was := ct.down.Swap(cluster, clusterDown{until: now.Add(clusterTreeBackoff), why: why, channel: channel})
+	if (was && prev.(clusterDown).channel == channel) || ct.wentDown == nil {
 		return
 	}
 	o := &metav1.PartialObjectMetadata{}
@@ -70,10 +83,42 @@ func (ct *ClusterTrees) failed(cluster, why string, now time.Time) {
 	}
 }
 
-// clusterDown is a cluster whose last read failed: not read again before until.
+// downFor says why reads of cluster through channel wait at now ("", false: they don't). A mark
+// left by another channel (the secret's token or server before it changed) holds nothing: a new
+// token is tried at once, even when a read with the old one fails after it came.
+func (ct *ClusterTrees) downFor(cluster string, channel [sha256.Size]byte, now time.Time) (string, bool) {
+	d, ok := ct.down.Load(cluster)
+	if !ok || d.(clusterDown).channel != channel || !now.Before(d.(clusterDown).until) {
+		return "", false
+	}
+	return d.(clusterDown).why, true
+}
+
+// read records that a read of cluster through channel succeeded at now: the cluster is down
+// through it no more (a mark of another channel stays its own), and is probed from now on.
+func (ct *ClusterTrees) read(cluster string, channel [sha256.Size]byte, now time.Time) {
+	if d, ok := ct.down.Load(cluster); ok && d.(clusterDown).channel == channel {
+		ct.down.CompareAndDelete(cluster, d)
+	}
+	ct.up.Store(cluster, clusterUp{at: now, channel: channel})
+}
+
+// clusterDown is a cluster whose last read through channel failed: not read through it again
+// before until.
 type clusterDown struct {
-	until time.Time
-	why   string
+	until   time.Time
+	why     string
+	channel [sha256.Size]byte
+}
+
+// channelOf identifies the server and credentials cfg reads with.
+func channelOf(cfg *rest.Config) [sha256.Size]byte {
+	h := sha256.New()
+	for _, b := range [][]byte{[]byte(cfg.Host), []byte(cfg.BearerToken), cfg.CAData} {
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	return [sha256.Size]byte(h.Sum(nil))
 }
 
 // builtTree is a tree with what building it left out, and where it came from.
@@ -120,17 +165,17 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 		ctrl.LoggerFrom(ctx).V(1).Info("The display tree", "reason", why)
 		return display("")
 	}
-	now := time.Now()
-	if d, ok := ct.down.Load(cluster); ok && now.Before(d.(clusterDown).until) {
-		return display(d.(clusterDown).why)
+	now, channel := time.Now(), channelOf(cfg)
+	if why, down := ct.downFor(cluster, channel, now); down {
+		return display(why)
 	}
 	facts, reads, err := resourceviews.Read(ctx, cfg, resources, ct.Limits)
 	metrics.ClusterTreeReads.Add(float64(reads.Requests))
 	if err != nil {
-		ct.failed(cluster, err.Error(), now)
+		ct.failed(cluster, channel, err.Error(), now)
 		return display(err.Error())
 	}
-	ct.down.Delete(cluster)
+	ct.read(cluster, channel, now)
 	facts.HubUIDs = map[string]bool{string(app.GetUID()): true}
 	b := resourceviews.Tree(facts)
 	sources := resourceviews.Sources{Listed: resources, Live: facts.Objects, Unread: facts.Unread}
@@ -209,15 +254,12 @@ func (b builtTree) sum() [sha256.Size]byte {
 
 // applicationsOfSecret are the Applications of the cluster whose secret (in the Argo CD namespace)
 // o is. The secret's server or credentials changed (channelChanged): a read that failed before
-// says nothing of the new ones, so the cluster is read again at once (a new token after the
-// cluster refused the old one).
+// says nothing of the new ones (ClusterTrees.downFor), so the cluster is read again at once (a new
+// token after the cluster refused the old one).
 func (r *ResourceTreeReconciler) applicationsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	cluster := o.GetLabels()[api.ClusterLabel]
 	if o.GetNamespace() != r.ArgoCDNamespace || cluster == "" {
 		return nil
-	}
-	if r.ClusterTrees != nil {
-		r.ClusterTrees.down.Delete(cluster)
 	}
 	return r.applicationsOf(ctx, cluster)
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
@@ -427,22 +428,11 @@ func TestAnApplicationOnItsClustersChannelGetsTheClustersOwnTree(t *testing.T) {
 // own tree comes back without a change of the Application.
 func TestANewTokenEndsTheBackoffOfARefusedOne(t *testing.T) {
 	f := onItsChannel(t, time.Hour, nil)
-	h, rdb, cluster, guestbook, uids := f.h, f.rdb, f.cluster, f.guestbook, f.uids
+	h, rdb := f.h, f.rdb
 	ctx := context.Background()
 	secret := f.secret("revoked." + strings.Repeat("x", 40) + ".token")
 	h.create(secret)
-	h.project("default", h.ns)
-	h.documentsApp("guestbook", cluster)
-	app := argocd.NewApplication()
-	h.g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "guestbook"}, app)).To(Succeed())
-	patch := client.MergeFrom(app.DeepCopy())
-	h.g.Expect(unstructured.SetNestedField(app.Object, map[string]any{"name": cluster, "namespace": guestbook}, "spec", "destination")).To(Succeed())
-	h.g.Expect(h.c.Patch(ctx, app, patch)).To(Succeed())
-	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, managedMultiSourceFeedback(t, func(status map[string]any) {
-		for _, r := range status["resources"].([]any) {
-			r.(map[string]any)["namespace"] = guestbook
-		}
-	}))
+	f.deliverGuestbook(t)
 
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(
 		[]string{"Service/guestbook-ui  Healthy", "Deployment/guestbook-ui  Healthy"}), "the display tree")
@@ -453,12 +443,87 @@ func TestANewTokenEndsTheBackoffOfARefusedOne(t *testing.T) {
 	renewed := f.secret(f.token)
 	secret.Data, secret.StringData = renewed.Data, renewed.StringData
 	h.g.Expect(h.c.Update(ctx, secret)).To(Succeed())
-	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal([]string{
-		"Service/guestbook-ui " + uids["Service"] + " Healthy",
-		"Deployment/guestbook-ui " + uids["Deployment"] + " Healthy",
-		"ReplicaSet/guestbook-ui-85985d774c " + uids["ReplicaSet"] + " Progressing <- Deployment/guestbook-ui",
-		"Pod/guestbook-ui-85985d774c-x7b2q " + uids["Pod"] + " Progressing <- ReplicaSet/guestbook-ui-85985d774c",
-	}), "the cluster's own tree, on the new token, long before the backoff ends")
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(f.ownTree()),
+		"the cluster's own tree, on the new token, long before the backoff ends")
+}
+
+// deliverGuestbook delivers the documents' guestbook to the fixture's cluster, aimed at the
+// cluster by name (the hardened template), in the AppProject default, and reports its resources
+// in the namespace that holds them on the cluster.
+func (f channelFixture) deliverGuestbook(t *testing.T) {
+	t.Helper()
+	h, ctx := f.h, context.Background()
+	h.project("default", h.ns)
+	h.documentsApp("guestbook", f.cluster)
+	app := argocd.NewApplication()
+	h.g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "guestbook"}, app)).To(Succeed())
+	patch := client.MergeFrom(app.DeepCopy())
+	h.g.Expect(unstructured.SetNestedField(app.Object, map[string]any{"name": f.cluster, "namespace": f.guestbook}, "spec", "destination")).To(Succeed())
+	h.g.Expect(h.c.Patch(ctx, app, patch)).To(Succeed())
+	h.report("guestbook", f.cluster, h.work("guestbook", f.cluster).Generation, managedMultiSourceFeedback(t, func(status map[string]any) {
+		for _, r := range status["resources"].([]any) {
+			r.(map[string]any)["namespace"] = f.guestbook
+		}
+	}))
+}
+
+// ownTree is the guestbook's tree as its cluster holds it: uids from the cluster, the ReplicaSet
+// and the Pod (Pending: no kubelet) under their owners.
+func (f channelFixture) ownTree() []string {
+	return []string{
+		"Service/guestbook-ui " + f.uids["Service"] + " Healthy",
+		"Deployment/guestbook-ui " + f.uids["Deployment"] + " Healthy",
+		"ReplicaSet/guestbook-ui-85985d774c " + f.uids["ReplicaSet"] + " Progressing <- Deployment/guestbook-ui",
+		"Pod/guestbook-ui-85985d774c-x7b2q " + f.uids["Pod"] + " Progressing <- ReplicaSet/guestbook-ui-85985d774c",
+	}
+}
+
+// A cluster's failed-read mark belongs to the channel (server and credentials) that failed. The race
+// it closes: a reconcile still reading with the old token fails just after the secret took a new
+// one; the new token is read at once all the same, and its own failure is news to the cluster's
+// other Applications.
+func TestAFailedReadHoldsOnlyItsOwnChannel(t *testing.T) {
+	g := NewWithT(t)
+	ct := &ClusterTrees{wentDown: make(chan event.GenericEvent, 4)}
+	now := time.Now()
+	old := channelOf(&rest.Config{Host: "https://proxy/cluster1", BearerToken: "old"})
+	renewed := channelOf(&rest.Config{Host: "https://proxy/cluster1", BearerToken: "new"})
+	g.Expect(renewed).NotTo(Equal(old))
+	g.Expect(channelOf(&rest.Config{Host: "https://proxy/cluster1", BearerToken: "old", TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}})).NotTo(Equal(old), "another CA is another channel")
+
+	ct.failed("cluster1", old, "Unauthorized", now)
+	g.Expect(ct.wentDown).To(HaveLen(1), "the cluster's Applications are told once")
+	why, down := ct.downFor("cluster1", old, now.Add(time.Second))
+	g.Expect(down).To(BeTrue())
+	g.Expect(why).To(Equal("Unauthorized"))
+	_, down = ct.downFor("cluster1", renewed, now.Add(time.Second))
+	g.Expect(down).To(BeFalse(), "a new token is read at once")
+	_, down = ct.downFor("cluster2", old, now)
+	g.Expect(down).To(BeFalse(), "another cluster")
+	_, down = ct.downFor("cluster1", old, now.Add(clusterTreeBackoff))
+	g.Expect(down).To(BeFalse(), "the backoff ended")
+
+	ct.failed("cluster1", old, "Unauthorized", now.Add(2*time.Second))
+	g.Expect(ct.wentDown).To(HaveLen(1), "the same channel failing again is no news")
+	ct.failed("cluster1", renewed, "connection refused", now.Add(3*time.Second))
+	g.Expect(ct.wentDown).To(HaveLen(2), "the new channel failing is")
+	why, down = ct.downFor("cluster1", renewed, now.Add(4*time.Second))
+	g.Expect(down).To(BeTrue())
+	g.Expect(why).To(Equal("connection refused"))
+
+	ct.read("cluster1", old, now)
+	_, down = ct.downFor("cluster1", renewed, now.Add(4*time.Second))
+	g.Expect(down).To(BeTrue(), "a read through another channel leaves the mark")
+	ct.read("cluster1", renewed, now)
+	_, down = ct.downFor("cluster1", renewed, now.Add(4*time.Second))
+	g.Expect(down).To(BeFalse(), "a read through it ends it")
+
+	// The probe asks the clusters read within the TTL, and no cluster marked down since.
+	ct.read("cluster2", old, now.Add(-2*time.Hour))
+	g.Expect(ct.toProbe(now, time.Hour)).To(Equal([]string{"cluster1"}), "cluster2's trees were not read within the TTL")
+	g.Expect(ct.toProbe(now, 3*time.Hour)).To(Equal([]string{"cluster1"}), "and it is forgotten")
+	ct.failed("cluster1", renewed, "Unauthorized", now)
+	g.Expect(ct.toProbe(now, time.Hour)).To(BeEmpty(), "a cluster down is read again after its backoff, not probed")
 }
 
 // channelFixture is a managed cluster on OCM's channel for the tree controller's tests: a real

@@ -103,6 +103,10 @@ type Options struct {
 	// ArgoCDServer is the hub's Argo CD API server, asked for the Git side of the managed
 	// resources of an Application on its cluster's channel; no URL: they carry live states only.
 	ArgoCDServer resourceviews.ServerOptions
+	// ClusterProbeInterval is how often each cluster whose own tree the hub holds is asked
+	// whether it still answers through the channel (ResourceTreeReconciler.probeClusters); 0:
+	// never.
+	ClusterProbeInterval time.Duration
 }
 
 // ArgoCDNamespaces are the Argo CD namespaces the install names: ArgoCDNamespace and
@@ -139,6 +143,7 @@ func DefaultOptions() Options {
 		RedisSecret:                  "argocd-redis",
 		RollingSyncUnconfirmedHold:   appstatus.DefaultUnconfirmedHold,
 		Channel:                      clusteraccess.Channel{Accounts: []string{DefaultManagedServiceAccount}},
+		ClusterProbeInterval:         5 * time.Minute,
 	}
 }
 
@@ -190,6 +195,9 @@ func (o Options) Validate() error {
 	}
 	if o.ResourceTree.Address != "" && o.ResourceTree.TTL <= 0 {
 		return fmt.Errorf("the resource tree's TTL must be positive, got %s", o.ResourceTree.TTL)
+	}
+	if o.ClusterProbeInterval < 0 {
+		return fmt.Errorf("the cluster probe interval must not be negative, got %s", o.ClusterProbeInterval)
 	}
 	if o.Search.URL != "" && o.SearchInterval <= 0 {
 		return fmt.Errorf("the Search polling interval must be positive, got %s", o.SearchInterval)
@@ -314,7 +322,7 @@ func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options,
 	if err != nil {
 		return fmt.Errorf("setting up the resource tree's redis: %w", err)
 	}
-	trees := &ClusterTrees{Channel: opts.Channel, Limits: resourceviews.DefaultLimits}
+	trees := &ClusterTrees{Channel: opts.Channel, Limits: resourceviews.DefaultLimits, ProbeEvery: opts.ClusterProbeInterval}
 	if opts.ArgoCDServer.URL != "" {
 		if trees.Targets, err = resourceviews.NewArgoCDServer(opts.ArgoCDServer); err != nil {
 			return err

@@ -57,6 +57,12 @@ const (
 	TreeSourceCluster = "cluster"
 )
 
+// The results of a cluster's probe (ClusterProbes' result label).
+const (
+	ProbeAnswered = "answered"
+	ProbeFailed   = "failed"
+)
+
 var (
 	// WorkWrites counts ManifestWork writes by operation.
 	WorkWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -104,6 +110,13 @@ var (
 		Name: "argocd_pull_cluster_tree_reads_total",
 		Help: "Requests made to managed clusters through OCM's channel (cluster-proxy, as the managed-serviceaccount) to read the cluster's own resource tree of an Application.",
 	})
+
+	// ClusterProbes counts the probes of the clusters whose own trees the hub holds (one request
+	// each through OCM's channel, internal/resourceviews.Probe), by result.
+	ClusterProbes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "argocd_pull_cluster_probes_total",
+		Help: "Probes of the managed clusters whose own resource trees the hub holds, one GET /api each through OCM's channel with the cluster secret's token (--cluster-probe-interval), by result (answered; failed: the cluster's trees turned to the display tree).",
+	}, []string{"result"})
 
 	// PropagationLatency is the time from a hub Application change seen by the controller to its
 	// ManifestWork written.
@@ -157,7 +170,7 @@ var (
 // the gauges to its reader.
 func Register(reader client.Reader, staleAfter time.Duration) {
 	register.Do(func() {
-		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, ReportEntriesComputed, APIRequests, TreeWrites, ManagedResourcesWrites, ClusterTreeReads, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
+		ctrlmetrics.Registry.MustRegister(WorkWrites, Takeovers, ReportWrites, ReportEntriesComputed, APIRequests, TreeWrites, ManagedResourcesWrites, ClusterTreeReads, ClusterProbes, ReportWriteErrors, PropagationLatency, ReportLatency, collector)
 		// Every operation is exported from the start, at 0: rate() and alerts see a series
 		// before the first write.
 		for _, op := range []string{OpCreate, OpUpdate, OpDelete} {
@@ -168,6 +181,8 @@ func Register(reader client.Reader, staleAfter time.Duration) {
 		ReportEntriesComputed.WithLabelValues(RebuildMember)
 		Takeovers.WithLabelValues(TakeoverReleased)
 		Takeovers.WithLabelValues(TakeoverAdopted)
+		ClusterProbes.WithLabelValues(ProbeAnswered)
+		ClusterProbes.WithLabelValues(ProbeFailed)
 		for _, result := range []string{"ok", "error"} {
 			for _, op := range []string{"put", "renew"} {
 				TreeWrites.WithLabelValues(op, result, TreeSourceDisplay)

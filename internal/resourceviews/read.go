@@ -149,6 +149,29 @@ func Read(ctx context.Context, cfg *rest.Config, listed []any, lim Limits) (Fact
 	return f, reads, nil
 }
 
+// probeBody bounds the answer to Probe: the cluster's list of API versions is a few hundred bytes.
+const probeBody = 64 << 10
+
+// Probe asks the cluster, through cfg, for its core API versions (GET /api): one small request,
+// which every token the cluster accepts may make (system:discovery) and which it refuses, 401, for
+// a token it revoked. nil when it answered; the error otherwise (the token refused, the channel down).
+func Probe(ctx context.Context, cfg *rest.Config) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return capBodies{rt, probeBody} })
+	typed, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	switch _, err := typed.Discovery().RESTClient().Get().AbsPath("/api").DoRaw(ctx); {
+	case err == nil:
+		return nil
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the cluster refuses the token: Unauthorized (%w)", err)
+	default:
+		return fmt.Errorf("asking the cluster for its API versions: %w", err)
+	}
+}
+
 // page counts a list that has more than its one page read.
 func (r *Reads) page(continueToken string) {
 	if continueToken != "" {

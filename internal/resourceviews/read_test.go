@@ -3,6 +3,8 @@ package resourceviews
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +189,26 @@ func TestReadWithARefusedToken(t *testing.T) {
 	_, _, err := Read(context.Background(), refused, c.listed, DefaultLimits)
 	if err == nil || !strings.Contains(err.Error(), "Unauthorized") {
 		t.Errorf("a refused token: %v, want Unauthorized", err)
+	}
+}
+
+// The probe: the read-only account's token is answered, a refused one is the cluster's 401, and an
+// answer larger than a list of API versions is refused.
+func TestProbe(t *testing.T) {
+	c := newCluster(t, 0)
+	ctx := context.Background()
+	if err := Probe(ctx, c.reader); err != nil {
+		t.Errorf("the read-only account's token: %v, want an answer", err)
+	}
+	refused := &rest.Config{Host: c.reader.Host, BearerToken: "not-a-token", TLSClientConfig: rest.TLSClientConfig{CAData: c.reader.CAData}}
+	if err := Probe(ctx, refused); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+		t.Errorf("a refused token: %v, want Unauthorized", err)
+	}
+	large := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"kind":"APIVersions","versions":["` + strings.Repeat("v", probeBody) + `"]}`))
+	}))
+	defer large.Close()
+	if err := Probe(ctx, &rest.Config{Host: large.URL, BearerToken: "t"}); err == nil || !strings.Contains(err.Error(), "larger than the limit") {
+		t.Errorf("an answer over %d bytes: %v, want it refused", probeBody, err)
 	}
 }

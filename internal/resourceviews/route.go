@@ -45,22 +45,34 @@ func Route(dest Destination, cluster string, secret *corev1.Secret, ch clusterac
 	case dest.Name != "" && dest.Server != "":
 		return nil, "its destination names both a cluster and a server"
 	}
-	if secret == nil || secret.Name != gitops.SecretName(cluster) || secret.Labels[api.ManagedByLabel] != api.ManagedByValue ||
-		secret.Labels[api.ClusterLabel] != cluster || secret.Labels[gitops.SecretTypeLabel] != "cluster" {
-		return nil, fmt.Sprintf("argocd-pull holds no cluster secret for %s", cluster)
-	}
-	if string(secret.Data["name"]) != cluster || string(secret.Data["server"]) != server {
-		return nil, fmt.Sprintf("the cluster secret of %s does not reach it through OCM's channel (no managedServiceAccountRef, or refused: see its GitOpsCluster)", cluster)
-	}
-	token, ca, err := clusteraccess.ParseClusterConfig(secret.Data["config"])
-	if err != nil || token == "" {
-		return nil, fmt.Sprintf("the cluster secret of %s holds no token", cluster)
+	cfg, why = ClusterChannel(cluster, secret, ch)
+	if cfg == nil {
+		return nil, why
 	}
 	switch {
 	case project == nil:
 		return nil, "its AppProject does not exist"
 	case !tenancy.DestinationPermitted(project, cluster, server, dest.Namespace):
 		return nil, fmt.Sprintf("its AppProject %s does not permit the destination cluster %s (server %s), namespace %q", project.GetName(), cluster, server, dest.Namespace)
+	}
+	return cfg, ""
+}
+
+// ClusterChannel is the way to cluster that secret (argocd-pull's cluster secret of it, as the
+// cache holds it; nil when none) gives: the cluster's address on OCM's channel and its token, when
+// the secret holds both. why says why not, "" when it does.
+func ClusterChannel(cluster string, secret *corev1.Secret, ch clusteraccess.Channel) (cfg *rest.Config, why string) {
+	if secret == nil || secret.Name != gitops.SecretName(cluster) || secret.Labels[api.ManagedByLabel] != api.ManagedByValue ||
+		secret.Labels[api.ClusterLabel] != cluster || secret.Labels[gitops.SecretTypeLabel] != "cluster" {
+		return nil, fmt.Sprintf("argocd-pull holds no cluster secret for %s", cluster)
+	}
+	server := ch.Server(cluster)
+	if !ch.Configured() || string(secret.Data["name"]) != cluster || string(secret.Data["server"]) != server {
+		return nil, fmt.Sprintf("the cluster secret of %s does not reach it through OCM's channel (no managedServiceAccountRef, or refused: see its GitOpsCluster)", cluster)
+	}
+	token, ca, err := clusteraccess.ParseClusterConfig(secret.Data["config"])
+	if err != nil || token == "" {
+		return nil, fmt.Sprintf("the cluster secret of %s holds no token", cluster)
 	}
 	return &rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, Timeout: ReadTimeout,
 		UserAgent: "argocd-pull/resource-views"}, ""

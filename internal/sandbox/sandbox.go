@@ -309,7 +309,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		// The hub Argo CD's redis, where argocd-pull writes the resource trees the UI shows, as
 		// its own ACL user, which may write the trees only.
 		"--argocd-redis=" + hubRedis, "--argocd-redis-username=" + HubRedisTreeUser, "--argocd-redis-secret=" + HubRedisTreeSecret,
-		"--cluster-proxy-url=" + lab.ClusterProxy.URL, "--cluster-proxy-ca-file=" + lab.ClusterProxy.CA, // OCM's channel
+		"--cluster-proxy-url=" + lab.ClusterProxy.URL, "--cluster-proxy-ca-file=" + lab.ClusterProxy.CA, "--cluster-probe-interval=2m", // OCM's channel
 		// The Git side of the managed resources' diff, from the hub's API server, as argocd-pull's
 		// own Argo CD account.
 		"--argocd-server=http://" + lab.ArgoCD.Addr, "--argocd-server-token-file=" + argoCDToken,

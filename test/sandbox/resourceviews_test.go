@@ -309,11 +309,11 @@ func TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack(t *testing.T) {
 // revokes its token, with the add-on's agent stopped so that none is made again. While the hub's
 // tree still holds cluster1's uids, Argo CD's API server asks cluster1 and the argocd CLI shows
 // cluster1's own refusal as Argo CD words it, and the UI, which takes any 401 for the end of its own
-// session, its login page, the session still valid. The next status cluster1 reports (through its work
-// agent, which needs no such token) gives the display tree and one ClusterTreeNotRead that names
-// the refusal; delivery and status go on. The agent back, it makes the ServiceAccount and a token
-// again, the token reaches cluster1's secret on the hub, and cluster1's own tree returns with no
-// change of the Application.
+// session, its login page, the session still valid. argocd-pull's next probe of cluster1 (every 2
+// minutes in the lab; the token is revoked just after one) finds the refusal with no change on the
+// hub: the display tree, and one ClusterTreeNotRead that names the refusal; delivery and status
+// go on. The agent back, it makes the ServiceAccount and a token again, the token reaches
+// cluster1's secret on the hub, and cluster1's own tree returns with no change of the Application.
 func TestATokenTheClusterRefusesGivesItsOwnErrorAndTheDisplayTree(t *testing.T) {
 	ctx, hub, cluster1, cli := onTheChannel(t, 10*time.Minute, "a Deployment for the views", viewsManifests)
 	app := uiApp("views-token-refused", "views", "views", false)
@@ -332,6 +332,21 @@ func TestATokenTheClusterRefusesGivesItsOwnErrorAndTheDisplayTree(t *testing.T) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lab.Start(context.Background(), agent) })
+	// Just after a round of argocd-pull's probes, so that the CLI and the UI meet cluster1's
+	// refusal before the next round finds it.
+	metrics, err := lab.Addr("hub-argocd-pull-metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := func(labels ...string) float64 {
+		return scrapeCounter(t, metrics, "argocd_pull_cluster_probes_total", labels...)
+	}
+	before := probes()
+	eventually(t, "a round of argocd-pull's probes", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		n := probes()
+		return n > before, fmt.Errorf("%.0f probes", n)
+	})
+	failedBefore := probes(`result="failed"`)
 	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: sandbox.AddonInstallNamespace, Name: "argocd-pull"}}
 	if err := cluster1.Delete(ctx, account); err != nil {
 		t.Fatalf("deleting the ManagedServiceAccount's ServiceAccount on cluster1: %v", err)
@@ -361,6 +376,10 @@ func TestATokenTheClusterRefusesGivesItsOwnErrorAndTheDisplayTree(t *testing.T) 
 	ui.waitFor("the applications list, with no new login", time.Minute, `location.pathname === '/applications' && !!document.querySelector('.applications-list__entry, .applications-list')`)
 	_, _ = ui.eval(`window.__argocdPullToasts = []`)
 
+	eventually(t, "argocd app resources without cluster1's Pods, from the probe's next round, with no change of the Application", 3*time.Minute, "hub-argocd-pull.log", viewsTree(cli, name, false))
+	if failed := probes(`result="failed"`); failed <= failedBefore {
+		t.Fatalf("argocd_pull_cluster_probes_total{result=\"failed\"} is %.0f, as before the token was revoked", failed)
+	}
 	driftToTheDisplayTree(ctx, t, hub, cluster1, cli, app.GetName(), deployment, "Unauthorized", "provide credentials")
 
 	if err := lab.Start(ctx, agent); err != nil {
