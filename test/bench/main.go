@@ -62,7 +62,7 @@ func run() error {
 	flag.DurationVar(&cfg.steady, "steady", 5*time.Minute, "Length of the steady-state phase: the fleet at rest with --steady-change-rate changes a second (0: skipped)")
 	flag.DurationVar(&cfg.lease, "lease-duration", 60*time.Second, "Each cluster's lease duration: its simulated registration agent renews its lease on the hub this often, plus up to a quarter of it (OCM's default; 0: no leases)")
 	flag.Float64Var(&cfg.steadyRate, "steady-change-rate", 30, "Feedback changes a second during the steady-state phase")
-	flag.DurationVar(&cfg.profile, "cpu-profile", 0, "Keep a CPU profile of the controller this long from the start of propagation and of the steady state, and of the controller, the ApplicationSet controller and the apiserver from the commit of the new revision and of the concurrent rollouts, in --logs (0: none)")
+	flag.DurationVar(&cfg.profile, "cpu-profile", 0, "Keep a CPU profile of the controller this long from the start of propagation and of the steady state, and of the controller, the ApplicationSet controller and the apiserver from the commit of the new revision and of the concurrent rollouts, with what the controller and the apiserver allocate meanwhile, in --logs (0: none)")
 	scenarios := flag.String("scenarios", "fleet,rollouts", "Which scenarios to run at each size: fleet (propagation, status latency, steady state, restart), rollouts (RollingSync rollouts with the real ApplicationSet controller)")
 	rolloutOut := flag.String("rollouts-out", "test/bench/results/rollouts", "Directory for the rollout scenarios' results.json and results.md")
 	rc := rolloutConfig{}

@@ -139,6 +139,12 @@ func cpuProfile(cfg config) string {
 	return fmt.Sprintf("profile?seconds=%d", int(cfg.profile.Seconds()))
 }
 
+// allocsProfile is the pprof path of what a process allocates in as long as cfg asks (a delta
+// of its allocation profile: `go tool pprof -sample_index=alloc_space`).
+func allocsProfile(cfg config) string {
+	return fmt.Sprintf("allocs?seconds=%d", int(cfg.profile.Seconds()))
+}
+
 // heapProfile keeps the controller's heap profile now in cfg.logDir/name, when profiles are on.
 func (p *controllerProcess) heapProfile(ctx context.Context, cfg config, name string) {
 	if cfg.profile > 0 {

@@ -267,19 +267,24 @@ func (h *rolloutHub) apiserverWrites(ctx context.Context) (map[string]float64, e
 
 // profile keeps, in the background, CPU profiles of argocd-pull, of the ApplicationSet
 // controller and of the apiserver for cfg.profile, in
-// cfg.logDir/<name>-{argocd-pull,applicationset-controller,apiserver}.pprof; nothing when
-// cfg.profile is 0.
+// cfg.logDir/<name>-{argocd-pull,applicationset-controller,apiserver}.pprof, and what argocd-pull
+// and the apiserver allocate in the same time, in <name>-{argocd-pull,apiserver}.allocs.pprof;
+// nothing when cfg.profile is 0.
 func (h *rolloutHub) profile(ctx context.Context, cfg config, name string) {
 	if cfg.profile <= 0 {
 		return
 	}
 	if h.ctl != nil {
 		h.ctl.profile(ctx, cfg, name+"-argocd-pull.pprof")
+		go keepProfile(ctx, cfg, h.ctl.pprof+"/"+allocsProfile(cfg), name+"-argocd-pull.allocs.pprof")
 	}
 	if h.appSetsPprof != "" {
 		go keepProfile(ctx, cfg, h.appSetsPprof+"/"+cpuProfile(cfg), name+"-applicationset-controller.pprof")
 	}
 	apiserverProfile(ctx, cfg, h.env.Config, name+"-apiserver.pprof")
+	if hc, err := rest.HTTPClientFor(h.env.Config); err == nil {
+		go keepProfileWith(ctx, cfg, hc, strings.TrimSuffix(h.env.Config.Host, "/")+"/debug/pprof/"+allocsProfile(cfg), name+"-apiserver.allocs.pprof")
+	}
 }
 
 // watch starts the simulated agents' watches (one per cluster namespace) and the observer's
