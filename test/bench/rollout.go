@@ -227,6 +227,7 @@ func (h *rolloutHub) await(ctx context.Context, what string, appSets []string, c
 		if len(now.ByResource) > 0 {
 			figures.ControllerRequestsByResource = grown(asked.ByResource, now.ByResource)
 		}
+		figures.Reconciles = reconcilesBetween(asked, now)
 	}
 	if now, err := h.apiserverWrites(ctx); err == nil && written != nil {
 		figures.APIServerWrites = grown(written, now)

@@ -405,14 +405,26 @@ func waitForProgress(ctx context.Context, stall time.Duration, what, logPath str
 	}
 }
 
-// printBreakdown prints, per controller, the reconciles between two scrapes and where their time
+// breakdownControllers are the controllers whose reconciles a breakdown counts.
+var breakdownControllers = []string{"propagation", "appstatus", "report"}
+
+// reconcilesBetween are, per controller, the reconciles between two scrapes and where their time
 // went: waiting in the queue, and working.
-func printBreakdown(cfg config, before, after metricsSnapshot) map[string]reconcileTimes {
+func reconcilesBetween(before, after metricsSnapshot) map[string]reconcileTimes {
 	out := map[string]reconcileTimes{}
-	for _, name := range []string{"propagation", "appstatus", "report"} {
+	for _, name := range breakdownControllers {
 		wait, work := after.QueueWait[name].minus(before.QueueWait[name]), after.Work[name].minus(before.Work[name])
-		cfg.progress("    %-11s %6.0f reconciles, mean %.0fms queued, %.1fms working", name, work.Count, wait.meanMs(), work.meanMs())
 		out[name] = reconcileTimes{Count: work.Count, MeanQueuedMs: wait.meanMs(), MeanWorkingMs: work.meanMs()}
+	}
+	return out
+}
+
+// printBreakdown prints reconcilesBetween the two scrapes, and returns them.
+func printBreakdown(cfg config, before, after metricsSnapshot) map[string]reconcileTimes {
+	out := reconcilesBetween(before, after)
+	for _, name := range breakdownControllers {
+		t := out[name]
+		cfg.progress("    %-11s %6.0f reconciles, mean %.0fms queued, %.1fms working", name, t.Count, t.MeanQueuedMs, t.MeanWorkingMs)
 	}
 	return out
 }

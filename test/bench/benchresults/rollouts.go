@@ -111,6 +111,10 @@ type Rollout struct {
 	// "update manifestworks"), from argocd_pull_api_requests_total. Nil in runs made before it was
 	// recorded.
 	ControllerRequestsByResource map[string]float64 `json:"controllerRequestsByResource,omitempty"`
+	// Reconciles are argocd-pull's reconciles meanwhile, by controller (propagation, appstatus,
+	// report): how many, and their mean time queued and working, which says whether its own queues
+	// hold up a step. Nil for the limit, and in runs made before it was recorded.
+	Reconciles map[string]ReconcileTimes `json:"reconciles,omitempty"`
 	// Per Application: RequestLag from the previous step done (the commit for the first) until the
 	// ApplicationSet controller's sync request was on the hub Application; Delivery from that
 	// request (without RollingSync: from the commit, the Applications syncing themselves) until the
