@@ -7,7 +7,6 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
 	"slices"
 	"sync"
 	"time"
@@ -74,18 +73,12 @@ func (r *ResourceTreeReconciler) probe(ctx context.Context, cluster string) {
 	}
 }
 
-// clusterUp is a cluster whose last read, at at, succeeded through channel.
-type clusterUp struct {
-	at      time.Time
-	channel [sha256.Size]byte
-}
-
 // toProbe are the clusters read within the last within, which probeClusters asks; the others are
 // forgotten (their trees are renewed within half the TTL: none of them is the cluster's own now).
 func (ct *ClusterTrees) toProbe(now time.Time, within time.Duration) []string {
 	var clusters []string
 	ct.up.Range(func(k, v any) bool {
-		if now.Sub(v.(clusterUp).at) > within {
+		if now.Sub(v.(time.Time)) > within {
 			ct.up.CompareAndDelete(k, v)
 		} else {
 			clusters = append(clusters, k.(string))

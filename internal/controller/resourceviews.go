@@ -57,9 +57,9 @@ type ClusterTrees struct {
 	ProbeEvery time.Duration
 
 	down sync.Map // cluster → clusterDown
-	// up are the clusters whose last read succeeded, with when and through what: probed
-	// (probeClusters) while their trees are the clusters' own.
-	up sync.Map // cluster → clusterUp
+	// up are the clusters whose last read succeeded, with when: probed (probeClusters) while
+	// their trees are the clusters' own.
+	up sync.Map // cluster → time.Time
 	// wentDown carries each cluster whose read failed while it was not known down: its other
 	// Applications are requeued, and take the display tree at once (their uids would send Argo
 	// CD's views to a cluster that does not answer, or answers 401: docs/argocd-clients.md).
@@ -100,7 +100,7 @@ func (ct *ClusterTrees) read(cluster string, channel [sha256.Size]byte, now time
 	if d, ok := ct.down.Load(cluster); ok && d.(clusterDown).channel == channel {
 		ct.down.CompareAndDelete(cluster, d)
 	}
-	ct.up.Store(cluster, clusterUp{at: now, channel: channel})
+	ct.up.Store(cluster, now)
 }
 
 // clusterDown is a cluster whose last read through channel failed: not read through it again

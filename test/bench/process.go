@@ -84,14 +84,14 @@ func (p *controllerProcess) profile(ctx context.Context, cfg config, name string
 	go keepProfile(ctx, cfg, p.pprof+"/"+cpuProfile(cfg), name)
 }
 
-// apiserverProfile keeps, in the background, a CPU profile of the apiserver that rc reaches for
-// cfg.profile in cfg.logDir/name; nothing when cfg.profile is 0.
-func apiserverProfile(ctx context.Context, cfg config, rc *rest.Config, name string) {
+// apiserverProfile keeps, in the background, the profile at pprof path (cpuProfile, allocsProfile)
+// of the apiserver that rc reaches in cfg.logDir/name; nothing when cfg.profile is 0.
+func apiserverProfile(ctx context.Context, cfg config, rc *rest.Config, path, name string) {
 	if cfg.profile <= 0 {
 		return
 	}
 	if hc, err := rest.HTTPClientFor(rc); err == nil {
-		go keepProfileWith(ctx, cfg, hc, strings.TrimSuffix(rc.Host, "/")+"/debug/pprof/"+cpuProfile(cfg), name)
+		go keepProfileWith(ctx, cfg, hc, strings.TrimSuffix(rc.Host, "/")+"/debug/pprof/"+path, name)
 	}
 }
 

@@ -281,10 +281,8 @@ func (h *rolloutHub) profile(ctx context.Context, cfg config, name string) {
 	if h.appSetsPprof != "" {
 		go keepProfile(ctx, cfg, h.appSetsPprof+"/"+cpuProfile(cfg), name+"-applicationset-controller.pprof")
 	}
-	apiserverProfile(ctx, cfg, h.env.Config, name+"-apiserver.pprof")
-	if hc, err := rest.HTTPClientFor(h.env.Config); err == nil {
-		go keepProfileWith(ctx, cfg, hc, strings.TrimSuffix(h.env.Config.Host, "/")+"/debug/pprof/"+allocsProfile(cfg), name+"-apiserver.allocs.pprof")
-	}
+	apiserverProfile(ctx, cfg, h.env.Config, cpuProfile(cfg), name+"-apiserver.pprof")
+	apiserverProfile(ctx, cfg, h.env.Config, allocsProfile(cfg), name+"-apiserver.allocs.pprof")
 }
 
 // watch starts the simulated agents' watches (one per cluster namespace) and the observer's
