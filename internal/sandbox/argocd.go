@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -121,9 +123,27 @@ func startRedisAndRepoServer(dir string, argo argoCDRelease, prefix, kubeconfig 
 	}, plaintextRepoServer(argo.version)...)
 	// PATH: the scripts Argo CD's image has in /usr/local/bin are beside the binary (git-verify-wrapper.sh:
 	// the repo-server of 3.5+ runs it on each revision).
-	env := append(argoEnv(kubeconfig), "REDIS_PASSWORD="+password, "TMPDIR="+tmp, "PATH="+filepath.Dir(argo.bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// ARGOCD_ASK_PASS_SOCK: each repo-server serves git its credentials on its own socket. Argo CD's
+	// default, /tmp/reposerver-ask-pass.sock whatever TMPDIR says, is one path for the lab's three
+	// repo-servers: each removes it and listens there, so two starting together fail ("bind: address
+	// already in use") and the last one started answers for the others.
+	env := append(argoEnv(kubeconfig), "REDIS_PASSWORD="+password, "TMPDIR="+tmp, "ARGOCD_ASK_PASS_SOCK="+AskPassSocket(dir, prefix),
+		"PATH="+filepath.Dir(argo.bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	_, err = start(dir, prefix+"-argocd-repo-server", argo.bin, append(args, repoArgs...), env...)
 	return redis, repo, err
+}
+
+// AskPassSocket is where the repo-server of one Argo CD install of the lab in dir (prefix "hub",
+// "cluster1") serves git its credentials: in that install's own directory, or, where that path is
+// longer than a Unix socket's address may be (108 bytes on Linux, 104 on macOS), in the system's
+// temporary directory under a name made of the whole path's hash.
+func AskPassSocket(dir, prefix string) string {
+	path := filepath.Join(dir, prefix, "repo-server", "askpass.sock")
+	if len(path) < 104 {
+		return path
+	}
+	sum := sha256.Sum256([]byte(path))
+	return filepath.Join(os.TempDir(), "argocd-pull-askpass-"+hex.EncodeToString(sum[:8])+".sock")
 }
 
 // plaintextRepoServer are the repo-server flags that serve plain gRPC on the loopback. From 3.5 on

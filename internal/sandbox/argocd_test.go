@@ -29,3 +29,29 @@ func TestAnArgoCDBuiltWithoutItsWebUISaysWhy(t *testing.T) {
 		t.Errorf("%q is not one line", got)
 	}
 }
+
+// Each Argo CD install of the lab has its own ask-pass socket, in its own directory while that path
+// fits a socket's address, and in the temporary directory, still its own, where it does not.
+func TestEachRepoServerHasItsOwnAskPassSocket(t *testing.T) {
+	short := "/tmp/argocd-pull-lab-123"
+	if got, want := AskPassSocket(short, "cluster1"), short+"/cluster1/repo-server/askpass.sock"; got != want {
+		t.Errorf("AskPassSocket(%q, cluster1) = %q, want %q", short, got, want)
+	}
+	long := "/home/someone/src/github.com/some-organisation/some-team/argocd-pull/.sandbox-of-a-long-name"
+	seen := map[string]string{}
+	for _, dir := range []string{short, long} {
+		for _, install := range []string{"hub", "cluster1", "cluster2"} {
+			got := AskPassSocket(dir, install)
+			if len(got) >= 104 {
+				t.Errorf("AskPassSocket(%q, %s) = %q: %d bytes, longer than a socket's address may be", dir, install, got, len(got))
+			}
+			if other, ok := seen[got]; ok {
+				t.Errorf("AskPassSocket(%q, %s) = %q, the same as %s's", dir, install, got, other)
+			}
+			seen[got] = dir + " " + install
+		}
+	}
+	if got := AskPassSocket(long, "hub"); !strings.HasPrefix(got, os.TempDir()) {
+		t.Errorf("AskPassSocket(%q, hub) = %q, not in the temporary directory", long, got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -218,6 +219,34 @@ func TestRestartedLabKeepsItsIdentity(t *testing.T) {
 		if len(after) != 1 || len(hashes[cluster]) != 1 || after[0] != hashes[cluster][0] {
 			t.Errorf("%s: AppliedManifestWorks of hub hashes %v after the restart, %v before", cluster, after, hashes[cluster])
 		}
+	}
+	eachRepoServerServesItsOwnAskPass(t)
+}
+
+// eachRepoServerServesItsOwnAskPass checks that every repo-server of the lab (the hub's and each
+// cluster's), started together, listens for git's credential requests on a socket of its own. On
+// Argo CD's one default path a restarted lab lost a cluster's repo-server ("listen unix
+// /tmp/reposerver-ask-pass.sock: bind: address already in use"), and that cluster's Applications
+// stayed Unknown.
+func eachRepoServerServesItsOwnAskPass(t *testing.T) {
+	t.Helper()
+	installs := []string{"hub"}
+	for _, c := range lab.Managed {
+		installs = append(installs, c.Name)
+	}
+	seen := map[string]string{}
+	for _, install := range installs {
+		socket := sandbox.AskPassSocket(labDir, install)
+		if other, ok := seen[socket]; ok {
+			t.Errorf("the repo-servers of %s and %s share the ask-pass socket %s", other, install, socket)
+		}
+		seen[socket] = install
+		conn, err := net.DialTimeout("unix", socket, 5*time.Second)
+		if err != nil {
+			t.Errorf("%s's repo-server does not listen on its ask-pass socket: %v", install, err)
+			continue
+		}
+		_ = conn.Close()
 	}
 }
 
