@@ -42,12 +42,16 @@ import (
 
 // userServer stands in for cluster-proxy's user server: TLS, and /<cluster>/<path> sent to that
 // cluster's apiserver with the caller's own token (the real one tunnels through konnectivity; the
-// lab's tests run it). down makes it answer 503, as when the cluster's proxy agent is gone.
+// lab's tests run it). down makes it answer 503, as when the cluster's proxy agent is gone;
+// dropEveryOtherProbe answers 503 to every other GET /<cluster>/api (the probe's one request), as a
+// tunnel that reconnects now and then; probes counts those requests.
 type userServer struct {
-	srv     *httptest.Server
-	channel clusteraccess.Channel
-	cluster atomic.Value // string: the one cluster it reaches
-	down    atomic.Bool
+	srv                 *httptest.Server
+	channel             clusteraccess.Channel
+	cluster             atomic.Value // string: the one cluster it reaches
+	down                atomic.Bool
+	dropEveryOtherProbe atomic.Bool
+	probes              atomic.Int64
 }
 
 func newUserServer(t *testing.T, target *rest.Config) *userServer {
@@ -68,7 +72,13 @@ func newUserServer(t *testing.T, target *rest.Config) *userServer {
 		r.Out.URL.RawPath = ""
 	}}
 	u.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch cluster := u.cluster.Load().(string); {
+		cluster := u.cluster.Load().(string)
+		probe := cluster != "" && r.Method == http.MethodGet && r.URL.Path == "/"+cluster+"/api"
+		if probe && u.probes.Add(1)%2 == 1 && u.dropEveryOtherProbe.Load() {
+			http.Error(w, "the tunnel to "+cluster+" is reconnecting", http.StatusServiceUnavailable)
+			return
+		}
+		switch {
 		case u.down.Load():
 			http.Error(w, "no tunnel to "+cluster, http.StatusServiceUnavailable)
 		case cluster == "" || !strings.HasPrefix(r.URL.Path, "/"+cluster+"/"):
