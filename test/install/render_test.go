@@ -304,6 +304,36 @@ func TestHelmValues(t *testing.T) {
 	g.Expect(byKey(objs)).NotTo(HaveKey("Service/"+installNamespace+"/"+metricsService), "metrics.service.enabled=false")
 }
 
+// OCM's channel (docs/install.md): the values that turn it on become the controller's flags, which
+// it accepts, and probeInterval is passed only when set.
+func TestHelmClusterAccess(t *testing.T) {
+	g := NewWithT(t)
+	channel := []string{
+		"--set", "clusterAccess.clusterProxyURL=https://cluster-proxy-addon-user.multicluster-engine.svc:9092",
+		"--set", "clusterAccess.caConfigMap=openshift-service-ca.crt",
+		"--set", "clusterAccess.caConfigMapKey=service-ca.crt",
+	}
+	args := func(more ...string) []string {
+		var dep appsv1.Deployment
+		find(t, decode(t, renderHelm(t, append(slices.Clone(channel), more...)...)), "Deployment", deploymentName, &dep)
+		return dep.Spec.Template.Spec.Containers[0].Args
+	}
+	byDefault := args()
+	g.Expect(byDefault).To(ContainElements(
+		"--cluster-proxy-url=https://cluster-proxy-addon-user.multicluster-engine.svc:9092",
+		"--cluster-proxy-ca-file=/etc/argocd-pull/cluster-proxy-ca/ca.crt",
+		"--managed-serviceaccounts=argocd-pull",
+	))
+	g.Expect(byDefault).NotTo(ContainElement(HavePrefix("--cluster-probe-interval")), "the controller's default")
+	checkControllerAccepts(t, byDefault)
+	set := args("--set", "clusterAccess.probeInterval=10m")
+	g.Expect(set).To(ContainElement("--cluster-probe-interval=10m"))
+	checkControllerAccepts(t, set)
+
+	_, err := runErr(helmEnv(t), helm(t), "template", release, chartDir, "--set", "clusterAccess.probeInterval=ten minutes")
+	g.Expect(err).To(MatchError(And(ContainSubstring("values don't meet the specifications of the schema"), ContainSubstring("probeInterval"))))
+}
+
 func TestHelmLint(t *testing.T) {
 	out := run(t, helmEnv(t), helm(t), "lint", "--strict", chartDir)
 	t.Logf("%s", out)
