@@ -118,7 +118,46 @@ func (h *hub) channelFacts(ctx context.Context, c channelSecret) channelFacts {
 	}
 	f.Reached = cfg.Host
 	f.Rules, f.Incomplete, f.ProbeErr = rulesReview(ctx, cfg, f.Namespace)
+	if f.ProbeErr == nil {
+		f.Others, f.Unreviewed, f.NamespacesErr = otherNamespaces(ctx, cfg, f.Namespace)
+	}
 	return f
+}
+
+// maxReviewedNamespaces bounds the namespaces, besides the Argo CD one, whose rights doctor asks
+// each cluster for: one request each.
+const maxReviewedNamespaces = 100
+
+// otherNamespaces asks the cluster, as the token's account, what it may do in each of its other
+// namespaces (a RoleBinding there gives rights the Argo CD namespace's answer does not show), the
+// first maxReviewedNamespaces by name; unreviewed counts the rest.
+func otherNamespaces(ctx context.Context, cfg *rest.Config, argoNamespace string) (map[string][]authorizationv1.ResourceRule, int, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, 0, err
+	}
+	var names []string
+	for _, ns := range list.Items {
+		if ns.Name != argoNamespace {
+			names = append(names, ns.Name)
+		}
+	}
+	slices.Sort(names)
+	unreviewed := max(0, len(names)-maxReviewedNamespaces)
+	names = names[:len(names)-unreviewed]
+	out := make(map[string][]authorizationv1.ResourceRule, len(names))
+	for _, ns := range names {
+		rules, _, err := rulesReview(ctx, cfg, ns)
+		if err != nil {
+			return out, unreviewed + len(names) - len(out), fmt.Errorf("namespace %s: %w", ns, err)
+		}
+		out[ns] = rules
+	}
+	return out, unreviewed, nil
 }
 
 // probeConfig is the client of the hub's Argo CD for one cluster: the secret's server, token and

@@ -5,6 +5,8 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +41,12 @@ type channelFacts struct {
 	Rules      []authorizationv1.ResourceRule
 	Incomplete bool
 	ProbeErr   error
+	// Others are the answers for the cluster's other namespaces (a RoleBinding in one gives rights
+	// the Argo CD namespace's answer does not show); Unreviewed counts those not asked (beyond
+	// maxReviewedNamespaces, or after NamespacesErr).
+	Others        map[string][]authorizationv1.ResourceRule
+	Unreviewed    int
+	NamespacesErr error
 }
 
 // decideClusterAccess judges one cluster's channel. It fails when the hub's Argo CD cannot use it
@@ -80,9 +88,13 @@ func decideClusterAccess(f channelFacts, now time.Time) Result {
 		fs = append(fs, finding{StatusFail, fmt.Sprintf("asking %s what the token may do %s: %v", f.Cluster, where, f.ProbeErr),
 			"check the cluster's cluster-proxy agent and that the token is its account's; doctor reaches the user server from where it runs: port-forward it and pass --cluster-proxy-url"})
 	default:
-		if beyond := clusteraccess.BeyondReadOnly(f.Rules); len(beyond) > 0 {
-			fs = append(fs, finding{StatusFail, fmt.Sprintf("in namespace %s the token may %s: more than read-only", f.Namespace, limitList(beyond, 8)),
+		for _, b := range beyondReadOnly(f) {
+			fs = append(fs, finding{StatusFail, fmt.Sprintf("in %s the token may %s: more than read-only", b.where, b.what),
 				"on " + f.Cluster + ", remove what binds the account to more than its ClusterRole argocd-pull:read-only:<account> (kubectl get clusterrolebindings,rolebindings -A -o wide | grep <account>)"})
+		}
+		if f.NamespacesErr != nil {
+			fs = append(fs, finding{StatusWarn, fmt.Sprintf("asking what the token may do in the cluster's other namespaces: %v: a RoleBinding there could give it more than read-only", f.NamespacesErr),
+				"kubectl get rolebindings -A -o wide | grep <account> on " + f.Cluster})
 		}
 		var missing []string
 		for _, n := range clusteraccess.ViewsNeed {
@@ -98,8 +110,47 @@ func decideClusterAccess(f channelFacts, now time.Time) Result {
 			fs = append(fs, finding{StatusWarn, "the cluster's answer is incomplete (an authorizer besides RBAC): the rights above are RBAC's only", ""})
 		}
 	}
+	asked := fmt.Sprintf(" in %d namespaces", 1+len(f.Others))
+	if f.Unreviewed > 0 && f.NamespacesErr == nil {
+		asked += fmt.Sprintf(" (%d more not asked: at most %d besides %s)", f.Unreviewed, maxReviewedNamespaces, f.Namespace)
+	}
 	return combine(idClusterAccess, titleClusterAccess, f.Cluster,
-		"reached "+where+" with the secret's token, read-only"+expires, fs)
+		"reached "+where+" with the secret's token, read-only"+asked+expires, fs)
+}
+
+// beyond is what the token may do past read-only (what), in one or more namespaces (where).
+type beyond struct{ where, what string }
+
+// beyondReadOnly groups the namespaces asked, the Argo CD one first, by what the token may do in
+// them past read-only (a ClusterRoleBinding shows in all of them alike, a RoleBinding in one).
+func beyondReadOnly(f channelFacts) []beyond {
+	byWhat := map[string][]string{}
+	var order []string
+	add := func(ns string, rules []authorizationv1.ResourceRule) {
+		b := clusteraccess.BeyondReadOnly(rules)
+		if len(b) == 0 {
+			return
+		}
+		what := limitList(b, 8)
+		if _, ok := byWhat[what]; !ok {
+			order = append(order, what)
+		}
+		byWhat[what] = append(byWhat[what], ns)
+	}
+	add(f.Namespace, f.Rules)
+	others := slices.Sorted(maps.Keys(f.Others))
+	for _, ns := range others {
+		add(ns, f.Others[ns])
+	}
+	out := make([]beyond, 0, len(order))
+	for _, what := range order {
+		where := "namespace " + byWhat[what][0]
+		if n := byWhat[what]; len(n) > 1 {
+			where = "namespaces " + limitList(n, 5)
+		}
+		out = append(out, beyond{where, what})
+	}
+	return out
 }
 
 // limitList joins at most n items, and says how many more there are.

@@ -59,6 +59,22 @@ func TestDecideClusterAccess(t *testing.T) {
 		}), StatusFail, []string{"create pods/exec", "pods/exec (pods/exec)"}},
 		{"a view's read refused", with(func(f *channelFacts) { f.Rules = f.Rules[1:] }), StatusWarn, []string{"may not list pods, get pods/log, list events"}},
 		{"an incomplete answer", with(func(f *channelFacts) { f.Incomplete = true }), StatusWarn, []string{"incomplete"}},
+		{"read-only in every namespace asked", with(func(f *channelFacts) {
+			f.Others = map[string][]authorizationv1.ResourceRule{"default": readOnlyAnswer(), "kube-system": readOnlyAnswer()}
+			f.Unreviewed = 5
+		}), StatusPass, []string{"read-only in 3 namespaces (5 more not asked: at most 100 besides argocd)"}},
+		{"a RoleBinding in another namespace", with(func(f *channelFacts) {
+			f.Others = map[string][]authorizationv1.ResourceRule{"default": readOnlyAnswer(), "kube-system": append(readOnlyAnswer(),
+				authorizationv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}})}
+		}), StatusFail, []string{"in namespace kube-system the token may read secrets (secrets): more than read-only"}},
+		{"a ClusterRoleBinding, alike in every namespace", with(func(f *channelFacts) {
+			more := authorizationv1.ResourceRule{Verbs: []string{"delete"}, APIGroups: []string{"apps"}, Resources: []string{"deployments"}}
+			f.Rules = append(f.Rules, more)
+			f.Others = map[string][]authorizationv1.ResourceRule{"default": append(readOnlyAnswer(), more), "kube-system": append(readOnlyAnswer(), more)}
+		}), StatusFail, []string{"in namespaces argocd, default, kube-system the token may delete deployments.apps: more than read-only"}},
+		{"the other namespaces not asked", with(func(f *channelFacts) {
+			f.NamespacesErr = errors.New("namespaces is forbidden")
+		}), StatusWarn, []string{"asking what the token may do in the cluster's other namespaces: namespaces is forbidden"}},
 	} {
 		r := decideClusterAccess(c.facts, now)
 		if r.Status != c.status || r.ID != idClusterAccess || r.Subject != "cluster1" {

@@ -165,6 +165,38 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 		return status == "pass", nil
 	})
 
+	// A RoleBinding in another namespace than Argo CD's gives the token Secrets there: doctor asks
+	// each namespace and names that one (it asked only Argo CD's namespace before, and passed).
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "more-than-argocd-pull-asked"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+	}}
+	roleBinding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: role.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: binding.Subjects}
+	for _, o := range []client.Object{role, roleBinding} {
+		if err := cl1.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unbindRole := func() {
+		_ = cl1.Delete(context.Background(), roleBinding)
+		_ = cl1.Delete(context.Background(), role)
+	}
+	t.Cleanup(unbindRole)
+	eventually(t, "doctor failing "+c1.Name+"'s channel once it may read Secrets in one namespace", time.Minute, "", func() (bool, error) {
+		var status string
+		status, msg = doctorClusterAccess(t, c1.Name)
+		return status == "fail", nil
+	})
+	if want := "in namespace default the token may read secrets (secrets): more than read-only"; !strings.Contains(msg, want) {
+		t.Errorf("doctor's cluster-access for %s does not say %q: %s", c1.Name, want, msg)
+	}
+	unbindRole()
+	eventually(t, "doctor passing "+c1.Name+"'s channel again", time.Minute, "", func() (bool, error) {
+		status, _ := doctorClusterAccess(t, c1.Name)
+		return status == "pass", nil
+	})
+
 	// Without managedServiceAccountRef the secret is credential-free again.
 	setRef("")
 	eventually(t, c1.Name+"'s secret credential-free again", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
