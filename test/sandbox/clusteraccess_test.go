@@ -138,32 +138,7 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: more.Name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: more.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "argocd-pull", Namespace: sandbox.AddonInstallNamespace}}}
-	for _, o := range []client.Object{more, binding} {
-		if err := cl1.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	unbind := func() {
-		_ = cl1.Delete(context.Background(), binding)
-		_ = cl1.Delete(context.Background(), more)
-	}
-	t.Cleanup(unbind)
-	var msg string
-	eventually(t, "doctor failing "+c1.Name+"'s channel once it may write", time.Minute, "", func() (bool, error) {
-		var status string
-		status, msg = doctorClusterAccess(t, c1.Name)
-		return status == "fail", nil
-	})
-	for _, want := range []string{"create configmaps", "read secrets (secrets)", "more than read-only"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("doctor's cluster-access for %s does not say %q: %s", c1.Name, want, msg)
-		}
-	}
-	unbind()
-	eventually(t, "doctor passing "+c1.Name+"'s channel again", time.Minute, "", func() (bool, error) {
-		status, _ := doctorClusterAccess(t, c1.Name)
-		return status == "pass", nil
-	})
+	doctorFailsWhileBound(t, c1.Name, cl1, "it may write", []string{"create configmaps", "read secrets (secrets)", "more than read-only"}, more, binding)
 
 	// A RoleBinding in another namespace than Argo CD's gives the token Secrets there: doctor asks
 	// each namespace and names that one (it asked only Argo CD's namespace before, and passed).
@@ -173,29 +148,8 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 	roleBinding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: role.Name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: binding.Subjects}
-	for _, o := range []client.Object{role, roleBinding} {
-		if err := cl1.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	unbindRole := func() {
-		_ = cl1.Delete(context.Background(), roleBinding)
-		_ = cl1.Delete(context.Background(), role)
-	}
-	t.Cleanup(unbindRole)
-	eventually(t, "doctor failing "+c1.Name+"'s channel once it may read Secrets in one namespace", time.Minute, "", func() (bool, error) {
-		var status string
-		status, msg = doctorClusterAccess(t, c1.Name)
-		return status == "fail", nil
-	})
-	if want := "in namespace default the token may read secrets (secrets): more than read-only"; !strings.Contains(msg, want) {
-		t.Errorf("doctor's cluster-access for %s does not say %q: %s", c1.Name, want, msg)
-	}
-	unbindRole()
-	eventually(t, "doctor passing "+c1.Name+"'s channel again", time.Minute, "", func() (bool, error) {
-		status, _ := doctorClusterAccess(t, c1.Name)
-		return status == "pass", nil
-	})
+	doctorFailsWhileBound(t, c1.Name, cl1, "it may read Secrets in one namespace",
+		[]string{"in namespace default the token may read secrets (secrets): more than read-only"}, role, roleBinding)
 
 	// Without managedServiceAccountRef the secret is credential-free again.
 	setRef("")
@@ -283,6 +237,40 @@ func useChannel(ctx context.Context, t testing.TB, hub client.Client, cluster st
 // doctorClusterAccess runs argocd-pull doctor on the lab's hub, with more flags if any, and gives
 // the cluster-access check's verdict on cluster: its own result, or the one that folds the
 // clusters that passed.
+// doctorFailsWhileBound makes rbac (a role and its binding to the hub's account) on cluster, waits
+// for doctor's cluster-access to fail saying each of want, then removes them and waits for it to
+// pass again.
+func doctorFailsWhileBound(t *testing.T, cluster string, cl client.Client, why string, want []string, rbac ...client.Object) {
+	t.Helper()
+	for _, o := range rbac {
+		if err := cl.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unbind := func() {
+		for _, o := range slices.Backward(rbac) {
+			_ = cl.Delete(context.Background(), o)
+		}
+	}
+	t.Cleanup(unbind)
+	var msg string
+	eventually(t, "doctor failing "+cluster+"'s channel once "+why, time.Minute, "", func() (bool, error) {
+		var status string
+		status, msg = doctorClusterAccess(t, cluster)
+		return status == "fail", nil
+	})
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("doctor's cluster-access for %s does not say %q: %s", cluster, w, msg)
+		}
+	}
+	unbind()
+	eventually(t, "doctor passing "+cluster+"'s channel again", time.Minute, "", func() (bool, error) {
+		status, _ := doctorClusterAccess(t, cluster)
+		return status == "pass", nil
+	})
+}
+
 func doctorClusterAccess(t *testing.T, cluster string, more ...string) (status, message string) {
 	t.Helper()
 	out, err := exec.Command(filepath.Join(labDir, "argocd-pull"), append([]string{"doctor", "--kubeconfig", lab.Hub.Kubeconfig, "-o", "json",
