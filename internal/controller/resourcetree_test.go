@@ -89,8 +89,8 @@ func TestTheHubArgoCDCacheHoldsADisplayTreeOfWhatTheClusterReports(t *testing.T)
 	h.report("guestbook", cluster, w.Generation, managedMultiSourceFeedback(t, nil))
 
 	want := []resourcetree.Node{
-		{Version: "v1", Kind: "Service", Namespace: "guestbook", Name: "guestbook-ui", Health: resourcetree.Health{Status: "Healthy"}},
-		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "guestbook", Name: "guestbook-ui", Health: resourcetree.Health{Status: "Healthy"}},
+		{Ref: resourcetree.Ref{Version: "v1", Kind: "Service", Namespace: "guestbook", Name: "guestbook-ui"}, Health: resourcetree.Health{Status: "Healthy"}},
+		{Ref: resourcetree.Ref{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "guestbook", Name: "guestbook-ui"}, Health: resourcetree.Health{Status: "Healthy"}},
 	}
 	h.g.Eventually(func(g Gomega) {
 		tree := treeOf(g, rdb, "guestbook")

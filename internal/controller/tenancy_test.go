@@ -443,7 +443,7 @@ func TestATenantWritingItsApplicationsStatusGetsOnlyADisplayTree(t *testing.T) {
 		tree := treeOf(g, rdb, key)
 		g.Expect(tree).NotTo(BeNil())
 		g.Expect(tree.Nodes).NotTo(BeEmpty())
-		g.Expect(tree.Nodes[0]).To(Equal(resourcetree.Node{Version: "v1", Kind: "Secret", Namespace: h.ns, Name: "argocd-secret", Health: resourcetree.Health{Status: "Healthy"}}),
+		g.Expect(tree.Nodes[0]).To(Equal(resourcetree.Node{Ref: resourcetree.Ref{Version: "v1", Kind: "Secret", Namespace: h.ns, Name: "argocd-secret"}, Health: resourcetree.Health{Status: "Healthy"}}),
 			"listed, without its uid or parent refs: no verb acts on it")
 		g.Expect(tree.Nodes[1].Name).To(Equal("cm-0000"), "the same resource twice, a name with a slash and an unknown health are dropped")
 		g.Expect(len(tree.Nodes)).To(BeNumerically("<=", resourcetree.MaxNodes))

@@ -47,21 +47,17 @@ type Tree struct {
 	Nodes []Node `json:"nodes,omitempty"`
 }
 
-// Node is Argo CD's ResourceNode with the fields argocd-pull writes. Build gives no UID and no
-// parent, ever; only internal/resourceviews, for an Application whose destination is its own
-// cluster's channel, gives the uids and parents it read from that cluster.
+// Node is Argo CD's ResourceNode with the fields argocd-pull writes: its ResourceRef (inline, as
+// Argo CD's), its parents and its health. Build gives no UID and no parent, ever; only
+// internal/resourceviews, for an Application whose destination is its own cluster's channel, gives
+// the uids and parents it read from that cluster.
 type Node struct {
-	Group      string `json:"group,omitempty"`
-	Version    string `json:"version,omitempty"`
-	Kind       string `json:"kind,omitempty"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name,omitempty"`
-	UID        string `json:"uid,omitempty"`
+	Ref
 	ParentRefs []Ref  `json:"parentRefs,omitempty"`
 	Health     Health `json:"health"`
 }
 
-// Ref is Argo CD's ResourceRef: a node's parent.
+// Ref is Argo CD's ResourceRef: what a node is, and a node's parent.
 type Ref struct {
 	Group     string `json:"group,omitempty"`
 	Version   string `json:"version,omitempty"`
@@ -69,6 +65,12 @@ type Ref struct {
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name,omitempty"`
 	UID       string `json:"uid,omitempty"`
+}
+
+// Key is which object r names, as Argo CD's ResourceKey: its group, kind, namespace and name (no
+// version, no uid).
+func (r Ref) Key() Ref {
+	return Ref{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }
 
 // Health is Argo CD's HealthStatus without its message (free text from the cluster).
@@ -109,7 +111,7 @@ func Build(resources []any) Built {
 				n.Health.Status = s
 			}
 		}
-		id := Ref{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}
+		id := n.Key()
 		if seen[id] {
 			out.Dropped++
 			continue

@@ -34,9 +34,9 @@ func TestTheTreeIsDisplayOnly(t *testing.T) {
 
 	g.Expect(built.Dropped).To(BeZero())
 	g.Expect(built.Tree.Nodes).To(Equal([]Node{
-		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "guestbook", Name: "guestbook-ui", Health: Health{Status: "Progressing"}},
-		{Version: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: "settings", Health: Health{Status: "Healthy"}},
-		{Version: "v1", Kind: "Service", Namespace: "guestbook", Name: "gone", Health: Health{Status: "Missing"}},
+		{Ref: Ref{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "guestbook", Name: "guestbook-ui"}, Health: Health{Status: "Progressing"}},
+		{Ref: Ref{Version: "v1", Kind: "ConfigMap", Namespace: "guestbook", Name: "settings"}, Health: Health{Status: "Healthy"}},
+		{Ref: Ref{Version: "v1", Kind: "Service", Namespace: "guestbook", Name: "gone"}, Health: Health{Status: "Missing"}},
 	}))
 	data, err := json.Marshal(built.Tree)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -115,6 +115,15 @@ func TestKeysAndEncodingAreArgoCDs(t *testing.T) {
 	unzipped, _ := io.ReadAll(r)
 	g.Expect(unzipped).To(Equal(plain))
 	g.Expect(tree.Sum()).NotTo(Equal(Tree{}.Sum()))
+
+	// A node of a cluster's own tree: its ResourceRef inline, as Argo CD's ResourceNode has it.
+	owned := Tree{Nodes: []Node{{Ref: Ref{Group: "apps", Version: "v1", Kind: "ReplicaSet", Namespace: "guestbook", Name: "ui-1", UID: "u2"},
+		ParentRefs: []Ref{{Group: "apps", Kind: "Deployment", Namespace: "guestbook", Name: "ui", UID: "u1"}}, Health: Health{Status: "Healthy"}}}}
+	plain, err = Encoding{}.Encode(owned)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(plain)).To(Equal(`{"nodes":[{"group":"apps","version":"v1","kind":"ReplicaSet","namespace":"guestbook","name":"ui-1","uid":"u2",` +
+		`"parentRefs":[{"group":"apps","kind":"Deployment","namespace":"guestbook","name":"ui","uid":"u1"}],"health":{"status":"Healthy"}}]}` + "\n"))
+	g.Expect(owned.Nodes[0].Key()).To(Equal(Ref{Group: "apps", Kind: "ReplicaSet", Namespace: "guestbook", Name: "ui-1"}))
 }
 
 // A gzip'd tree reuses a compressor: a new one for each tree (some 800 KB) was more than half of

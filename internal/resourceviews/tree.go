@@ -100,13 +100,12 @@ func Tree(f Facts) Built {
 	}
 	live := make(map[resourcetree.Ref]Object, len(f.Live))
 	for _, o := range f.Live {
-		live[resourcetree.Ref{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}] = o
+		live[o.ref().Key()] = o
 	}
 	size := len(`{"nodes":[]}`)
 	byUID := map[string]resourcetree.Ref{}
 	for _, n := range out.Listed.Tree.Nodes {
-		id := resourcetree.Ref{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}
-		if o, ok := live[id]; ok {
+		if o, ok := live[n.Key()]; ok {
 			withUID := n
 			withUID.UID = o.UID
 			switch why := admit(o); {
@@ -117,7 +116,7 @@ func Tree(f Facts) Built {
 			default:
 				n = withUID
 				uids[o.UID] = true
-				byUID[o.UID] = resourcetree.Ref{Group: n.Group, Version: n.Version, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name, UID: o.UID}
+				byUID[o.UID] = n.Ref
 			}
 		}
 		size += encodedSize(n) + 1
@@ -162,8 +161,7 @@ func Tree(f Facts) Built {
 					refuse(c, why)
 					continue
 				}
-				n := resourcetree.Node{Group: c.Group, Version: c.Version, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name,
-					UID: c.UID, ParentRefs: []resourcetree.Ref{parent}, Health: resourcetree.Health{Status: cmp.Or(c.Health, "Unknown")}}
+				n := resourcetree.Node{Ref: c.ref(), ParentRefs: []resourcetree.Ref{parent}, Health: resourcetree.Health{Status: cmp.Or(c.Health, "Unknown")}}
 				s := encodedSize(n) + 1
 				if len(out.Tree.Nodes) >= resourcetree.MaxNodes || size+s > resourcetree.MaxEncodedSize {
 					out.Cut++

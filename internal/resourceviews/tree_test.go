@@ -30,10 +30,10 @@ func ref(o Object) resourcetree.Ref {
 func TestTreeWalksOwnersFromTheListedResources(t *testing.T) {
 	b := Tree(Facts{Listed: listed, Live: []Object{deployment}, Children: []Object{pod, replicaSet}})
 	want := []resourcetree.Node{
-		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "guestbook", Name: "web", UID: uid(1), Health: resourcetree.Health{Status: "Healthy"}},
-		{Version: "v1", Kind: "Service", Namespace: "guestbook", Name: "web", Health: resourcetree.Health{Status: "Healthy"}},
-		{Group: "apps", Version: "v1", Kind: "ReplicaSet", Namespace: "guestbook", Name: "web-5d8f", UID: uid(2), ParentRefs: []resourcetree.Ref{ref(deployment)}, Health: resourcetree.Health{Status: "Healthy"}},
-		{Version: "v1", Kind: "Pod", Namespace: "guestbook", Name: "web-5d8f-x1", UID: uid(3), ParentRefs: []resourcetree.Ref{ref(replicaSet)}, Health: resourcetree.Health{Status: "Progressing"}},
+		{Ref: resourcetree.Ref{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "guestbook", Name: "web", UID: uid(1)}, Health: resourcetree.Health{Status: "Healthy"}},
+		{Ref: resourcetree.Ref{Version: "v1", Kind: "Service", Namespace: "guestbook", Name: "web"}, Health: resourcetree.Health{Status: "Healthy"}},
+		{Ref: resourcetree.Ref{Group: "apps", Version: "v1", Kind: "ReplicaSet", Namespace: "guestbook", Name: "web-5d8f", UID: uid(2)}, ParentRefs: []resourcetree.Ref{ref(deployment)}, Health: resourcetree.Health{Status: "Healthy"}},
+		{Ref: resourcetree.Ref{Version: "v1", Kind: "Pod", Namespace: "guestbook", Name: "web-5d8f-x1", UID: uid(3)}, ParentRefs: []resourcetree.Ref{ref(replicaSet)}, Health: resourcetree.Health{Status: "Progressing"}},
 	}
 	if got, _ := json.Marshal(b.Tree.Nodes); string(got) != string(must(json.Marshal(want))) {
 		t.Errorf("tree:\n%s\nwant (the Service missing on the cluster keeps no uid):\n%s", got, must(json.Marshal(want)))
