@@ -401,3 +401,70 @@ func TestGitOpsClusterAsksForAChannelTheInstallDoesNotGive(t *testing.T) {
 		})
 	}
 }
+
+// Two GitOpsClusters register the same cluster in the same Argo CD namespace, one asking for OCM's
+// channel and one not, and a third naming the first one's account: Argo CD has one cluster per
+// name, so the secret carries one GitOpsCluster's access (the one whose access it carries
+// already), the others say so, and the secret stays as it is. Before, each wrote the secret its
+// own way in turn, each write waking the others: the writes never stopped.
+func TestGitOpsClustersSharingASecretLeaveItsAccessToOne(t *testing.T) {
+	withManagedServiceAccountAPI(t)
+	h := start(t, func(o *Options, _ string) {
+		o.Channel = clusteraccess.Channel{URL: "https://cluster-proxy-addon-user.multicluster-engine.svc:9092", CA: []byte("CA"), Accounts: []string{"argocd-pull"}, Recheck: time.Hour}
+	})
+	cluster := h.cluster()
+	h.addOn(cluster, clusteraccess.ClusterProxyAddOn, true)
+	h.addOn(cluster, clusteraccess.ManagedServiceAccountAddOn, true)
+	with := h.withAccount("with", "argocd-pull", cluster)
+	msa := h.accountMade(cluster, "argocd-pull")
+	token := serviceAccountToken("argocd-pull", time.Now().Add(time.Hour))
+	h.writeToken(msa, token)
+	inUse := HaveExactElements(HaveSuffix("/"+cluster), token, "CA", "")
+	h.g.Eventually(h.secretAccess(cluster), timeout, interval).Should(inUse)
+
+	h.gitOpsCluster(h.ns, "without", "p")
+	same := h.gitOpsCluster(h.ns, "same", "p")
+	h.setRef(same, "argocd-pull")
+	claims := func() []string {
+		s, err := h.secret(h.ns, cluster)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		return gitops.Claims(s)
+	}
+	h.g.Eventually(claims, timeout, interval).Should(Equal([]string{h.ns + "/same", h.ns + "/with", h.ns + "/without"}))
+	// Settled: no more writes, and the channel stays.
+	version := func() string {
+		s, err := h.secret(h.ns, cluster)
+		if err != nil {
+			return err.Error()
+		}
+		return s.ResourceVersion
+	}
+	h.g.Eventually(func() bool { v := version(); time.Sleep(time.Second); return v == version() }, timeout, interval).Should(BeTrue())
+	h.g.Consistently(version, 3*time.Second, interval).Should(Equal(version()))
+	h.g.Expect(h.secretAccess(cluster)()).To(inUse)
+	// The others say whose access their cluster's secret carries.
+	h.g.Eventually(h.ready(h.ns, "without"), timeout, interval).Should(Equal("True/Succeeded/successful"))
+	h.g.Eventually(h.message(h.ns, "without"), timeout, interval).Should(ContainSubstring(cluster + ": its secret carries the access of GitOpsCluster " + h.ns + "/with"))
+	h.g.Eventually(h.accessCondition("same"), timeout, interval).Should(ContainSubstring(cluster + ": its secret carries the access of GitOpsCluster " + h.ns + "/with"))
+	h.g.Expect(h.accessCondition("with")()).To(HavePrefix("True/"))
+
+	// The one whose access it carries stops asking: the secret is credential-free (the others
+	// have no token to give it), and settles again.
+	h.setRef(with, "")
+	h.g.Eventually(h.secretAccess(cluster), timeout, interval).Should(Equal([]string{gitops.Server(cluster), "", "", ""}))
+	h.g.Eventually(func() bool { v := version(); time.Sleep(time.Second); return v == version() }, timeout, interval).Should(BeTrue())
+	h.g.Consistently(version, 3*time.Second, interval).Should(Equal(version()))
+}
+
+// message is the status message of the GitOpsCluster ns/name.
+func (h *harness) message(ns, name string) func() string {
+	return func() string {
+		gc := &gitopsv1beta1.GitOpsCluster{}
+		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, gc); err != nil {
+			return err.Error()
+		}
+		return gc.Status.Message
+	}
+}

@@ -100,7 +100,10 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 		default:
 			// Another GitOpsCluster may have registered the cluster first: the secret becomes
 			// theirs and ours, so that neither one leaving deletes it under the other.
-			updated, changed := gitops.Register(existing, desired, claim)
+			updated, changed, instead := gitops.Register(existing, desired, claim)
+			if instead != "" {
+				o.Shared = append(o.Shared, gitops.Shared{Cluster: name, Holder: instead})
+			}
 			if !changed {
 				break
 			}
@@ -110,7 +113,7 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			}
 		}
 		o.Registered++
-		if gc.Spec.ManagedServiceAccountRef != "" {
+		if gc.Spec.ManagedServiceAccountRef != "" && !o.SharedAccess(name) {
 			if access.UsesChannel() {
 				o.Reached++
 			} else {

@@ -73,7 +73,7 @@ func TestRegisterAndRelease(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, changed := Register(tt.existing, ClusterSecret(mc, "openshift-gitops", tt.key), tt.key)
+			got, changed, _ := Register(tt.existing, ClusterSecret(mc, "openshift-gitops", tt.key), tt.key)
 			g.Expect(changed).To(Equal(tt.wantChanged))
 			g.Expect(got.Annotations[api.ClaimsAnnotation]).To(Equal(tt.wantClaims))
 			g.Expect(got.Annotations).NotTo(HaveKey(api.UnselectedSinceAnnotation))
@@ -83,10 +83,83 @@ func TestRegisterAndRelease(t *testing.T) {
 	}
 
 	g := NewWithT(t)
-	shared, _ := Register(mine, ClusterSecret(mc, "openshift-gitops", tenant), tenant)
+	shared, _, _ := Register(mine, ClusterSecret(mc, "openshift-gitops", tenant), tenant)
 	g.Expect(Claims(Release(shared, tenant))).To(Equal([]string{platform}))
 	g.Expect(Claims(Release(Release(shared, tenant), platform))).To(BeEmpty())
 	g.Expect(Claims(shared)).To(HaveLen(2), "Release does not modify its argument")
+}
+
+// GitOpsClusters sharing a cluster's secret ask for different access: the secret carries its
+// holder's, the others leave it, a holder that no longer claims it loses it, and access that
+// reaches the cluster takes it from access that does not.
+func TestASharedSecretCarriesOneGitOpsClustersAccess(t *testing.T) {
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}
+	a, b := ClaimKey("argocd", "a"), ClaimKey("argocd", "b")
+	channel := func(key, token string) *corev1.Secret {
+		s := ClusterSecret(mc, "argocd", key)
+		s.StringData["server"], s.StringData["config"] = "https://proxy/c1", `{"bearerToken":"`+token+`"}`
+		return s
+	}
+	refused := func(key string) *corev1.Secret {
+		s := ClusterSecret(mc, "argocd", key)
+		s.Annotations[AccessRefusedAnnotation] = "AccountInUse: another's"
+		return s
+	}
+	none := func(key string) *corev1.Secret { return ClusterSecret(mc, "argocd", key) }
+	claimedBy := func(s *corev1.Secret, keys ...string) *corev1.Secret {
+		s = written(s)
+		setClaims(s, keys)
+		return s
+	}
+	tests := map[string]struct {
+		existing, desired *corev1.Secret
+		key               string
+		want              *corev1.Secret // whose data and refusal the secret ends with
+		wantHolder        string
+		wantInstead       bool // the secret carries the holder's access instead of key's
+		wantChanged       bool
+	}{
+		"the channel's holder, none asked: left, claimed": {existing: claimedBy(channel(a, "t"), a), desired: none(b), key: b,
+			want: channel(a, "t"), wantHolder: a, wantInstead: true, wantChanged: true},
+		"the channel's holder, another account's token: left": {existing: claimedBy(channel(a, "t"), a, b), desired: channel(b, "u"), key: b,
+			want: channel(a, "t"), wantHolder: a, wantInstead: true},
+		"the channel's holder, a refused ask: left": {existing: claimedBy(channel(a, "t"), a, b), desired: refused(b), key: b,
+			want: channel(a, "t"), wantHolder: a, wantInstead: true},
+		"credential-free, a channel: taken": {existing: claimedBy(refused(a), a, b), desired: channel(b, "u"), key: b,
+			want: channel(b, "u"), wantHolder: b, wantChanged: true},
+		"credential-free, another credential-free way: left": {existing: claimedBy(refused(a), a, b), desired: none(b), key: b,
+			want: refused(a), wantHolder: a, wantInstead: true},
+		"the same access as the holder's: left, nothing said": {existing: claimedBy(none(a), a, b), desired: none(b), key: b,
+			want: none(a), wantHolder: a},
+		"its holder gone from the claims: taken": {existing: claimedBy(channel(a, "t"), b), desired: none(b), key: b,
+			want: none(b), wantHolder: b, wantChanged: true},
+		"no holder named (written before holders): written": {existing: func() *corev1.Secret {
+			s := claimedBy(channel(a, "t"), a, b)
+			delete(s.Annotations, AccessHolderAnnotation)
+			return s
+		}(), desired: none(b), key: b, want: none(b), wantHolder: b, wantChanged: true},
+		"its own holder stops asking: written": {existing: claimedBy(channel(a, "t"), a, b), desired: none(a), key: a,
+			want: none(a), wantHolder: a, wantChanged: true},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, changed, instead := Register(tt.existing, tt.desired, tt.key)
+			g.Expect(instead != "").To(Equal(tt.wantInstead), "instead: %q", instead)
+			if tt.wantInstead {
+				g.Expect(instead).To(Equal(tt.wantHolder))
+			}
+			g.Expect(AccessHolder(got)).To(Equal(tt.wantHolder))
+			g.Expect(changed).To(Equal(tt.wantChanged))
+			g.Expect(got.Annotations[AccessRefusedAnnotation]).To(Equal(tt.want.Annotations[AccessRefusedAnnotation]))
+			g.Expect(stringData(got)).To(Equal(tt.want.StringData))
+			g.Expect(Claims(got)).To(ContainElement(tt.key))
+			if changed {
+				again, changedAgain, _ := Register(written(got), tt.desired, tt.key)
+				g.Expect(changedAgain).To(BeFalse(), "settled: %v", again.Annotations)
+			}
+		})
+	}
 }
 
 // writtenBeforeClaims is secret as a release before claims wrote it: its owner in a label only.

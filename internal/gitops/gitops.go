@@ -42,7 +42,7 @@ func ClusterSecret(cluster *clusterv1.ManagedCluster, argoNamespace, claim strin
 	labels[api.ClusterLabel] = cluster.Name
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: SecretName(cluster.Name), Namespace: argoNamespace, Labels: labels,
-			Annotations: map[string]string{api.ClaimsAnnotation: claim}},
+			Annotations: map[string]string{api.ClaimsAnnotation: claim, AccessHolderAnnotation: claim}},
 		Type:       corev1.SecretTypeOpaque,
 		StringData: map[string]string{"name": cluster.Name, "server": Server(cluster.Name)},
 	}

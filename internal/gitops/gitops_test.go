@@ -25,7 +25,7 @@ func TestClusterSecret(t *testing.T) {
 		"env": "prod", "cloud": "Amazon",
 		SecretTypeLabel: "cluster", api.ManagedByLabel: api.ManagedByValue, api.ClusterLabel: "cluster1",
 	}))
-	g.Expect(s.Annotations).To(Equal(map[string]string{api.ClaimsAnnotation: "openshift-gitops/argo-acm-importer"}))
+	g.Expect(s.Annotations).To(Equal(map[string]string{api.ClaimsAnnotation: "openshift-gitops/argo-acm-importer", AccessHolderAnnotation: "openshift-gitops/argo-acm-importer"}))
 	g.Expect(s.StringData).To(Equal(map[string]string{"name": "cluster1", "server": "https://cluster1.pull-model.invalid"}),
 		"no credentials, and never the URL the cluster registered: the cluster's agent may write it")
 	g.Expect(mc.Labels).To(HaveKeyWithValue(api.ManagedByLabel, "someone-else"), "the cluster is not modified")

@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,9 @@ type Observation struct {
 	// others, with why (spec.managedServiceAccountRef only).
 	Reached   int
 	Unreached []Unreached
+	// Shared are the registered clusters whose secrets carry another GitOpsCluster's access (it
+	// registers them too: Register); not counted in Reached nor Unreached.
+	Shared []Shared
 	// Recheck is when to read the clusters' tokens again (0: no channel asked for).
 	Recheck time.Duration
 	// Err is a read or write of the reconcile that failed; the status is then not Ready.
@@ -42,6 +46,34 @@ type Observation struct {
 type Unreached struct {
 	Cluster string
 	Why     clusteraccess.Refusal
+}
+
+// Shared is a cluster whose secret carries the access of Holder, another GitOpsCluster that
+// registers it in the same Argo CD namespace.
+type Shared struct {
+	Cluster, Holder string
+}
+
+// SharedAccess says whether cluster's secret carries another GitOpsCluster's access.
+func (o Observation) SharedAccess(cluster string) bool {
+	return slices.ContainsFunc(o.Shared, func(s Shared) bool { return s.Cluster == cluster })
+}
+
+// sharedClause says whose access the secrets of o.Shared carry ("" when none): at most
+// maxUnreachedNamed clusters are named.
+func sharedClause(o Observation) string {
+	if len(o.Shared) == 0 {
+		return ""
+	}
+	var named []string
+	for i, s := range o.Shared {
+		if i == maxUnreachedNamed {
+			named = append(named, fmt.Sprintf("and %d more", len(o.Shared)-i))
+			break
+		}
+		named = append(named, s.Cluster+": its secret carries the access of GitOpsCluster "+s.Holder)
+	}
+	return fmt.Sprintf("%d shared with other GitOpsClusters, which register them too (Argo CD has one cluster per name): %s", len(o.Shared), strings.Join(named, "; "))
 }
 
 // maxUnreachedNamed bounds the clusters the ClusterAccess condition names.
@@ -82,6 +114,9 @@ func SetStatus(gc *gitopsv1beta1.GitOpsCluster, o Observation) {
 			if len(o.Missing) > 0 {
 				msg += fmt.Sprintf("; no ManagedCluster for %s", strings.Join(o.Missing, ", "))
 			}
+			if shared := sharedClause(o); shared != "" {
+				msg += "; " + shared
+			}
 			setCondition(gc, gitopsv1beta1.ClustersRegisteredCondition, true, gitopsv1beta1.ReasonSucceeded, msg)
 			setReady(gc, true, gitopsv1beta1.ReasonSucceeded, msg)
 		}
@@ -106,9 +141,13 @@ func setAccess(gc *gitopsv1beta1.GitOpsCluster, o Observation) {
 	if o.Refusal.Refused() || o.PlacementReason != "" || o.Err != nil {
 		return // nothing registered this time: the condition stays as it was
 	}
+	shared := ""
+	if clause := sharedClause(o); clause != "" {
+		shared = "; " + clause
+	}
 	if len(o.Unreached) == 0 {
 		setCondition(gc, gitopsv1beta1.ClusterAccessCondition, true, gitopsv1beta1.ReasonSucceeded, fmt.Sprintf(
-			"%d cluster secrets reach their clusters through cluster-proxy, with ManagedServiceAccount %s's token", o.Reached, ref))
+			"%d cluster secrets reach their clusters through cluster-proxy, with ManagedServiceAccount %s's token%s", o.Reached, ref, shared))
 		return
 	}
 	var named []string
@@ -120,8 +159,8 @@ func setAccess(gc *gitopsv1beta1.GitOpsCluster, o Observation) {
 		named = append(named, u.Cluster+": "+u.Why.Message)
 	}
 	setCondition(gc, gitopsv1beta1.ClusterAccessCondition, false, o.Unreached[0].Why.Reason, fmt.Sprintf(
-		"%d of %d cluster secrets are credential-free (the hub cannot show their live objects): %s",
-		len(o.Unreached), o.Reached+len(o.Unreached), strings.Join(named, "; ")))
+		"%d of %d cluster secrets are credential-free (the hub cannot show their live objects): %s%s",
+		len(o.Unreached), o.Reached+len(o.Unreached), strings.Join(named, "; "), shared))
 }
 
 func setCondition(gc *gitopsv1beta1.GitOpsCluster, t string, ok bool, reason, msg string) {
