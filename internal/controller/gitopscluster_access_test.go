@@ -283,11 +283,9 @@ func TestGitOpsClusterReachesItsClustersThroughOCMsChannel(t *testing.T) {
 	h.g.Expect(h.managedServiceAccount(tenants, "argocd-pull").GetResourceVersion()).To(Equal(theirs.GetResourceVersion()))
 }
 
-// A token the cluster refused is replaced by managed-serviceaccount's agent at once (it makes the
-// ServiceAccount again and writes a new token, then the account's status): the new token reaches
-// the cluster's secret when the account's status says so, not at the next recheck (an hour here),
-// so the hub's Argo CD and the cluster's own trees stop asking the cluster with a token it refuses.
-func TestANewTokenReachesTheSecretWhenItsAccountSaysSo(t *testing.T) {
+// startWithAChannel starts the controllers with OCM's channel (its tokens rechecked every hour),
+// on a hub with one cluster that runs both add-ons.
+func startWithAChannel(t *testing.T) (*harness, string) {
 	withManagedServiceAccountAPI(t)
 	h := start(t, func(o *Options, _ string) {
 		o.Channel = clusteraccess.Channel{URL: "https://cluster-proxy-addon-user.multicluster-engine.svc:9092", CA: []byte("CA"), Accounts: []string{"argocd-pull"}, Recheck: time.Hour}
@@ -295,6 +293,15 @@ func TestANewTokenReachesTheSecretWhenItsAccountSaysSo(t *testing.T) {
 	cluster := h.cluster()
 	h.addOn(cluster, clusteraccess.ClusterProxyAddOn, true)
 	h.addOn(cluster, clusteraccess.ManagedServiceAccountAddOn, true)
+	return h, cluster
+}
+
+// A token the cluster refused is replaced by managed-serviceaccount's agent at once (it makes the
+// ServiceAccount again and writes a new token, then the account's status): the new token reaches
+// the cluster's secret when the account's status says so, not at the next recheck (an hour here),
+// so the hub's Argo CD and the cluster's own trees stop asking the cluster with a token it refuses.
+func TestANewTokenReachesTheSecretWhenItsAccountSaysSo(t *testing.T) {
+	h, cluster := startWithAChannel(t)
 	h.withAccount("gc", "argocd-pull", cluster)
 	msa := h.accountMade(cluster, "argocd-pull")
 
@@ -408,13 +415,7 @@ func TestGitOpsClusterAsksForAChannelTheInstallDoesNotGive(t *testing.T) {
 // already), the others say so, and the secret stays as it is. Before, each wrote the secret its
 // own way in turn, each write waking the others: the writes never stopped.
 func TestGitOpsClustersSharingASecretLeaveItsAccessToOne(t *testing.T) {
-	withManagedServiceAccountAPI(t)
-	h := start(t, func(o *Options, _ string) {
-		o.Channel = clusteraccess.Channel{URL: "https://cluster-proxy-addon-user.multicluster-engine.svc:9092", CA: []byte("CA"), Accounts: []string{"argocd-pull"}, Recheck: time.Hour}
-	})
-	cluster := h.cluster()
-	h.addOn(cluster, clusteraccess.ClusterProxyAddOn, true)
-	h.addOn(cluster, clusteraccess.ManagedServiceAccountAddOn, true)
+	h, cluster := startWithAChannel(t)
 	with := h.withAccount("with", "argocd-pull", cluster)
 	msa := h.accountMade(cluster, "argocd-pull")
 	token := serviceAccountToken("argocd-pull", time.Now().Add(time.Hour))
@@ -434,15 +435,18 @@ func TestGitOpsClustersSharingASecretLeaveItsAccessToOne(t *testing.T) {
 	}
 	h.g.Eventually(claims, timeout, interval).Should(Equal([]string{h.ns + "/same", h.ns + "/with", h.ns + "/without"}))
 	// Settled: no more writes, and the channel stays.
-	version := func() string {
-		s, err := h.secret(h.ns, cluster)
-		if err != nil {
-			return err.Error()
+	settles := func() {
+		version := func() string {
+			s, err := h.secret(h.ns, cluster)
+			if err != nil {
+				return err.Error()
+			}
+			return s.ResourceVersion
 		}
-		return s.ResourceVersion
+		h.g.Eventually(func() bool { v := version(); time.Sleep(time.Second); return v == version() }, timeout, interval).Should(BeTrue(), "the secret's writes stop")
+		h.g.Consistently(version, 3*time.Second, interval).Should(Equal(version()))
 	}
-	h.g.Eventually(func() bool { v := version(); time.Sleep(time.Second); return v == version() }, timeout, interval).Should(BeTrue())
-	h.g.Consistently(version, 3*time.Second, interval).Should(Equal(version()))
+	settles()
 	h.g.Expect(h.secretAccess(cluster)()).To(inUse)
 	// The others say whose access their cluster's secret carries.
 	h.g.Eventually(h.ready(h.ns, "without"), timeout, interval).Should(Equal("True/Succeeded/successful"))
@@ -454,8 +458,7 @@ func TestGitOpsClustersSharingASecretLeaveItsAccessToOne(t *testing.T) {
 	// have no token to give it), and settles again.
 	h.setRef(with, "")
 	h.g.Eventually(h.secretAccess(cluster), timeout, interval).Should(Equal([]string{gitops.Server(cluster), "", "", ""}))
-	h.g.Eventually(func() bool { v := version(); time.Sleep(time.Second); return v == version() }, timeout, interval).Should(BeTrue())
-	h.g.Consistently(version, 3*time.Second, interval).Should(Equal(version()))
+	settles()
 }
 
 // message is the status message of the GitOpsCluster ns/name.
