@@ -452,7 +452,7 @@ func TestGitOpsClustersSharingASecretLeaveItsAccessToOne(t *testing.T) {
 	h.g.Eventually(h.ready(h.ns, "without"), timeout, interval).Should(Equal("True/Succeeded/successful"))
 	h.g.Eventually(h.message(h.ns, "without"), timeout, interval).Should(ContainSubstring(cluster + ": its secret carries the access of GitOpsCluster " + h.ns + "/with"))
 	h.g.Eventually(h.accessCondition("same"), timeout, interval).Should(ContainSubstring(cluster + ": its secret carries the access of GitOpsCluster " + h.ns + "/with"))
-	h.g.Expect(h.accessCondition("with")()).To(HavePrefix("True/"))
+	h.g.Eventually(h.accessCondition("with"), timeout, interval).Should(HavePrefix("True/"))
 
 	// The one whose access it carries stops asking: the secret is credential-free (the others
 	// have no token to give it), and settles again.

@@ -74,6 +74,7 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			return fmt.Errorf("reading secret %s/%s: %w", argoNS, desired.Name, err)
 		}
 		found := err == nil
+		shared := false // the secret carries another GitOpsCluster's access
 		switch secret, rhacm := theirs[name]; {
 		case rhacm:
 			// One Argo CD cluster per name: RHACM's secret registers it; ours would be a second.
@@ -101,7 +102,7 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			// Another GitOpsCluster may have registered the cluster first: the secret becomes
 			// theirs and ours, so that neither one leaving deletes it under the other.
 			updated, changed, instead := gitops.Register(existing, desired, claim)
-			if instead != "" {
+			if shared = instead != ""; shared {
 				o.Shared = append(o.Shared, gitops.Shared{Cluster: name, Holder: instead})
 			}
 			if !changed {
@@ -113,7 +114,7 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			}
 		}
 		o.Registered++
-		if gc.Spec.ManagedServiceAccountRef != "" && !o.SharedAccess(name) {
+		if gc.Spec.ManagedServiceAccountRef != "" && !shared {
 			if access.UsesChannel() {
 				o.Reached++
 			} else {

@@ -64,14 +64,14 @@ func setClaims(s *corev1.Secret, claims []string) {
 // none is the absence of it). Labels come from the ManagedCluster and are the same for all.
 func Register(existing, desired *corev1.Secret, key string) (updated *corev1.Secret, changed bool, instead string) {
 	claims := Claims(existing)
-	holder := AccessHolder(existing)
-	if holder != key && holder != "" && slices.Contains(claims, holder) && (!hasChannel(desired.StringData) || hasChannel(stringData(existing))) {
+	holder, current := AccessHolder(existing), stringData(existing)
+	if holder != key && holder != "" && slices.Contains(claims, holder) && (!hasChannel(desired.StringData) || hasChannel(current)) {
 		// Another's access: only the labels and the claim are this one's to write.
-		if !maps.Equal(stringData(existing), desired.StringData) || existing.Annotations[AccessRefusedAnnotation] != desired.Annotations[AccessRefusedAnnotation] {
+		if !maps.Equal(current, desired.StringData) || existing.Annotations[AccessRefusedAnnotation] != desired.Annotations[AccessRefusedAnnotation] {
 			instead = holder
 		}
 		desired = desired.DeepCopy()
-		desired.StringData = stringData(existing)
+		desired.StringData = current
 		delete(desired.Annotations, AccessRefusedAnnotation)
 		if why, ok := existing.Annotations[AccessRefusedAnnotation]; ok {
 			metav1.SetMetaDataAnnotation(&desired.ObjectMeta, AccessRefusedAnnotation, why)

@@ -2,7 +2,6 @@ package gitops
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -52,11 +51,6 @@ type Unreached struct {
 // registers it in the same Argo CD namespace.
 type Shared struct {
 	Cluster, Holder string
-}
-
-// SharedAccess says whether cluster's secret carries another GitOpsCluster's access.
-func (o Observation) SharedAccess(cluster string) bool {
-	return slices.ContainsFunc(o.Shared, func(s Shared) bool { return s.Cluster == cluster })
 }
 
 // sharedClause says whose access the secrets of o.Shared carry ("" when none): at most
