@@ -14,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/hubapis"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
 )
 
 // docsApplicationSet is the documents' pull-model ApplicationSet.
@@ -531,4 +533,33 @@ func TestDecideClientConfigs(t *testing.T) {
 	g.Expect(r.Status).To(Equal(StatusWarn))
 	g.Expect(r.Message).To(Equal("client config URLs naming the hub: cluster1 (https://kubernetes.default.svc: the hub's own kubernetes Service (kubernetes.default.svc), which Argo CD answers with its in-cluster credentials); cluster2 (https://10.96.0.1: the hub apiserver's address (10.96.0.1))"))
 	g.Expect(r.Fix).To(ContainSubstring("never carry them"))
+}
+
+// A set bound where Applications are taken from, whose clusters join it by their own labels, is
+// named with its namespace and selector; the documents' global set, an exclusive set, and a set
+// bound in a namespace Applications are not taken from are not.
+func TestDecideClusterSetLabels(t *testing.T) {
+	g := NewWithT(t)
+	set := func(name string, sel *metav1.LabelSelector) clusterv1beta2.ManagedClusterSet {
+		s := clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if sel != nil {
+			s.Spec.ClusterSelector = clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector, LabelSelector: sel}
+		}
+		return s
+	}
+	bind := func(ns, set string) clusterv1beta2.ManagedClusterSetBinding {
+		return clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: set}, Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: set}}
+	}
+	sets := []clusterv1beta2.ManagedClusterSet{set("global", &metav1.LabelSelector{}), set("team-a", nil),
+		set("prod", &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}})}
+	p := propagation.Policy{ArgoCDNamespace: "argocd", PullNamespaces: []string{"argocd", "team-a"}}
+
+	r := decideClusterSetLabels(p, []clusterv1beta2.ManagedClusterSetBinding{bind("argocd", "global"), bind("team-a", "team-a"), bind("team-b", "prod"), bind("team-a", "gone")}, sets)
+	g.Expect(r.Status).To(Equal(StatusPass))
+	g.Expect(r.Message).To(Equal("none of 2 bindings in the namespaces Applications are taken from selects clusters by a label they may set"))
+
+	r = decideClusterSetLabels(p, []clusterv1beta2.ManagedClusterSetBinding{bind("argocd", "global"), bind("team-a", "prod")}, sets)
+	g.Expect(r.Status).To(Equal(StatusWarn))
+	g.Expect(r.Message).To(Equal("1 ManagedClusterSet bound where Applications are taken from selects clusters by labels each cluster may set on its own ManagedCluster: prod in team-a (env=prod)"))
+	g.Expect(r.Fix).To(ContainSubstring("ExclusiveClusterSetLabel"))
 }

@@ -632,3 +632,20 @@ func TestClientConfigsNamingTheHub(t *testing.T) {
 		s.g.Expect(s.hub.Client.Delete(s.ctx, mc)).To(Succeed())
 	}
 }
+
+// A label-selector set bound in the namespace Applications are taken from is named: a cluster that
+// gives itself the label joins it. Bound to the set of the clusterset label alone, nothing is.
+func TestClusterSetsJoinedByAClustersOwnLabels(t *testing.T) {
+	s := newScenario(t)
+	joined := &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: s.ns + "-prod"},
+		Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.LabelSelector,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}}}
+	exclusive := &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: s.ns + "-team"}}
+	s.create(s.hub.Client, joined, exclusive,
+		&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: exclusive.Name}, Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: exclusive.Name}})
+	s.expect("cluster-set-labels", doctor.StatusPass, "none of 1 binding")
+
+	s.create(s.hub.Client, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: joined.Name}, Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: joined.Name}})
+	r := s.expect("cluster-set-labels", doctor.StatusWarn, joined.Name+" in "+s.ns+" (env=prod)")
+	s.g.Expect(r.Fix).To(ContainSubstring("may update its own ManagedCluster's labels"))
+}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/argocd-pull/argocd-pull/api"
@@ -369,6 +370,8 @@ const (
 	titleClusters      = "ManagedClusters of the targeted clusters are available"
 	idClientConfigs    = "cluster-client-configs"
 	titleClientConfigs = "No ManagedCluster's client config points at the hub"
+	idSetLabels        = "cluster-set-labels"
+	titleSetLabels     = "No cluster joins a tenant's ManagedClusterSet by its own labels"
 )
 
 // targets returns the targeted clusters, or the result to give instead when there are none or
@@ -461,4 +464,18 @@ func checkClientConfigs(ctx context.Context, h *hub) []Result {
 		}
 	}
 	return []Result{decideClientConfigs(list, gitops.NewHubNames(h.o.Hub.URL, addresses...))}
+}
+
+// checkClusterSetLabels reads every ManagedClusterSetBinding and ManagedClusterSet: the bindings of
+// the namespaces Applications are taken from say which clusters those namespaces reach.
+func checkClusterSetLabels(ctx context.Context, h *hub) []Result {
+	bindings := &clusterv1beta2.ManagedClusterSetBindingList{}
+	if err := h.o.Hub.Client.List(ctx, bindings); err != nil {
+		return []Result{readFailed(idSetLabels, titleSetLabels, "", fmt.Errorf("listing ManagedClusterSetBindings: %w", err))}
+	}
+	sets := &clusterv1beta2.ManagedClusterSetList{}
+	if err := h.o.Hub.Client.List(ctx, sets); err != nil {
+		return []Result{readFailed(idSetLabels, titleSetLabels, "", fmt.Errorf("listing ManagedClusterSets: %w", err))}
+	}
+	return []Result{decideClusterSetLabels(h.o.policy(), bindings.Items, sets.Items)}
 }

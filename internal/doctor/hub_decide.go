@@ -17,12 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/hubapis"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+	"github.com/argocd-pull/argocd-pull/internal/propagation"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 // decideAPIs passes when every resource of a is served.
@@ -397,6 +400,38 @@ func decideClientConfigs(clusters []clusterv1.ManagedCluster, hub gitops.HubName
 	return Result{ID: idClientConfigs, Title: titleClientConfigs, Status: StatusWarn,
 		Message: "client config URLs naming the hub: " + strings.Join(named, "; "),
 		Fix:     "the cluster's registration agent wrote these (a cluster may update its own ManagedCluster): argocd-pull's cluster secrets never carry them, but check the klusterlet of each cluster named (its --cluster-name and external server URLs), and whether the cluster is compromised"}
+}
+
+// decideClusterSetLabels warns of each ManagedClusterSet that a cluster joins by its own labels
+// (tenancy.JoinedByOwnLabels), bound in a namespace Applications are taken from: any cluster may
+// label itself into it and receive that namespace's Applications.
+func decideClusterSetLabels(p propagation.Policy, bindings []clusterv1beta2.ManagedClusterSetBinding, sets []clusterv1beta2.ManagedClusterSet) Result {
+	byName := make(map[string]*clusterv1beta2.ManagedClusterSet, len(sets))
+	for i := range sets {
+		byName[sets[i].Name] = &sets[i]
+	}
+	var named []string
+	bound := 0
+	for _, b := range bindings {
+		set := byName[b.Spec.ClusterSet]
+		if set == nil || !p.Allows(b.Namespace) {
+			continue
+		}
+		bound++
+		if tenancy.JoinedByOwnLabels(set) {
+			named = append(named, fmt.Sprintf("%s in %s (%s)", set.Name, b.Namespace, selectorString(set.Spec.ClusterSelector.LabelSelector)))
+		}
+	}
+	if len(named) == 0 {
+		return Result{ID: idSetLabels, Title: titleSetLabels, Status: StatusPass,
+			Message: fmt.Sprintf("none of %d %s in the namespaces Applications are taken from selects clusters by a label they may set", bound, plural(bound, "binding", "bindings"))}
+	}
+	slices.Sort(named)
+	return Result{ID: idSetLabels, Title: titleSetLabels, Status: StatusWarn,
+		Message: fmt.Sprintf("%d %s bound where Applications are taken from %s clusters by labels each cluster may set on its own ManagedCluster: %s",
+			len(named), plural(len(named), "ManagedClusterSet", "ManagedClusterSets"), plural(len(named), "selects", "select"), listNames(named)),
+		Fix: "a cluster's registration agent may update its own ManagedCluster's labels, all but " + clusterv1beta2.ClusterSetLabel +
+			" (OCM's webhook asks for managedclustersets/join to change that one), so any cluster may make itself a member and receive the Applications of the namespace named: bind tenants to sets of that label (selectorType ExclusiveClusterSetLabel), or select on it alone"}
 }
 
 // shortURL cuts what a cluster wrote to a length a report line holds.

@@ -86,3 +86,27 @@ func SetSelects(set *clusterv1beta2.ManagedClusterSet, cluster *clusterv1.Manage
 		return cluster.Labels[clusterv1beta2.ClusterSetLabel] == set.Name, nil
 	}
 }
+
+// JoinedByOwnLabels reports whether a cluster may make itself a member of the set: a label-selector
+// set whose selector requires a label other than the clusterset label. An accepted cluster's
+// registration agent may update its own ManagedCluster (OCM's role for it grants update), and
+// OCM's webhook checks the change of one label only, the clusterset label, whose change needs
+// managedclustersets/join on both sets. An exclusive-label set is that label; an empty selector
+// selects every cluster anyway.
+func JoinedByOwnLabels(set *clusterv1beta2.ManagedClusterSet) bool {
+	sel := set.Spec.ClusterSelector
+	if sel.SelectorType != clusterv1beta2.LabelSelector || sel.LabelSelector == nil {
+		return false
+	}
+	for key := range sel.LabelSelector.MatchLabels {
+		if key != clusterv1beta2.ClusterSetLabel {
+			return true
+		}
+	}
+	for _, e := range sel.LabelSelector.MatchExpressions {
+		if e.Key != clusterv1beta2.ClusterSetLabel {
+			return true
+		}
+	}
+	return false
+}

@@ -48,3 +48,25 @@ func TestAllows(t *testing.T) {
 		})
 	}
 }
+
+// A set is joined by a cluster's own labels when its selector requires any label but the
+// clusterset label, the one OCM's webhook guards.
+func TestJoinedByOwnLabels(t *testing.T) {
+	tests := map[string]struct {
+		set    clusterv1beta2.ManagedClusterSet
+		joined bool
+	}{
+		"exclusive set":                {exclusiveSet("set-a"), false},
+		"global set (empty selector)":  {selectorSet("global", &metav1.LabelSelector{}), false},
+		"label selector type, nil":     {selectorSet("broken", nil), false},
+		"a label":                      {selectorSet("prod", &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}), true},
+		"an expression":                {selectorSet("prod", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpExists}}}), true},
+		"the clusterset label only":    {selectorSet("ab", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: clusterv1beta2.ClusterSetLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}}}), false},
+		"the clusterset label and one": {selectorSet("ab", &metav1.LabelSelector{MatchLabels: map[string]string{clusterv1beta2.ClusterSetLabel: "a", "env": "prod"}}), true},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(JoinedByOwnLabels(&tt.set)).To(Equal(tt.joined))
+		})
+	}
+}
