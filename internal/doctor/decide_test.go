@@ -554,7 +554,11 @@ func TestDecideClusterSetLabels(t *testing.T) {
 		set("prod", &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}})}
 	p := propagation.Policy{ArgoCDNamespace: "argocd", PullNamespaces: []string{"argocd", "team-a"}}
 
-	r := decideClusterSetLabels(p, []clusterv1beta2.ManagedClusterSetBinding{bind("argocd", "global"), bind("team-a", "team-a"), bind("team-b", "prod"), bind("team-a", "gone")}, sets)
+	r := decideClusterSetLabels(p, []clusterv1beta2.ManagedClusterSetBinding{bind("team-b", "prod")}, sets)
+	g.Expect(r.Status).To(Equal(StatusPass))
+	g.Expect(r.Message).To(Equal("no ManagedClusterSet is bound in the namespaces Applications are taken from"))
+
+	r = decideClusterSetLabels(p, []clusterv1beta2.ManagedClusterSetBinding{bind("argocd", "global"), bind("team-a", "team-a"), bind("team-b", "prod"), bind("team-a", "gone")}, sets)
 	g.Expect(r.Status).To(Equal(StatusPass))
 	g.Expect(r.Message).To(Equal("none of 2 bindings in the namespaces Applications are taken from selects clusters by a label they may set"))
 

@@ -422,6 +422,10 @@ func decideClusterSetLabels(p propagation.Policy, bindings []clusterv1beta2.Mana
 			named = append(named, fmt.Sprintf("%s in %s (%s)", set.Name, b.Namespace, selectorString(set.Spec.ClusterSelector.LabelSelector)))
 		}
 	}
+	if bound == 0 {
+		return Result{ID: idSetLabels, Title: titleSetLabels, Status: StatusPass,
+			Message: "no ManagedClusterSet is bound in the namespaces Applications are taken from"}
+	}
 	if len(named) == 0 {
 		return Result{ID: idSetLabels, Title: titleSetLabels, Status: StatusPass,
 			Message: fmt.Sprintf("none of %d %s in the namespaces Applications are taken from selects clusters by a label they may set", bound, plural(bound, "binding", "bindings"))}
