@@ -243,6 +243,11 @@ func TestDoctorAndStatusOnTheLab(t *testing.T) {
 		if c.Status == "fail" || (c.Status == "skip" && c.ID != "cluster-access") {
 			t.Errorf("doctor check %s (%s) on the lab: %s: %s", c.ID, c.Subject, c.Status, c.Message)
 		}
+		// The lab binds an exclusive set (the clusterset label, which OCM guards) in the Argo CD
+		// namespace: no cluster joins it by a label of its own choosing.
+		if c.ID == "cluster-set-labels" && c.Status != "pass" {
+			t.Errorf("doctor check %s on the documents' binding: %s: %s", c.ID, c.Status, c.Message)
+		}
 	}
 	if err != nil {
 		t.Errorf("doctor exited with %v on a lab set up as the documents say", err)
@@ -251,7 +256,7 @@ func TestDoctorAndStatusOnTheLab(t *testing.T) {
 	for _, c := range verdict.Checks {
 		seen[c.ID] = true
 	}
-	for _, id := range []string{"applicationset-template", "placement-generator", "cluster-secrets", "managed-clusters", "argocd-redis",
+	for _, id := range []string{"applicationset-template", "placement-generator", "cluster-secrets", "managed-clusters", "cluster-set-labels", "argocd-redis",
 		"managed-argocd-rbac", "managed-work-agent-rbac", "managed-app-namespace"} {
 		if !seen[id] {
 			t.Errorf("doctor did not run %s on the lab", id)
