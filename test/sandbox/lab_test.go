@@ -246,7 +246,7 @@ func TestDoctorAndStatusOnTheLab(t *testing.T) {
 		// The lab binds an exclusive set (the clusterset label, which OCM guards) in the Argo CD
 		// namespace: no cluster joins it by a label of its own choosing.
 		if c.ID == "cluster-set-labels" && c.Status != "pass" {
-			t.Errorf("doctor check %s on the documents' binding: %s: %s", c.ID, c.Status, c.Message)
+			t.Errorf("doctor check %s on the lab's binding: %s: %s", c.ID, c.Status, c.Message)
 		}
 	}
 	if err != nil {
