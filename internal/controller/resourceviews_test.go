@@ -457,6 +457,51 @@ func TestANewTokenEndsTheBackoffOfARefusedOne(t *testing.T) {
 		"the cluster's own tree, on the new token, long before the backoff ends")
 }
 
+// Argo CD's API server sends each view of a uid in an Application's tree to the destination it
+// reads from the Application at that request, so the tree of an Application moved off its
+// cluster's channel (its destination aimed at the hub, its project changed to one that does not
+// permit the cluster) loses its uids at once, with nothing else changed: no new status from the
+// cluster, no renewal. Before, the tree kept them until its renewal (up to 30 min), and a tenant
+// who moved its Application to the in-cluster server read and patched the hub's objects of the
+// same names through the views (issue 92; the admission policy of config/admission refuses the
+// move itself: test/install TestThePolicyKeepsAPullModelApplicationOnItsDestination).
+func TestATreeLosesItsUidsTheMomentItsApplicationLeavesItsChannel(t *testing.T) {
+	f := onItsChannel(t, time.Second, nil)
+	h, rdb := f.h, f.rdb
+	ctx := context.Background()
+	h.create(f.secret(f.token))
+	f.deliverGuestbook(t)
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(f.ownTree()))
+
+	noUID := func(g Gomega) {
+		for _, l := range lines(rawTree(g, rdb, "guestbook")) {
+			g.Expect(strings.Fields(l)).To(HaveLen(2), "a node with a uid: %s", l)
+		}
+	}
+	move := func(path []string, value any) {
+		app := argocd.NewApplication()
+		h.g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "guestbook"}, app)).To(Succeed())
+		patch := client.MergeFrom(app.DeepCopy())
+		h.g.Expect(unstructured.SetNestedField(app.Object, value, path...)).To(Succeed())
+		h.g.Expect(h.c.Patch(ctx, app, patch)).To(Succeed())
+	}
+	move([]string{"spec", "destination"}, map[string]any{"server": argocd.LocalServer, "namespace": f.guestbook})
+	h.g.Eventually(noUID, timeout, interval).Should(Succeed(), "the destination aimed at the hub: no uid")
+
+	move([]string{"spec", "destination"}, map[string]any{"name": f.cluster, "namespace": f.guestbook})
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(f.ownTree()),
+		"back on its cluster: the cluster's own tree again")
+
+	narrow := argocd.NewAppProject()
+	narrow.SetName("narrow")
+	narrow.SetNamespace(h.ns)
+	narrow.Object["spec"] = map[string]any{"sourceRepos": []any{"*"}, "sourceNamespaces": []any{h.ns},
+		"destinations": []any{map[string]any{"name": "another-cluster", "namespace": "*"}}}
+	h.create(narrow)
+	move([]string{"spec", "project"}, "narrow")
+	h.g.Eventually(noUID, timeout, interval).Should(Succeed(), "a project that does not permit its cluster: no uid")
+}
+
 // deliverGuestbook delivers the documents' guestbook to the fixture's cluster, aimed at the
 // cluster by name (the hardened template), in the AppProject default, and reports its resources
 // in the namespace that holds them on the cluster.
