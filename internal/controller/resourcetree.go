@@ -132,18 +132,29 @@ func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 
 // treeSourceChanged passes what may change an Application's tree: its status.resources, its
 // deletion, and whether it is a pull-model Application; with OCM's channel (managed resources,
-// whose Git side is rendered at the revisions the cluster compared), its status.sync too. Not the
-// requests and deliveries its annotations carry, the bulk of its updates.
+// whose Git side is rendered at the revisions the cluster compared), its status.sync too, and
+// what decides whether the tree may carry the cluster's uids (resourceviews.Route): its
+// destination, project and cluster. Argo CD's API server sends each view of a uid to the
+// destination it reads at that request, so a tree must not keep uids a moment longer than its
+// route holds (the ValidatingAdmissionPolicy of config/admission refuses the move itself). Not
+// the requests and deliveries its annotations carry, the bulk of its updates.
 func treeSourceChanged(channel bool) predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*unstructured.Unstructured), e.ObjectNew.(*unstructured.Unstructured)
-			_, oldPull, _ := manifestwork.ReadMarkers(o)
-			_, newPull, _ := manifestwork.ReadMarkers(n)
+			oldTarget, oldPull, _ := manifestwork.ReadMarkers(o)
+			newTarget, newPull, _ := manifestwork.ReadMarkers(n)
 			return fieldChanged(o, n, "status", "resources") || !n.GetDeletionTimestamp().IsZero() || oldPull != newPull ||
-				(channel && (fieldChanged(o, n, "status", "sync", "revision") || fieldChanged(o, n, "status", "sync", "revisions")))
+				(channel && (fieldChanged(o, n, "status", "sync", "revision") || fieldChanged(o, n, "status", "sync", "revisions") ||
+					routeChanged(o, n, oldTarget.Cluster != newTarget.Cluster)))
 		},
 	}
+}
+
+// routeChanged says whether what resourceviews.Route decides from changed between o and n: the
+// destination, the project, or the cluster (clusterChanged).
+func routeChanged(o, n *unstructured.Unstructured, clusterChanged bool) bool {
+	return clusterChanged || fieldChanged(o, n, "spec", "destination") || fieldChanged(o, n, "spec", "project")
 }
 
 // fieldChanged says whether the field at path differs between o and n (read in place).
