@@ -83,6 +83,21 @@ func yamlFiles(path string) ([]string, error) {
 
 // readCRDs returns the CustomResourceDefinitions of a (multi-document) YAML file.
 func readCRDs(path string) ([]*unstructured.Unstructured, error) {
+	objs, err := readObjects(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, obj := range objs {
+		if obj.GetKind() == "CustomResourceDefinition" && strings.HasPrefix(obj.GetAPIVersion(), "apiextensions.k8s.io/") {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// readObjects returns the objects of a (multi-document) YAML file.
+func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -97,10 +112,30 @@ func readCRDs(path string) ([]*unstructured.Unstructured, error) {
 			}
 			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
-		if obj.GetKind() == "CustomResourceDefinition" && strings.HasPrefix(obj.GetAPIVersion(), "apiextensions.k8s.io/") {
+		if len(obj.Object) > 0 {
 			out = append(out, obj)
 		}
 	}
+}
+
+// installAdmissionPolicies creates, on the hub, the admission policies of the install's
+// config/admission (root: the repository), as the install does: the lab's hub refuses what a
+// production hub refuses (docs/security.md, "Resource views").
+func installAdmissionPolicies(ctx context.Context, cfg *rest.Config, root string) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	objs, err := readObjects(filepath.Join(root, "config", "admission", "resource_views_policy.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	return nil
 }
 
 func established(crd *unstructured.Unstructured) bool {

@@ -170,6 +170,9 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := installCRDs(ctx, lab.Hub.Config, hubCRDs); err != nil {
 		return lab, fmt.Errorf("installing CRDs on the hub: %w", err)
 	}
+	if err := installAdmissionPolicies(ctx, lab.Hub.Config, root); err != nil {
+		return lab, fmt.Errorf("installing the admission policies on the hub: %w", err)
+	}
 	managedCRDs, err := assets.ManagedClusterCRDsAt(root, managedArgo.version)
 	if err != nil {
 		return lab, err

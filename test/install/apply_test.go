@@ -46,6 +46,8 @@ var (
 	clusterObjects = []string{
 		"clusterrole.rbac.authorization.k8s.io/" + clusterRole,
 		"clusterrolebinding.rbac.authorization.k8s.io/" + clusterRole,
+		"validatingadmissionpolicy.admissionregistration.k8s.io/" + resourceViewsPolicy,
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/" + resourceViewsPolicy,
 	}
 	crds = []string{
 		"customresourcedefinition.apiextensions.k8s.io/gitopsclusters.apps.open-cluster-management.io",
@@ -114,7 +116,7 @@ func TestKustomizeInstall(t *testing.T) {
 func uninstall(t *testing.T, k kube) {
 	t.Helper()
 	k.run("delete", "-n", installNamespace, "deployment,service,serviceaccount,role,rolebinding", "-l", partOfLabel, "--wait=false")
-	k.run("delete", "clusterrole,clusterrolebinding", "-l", partOfLabel, "--wait=false")
+	k.run("delete", "clusterrole,clusterrolebinding,validatingadmissionpolicy,validatingadmissionpolicybinding", "-l", partOfLabel, "--wait=false")
 	k.run("delete", "-n", argoCDNamespace, "role,rolebinding,networkpolicy", "-l", partOfLabel, "--wait=false")
 	checkUninstalled(t, k, "uninstall")
 	k.run("get", "namespace", installNamespace)

@@ -34,7 +34,9 @@ const (
 	serviceAccount   = "multicluster-integrations"
 	metricsService   = "multicluster-integrations-metrics"
 	clusterRole      = "argocd-pull"
-	leaderElection   = "argocd-pull-leader-election"
+	// resourceViewsPolicy names the ValidatingAdmissionPolicy of config/admission and its binding.
+	resourceViewsPolicy = "argocd-pull-resource-views"
+	leaderElection      = "argocd-pull-leader-election"
 	// argocd-pull's Role and RoleBinding in each Argo CD namespace of the install.
 	argoCDNamespaceRole = "argocd-pull"
 	argoCDNamespace     = "openshift-gitops"

@@ -36,6 +36,8 @@ var wantObjects = []string{
 	"Deployment/" + installNamespace + "/" + deploymentName,
 	"Service/" + installNamespace + "/" + metricsService,
 	"NetworkPolicy/" + argoCDNamespace + "/argocd-pull-redis",
+	"ValidatingAdmissionPolicy/" + resourceViewsPolicy,
+	"ValidatingAdmissionPolicyBinding/" + resourceViewsPolicy,
 }
 
 func TestKustomizeAndHelmRenderTheSameObjects(t *testing.T) {
