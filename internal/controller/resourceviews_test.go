@@ -502,6 +502,53 @@ func TestATreeLosesItsUidsTheMomentItsApplicationLeavesItsChannel(t *testing.T) 
 	h.g.Eventually(noUID, timeout, interval).Should(Succeed(), "a project that does not permit its cluster: no uid")
 }
 
+// The views read only what the Application's AppProject permits on its destination, as Argo CD's
+// application controller puts in a tree only what IsLiveResourcePermitted admits: a tenant whose
+// status (Applications have no status subresource) or whose Git lists an object of another
+// namespace on its cluster (here kube-system's extension-apiserver-authentication, which every
+// apiserver holds) or a cluster-scoped object its project does not whitelist (the ClusterRole
+// cluster-admin) gets no uid for it, and the object is never read; the hub Application says which
+// and why. Before, the read-only account read both and the views served them to the tenant
+// (issue 92, hole 2). What the project permits keeps its uids.
+func TestTheViewsReadOnlyWhatTheApplicationsProjectPermitsThere(t *testing.T) {
+	f := onItsChannel(t, time.Second, nil)
+	h, rdb := f.h, f.rdb
+	ctx := context.Background()
+	h.create(f.secret(f.token))
+	team := argocd.NewAppProject()
+	team.SetName("team")
+	team.SetNamespace(h.ns)
+	team.Object["spec"] = map[string]any{"sourceRepos": []any{"*"}, "sourceNamespaces": []any{h.ns},
+		"destinations": []any{map[string]any{"name": f.cluster, "namespace": f.guestbook}}}
+	h.create(team)
+	h.documentsApp("guestbook", f.cluster)
+	app := argocd.NewApplication()
+	h.g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "guestbook"}, app)).To(Succeed())
+	patch := client.MergeFrom(app.DeepCopy())
+	app.Object["spec"].(map[string]any)["destination"] = map[string]any{"name": f.cluster, "namespace": f.guestbook}
+	app.Object["spec"].(map[string]any)["project"] = "team"
+	h.g.Expect(h.c.Patch(ctx, app, patch)).To(Succeed())
+	h.report("guestbook", f.cluster, h.work("guestbook", f.cluster).Generation, managedMultiSourceFeedback(t, func(status map[string]any) {
+		resources := status["resources"].([]any)
+		for _, r := range resources {
+			r.(map[string]any)["namespace"] = f.guestbook
+		}
+		status["resources"] = append(resources,
+			map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "kube-system", "name": "extension-apiserver-authentication", "status": "Synced"},
+			map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "ClusterRole", "name": "cluster-admin", "status": "Synced"})
+	}))
+
+	want := append(f.ownTree(), "ConfigMap/extension-apiserver-authentication  Healthy", "ClusterRole/cluster-admin  Healthy")
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(ConsistOf(want),
+		"the guestbook's uids from the cluster; no uid for what the project does not permit there")
+	h.g.Eventually(func() string { return argocd.ConditionMessage(h.getApp("guestbook"), appstatus.FeedbackWarningCondition) }, timeout, interval).Should(
+		And(ContainSubstring("2 resources"), ContainSubstring("AppProject team does not permit namespace kube-system on cluster "+f.cluster)),
+		"the hub Application says which were not read, and why")
+	for _, m := range managedOf(h.g, rdb, "guestbook") {
+		h.g.Expect(m).NotTo(MatchRegexp(`^(ConfigMap|ClusterRole)/.* live=[^f]`), "no live state of what the project does not permit")
+	}
+}
+
 // deliverGuestbook delivers the documents' guestbook to the fixture's cluster, aimed at the
 // cluster by name (the hardened template), in the AppProject default, and reports its resources
 // in the namespace that holds them on the cluster.
