@@ -32,6 +32,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/resourceviews"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 // Event reason of a tree the cluster could not give.
@@ -169,7 +170,11 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 	if why, down := ct.downFor(cluster, channel, now); down {
 		return display(why)
 	}
-	facts, reads, err := resourceviews.Read(ctx, cfg, resources, ct.Limits)
+	server := ct.Channel.Server(cluster)
+	refused := func(id resourcetree.Ref) string {
+		return tenancy.ResourceRefused(project, cluster, server, id.Group, id.Kind, id.Namespace, id.Name)
+	}
+	facts, reads, err := resourceviews.Read(ctx, cfg, resources, ct.Limits, refused)
 	metrics.ClusterTreeReads.Add(float64(reads.Requests))
 	if err != nil {
 		ct.failed(cluster, channel, err.Error(), now)

@@ -51,13 +51,18 @@ type Reads struct {
 	Skipped int
 }
 
+// Refused says why the Application's AppProject does not permit a listed resource on its
+// destination, "" when it does (tenancy.ResourceRefused); nil permits every one.
+type Refused func(id resourcetree.Ref) string
+
 // Read gathers, through cfg (the channel to one cluster, as its read-only account), the facts of
 // the tree of an Application that lists listed (its status.resources): each listed resource whole
 // (its uid and owners, and its live state) and the ReplicaSets and Pods of the namespaces that hold
-// their owners, with their health. A resource the cluster does not have, or the account may not
-// read, is left out; any other failure (the token refused, the channel down) is the error, and
+// their owners, with their health. A resource refused says the Application's project does not
+// permit is never asked for (Facts.NotPermitted); one the cluster does not have, or the account may
+// not read, is left out; any other failure (the token refused, the channel down) is the error, and
 // the caller keeps the display tree.
-func Read(ctx context.Context, cfg *rest.Config, listed []any, lim Limits) (Facts, Reads, error) {
+func Read(ctx context.Context, cfg *rest.Config, listed []any, lim Limits, refused Refused) (Facts, Reads, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return capBodies{rt, lim.Body} })
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -80,6 +85,15 @@ func Read(ctx context.Context, cfg *rest.Config, listed []any, lim Limits) (Fact
 		gvk := schema.GroupVersionKind{Group: str("group"), Version: str("version"), Kind: str("kind")}
 		ns, name := str("namespace"), str("name")
 		id := resourcetree.Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: name}
+		if refused != nil {
+			if why := refused(id); why != "" {
+				f.Unread[id] = true
+				if f.NotPermitted++; f.NotPermitted == 1 {
+					f.NotPermittedWhy = fmt.Sprintf("%s %s/%s: %s", gvk.Kind, ns, name, why)
+				}
+				continue
+			}
+		}
 		if slices.Contains(ownerKinds, gvk.Kind) && ns != "" && !slices.Contains(namespaces, ns) {
 			namespaces = append(namespaces, ns)
 		}

@@ -102,7 +102,7 @@ func newCluster(t *testing.T, pods int) cluster {
 func (c cluster) read(t *testing.T, lim Limits) (Facts, Reads) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		_, reads, err := Read(context.Background(), c.reader, c.listed, DefaultLimits)
+		_, reads, err := Read(context.Background(), c.reader, c.listed, DefaultLimits, nil)
 		if err == nil && reads.Skipped == 1 {
 			break
 		}
@@ -110,7 +110,7 @@ func (c cluster) read(t *testing.T, lim Limits) (Facts, Reads) {
 			t.Fatalf("reading the cluster as its read-only account: %+v, %v", reads, err)
 		}
 	}
-	f, reads, err := Read(context.Background(), c.reader, c.listed, lim)
+	f, reads, err := Read(context.Background(), c.reader, c.listed, lim, nil)
 	if err != nil {
 		t.Fatalf("reading the cluster as its read-only account: %v", err)
 	}
@@ -176,7 +176,7 @@ func TestReadIsBounded(t *testing.T) {
 		t.Errorf("%d Pods, %+v; want one page of 2, the rest said skipped (3 listed resources, more Pods)", pods, reads)
 	}
 
-	_, _, err := Read(context.Background(), c.reader, c.listed, Limits{Gets: 10, Namespaces: 1, List: 500, Body: 2000})
+	_, _, err := Read(context.Background(), c.reader, c.listed, Limits{Gets: 10, Namespaces: 1, List: 500, Body: 2000}, nil)
 	if err == nil || !strings.Contains(err.Error(), "larger than the limit") {
 		t.Errorf("an answer over 2,000 bytes: %v, want it refused", err)
 	}
@@ -186,7 +186,7 @@ func TestReadIsBounded(t *testing.T) {
 func TestReadWithARefusedToken(t *testing.T) {
 	c := newCluster(t, 1)
 	refused := &rest.Config{Host: c.reader.Host, BearerToken: "not-a-token", TLSClientConfig: rest.TLSClientConfig{CAData: c.reader.CAData}}
-	_, _, err := Read(context.Background(), refused, c.listed, DefaultLimits)
+	_, _, err := Read(context.Background(), refused, c.listed, DefaultLimits, nil)
 	if err == nil || !strings.Contains(err.Error(), "Unauthorized") {
 		t.Errorf("a refused token: %v, want Unauthorized", err)
 	}
@@ -210,5 +210,35 @@ func TestProbe(t *testing.T) {
 	defer large.Close()
 	if err := Probe(ctx, &rest.Config{Host: large.URL, BearerToken: "t"}); err == nil || !strings.Contains(err.Error(), "larger than the limit") {
 		t.Errorf("an answer over %d bytes: %v, want it refused", probeBody, err)
+	}
+}
+
+// A resource the Application's project does not permit is never asked for: no request, no live
+// state, no uid, counted with the first reason; its namespace is not listed for children either.
+func TestReadAsksNothingTheProjectDoesNotPermit(t *testing.T) {
+	c := newCluster(t, 2)
+	c.read(t, DefaultLimits) // the account's rights seen
+	refuseDeployments := func(id resourcetree.Ref) string {
+		if id.Kind == "Deployment" {
+			return "not permitted"
+		}
+		return ""
+	}
+	f, reads, err := Read(context.Background(), c.reader, c.listed, DefaultLimits, refuseDeployments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads.Requests != 2 { // the Service and the missing ConfigMap; no Deployment, no list of children
+		t.Errorf("%d requests, want 2: %+v", reads.Requests, reads)
+	}
+	dep := resourcetree.Ref{Group: "apps", Kind: "Deployment", Namespace: c.ns, Name: "web"}
+	if !f.Unread[dep] || f.Objects[dep] != nil || len(f.Children) != 0 {
+		t.Errorf("the Deployment was read: unread %t, object %v, %d children", f.Unread[dep], f.Objects[dep], len(f.Children))
+	}
+	if want := "Deployment " + c.ns + "/web: not permitted"; f.NotPermitted != 1 || f.NotPermittedWhy != want {
+		t.Errorf("NotPermitted %d %q, want 1 %q", f.NotPermitted, f.NotPermittedWhy, want)
+	}
+	if msg := Tree(f).ClusterMessage(); !strings.Contains(msg, "1 resources the Application's AppProject does not permit there (first: "+f.NotPermittedWhy+")") {
+		t.Errorf("ClusterMessage %q", msg)
 	}
 }

@@ -58,6 +58,10 @@ type Facts struct {
 	// HubUIDs are uids of hub objects (the Application, its work): a node that carries one is
 	// dropped.
 	HubUIDs map[string]bool
+	// NotPermitted counts the listed resources the Application's AppProject does not permit on its
+	// destination (never read, in Unread); NotPermittedWhy names the first and why.
+	NotPermitted    int
+	NotPermittedWhy string
 }
 
 // Built is a tree with what building it left out.
@@ -71,6 +75,9 @@ type Built struct {
 	// refusal's reason.
 	Refused, Cut int
 	Why          string
+	// NotPermitted and NotPermittedWhy are Facts'.
+	NotPermitted    int
+	NotPermittedWhy string
 }
 
 // Tree is the tree of f: the display tree of the listed resources, each with its uid from the
@@ -79,7 +86,7 @@ type Built struct {
 // once, and within resourcetree's caps; a listed resource whose uid breaks a rule keeps its node,
 // without a uid.
 func Tree(f Facts) Built {
-	out := Built{Listed: resourcetree.Build(f.Listed)}
+	out := Built{Listed: resourcetree.Build(f.Listed), NotPermitted: f.NotPermitted, NotPermittedWhy: f.NotPermittedWhy}
 	uids := map[string]bool{}
 	refuse := func(o Object, why string) {
 		if out.Refused++; out.Refused == 1 {
@@ -189,6 +196,9 @@ func (b Built) Message() string {
 // listed resources, which the status controller sanitised), "" when nothing.
 func (b Built) ClusterMessage() string {
 	var parts []string
+	if b.NotPermitted > 0 {
+		parts = append(parts, fmt.Sprintf("the cluster's tree reads neither live state nor uid of %d resources the Application's AppProject does not permit there (first: %s)", b.NotPermitted, b.NotPermittedWhy))
+	}
 	if b.Refused > 0 {
 		parts = append(parts, fmt.Sprintf("the cluster's tree leaves out %d objects that break its rules (first: %s)", b.Refused, b.Why))
 	}
