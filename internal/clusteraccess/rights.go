@@ -50,6 +50,9 @@ var StandardGroups = []string{
 // leave Secrets out), "*" would include it.
 var refusedGroups = map[string]bool{"": true, "*": true}
 
+// MaxGroups bounds the API groups the account is given besides StandardGroups.
+const MaxGroups = 64
+
 // ReadOnlyRules are the rules of the hub's account on a cluster: the core resources above, and
 // every resource of the standard groups and of groups (the API groups of the resources the
 // cluster's Applications list), each only with get, list and watch. A group that is not a DNS

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
 	"github.com/argocd-pull/argocd-pull/internal/assets"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
@@ -470,4 +472,70 @@ func (h *harness) message(ns, name string) func() string {
 		}
 		return gc.Status.Message
 	}
+}
+
+// The API groups the hub's account may read on a cluster come from what argocd-pull delivered
+// there (its works' feedback, which the cluster's own Argo CD reports), not from a status anyone
+// may write: Applications have no status subresource, so a tenant that writes status.resources on
+// a pull-labelled Application annotated with the cluster (here one argocd-pull refuses, in a
+// namespace it does not take Applications from) must not widen the account. A group whose GET opens
+// more than reading (subresources.kubevirt.io: a virtual machine's console and VNC; Routes holding
+// TLS keys) is never given, whoever lists it, and the groups are bounded. Before, the account got
+// `*` read of every group any such status listed (issue 92, hole 3).
+func TestTheAccountsGroupsComeFromWhatItsClusterWasDelivered(t *testing.T) {
+	withManagedServiceAccountAPI(t)
+	h := start(t, func(o *Options, _ string) {
+		o.Channel = clusteraccess.Channel{URL: "https://cluster-proxy-addon-user.multicluster-engine.svc:9092", CA: []byte("-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n"), Accounts: []string{"argocd-pull"}, Recheck: time.Second}
+	})
+	ctx := context.Background()
+	cluster := h.cluster()
+	h.addOn(cluster, clusteraccess.ClusterProxyAddOn, true)
+	h.addOn(cluster, clusteraccess.ManagedServiceAccountAddOn, true)
+
+	// The tenant's: a namespace argocd-pull does not take Applications from, and a status it wrote.
+	tenant := testenv.Get(t).Namespace(t)
+	forged := argocd.NewApplication()
+	forged.SetNamespace(tenant)
+	forged.SetName("forged")
+	forged.SetLabels(map[string]string{api.PullLabel: "true"})
+	forged.SetAnnotations(map[string]string{api.ClusterAnnotation: cluster})
+	forged.Object["spec"] = map[string]any{"project": "default", "destination": map[string]any{"server": argocd.LocalServer, "namespace": "x"},
+		"source": map[string]any{"repoURL": "https://example.com/x.git", "path": "x"}}
+	forged.Object["status"] = map[string]any{"resources": []any{
+		map[string]any{"group": "subresources.kubevirt.io", "version": "v1", "kind": "VirtualMachineInstance", "namespace": "x", "name": "vm"},
+		map[string]any{"group": "forged.example.com", "version": "v1", "kind": "Thing", "namespace": "x", "name": "t"},
+	}}
+	h.g.Expect(h.c.Create(ctx, forged)).To(Succeed())
+
+	// What argocd-pull delivered there, as the cluster's Argo CD reports it.
+	h.documentsApp("guestbook", cluster)
+	h.report("guestbook", cluster, h.work("guestbook", cluster).Generation, managedMultiSourceFeedback(t, func(status map[string]any) {
+		resources := status["resources"].([]any)
+		resources = append(resources,
+			map[string]any{"group": "delivered.example.com", "version": "v1", "kind": "Widget", "namespace": "guestbook", "name": "w"},
+			map[string]any{"group": "subresources.kubevirt.io", "version": "v1", "kind": "VirtualMachineInstance", "namespace": "guestbook", "name": "vm"},
+			map[string]any{"group": "route.openshift.io", "version": "v1", "kind": "Route", "namespace": "guestbook", "name": "r"})
+		for i := range clusteraccess.MaxGroups + 10 {
+			resources = append(resources, map[string]any{"group": fmt.Sprintf("g%03d.example.com", i), "version": "v1", "kind": "K", "namespace": "guestbook", "name": "k"})
+		}
+		status["resources"] = resources
+	}))
+
+	h.withAccount("gc", "argocd-pull", cluster)
+	groups := func() []string {
+		work := &workv1.ManifestWork{}
+		if err := h.c.Get(ctx, types.NamespacedName{Namespace: cluster, Name: clusteraccess.AccessWorkName("argocd-pull")}, work); err != nil {
+			return []string{err.Error()}
+		}
+		var role rbacv1.ClusterRole
+		if err := json.Unmarshal(work.Spec.Workload.Manifests[0].Raw, &role); err != nil {
+			return []string{err.Error()}
+		}
+		return role.Rules[1].APIGroups
+	}
+	h.g.Eventually(groups, timeout, interval).Should(ContainElement("delivered.example.com"), "the delivered Application's group")
+	got := groups()
+	h.g.Expect(got).NotTo(ContainElement("forged.example.com"), "a group only a status anyone may write lists")
+	h.g.Expect(got).NotTo(ContainElements("subresources.kubevirt.io", "route.openshift.io"), "groups whose GET opens more than reading")
+	h.g.Expect(len(got)).To(BeNumerically("<=", len(clusteraccess.StandardGroups)+clusteraccess.MaxGroups), "bounded")
 }

@@ -541,7 +541,9 @@ func TestTheViewsReadOnlyWhatTheApplicationsProjectPermitsThere(t *testing.T) {
 	want := append(f.ownTree(), "ConfigMap/extension-apiserver-authentication  Healthy", "ClusterRole/cluster-admin  Healthy")
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(ConsistOf(want),
 		"the guestbook's uids from the cluster; no uid for what the project does not permit there")
-	h.g.Eventually(func() string { return argocd.ConditionMessage(h.getApp("guestbook"), appstatus.FeedbackWarningCondition) }, timeout, interval).Should(
+	h.g.Eventually(func() string {
+		return argocd.ConditionMessage(h.getApp("guestbook"), appstatus.FeedbackWarningCondition)
+	}, timeout, interval).Should(
 		And(ContainSubstring("2 resources"), ContainSubstring("AppProject team does not permit namespace kube-system on cluster "+f.cluster)),
 		"the hub Application says which were not read, and why")
 	for _, m := range managedOf(h.g, rdb, "guestbook") {
