@@ -80,6 +80,12 @@ func BeyondReadOnly(rules []authorizationv1.ResourceRule) []string {
 						add(v + " " + name)
 					}
 				}
+				if why := unreadableGroups[g]; why != "" && (slices.Contains(r.Verbs, "*") || slices.ContainsFunc(ReadVerbs, func(v string) bool { return slices.Contains(r.Verbs, v) })) {
+					add("read " + name + " (" + why + ")")
+				}
+				if g == "*" && res == "*" {
+					add("read every API group (" + name + ")")
+				}
 				core := g == "" || g == "*"
 				if core && (res == "secrets" || res == "*") {
 					add("read secrets (" + name + ")")

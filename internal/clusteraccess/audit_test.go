@@ -39,7 +39,13 @@ func TestBeyondReadOnly(t *testing.T) {
 		{authorizationv1.ResourceRule{Verbs: []string{"*"}, APIGroups: []string{"apps"}, Resources: []string{"deployments"}}, []string{"* deployments.apps"}},
 		{authorizationv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}, []string{"read secrets (secrets)"}},
 		{authorizationv1.ResourceRule{Verbs: []string{"list"}, APIGroups: []string{"*"}, Resources: []string{"*"}}, []string{
-			"nodes/proxy (*.*)", "pods/attach (*.*)", "pods/exec (*.*)", "pods/portforward (*.*)", "pods/proxy (*.*)", "read secrets (*.*)", "serviceaccounts/token (*.*)", "services/proxy (*.*)"}},
+			"nodes/proxy (*.*)", "pods/attach (*.*)", "pods/exec (*.*)", "pods/portforward (*.*)", "pods/proxy (*.*)", "read every API group (*.*)", "read secrets (*.*)", "serviceaccounts/token (*.*)", "services/proxy (*.*)"}},
+		// Beyond the core group: a group whose read is more than reading (issue 92, hole 3).
+		{authorizationv1.ResourceRule{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"*"}}, []string{
+			"read *.subresources.kubevirt.io (a GET opens a virtual machine's console, VNC or port)"}},
+		{authorizationv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{"route.openshift.io"}, Resources: []string{"routes"}}, []string{
+			"read routes.route.openshift.io (Routes hold TLS private keys)"}},
+		{authorizationv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{"kubevirt.io"}, Resources: []string{"*"}}, nil},
 		{authorizationv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods/*"}}, []string{
 			"pods/attach (pods/*)", "pods/exec (pods/*)", "pods/portforward (pods/*)", "pods/proxy (pods/*)"}},
 		{authorizationv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"nodes/proxy"}}, []string{"nodes/proxy (nodes/proxy)"}},

@@ -50,18 +50,43 @@ var StandardGroups = []string{
 // leave Secrets out), "*" would include it.
 var refusedGroups = map[string]bool{"": true, "*": true}
 
+// unreadableGroups are API groups where `*` read is more than reading: a GET that opens a console
+// or a port, or objects that hold credentials. They are never given, whoever lists them, and
+// BeyondReadOnly names any read of them.
+var unreadableGroups = map[string]string{
+	"subresources.kubevirt.io":                  "a GET opens a virtual machine's console, VNC or port",
+	"route.openshift.io":                        "Routes hold TLS private keys",
+	"oauth.openshift.io":                        "OAuth access tokens",
+	"user.openshift.io":                         "users' identities",
+	"image.openshift.io":                        "image streams' pull secrets (imagestreams/secrets)",
+	"build.openshift.io":                        "build webhooks' secrets",
+	"velero.io":                                 "download requests are signed URLs to backups",
+	"external-secrets.io":                       "secret stores' provider credentials",
+	"secrets-store.csi.x-k8s.io":                "secret provider classes",
+	"authentication.open-cluster-management.io": "managed service accounts' tokens",
+}
+
+// UnreadableGroup says why the hub's account is never given read of group, "" when it may be.
+func UnreadableGroup(group string) string { return unreadableGroups[group] }
+
 // MaxGroups bounds the API groups the account is given besides StandardGroups.
 const MaxGroups = 64
 
 // ReadOnlyRules are the rules of the hub's account on a cluster: the core resources above, and
-// every resource of the standard groups and of groups (the API groups of the resources the
-// cluster's Applications list), each only with get, list and watch. A group that is not a DNS
-// subdomain, as API groups are, is dropped.
+// every resource of the standard groups and of groups (the API groups of the resources argocd-pull
+// delivered there, as the cluster reports them), each only with get, list and watch. A group that
+// is not a DNS subdomain, as API groups are, or whose read is more than reading
+// (UnreadableGroup), is dropped; the first MaxGroups others, in order, are given.
 func ReadOnlyRules(groups []string) []rbacv1.PolicyRule {
 	all := slices.Clone(StandardGroups)
-	for _, g := range groups {
-		if !refusedGroups[g] && len(validation.IsDNS1123Subdomain(g)) == 0 {
+	sorted := slices.Clone(groups)
+	slices.Sort(sorted)
+	extra := 0
+	for _, g := range slices.Compact(sorted) {
+		if extra < MaxGroups && !refusedGroups[g] && unreadableGroups[g] == "" && !slices.Contains(StandardGroups, g) &&
+			len(validation.IsDNS1123Subdomain(g)) == 0 {
 			all = append(all, g)
+			extra++
 		}
 	}
 	slices.Sort(all)

@@ -2,6 +2,7 @@ package clusteraccess
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -117,5 +118,28 @@ func bindToAccount(t *testing.T, cs kubernetes.Interface, name string, a Account
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: a.Name, Namespace: a.ServiceAccountNamespace}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The account is given at most MaxGroups groups besides the standard ones, whatever a cluster
+// reports, and never a group whose read is more than reading (issue 92, hole 3).
+func TestReadOnlyRulesAreBounded(t *testing.T) {
+	var groups []string
+	for i := range MaxGroups + 50 {
+		groups = append(groups, fmt.Sprintf("g%03d.example.com", i))
+	}
+	groups = append(groups, "subresources.kubevirt.io", "route.openshift.io", "oauth.openshift.io", "apps", "apps")
+	rules := ReadOnlyRules(groups)
+	given := rules[1].APIGroups
+	if len(given) != len(StandardGroups)+MaxGroups {
+		t.Errorf("%d groups given, want %d (the standard ones and MaxGroups)", len(given), len(StandardGroups)+MaxGroups)
+	}
+	for _, g := range []string{"subresources.kubevirt.io", "route.openshift.io", "oauth.openshift.io", fmt.Sprintf("g%03d.example.com", MaxGroups)} {
+		if slices.Contains(given, g) {
+			t.Errorf("%s given", g)
+		}
+	}
+	if got := BeyondReadOnly(resourceRules(rules)); len(got) != 0 {
+		t.Errorf("beyond read-only: %v", got)
 	}
 }

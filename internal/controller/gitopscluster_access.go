@@ -30,7 +30,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
-	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gather"
 )
@@ -174,16 +174,22 @@ func (r *GitOpsClusterReconciler) createAccount(ctx context.Context, owner, clus
 }
 
 // grantRights delivers the account's read-only rights to its cluster (clusteraccess.RightsWork),
-// with the API groups of the resources the cluster's pull-model Applications list.
+// with the API groups of the resources argocd-pull delivered there: what the cluster's Argo CD
+// reports in the feedback of argocd-pull's works in the cluster's namespace, frozen ones left out.
+// Not an Application's status.resources: Applications have no status subresource, so whoever may
+// update one writes them (issue 92).
 func (r *GitOpsClusterReconciler) grantRights(ctx context.Context, account clusteraccess.Account) error {
-	apps := argocd.NewApplicationList()
-	if err := r.List(ctx, apps, client.MatchingFields{appClusterIndex: account.Cluster}, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("listing the Applications of %s: %w", account.Cluster, err)
+	works := &workv1.ManifestWorkList{}
+	if err := r.List(ctx, works, client.InNamespace(account.Cluster), client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing the ManifestWorks of %s: %w", account.Cluster, err)
 	}
 	var groups []string
-	for _, app := range apps.Items {
-		resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
-		for _, res := range resources {
+	for i := range works.Items {
+		w := &works.Items[i]
+		if w.Annotations[api.FrozenAnnotation] != "" {
+			continue
+		}
+		for _, res := range appstatus.Observe(w).Resources {
 			if m, ok := res.(map[string]any); ok {
 				if g, _ := m["group"].(string); g != "" && !slices.Contains(groups, g) {
 					groups = append(groups, g)
