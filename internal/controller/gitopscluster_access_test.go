@@ -30,6 +30,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/assets"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
 )
 
@@ -534,4 +535,47 @@ func TestTheAccountsGroupsComeFromWhatItsClusterWasDelivered(t *testing.T) {
 	got := groups()
 	h.g.Expect(got).NotTo(ContainElement("forged.example.com"), "a group only a status anyone may write lists")
 	h.g.Expect(got).NotTo(ContainElements("subresources.kubevirt.io", "route.openshift.io"), "groups whose GET opens more than reading")
+}
+
+// OCM's channel is the platform's: its account reads the whole cluster, and its token goes into a
+// cluster secret that the Argo CD namespace's push-model Applications and clusters generators may
+// use. A tenant's GitOpsCluster (here granted the platform's Argo CD namespace for its secrets)
+// that asks for it gets no account made for it and no token, and cannot take the account's name
+// before the platform (AccountInUse); the platform's own GitOpsCluster gets it for the clusters
+// bound to its namespace only, never for the hub, whatever its PlacementDecisions name. Before, a
+// GitOpsCluster got an account, its rights and its token for every cluster its decisions named
+// (issue 92, hole 4).
+func TestOnlyThePlatformsGitOpsClustersGetTheChannelToTheirBoundClusters(t *testing.T) {
+	withManagedServiceAccountAPI(t)
+	tenant := testenv.Get(t).Namespace(t)
+	h := start(t, func(o *Options, ns string) {
+		o.ArgoCDNamespaceGrants = tenancy.Grants{tenant: {ns}}
+		o.Channel = clusteraccess.Channel{URL: "https://cluster-proxy-addon-user.multicluster-engine.svc:9092", CA: []byte("-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n"), Accounts: []string{"argocd-pull"}, Recheck: time.Second}
+	})
+	bound, unbound, hub := h.cluster(), h.unboundCluster(), h.cluster()
+	h.labelCluster(hub, tenancy.LocalClusterLabel, "true")
+	for _, c := range []string{bound, unbound, hub} {
+		h.addOn(c, clusteraccess.ClusterProxyAddOn, true)
+		h.addOn(c, clusteraccess.ManagedServiceAccountAddOn, true)
+	}
+
+	// The tenant's asks first.
+	h.placement(tenant, "p", bound)
+	tgc := h.gitOpsClusterInto(tenant, "gc", "p", h.ns)
+	h.setRef(tgc, "argocd-pull")
+	h.g.Eventually(h.accessCondition2(tenant, "gc"), timeout, interval).Should(And(HavePrefix("False/"), ContainSubstring("managedServiceAccountRef is honoured only for GitOpsClusters in "+h.ns)))
+	h.g.Consistently(func() *unstructured.Unstructured { return h.managedServiceAccount(bound, "argocd-pull") }, 2*time.Second, 100*time.Millisecond).Should(BeNil(),
+		"no account made for the tenant's GitOpsCluster")
+
+	// The platform's: the bound cluster only.
+	h.withAccount("gc", "argocd-pull", bound, unbound, hub)
+	msa := h.accountMade(bound, "argocd-pull")
+	h.g.Expect(msa.GetAnnotations()).To(HaveKeyWithValue(clusteraccess.AccountOwnerAnnotation, h.ns+"/gc"), "the platform's, not the tenant's")
+	h.g.Eventually(h.accessCondition("gc"), timeout, interval).Should(And(
+		ContainSubstring(unbound+": no ManagedClusterSet bound to namespace "+h.ns+" holds "+unbound),
+		ContainSubstring(hub+": "+hub+" is the hub itself")))
+	for _, c := range []string{unbound, hub} {
+		h.g.Expect(h.managedServiceAccount(c, "argocd-pull")).To(BeNil(), "no account on %s", c)
+		h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Namespace: c, Name: clusteraccess.AccessWorkName("argocd-pull")}, &workv1.ManifestWork{})).NotTo(Succeed(), "no rights on %s", c)
+	}
 }
