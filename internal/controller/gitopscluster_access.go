@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -33,6 +34,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gather"
+	"github.com/argocd-pull/argocd-pull/internal/tenancy"
 )
 
 // +kubebuilder:rbac:groups=addon.open-cluster-management.io,resources=managedclusteraddons,verbs=get;list;watch
@@ -58,6 +60,12 @@ func (r *GitOpsClusterReconciler) clusterAccess(ctx context.Context, gc *gitopsv
 	if ref == "" || !ch.Configured() || !slices.Contains(ch.Accounts, ref) {
 		return clusteraccess.DecideAccess(ch, cluster, ref, clusteraccess.Facts{}, now), nil
 	}
+	switch refusal, err := r.askerRefusal(ctx, gc, cluster); {
+	case err != nil:
+		return clusteraccess.Access{}, err
+	case refusal.Refused():
+		return clusteraccess.Access{Refusal: refusal}, nil
+	}
 	owner := gc.Namespace + "/" + gc.Name
 	facts, err := r.accessFacts(ctx, owner, cluster, ref)
 	if err != nil {
@@ -75,6 +83,29 @@ func (r *GitOpsClusterReconciler) clusterAccess(ctx context.Context, gc *gitopsv
 		}
 	}
 	return access, nil
+}
+
+// askerRefusal says why gc may not ask for the channel to cluster at all
+// (clusteraccess.DecideAsker), from its namespace, the cluster's ManagedCluster and the sets bound
+// to that namespace.
+func (r *GitOpsClusterReconciler) askerRefusal(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, cluster string) (clusteraccess.Refusal, error) {
+	asker := clusteraccess.Asker{Namespace: gc.Namespace, Cluster: cluster, Allowed: r.Options.ArgoCDNamespaces()}
+	mc := &clusterv1.ManagedCluster{}
+	switch err := r.Get(ctx, types.NamespacedName{Name: cluster}, mc); {
+	case apierrors.IsNotFound(err):
+		mc = nil
+	case err != nil:
+		return clusteraccess.Refusal{}, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+	}
+	asker.Hub = tenancy.IsHub(cluster, mc)
+	if mc != nil {
+		bindings, err := tenancy.ReadBindings(ctx, r.Client, gc.Namespace)
+		if err != nil {
+			return clusteraccess.Refusal{}, err
+		}
+		asker.Bound, _ = bindings.Allows(mc)
+	}
+	return clusteraccess.DecideAsker(asker), nil
 }
 
 // accessFacts reads the cluster's add-ons, its ManagedServiceAccount named ref, and that
@@ -281,7 +312,14 @@ func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context, gc *gitopsv1b
 	var asked []clusteraccess.Grant
 	if ref := gc.Spec.ManagedServiceAccountRef; ref != "" && gc.DeletionTimestamp.IsZero() {
 		for _, c := range selected {
-			asked = append(asked, clusteraccess.Grant{Cluster: c, Account: ref})
+			// A cluster it may no longer ask for (its binding gone): its account goes.
+			refusal, err := r.askerRefusal(ctx, gc, c)
+			if err != nil {
+				return err
+			}
+			if !refusal.Refused() {
+				asked = append(asked, clusteraccess.Grant{Cluster: c, Account: ref})
+			}
 		}
 	}
 	for _, g := range clusteraccess.Unasked(made, asked) {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -361,7 +362,10 @@ func TestAnAccountIsItsGitOpsClustersAlone(t *testing.T) {
 	h.g.Eventually(h.secretAccess(c), timeout, interval).Should(HaveExactElements(HaveSuffix("/"+c), good, "CA", ""))
 	msa = h.managedServiceAccount(c, "argocd-pull")
 
-	// The tenant's GitOpsCluster, for its own Argo CD, names the same account for the same cluster.
+	// The tenant's GitOpsCluster, for its own Argo CD, names the same account for the same cluster,
+	// which the platform bound to the tenant's namespace too.
+	h.create(&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "set-" + c, Namespace: tenant},
+		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "set-" + c}})
 	h.placement(tenant, "p", c)
 	theirs := h.gitOpsCluster(tenant, "gc", "p")
 	h.setRef(theirs, "argocd-pull")
@@ -537,12 +541,13 @@ func TestTheAccountsGroupsComeFromWhatItsClusterWasDelivered(t *testing.T) {
 	h.g.Expect(got).NotTo(ContainElements("subresources.kubevirt.io", "route.openshift.io"), "groups whose GET opens more than reading")
 }
 
-// OCM's channel is the platform's: its account reads the whole cluster, and its token goes into a
+// OCM's channel is the install's: its account reads the whole cluster, and its token goes into a
 // cluster secret that the Argo CD namespace's push-model Applications and clusters generators may
-// use. A tenant's GitOpsCluster (here granted the platform's Argo CD namespace for its secrets)
-// that asks for it gets no account made for it and no token, and cannot take the account's name
-// before the platform (AccountInUse); the platform's own GitOpsCluster gets it for the clusters
-// bound to its namespace only, never for the hub, whatever its PlacementDecisions name. Before, a
+// use. A tenant's GitOpsCluster in a namespace the install does not name as an Argo CD namespace
+// (here granted the platform's for its secrets) that asks for it gets no account made for it and
+// no token, and cannot take the account's name before the platform (AccountInUse); the platform's
+// own GitOpsCluster gets it for the clusters bound to its namespace only, never for the hub,
+// whatever its PlacementDecisions name. Before, a
 // GitOpsCluster got an account, its rights and its token for every cluster its decisions named
 // (issue 92, hole 4).
 func TestOnlyThePlatformsGitOpsClustersGetTheChannelToTheirBoundClusters(t *testing.T) {
@@ -563,7 +568,7 @@ func TestOnlyThePlatformsGitOpsClustersGetTheChannelToTheirBoundClusters(t *test
 	h.placement(tenant, "p", bound)
 	tgc := h.gitOpsClusterInto(tenant, "gc", "p", h.ns)
 	h.setRef(tgc, "argocd-pull")
-	h.g.Eventually(h.accessCondition2(tenant, "gc"), timeout, interval).Should(And(HavePrefix("False/"), ContainSubstring("managedServiceAccountRef is honoured only for GitOpsClusters in "+h.ns)))
+	h.g.Eventually(h.accessCondition2(tenant, "gc"), timeout, interval).Should(And(HavePrefix("False/"), ContainSubstring("managedServiceAccountRef is honoured only for GitOpsClusters in the Argo CD namespaces the install names ("+h.ns+")")))
 	h.g.Consistently(func() *unstructured.Unstructured { return h.managedServiceAccount(bound, "argocd-pull") }, 2*time.Second, 100*time.Millisecond).Should(BeNil(),
 		"no account made for the tenant's GitOpsCluster")
 
