@@ -220,6 +220,9 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
 	built := r.build(ctx, app, target.Cluster, resources)
+	if built.busy {
+		return ctrl.Result{RequeueAfter: time.Second + jitter()}, nil
+	}
 	r.Warnings.set(ctx, key, built.warning)
 	sum := built.sum()
 	op := "put"

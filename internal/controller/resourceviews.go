@@ -58,6 +58,9 @@ type ClusterTrees struct {
 	ProbeEvery time.Duration
 
 	down sync.Map // cluster → clusterDown
+	// reading are the clusters being read now: one read per cluster at a time, so that a cluster
+	// that answers slowly holds one worker at most (for its read's deadline), never all of them.
+	reading sync.Map // cluster → struct{}
 	// up are the clusters whose last read succeeded, with when: probed (probeClusters) while
 	// their trees are the clusters' own.
 	up sync.Map // cluster → time.Time
@@ -94,6 +97,15 @@ func (ct *ClusterTrees) downFor(cluster string, channel [sha256.Size]byte, now t
 	}
 	return d.(clusterDown).why, true
 }
+
+// begin claims the one read of cluster at a time: false when another is under way (the caller
+// comes back later); end gives it back.
+func (ct *ClusterTrees) begin(cluster string) bool {
+	_, busy := ct.reading.LoadOrStore(cluster, struct{}{})
+	return !busy
+}
+
+func (ct *ClusterTrees) end(cluster string) { ct.reading.Delete(cluster) }
 
 // read records that a read of cluster through channel succeeded at now: the cluster is down
 // through it no more (a mark of another channel stays its own), and is probed from now on.
@@ -134,6 +146,9 @@ type builtTree struct {
 	warning string
 	// unread says why the cluster's own tree was asked for and could not be read ("" otherwise).
 	unread string
+	// busy: another read of the same cluster is under way; nothing was built, and the
+	// Application is reconciled again a moment later.
+	busy bool
 }
 
 // build is the tree of app, delivered to cluster, whose status lists resources: the cluster's own
@@ -170,6 +185,10 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 	if why, down := ct.downFor(cluster, channel, now); down {
 		return display(why)
 	}
+	if !ct.begin(cluster) {
+		return builtTree{busy: true}
+	}
+	defer ct.end(cluster)
 	server := ct.Channel.Server(cluster)
 	refused := func(id resourcetree.Ref) string {
 		return tenancy.ResourceRefused(project, cluster, server, id.Group, id.Kind, id.Namespace, id.Name)

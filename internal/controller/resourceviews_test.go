@@ -681,3 +681,23 @@ func (f channelFixture) secret(token string) *corev1.Secret {
 	return gitops.WithAccess(gitops.ClusterSecret(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, f.h.ns, f.h.ns+"/gitops"),
 		f.proxy.channel, clusteraccess.Access{Server: f.proxy.channel.Server(f.cluster), Token: clusteraccess.Token{Value: token}})
 }
+
+// One read of a cluster at a time: a cluster that answers slowly holds one worker at most, for its
+// read's deadline, and its other Applications come back a moment later instead of waiting in the
+// other workers (issue 92, hole 5; the read's own budget and deadline: TestAReadHasABudgetAndADeadline).
+func TestOneReadOfAClusterAtATime(t *testing.T) {
+	ct := &ClusterTrees{}
+	if !ct.begin("cluster1") {
+		t.Fatal("the first read of cluster1 must start")
+	}
+	if ct.begin("cluster1") {
+		t.Error("a second read of cluster1 started while the first is under way")
+	}
+	if !ct.begin("cluster2") {
+		t.Error("a read of another cluster must start")
+	}
+	ct.end("cluster1")
+	if !ct.begin("cluster1") {
+		t.Error("a read of cluster1 must start once the first ended")
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,10 +35,19 @@ type Limits struct {
 	List int64
 	// Body is the largest answer the cluster may give to one request, in bytes.
 	Body int64
+	// Total is what all the answers of one read may add up to, in bytes (0: no budget).
+	Total int64
+	// Deadline is how long one read may take in all (0: none but each request's own timeout).
+	Deadline time.Duration
 }
 
-// DefaultLimits: a few hundred reads at most, tens of MiB at most, for the largest Application.
-var DefaultLimits = Limits{Gets: 100, Namespaces: 10, List: 500, Body: 16 << 20}
+// DefaultLimits: a few hundred reads at most, 64 MiB and 30 s at most in all, for the largest
+// Application. Without Total and Deadline, 100 answers just under Body, each slow, would cost
+// about 1.6 GiB and a worker for 17 minutes.
+var DefaultLimits = Limits{Gets: 100, Namespaces: 10, List: 500, Body: 16 << 20, Total: 64 << 20, Deadline: 30 * time.Second}
+
+// ErrReadBudget is what a read gets when the cluster's answers add up to more than Limits.Total.
+var ErrReadBudget = errors.New("the cluster's answers to one read add up to more than its budget")
 
 // ownerKinds are the kinds whose children the tree shows: a namespace that holds one is listed for
 // ReplicaSets and Pods.
@@ -63,8 +74,18 @@ type Refused func(id resourcetree.Ref) string
 // not read, is left out; any other failure (the token refused, the channel down) is the error, and
 // the caller keeps the display tree.
 func Read(ctx context.Context, cfg *rest.Config, listed []any, lim Limits, refused Refused) (Facts, Reads, error) {
+	if lim.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, lim.Deadline)
+		defer cancel()
+	}
+	var budget *atomic.Int64
+	if lim.Total > 0 {
+		budget = &atomic.Int64{}
+		budget.Store(lim.Total)
+	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return capBodies{rt, lim.Body} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return capBodies{rt, lim.Body, budget} })
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return Facts{}, Reads{}, err
@@ -171,7 +192,7 @@ const probeBody = 64 << 10
 // a token it revoked. nil when it answered; the error otherwise (the token refused, the channel down).
 func Probe(ctx context.Context, cfg *rest.Config) error {
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return capBodies{rt, probeBody} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return capBodies{rt, probeBody, nil} })
 	typed, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -222,25 +243,31 @@ func fromMeta(gvk schema.GroupVersionKind, m metav1.ObjectMeta, health string) O
 // ErrBodyTooLarge is what a read gets when the cluster's answer is larger than Limits.Body.
 var ErrBodyTooLarge = errors.New("the cluster's answer is larger than the limit")
 
-// capBodies fails the reading of an answer past max bytes: the cluster's apiserver is not trusted
-// to keep its answers small.
+// capBodies fails the reading of an answer past max bytes, and of any answer once budget (shared
+// by the answers of one read; nil: none) is spent: the cluster's apiserver is not trusted to keep
+// its answers small.
 type capBodies struct {
-	next http.RoundTripper
-	max  int64
+	next   http.RoundTripper
+	max    int64
+	budget *atomic.Int64
 }
 
 func (c capBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	if c.budget != nil && c.budget.Load() <= 0 {
+		return nil, ErrReadBudget
+	}
 	resp, err := c.next.RoundTrip(req)
 	if err != nil || c.max <= 0 {
 		return resp, err
 	}
-	resp.Body = &cappedBody{ReadCloser: resp.Body, left: c.max}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: c.max, budget: c.budget}
 	return resp, nil
 }
 
 type cappedBody struct {
 	io.ReadCloser
-	left int64
+	left   int64
+	budget *atomic.Int64
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
@@ -256,5 +283,8 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 		return n - 1, ErrBodyTooLarge
 	}
 	b.left -= int64(n)
+	if b.budget != nil && b.budget.Add(-int64(n)) < 0 {
+		return n, ErrReadBudget
+	}
 	return n, err
 }

@@ -2,10 +2,12 @@ package resourceviews
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,5 +242,53 @@ func TestReadAsksNothingTheProjectDoesNotPermit(t *testing.T) {
 	}
 	if msg := Tree(f).ClusterMessage(); !strings.Contains(msg, "1 resources the Application's AppProject does not permit there (first: "+f.NotPermittedWhy+")") {
 		t.Errorf("ClusterMessage %q", msg)
+	}
+}
+
+// One cluster cannot exhaust or stall the controller through one read: a cluster whose apiserver
+// answers each GET with just under the per-answer limit (16 MiB), slowly, would cost 100 GETs of
+// 16 MiB and 10 s each, about 1.6 GiB and 17 minutes for one reconcile. The read has a budget in
+// bytes and a deadline of its own, and ends with the error when either is spent (the caller keeps
+// the display tree and says why). Before, only each answer was bounded (issue 92, hole 5).
+func TestAReadHasABudgetAndADeadline(t *testing.T) {
+	var asked atomic.Int32
+	slow := make(chan struct{})
+	defer close(slow)
+	cluster := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		if strings.Contains(r.URL.Path, "/slow") {
+			select {
+			case <-slow:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		// A ConfigMap with 1 MiB of data: each answer within the per-answer limit.
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big","namespace":"x","uid":"0b8ab19b-6c38-4c1d-8e2a-3c1c1a2b3c4d"},"data":{"k":"` + strings.Repeat("x", 1<<20) + `"}}`))
+	}))
+	defer cluster.Close()
+	cfg := &rest.Config{Host: cluster.URL, BearerToken: "t"}
+	var listed []any
+	for i := range 50 {
+		listed = append(listed, map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "x", "name": fmt.Sprintf("big-%d", i)})
+	}
+	lim := DefaultLimits
+	lim.Total = 8 << 20
+	_, _, err := Read(context.Background(), cfg, listed, lim, nil)
+	if !errors.Is(err, ErrReadBudget) {
+		t.Errorf("50 answers of 1 MiB against a budget of 8 MiB: %v, want ErrReadBudget", err)
+	}
+	if n := asked.Load(); n > 10 {
+		t.Errorf("%d requests made, want the read to stop once its budget is spent", n)
+	}
+
+	stalled := []any{map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": "slow", "name": "a"}}
+	lim = DefaultLimits
+	lim.Deadline = 500 * time.Millisecond
+	// No timeout on the config: without the read's own deadline this would wait for ever.
+	_, _, err = Read(context.Background(), &rest.Config{Host: cluster.URL + "/slow", BearerToken: "t"}, stalled, lim, nil)
+	if err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Errorf("a cluster that does not answer: %v, want the read's deadline", err)
 	}
 }
