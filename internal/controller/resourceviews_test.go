@@ -28,9 +28,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
@@ -549,6 +551,27 @@ func TestTheViewsReadOnlyWhatTheApplicationsProjectPermitsThere(t *testing.T) {
 	for _, m := range managedOf(h.g, rdb, "guestbook") {
 		h.g.Expect(m).NotTo(MatchRegexp(`^(ConfigMap|ClusterRole)/.* live=[^f]`), "no live state of what the project does not permit")
 	}
+}
+
+// Revocation stops the views at once: an Application whose right to its cluster goes (here its
+// namespace's binding to the cluster's set) has its work frozen, and a frozen work no longer counts
+// as delivered for the views: its tree loses the cluster's uids with no other change. Before, the
+// tenant kept reading the cluster through the views until the tree's renewal (issue 92, hole 6).
+func TestRevocationStopsTheViewsAtOnce(t *testing.T) {
+	f := onItsChannel(t, time.Second, nil)
+	h, rdb := f.h, f.rdb
+	h.create(f.secret(f.token))
+	f.deliverGuestbook(t)
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(f.ownTree()))
+
+	binding := &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "set-" + f.cluster, Namespace: h.ns}}
+	h.g.Expect(h.c.Delete(context.Background(), binding)).To(Succeed())
+	h.g.Eventually(func() map[string]string { return h.work("guestbook", f.cluster).Annotations }, timeout, interval).Should(HaveKey(api.FrozenAnnotation))
+	h.g.Eventually(func(g Gomega) {
+		for _, l := range lines(rawTree(g, rdb, "guestbook")) {
+			g.Expect(strings.Fields(l)).To(HaveLen(2), "a node with a uid: %s", l)
+		}
+	}, timeout, interval).Should(Succeed(), "the frozen Application's tree: no uid")
 }
 
 // deliverGuestbook delivers the documents' guestbook to the fixture's cluster, aimed at the
