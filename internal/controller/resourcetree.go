@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
@@ -104,7 +105,11 @@ func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		WithOptions(opts).
 		For(argocd.NewApplication(), builder.WithPredicates(treeSourceChanged(channel))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(requestForHubApplication), builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(event.UpdateEvent) bool { return false }, // its status feedback: the Application's status carries it
+			// Not its status feedback (the Application's status carries it): only its freezing
+			// and thawing, which end and restore the views.
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.GetAnnotations()[api.FrozenAnnotation] != e.ObjectNew.GetAnnotations()[api.FrozenAnnotation]
+			},
 		}))
 	if channel {
 		// A cluster secret that gains, changes or loses the channel changes where its
@@ -179,7 +184,7 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
 	}
 	target, pull, _ := manifestwork.ReadMarkers(app)
-	delivered, current := false, err == nil && pull && app.GetDeletionTimestamp().IsZero()
+	delivered, frozen, current := false, false, err == nil && pull && app.GetDeletionTimestamp().IsZero()
 	if current {
 		// Only an Application argocd-pull delivers: its status.resources are then what its
 		// cluster reported. Applications have no status subresource, so whoever may update one
@@ -189,6 +194,9 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			return ctrl.Result{}, werr
 		}
 		delivered = work != nil
+		// A frozen work is a right revoked (a binding, an allowed namespace, the project): the
+		// cluster keeps what runs, the hub shows the display tree, and its views stop at once.
+		frozen = delivered && work.Annotations[api.FrozenAnnotation] != ""
 	}
 	if !delivered {
 		if _, wrote := r.record(key); current && !wrote {
@@ -219,7 +227,7 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{RequeueAfter: versionRecheck + jitter()}, nil
 	}
 	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
-	built := r.build(ctx, app, target.Cluster, resources)
+	built := r.build(ctx, app, target.Cluster, resources, frozen)
 	if built.busy {
 		return ctrl.Result{RequeueAfter: time.Second + jitter()}, nil
 	}

@@ -152,14 +152,15 @@ type builtTree struct {
 }
 
 // build is the tree of app, delivered to cluster, whose status lists resources: the cluster's own
-// when resourceviews.Route sends it there and the read succeeds, the display tree otherwise.
-func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Unstructured, cluster string, resources []any) builtTree {
+// when resourceviews.Route sends it there and the read succeeds, the display tree otherwise, and
+// always when its work is frozen (a right revoked).
+func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Unstructured, cluster string, resources []any, frozen bool) builtTree {
 	display := func(unread string) builtTree {
 		b := resourcetree.Build(resources)
 		return builtTree{tree: b.Tree, message: b.Message(), source: metrics.TreeSourceDisplay, unread: unread}
 	}
 	ct := r.ClusterTrees
-	if ct == nil || !ct.Channel.Configured() {
+	if ct == nil || !ct.Channel.Configured() || frozen {
 		return display("")
 	}
 	var dest resourceviews.Destination
