@@ -33,6 +33,9 @@ type Member struct {
 	ClusterRevision string
 	// HubSync and HubRevision are the hub Application's status.sync.status and .revision.
 	HubSync, HubRevision string
+	// Cluster is the managed cluster it is delivered to: a revision is confirmed by two clusters,
+	// not two Applications ("": the member is its own cluster).
+	Cluster string
 }
 
 // MemberOf is what the barrier compares of the hub Application app whose cluster reports obs (read

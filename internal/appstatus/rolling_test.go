@@ -557,3 +557,30 @@ func TestARevisionTwoClustersReportHoldsTheFleet(t *testing.T) {
 	g.Expect(d.Ahead).To(Equal("r3"))
 	g.Expect(d.Until.IsZero()).To(BeTrue(), "confirmed")
 }
+
+// "Two clusters" means two clusters: one cluster hosting two Applications of the set (two
+// sources, or two templates naming it) reports a forged revision through both works, and holds its
+// siblings within its window only, as any one cluster's word. Before, the two Applications counted
+// as two clusters and held the fleet for as long as they reported it (issue 92, hole 7).
+func TestTwoApplicationsOfOneClusterAreOneClustersWord(t *testing.T) {
+	g := NewWithT(t)
+	v, now := clockedSets(BarrierLimits{UnconfirmedHold: time.Minute, UnconfirmedChanges: 1})
+	on := func(cluster string, m Member) Member { m.Cluster = cluster; return m }
+	v.Seed(testSet, map[string]Member{
+		"first":  on("cluster1", showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1"))),
+		"twin":   on("cluster1", showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1"))),
+		"honest": on("cluster2", showing(argocd.SyncSynced, "r1", reports(argocd.SyncSynced, "r1"))),
+	})
+	start := *now
+	v.Put(testSet, appKey("first"), on("cluster1", showing(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "forged"))))
+	v.Put(testSet, appKey("twin"), on("cluster1", showing(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "forged"))))
+	d := v.Decide(testSet, appKey("honest"), "r1")
+	g.Expect(d.Behind).To(BeTrue(), "within the window")
+	g.Expect(d.Until).To(Equal(start.Add(time.Minute)), "one cluster's word: its window, not the fleet's")
+	*now = start.Add(time.Hour)
+	g.Expect(v.Decide(testSet, appKey("honest"), "r1").Behind).To(BeFalse(), "the window ended")
+
+	// A second cluster reporting it confirms it.
+	v.Put(testSet, appKey("honest"), on("cluster2", showing(argocd.SyncSynced, "r1", reports(argocd.SyncOutOfSync, "forged"))))
+	g.Expect(v.Decide(testSet, appKey("first"), "r1").Until.IsZero()).To(BeTrue(), "two clusters' word")
+}
