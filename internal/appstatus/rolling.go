@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 )
 
@@ -46,6 +47,7 @@ func MemberOf(app *unstructured.Unstructured, obs Observed) (Member, bool) {
 		return Member{}, false
 	}
 	m := Member{Source: *wanted, ClusterSynced: obs.Sync == argocd.SyncSynced, ClusterRevision: obs.Revision}
+	m.Cluster, _ = argocd.Annotation(app, api.ClusterAnnotation)
 	if obs.ContentApplied && obs.Sync == argocd.SyncOutOfSync {
 		m.Ahead = obs.Revision
 	}

@@ -27,10 +27,11 @@ type BarrierLimits struct {
 	UnconfirmedChanges int
 }
 
-// unconfirmed starts the window of the one member left reporting revision, once a member stopped
-// reporting it, when that one went ahead to it: the revision is that member's word alone again.
+// unconfirmed starts the window of the members of the one cluster left reporting revision, once a
+// member stopped reporting it, when they went ahead to it: the revision is that cluster's word
+// alone again.
 func (g *group) unconfirmed(revision string, now time.Time) {
-	if names := g.reported[revision]; len(names) == 1 {
+	if names := g.reported[revision]; len(names) > 0 && !g.confirmed(revision) {
 		for name := range names {
 			if m := g.members[name]; m.Ahead == revision && m.unconfirmedSince.IsZero() {
 				m.unconfirmedSince = now
@@ -40,8 +41,28 @@ func (g *group) unconfirmed(revision string, now time.Time) {
 	}
 }
 
-// confirmed says whether two clusters or more report revision: no one cluster's word alone.
-func (g *group) confirmed(revision string) bool { return len(g.reported[revision]) >= 2 }
+// confirmed says whether two clusters or more report revision: no one cluster's word alone. Two
+// Applications of the set on one cluster are that one cluster's word.
+func (g *group) confirmed(revision string) bool {
+	first := ""
+	for name := range g.reported[revision] {
+		c := g.members[name].clusterID(name)
+		if first == "" {
+			first = c
+		} else if c != first {
+			return true
+		}
+	}
+	return false
+}
+
+// clusterID names the cluster of the member name: its Cluster, or the member itself when unknown.
+func (m *member) clusterID(name string) string {
+	if m != nil && m.Cluster != "" {
+		return "cluster/" + m.Cluster
+	}
+	return "member/" + name
+}
 
 // holds says whether the revision members went ahead to may put siblings behind at now, and until
 // when when only its one reporter's word says so (zero: for as long as it is reported). A
