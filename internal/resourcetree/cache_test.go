@@ -132,6 +132,8 @@ func TestTheControllersRedisUserReachesOnlyTheTreeKeys(t *testing.T) {
 	// Argo CD's cache of the manifests its repo-server rendered (util/cache: mfst|<app>|...).
 	argos := "mfst|argocd.argoproj.io/instance|team-a_guestbook|abc123|1.8.3.gz"
 	g.Expect(admin.Set(ctx, argos, "argo's own", 0).Err()).To(Succeed())
+	// A push-model Application's tree, which the hub's application controller wrote.
+	g.Expect(admin.Set(ctx, "app|resources-tree|push-app|1.8.3.gz", "the push model's tree", 0).Err()).To(Succeed())
 
 	c, err := NewCache(Options{Address: addr, Encoding: Encoding{Gzip: true}, TTL: time.Hour,
 		Credentials: func(context.Context) (string, string, error) { return "argocd-pull", "tree-s3cret", nil }})
@@ -150,18 +152,23 @@ func TestTheControllersRedisUserReachesOnlyTheTreeKeys(t *testing.T) {
 	user := redis.NewClient(&redis.Options{Addr: addr, Username: "argocd-pull", Password: "tree-s3cret", Protocol: 2, DisableIdentity: true})
 	defer func() { _ = user.Close() }()
 	for what, err := range map[string]error{
-		"read Argo CD's cache":       user.Get(ctx, argos).Err(),
-		"read managed resources":     user.Get(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz").Err(),
-		"read a tree":                user.Get(ctx, "app|resources-tree|team-a_guestbook|1.8.3.gz").Err(),
-		"overwrite Argo CD's cache":  user.Set(ctx, argos, "poisoned", 0).Err(),
-		"delete Argo CD's cache":     user.Del(ctx, argos).Err(),
-		"list the keys":              user.Keys(ctx, "*").Err(),
-		"scan the keys":              user.Scan(ctx, 0, "*", 10).Err(),
-		"flush the redis":            user.FlushAll(ctx).Err(),
-		"read the configuration":     user.ConfigGet(ctx, "requirepass").Err(),
-		"publish on another channel": user.Publish(ctx, "argocd-secret", "x").Err(),
-		"run a script":               user.Eval(ctx, "return redis.call('get', KEYS[1])", []string{argos}).Err(),
-		"list the ACL":               user.Do(ctx, "ACL", "LIST").Err(),
+		"read Argo CD's cache":   user.Get(ctx, argos).Err(),
+		"read managed resources": user.Get(ctx, "app|managed-resources|team-a_guestbook|1.8.3.gz").Err(),
+		"read a tree":            user.Get(ctx, "app|resources-tree|team-a_guestbook|1.8.3.gz").Err(),
+		// SET with GET answers the old value: a read of any tree or managed resources (a push-model
+		// Application's too) by a user that may only write them (issue 92, hole 8).
+		"read a tree with SET GET":            user.Do(ctx, "SET", "app|resources-tree|push-app|1.8.3.gz", "x", "GET").Err(),
+		"read managed resources with SET GET": user.Do(ctx, "SET", "app|managed-resources|push-app|1.8.3.gz", "x", "GET").Err(),
+		"read a tree with GETDEL":             user.Do(ctx, "GETDEL", "app|resources-tree|push-app|1.8.3.gz").Err(),
+		"overwrite Argo CD's cache":           user.Set(ctx, argos, "poisoned", 0).Err(),
+		"delete Argo CD's cache":              user.Del(ctx, argos).Err(),
+		"list the keys":                       user.Keys(ctx, "*").Err(),
+		"scan the keys":                       user.Scan(ctx, 0, "*", 10).Err(),
+		"flush the redis":                     user.FlushAll(ctx).Err(),
+		"read the configuration":              user.ConfigGet(ctx, "requirepass").Err(),
+		"publish on another channel":          user.Publish(ctx, "argocd-secret", "x").Err(),
+		"run a script":                        user.Eval(ctx, "return redis.call('get', KEYS[1])", []string{argos}).Err(),
+		"list the ACL":                        user.Do(ctx, "ACL", "LIST").Err(),
 		"subscribe to Argo CD's watch": func() error {
 			sub := user.Subscribe(ctx, "app|managed-resources|team-a_guestbook|1.8.3")
 			defer func() { _ = sub.Close() }()
@@ -172,6 +179,7 @@ func TestTheControllersRedisUserReachesOnlyTheTreeKeys(t *testing.T) {
 		g.Expect(err).To(MatchError(ContainSubstring("NOPERM")), "the tree user may not %s", what)
 	}
 	g.Expect(admin.Get(ctx, argos).Val()).To(Equal("argo's own"))
+	g.Expect(admin.Get(ctx, "app|resources-tree|push-app|1.8.3.gz").Val()).To(Equal("the push model's tree"), "not overwritten by the refused SET")
 }
 
 // docs/install.md shows the ACL that ACL returns.
