@@ -36,7 +36,7 @@ type Options struct {
 // key, so it cannot read Argo CD's cache or its other keys, and writes no key but those two
 // (redis.conf: "user <name> on ><password> " and these rules; ACL SETUSER takes them alike).
 func ACL(keyPrefix string) []string {
-	return []string{"resetkeys", "~" + keyPrefix + "app|resources-tree|*", "~" + keyPrefix + "app|managed-resources|*",
+	return []string{"resetkeys", "%W~" + keyPrefix + "app|resources-tree|*", "%W~" + keyPrefix + "app|managed-resources|*",
 		"resetchannels", "&app|managed-resources|*", "-@all", "+set", "+del", "+publish", "+ping"}
 }
 

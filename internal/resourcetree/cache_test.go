@@ -192,7 +192,7 @@ func TestInstallDocsShowTheACL(t *testing.T) {
 	if !strings.Contains(string(data), "`"+rules+"`") {
 		t.Errorf("docs/install.md does not show the ACL %q", rules)
 	}
-	quoted := strings.NewReplacer("~app|resources-tree|*", "'~app|resources-tree|*'", "~app|managed-resources|*", "'~app|managed-resources|*'", "&app|managed-resources|*", "'&app|managed-resources|*'").Replace(rules)
+	quoted := strings.NewReplacer("%W~app|resources-tree|*", "'%W~app|resources-tree|*'", "%W~app|managed-resources|*", "'%W~app|managed-resources|*'", "&app|managed-resources|*", "'&app|managed-resources|*'").Replace(rules)
 	if !strings.Contains(string(data), quoted) {
 		t.Errorf("docs/install.md's ACL SETUSER does not set the rules %q", quoted)
 	}
