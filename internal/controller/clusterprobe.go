@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/resourceviews"
@@ -59,7 +60,7 @@ func (r *ResourceTreeReconciler) probeClusters(ctx context.Context) error {
 			}
 			metrics.ClusterProbes.WithLabelValues(metrics.ProbeFailed).Inc()
 			ctrl.Log.WithName("resourcetree").Info("A cluster no longer answers through its channel: its trees are the display tree", "cluster", cluster, "reason", failed.err.Error())
-			r.ClusterTrees.failed(cluster, channelOf(failed.cfg), failed.err.Error(), time.Now())
+			r.ClusterTrees.failed(cluster, channelOf(failed.cfg), appstatus.Truncate(failed.err.Error(), maxClusterText), time.Now())
 		}
 	}
 }

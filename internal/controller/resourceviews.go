@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
@@ -37,6 +38,10 @@ import (
 
 // Event reason of a tree the cluster could not give.
 const ReasonClusterTreeNotRead = "ClusterTreeNotRead"
+
+// maxClusterText bounds what of a cluster's own words (its apiserver's error) goes into an event or
+// a log line.
+const maxClusterText = 512
 
 // clusterTreeBackoff is how long the reads of a cluster whose read failed wait: meanwhile its
 // Applications keep the display tree and no reconcile waits on a channel that is down.
@@ -197,8 +202,10 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 	facts, reads, err := resourceviews.Read(ctx, cfg, resources, ct.Limits, refused)
 	metrics.ClusterTreeReads.Add(float64(reads.Requests))
 	if err != nil {
-		ct.failed(cluster, channel, err.Error(), now)
-		return display(err.Error())
+		// The cluster's answer is in the error: bounded before it reaches an event or a log.
+		why := appstatus.Truncate(err.Error(), maxClusterText)
+		ct.failed(cluster, channel, why, now)
+		return display(why)
 	}
 	ct.read(cluster, channel, now)
 	facts.HubUIDs = map[string]bool{string(app.GetUID()): true}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -38,6 +39,9 @@ func NewArgoCDServer(o ServerOptions) (*ArgoCDServer, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("the Argo CD API server's URL %q is not an http(s) URL", o.URL)
+	}
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return nil, fmt.Errorf("the Argo CD API server's URL %q is plain http off the loopback: argocd-pull's Argo CD token would cross the network in clear; use https (with --argocd-server-ca-certificate), or http on the loopback only", o.URL)
 	}
 	if o.TokenFile == "" {
 		return nil, errors.New("the Argo CD API server needs a token file")
@@ -174,4 +178,13 @@ func ManifestsURL(base string, app *unstructured.Unstructured) (string, error) {
 		q.Set("revision", r)
 	}
 	return strings.TrimSuffix(base, "/") + "/api/v1/applications/" + url.PathEscape(app.GetName()) + "/manifests?" + q.Encode(), nil
+}
+
+// loopback says whether host (a URL's hostname) is this machine's loopback.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -92,3 +92,26 @@ func TestManifestsAreAskedForAsArgoCDsOwnAccountAndBounded(t *testing.T) {
 		t.Error("no token file was taken")
 	}
 }
+
+// argocd-pull's Argo CD token never crosses the network in clear: plain http is refused off the
+// loopback, at start (issue 92, a lesser hole).
+func TestTheArgoCDServerIsHTTPSOffTheLoopback(t *testing.T) {
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for url, ok := range map[string]bool{
+		"https://argocd-server.argocd.svc": true,
+		"http://127.0.0.1:8080":            true,
+		"http://localhost:8080":            true,
+		"http://[::1]:8080":                true,
+		"http://argocd-server.argocd.svc":  false,
+		"http://10.0.0.7":                  false,
+		"ftp://argocd-server":              false,
+	} {
+		_, err := NewArgoCDServer(ServerOptions{URL: url, TokenFile: token})
+		if (err == nil) != ok {
+			t.Errorf("%s: %v, want accepted %t", url, err, ok)
+		}
+	}
+}
