@@ -633,7 +633,8 @@ func TestTerminateOpOfAnOperationTheHubDidNotDeliverIsExplained(t *testing.T) {
 // controller's rollout is not stalled by one cluster. Here cluster1's work status is forged as
 // its compromised agent would write it.
 func TestOneClusterCannotHoldItsRollingSyncSiblings(t *testing.T) {
-	const hold = 3 * time.Second
+	// Long enough for the real commit's window below to be seen under -race on two busy cores.
+	const hold = 8 * time.Second
 	h := start(t, func(o *Options, _ string) { o.RollingSyncUnconfirmedHold = hold })
 	set := h.appSet("rollout")
 	h.updateAppSet(set, map[string]any{"type": "RollingSync"})
@@ -666,6 +667,12 @@ func TestOneClusterCannotHoldItsRollingSyncSiblings(t *testing.T) {
 	// the honest cluster's word, held against the attacker until the attacker reports it too.
 	h.report("step2", honest, h.work("step2", honest).Generation, healthyAt("OutOfSync", "r2"))
 	h.g.Eventually(func() []string { return hub("step2") }, timeout, interval).Should(Equal([]string{"OutOfSync", "r2"}))
+	// The barrier itself: the attacker now says it is Synced at r1, as a cluster that has not
+	// compared against r2 would; the hub shows it behind, OutOfSync at r2, so that no step counts
+	// it done on r1's health. Without the barrier the hub would show it Synced at r1.
+	h.report("step1", attacker, h.work("step1", attacker).Generation, healthyAt("Synced", "r1"))
+	h.g.Eventually(func() []string { return hub("step1") }, hold, interval).Should(Equal([]string{"OutOfSync", "r2"}),
+		"the attacker held behind the honest cluster's commit, within that cluster's window")
 }
 
 // healthyAt is the feedback of a Healthy Application at sync and revision.
