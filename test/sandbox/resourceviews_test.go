@@ -20,6 +20,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
 
@@ -149,17 +150,37 @@ func showsTheClustersOwnTree(ctx context.Context, t *testing.T, hub, cluster1 cl
 	ui.waitText("cluster1's own answer to the Deployment's logs", ".sliding-panel__body", time.Minute, "no preferred addresses found")
 	ui.noErrorToasts()
 
-	// A write verb reaches nothing: cluster1's Deployment stays as it was.
-	out, err := cli.run(time.Minute, "app", "delete-resource", name, "--kind", "Deployment", "--resource-name", "views-web", "--namespace", "views")
-	if err == nil {
-		t.Errorf("argocd app delete-resource on cluster1's Deployment succeeded:\n%s", out)
+	// The write verbs reach cluster1, which refuses each as the read-only account (its own 403,
+	// naming the ManagedServiceAccount): a delete, a patch, and Argo CD's built-in restart of a
+	// Deployment (a patch of its template). cluster1's Deployment stays as it was.
+	before := &appsv1.Deployment{}
+	if err := cluster1.Get(ctx, deployment, before); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("argocd app delete-resource: %s", strings.TrimSpace(out))
+	object := []string{"--kind", "Deployment", "--resource-name", "views-web", "--namespace", "views"}
+	for _, verb := range [][]string{
+		append([]string{"app", "delete-resource", name}, object...),
+		append([]string{"app", "patch-resource", name, "--patch", `{"spec":{"replicas":0}}`, "--patch-type", "application/merge-patch+json"}, object...),
+		append([]string{"app", "actions", "run", name, "restart"}, object...),
+	} {
+		out, err := cli.run(time.Minute, verb...)
+		if err == nil || !refusedByTheAccount(out) {
+			t.Errorf("argocd %s on cluster1's Deployment: %v, want cluster1's 403 to the read-only account\n%s", strings.Join(verb[:2], " "), err, out)
+		}
+		t.Logf("argocd %s: %s", strings.Join(verb[:2], " "), strings.TrimSpace(out))
+	}
 	after := &appsv1.Deployment{}
-	if err := cluster1.Get(ctx, deployment, after); err != nil || after.UID != live.UID || after.DeletionTimestamp != nil {
-		t.Errorf("cluster1's Deployment after argocd app delete-resource: %v, uid %s (was %s), deleting %v", err, after.UID, live.UID, after.DeletionTimestamp)
+	if err := cluster1.Get(ctx, deployment, after); err != nil || after.UID != live.UID || after.DeletionTimestamp != nil || after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("cluster1's Deployment after the write verbs: %v, uid %s (was %s), deleting %v, resourceVersion %s (was %s)", err, after.UID, live.UID, after.DeletionTimestamp, after.ResourceVersion, before.ResourceVersion)
 	}
+}
 
+// refusedByTheAccount says whether the argocd CLI's answer is a managed cluster's own 403 to the
+// hub's read-only account (the ManagedServiceAccount argocd-pull, in managed-serviceaccount's
+// namespace): the verb reached the cluster, as that account, and the cluster refused it.
+func refusedByTheAccount(out string) bool {
+	return strings.Contains(out, "is forbidden") && strings.Contains(out, "system:serviceaccount:"+clusteraccess.DefaultServiceAccountNamespace+":argocd-pull") &&
+		strings.Contains(out, "cannot ")
 }
 
 // bindToANodeWithoutKubelet binds one Pod of the Deployment name in ns of cluster to a Node made for
@@ -224,9 +245,12 @@ func TestResourceLevelVerbsOnTheClustersOwnTreeReachOnlyTheClusterReadOnly(t *te
 		args []string
 		want string // what the error says
 	}{
-		// The ConfigMap has cluster1's uid: the verbs reach cluster1, which refuses the writes.
-		{append([]string{"app", "patch-resource", name, "--patch", `{"data":{"note":"patched"}}`, "--patch-type", "application/merge-patch+json"}, configMap...), "forbidden"},
-		{append([]string{"app", "delete-resource", name}, configMap...), "forbidden"},
+		// The ConfigMap has cluster1's uid: the verbs reach cluster1, which refuses the writes as
+		// the read-only account's (a Deployment's restart, a patch that reaches the cluster:
+		// TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree).
+		{append([]string{"app", "patch-resource", name, "--patch", `{"data":{"note":"patched"}}`, "--patch-type", "application/merge-patch+json"}, configMap...), accountRefusal},
+		{append([]string{"app", "delete-resource", name}, configMap...), accountRefusal},
+		// A ConfigMap has no restart: Argo CD refuses it itself.
 		{append([]string{"app", "actions", "run", name, "restart"}, configMap...), "built-in script does not exist"},
 		// The Secret has no uid: nothing passes the guard.
 		{[]string{"app", "get-resource", name, "--kind", "Secret", "--resource-name", "argocd-initial-admin-secret"}, "not found as part of application " + app.GetName()},
@@ -235,7 +259,7 @@ func TestResourceLevelVerbsOnTheClustersOwnTreeReachOnlyTheClusterReadOnly(t *te
 	} {
 		what := "argocd " + strings.Join(c.args[:2], " ") + " " + c.args[slices.Index(c.args, "--kind")+1]
 		out, err := cli.run(2*time.Minute, c.args...)
-		if err == nil || !strings.Contains(out, c.want) {
+		if err == nil || (c.want == accountRefusal && !refusedByTheAccount(out)) || (c.want != accountRefusal && !strings.Contains(out, c.want)) {
 			t.Errorf("%s: %v, want an error saying %q\n%s", what, err, c.want, out)
 		}
 		for _, v := range hubData {
@@ -281,6 +305,9 @@ func TestResourceLevelVerbsOnTheClustersOwnTreeReachOnlyTheClusterReadOnly(t *te
 	}
 }
 
+// accountRefusal stands for cluster1's own 403 to the read-only account (refusedByTheAccount).
+const accountRefusal = "cluster1's 403 to the read-only account"
+
 // OCM's channel to cluster1 down (its konnectivity agent stopped), an Application on it keeps a
 // tree: the next status cluster1 reports (through its work agent, which the channel does not
 // carry) gives the display tree, and one ClusterTreeNotRead event says why; delivery and status go
@@ -297,7 +324,27 @@ func TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lab.Start(context.Background(), "cluster1-proxy-agent") })
-	driftToTheDisplayTree(ctx, t, hub, cluster1, cli, app.GetName(), deployment, "could not be read through OCM's channel")
+	// The channel's own word for a cluster whose agent is gone (cluster-proxy's proxy server).
+	driftToTheDisplayTree(ctx, t, hub, cluster1, cli, app.GetName(), deployment, "No agent available")
+	// The cluster reports again (its Deployment scaled back by hand) while the channel is down: the
+	// tree is built again, the display tree, and nothing more is said.
+	live := &appsv1.Deployment{}
+	if err := cluster1.Get(ctx, deployment, live); err != nil {
+		t.Fatal(err)
+	}
+	live.Spec.Replicas = ptr.To[int32](2)
+	if err := cluster1.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: app.GetName()}
+	eventually(t, "the hub Application Synced again, as cluster1 reports it, with the display tree", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		sync, _, _ := unstructured.NestedString(hubApp(hub, key).Object, "status", "sync", "status")
+		ok, err := tree(false)()
+		return sync == "Synced" && ok, fmt.Errorf("sync %q; %v", sync, err)
+	})
+	if events, err := treeNotReadEvents(ctx, hub, app.GetName()); err != nil || len(events) != 1 || events[0].Count > 1 || (events[0].Series != nil && events[0].Series.Count > 1) {
+		t.Errorf("ClusterTreeNotRead events: %v, %+v; want one, said once", err, events)
+	}
 
 	if err := lab.Start(ctx, "cluster1-proxy-agent"); err != nil {
 		t.Fatal(err)
@@ -392,6 +439,15 @@ func TestATokenTheClusterRefusesGivesItsOwnErrorAndTheDisplayTree(t *testing.T) 
 	})
 }
 
+// treeNotReadEvents are the ClusterTreeNotRead events of the hub Application app.
+func treeNotReadEvents(ctx context.Context, hub client.Client, app string) ([]corev1.Event, error) {
+	events := &corev1.EventList{}
+	if err := hub.List(ctx, events, client.InNamespace(sandbox.ArgoNamespace)); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(events.Items, func(e corev1.Event) bool { return e.InvolvedObject.Name != app || e.Reason != "ClusterTreeNotRead" }), nil
+}
+
 // viewsTree says whether argocd app resources of name (namespace/name) lists views-web, and
 // cluster1's Pods under it (withPods) or none.
 func viewsTree(cli argocdCLI, name string, withPods bool) func() (bool, error) {
@@ -416,25 +472,34 @@ func driftToTheDisplayTree(ctx context.Context, t *testing.T, hub, cluster1 clie
 		t.Fatal(err)
 	}
 	key := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: app}
+	work, err := guestbookWorkOf(hub, "cluster1", key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "the hub Application OutOfSync, as cluster1 reports it, with the display tree", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
 		sync, _, _ := unstructured.NestedString(hubApp(hub, key).Object, "status", "sync", "status")
 		ok, err := viewsTree(cli, key.Namespace+"/"+key.Name, false)()
 		return sync == "OutOfSync" && ok, fmt.Errorf("sync %q; %v", sync, err)
 	})
+	// An event, saying why in the cluster's (or the channel's) own words.
 	eventually(t, "a ClusterTreeNotRead event on the hub Application", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
-		events := &corev1.EventList{}
-		if err := hub.List(ctx, events, client.InNamespace(sandbox.ArgoNamespace)); err != nil {
+		events, err := treeNotReadEvents(ctx, hub, app)
+		if err != nil || len(events) == 0 {
 			return false, err
 		}
-		for _, e := range events.Items {
-			if e.InvolvedObject.Name == app && e.Reason == "ClusterTreeNotRead" {
-				t.Logf("event %s: %s", e.Reason, e.Message)
-				said := slices.ContainsFunc(why, func(w string) bool { return strings.Contains(e.Message, w) })
-				return strings.Contains(e.Message, "could not be read through OCM's channel") && said, fmt.Errorf("event: %s", e.Message)
-			}
-		}
-		return false, nil
+		e := events[0]
+		t.Logf("event %s: %s", e.Reason, e.Message)
+		said := slices.ContainsFunc(why, func(w string) bool { return strings.Contains(e.Message, w) })
+		return strings.Contains(e.Message, "could not be read through OCM's channel") && said, fmt.Errorf("event: %s; want one of %q in it", e.Message, why)
 	})
+	// Delivery went on: the hub Application has no propagation error, and its work was not written
+	// again for the channel's sake.
+	if msg := propagationError(hub, key); msg != "" {
+		t.Errorf("the hub Application's propagation: %s", msg)
+	}
+	if now, err := guestbookWorkOf(hub, "cluster1", key); err != nil || now.Generation != work.Generation {
+		t.Errorf("the Application's work: %v, generation %d (was %d)", err, now.Generation, work.Generation)
+	}
 }
 
 // deliverOnItsChannel creates app with an automated sync and a destination naming cluster1 (its
