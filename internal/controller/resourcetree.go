@@ -91,6 +91,8 @@ type treeRecord struct {
 	unread bool
 	// managed: managed resources were written with the tree (removed when it goes).
 	managed bool
+	// forbidden: the cluster refused some of the tree's reads (builtTree.forbidden).
+	forbidden bool
 }
 
 // SetupWithManager registers the reconciler: every pull-labelled Application (the cache holds
@@ -241,9 +243,10 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	if ok && !last.failing && last.sum == sum {
 		if renew := last.at.Add(r.TTL / 2); now.Before(renew) {
-			last.unread = built.unread != ""
+			next := built.next(renew.Sub(now), last)
+			last.unread, last.forbidden = built.unread != "", built.forbidden
 			r.written.Store(key, last)
-			return ctrl.Result{RequeueAfter: built.next(renew.Sub(now))}, nil
+			return ctrl.Result{RequeueAfter: next}, nil
 		}
 		op = "renew"
 	}
@@ -268,8 +271,9 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.written.Store(key, treeRecord{at: now, unread: built.unread != "", managed: true})
 		return ctrl.Result{RequeueAfter: clusterTreeBackoff + jitter()}, nil
 	}
-	r.written.Store(key, treeRecord{sum: sum, at: now, unread: built.unread != "", managed: built.managed != nil})
-	return ctrl.Result{RequeueAfter: built.next(r.TTL / 2)}, nil
+	next := built.next(r.TTL/2, last)
+	r.written.Store(key, treeRecord{sum: sum, at: now, unread: built.unread != "", managed: built.managed != nil, forbidden: built.forbidden})
+	return ctrl.Result{RequeueAfter: next}, nil
 }
 
 // put writes built: its managed resources first, then the tree, whose write tells the API

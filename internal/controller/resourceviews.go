@@ -154,7 +154,15 @@ type builtTree struct {
 	// busy: another read of the same cluster is under way; nothing was built, and the
 	// Application is reconciled again a moment later.
 	busy bool
+	// forbidden: the cluster refused some reads with 403 (the account's rights delivered a moment
+	// ago, not in force yet, or a kind outside them): read once more soon (forbiddenRetry).
+	forbidden bool
 }
+
+// forbiddenRetry is when a tree some of whose reads the cluster refused is read once more: the
+// account's rights are delivered by a ManifestWork of their own, and the first tree after the
+// channel came may be read before the cluster's agent applied them.
+var forbiddenRetry = 15 * time.Second
 
 // build is the tree of app, delivered to cluster, whose status lists resources: the cluster's own
 // when resourceviews.Route sends it there and the read succeeds, the display tree otherwise, and
@@ -226,7 +234,7 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 		ctrl.LoggerFrom(ctx).Info("Cutting the managed resources", "reason", msg)
 	}
 	warning := strings.Join(slices.DeleteFunc([]string{b.ClusterMessage(), managed.Message()}, func(s string) bool { return s == "" }), "; ")
-	return builtTree{tree: b.Tree, message: b.Message(), source: metrics.TreeSourceCluster, managed: &managed, warning: warning}
+	return builtTree{tree: b.Tree, message: b.Message(), source: metrics.TreeSourceCluster, managed: &managed, warning: warning, forbidden: reads.Forbidden > 0}
 }
 
 // TreeWarnings are what building each Application's tree from its cluster left out: objects that
@@ -267,9 +275,13 @@ func (w *TreeWarnings) set(ctx context.Context, key types.NamespacedName, warnin
 // next is when b's Application is reconciled again, at the latest after renew: a cluster whose
 // own tree could not be read is tried again once its backoff ends, so that its tree comes back
 // with the channel, with no change of the Application.
-func (b builtTree) next(renew time.Duration) time.Duration {
-	if b.unread != "" {
+func (b builtTree) next(renew time.Duration, last treeRecord) time.Duration {
+	switch {
+	case b.unread != "":
 		return min(renew, clusterTreeBackoff+jitter())
+	case b.forbidden && !last.forbidden:
+		// Once: a kind the account may never read would read again every time otherwise.
+		return min(renew, forbiddenRetry+jitter())
 	}
 	return renew
 }

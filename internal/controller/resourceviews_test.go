@@ -721,3 +721,21 @@ func TestOneReadOfAClusterAtATime(t *testing.T) {
 		t.Error("a read of cluster1 must start once the first ended")
 	}
 }
+
+// A tree some of whose reads the cluster refused with 403 is read once more soon: the account's
+// rights come by a ManifestWork of their own, and the first tree after the channel came may be read
+// before the cluster applied them (the lab's demo met it: TestTheDemosHardenedApplicationShowsTheClustersOwnResources).
+// Once only: a kind outside the account's rights would be read again at every retry otherwise.
+func TestARefusedReadIsTriedOnceMoreSoon(t *testing.T) {
+	renew := 30 * time.Minute
+	first := builtTree{forbidden: true}.next(renew, treeRecord{})
+	if first > forbiddenRetry+time.Second {
+		t.Errorf("a first refused read: next in %s, want within %s", first, forbiddenRetry+time.Second)
+	}
+	if again := (builtTree{forbidden: true}).next(renew, treeRecord{forbidden: true}); again != renew {
+		t.Errorf("refused again: next in %s, want the renewal (%s)", again, renew)
+	}
+	if read := (builtTree{}).next(renew, treeRecord{forbidden: true}); read != renew {
+		t.Errorf("read: next in %s, want the renewal (%s)", read, renew)
+	}
+}

@@ -60,6 +60,9 @@ type Reads struct {
 	// Skipped counts the listed resources and namespaces left unread over the limits, or that the
 	// account may not read (a kind outside its rights: their nodes keep no uid).
 	Skipped int
+	// Forbidden counts those of them the cluster refused with 403: rights not there yet (the
+	// account's were delivered a moment ago) or a kind outside them.
+	Forbidden int
 }
 
 // Refused says why the Application's AppProject does not permit a listed resource on its
@@ -141,6 +144,7 @@ func Read(ctx context.Context, cfg *rest.Config, listed []any, lim Limits, refus
 			continue // Missing on the cluster: no uid
 		case apierrors.IsForbidden(err):
 			reads.Skipped++
+			reads.Forbidden++
 			f.Unread[id] = true
 			continue
 		case err != nil:
@@ -218,6 +222,7 @@ func (r *Reads) page(continueToken string) {
 func skipForbidden(err error, reads *Reads) error {
 	if apierrors.IsForbidden(err) {
 		reads.Skipped++
+		reads.Forbidden++
 		return nil
 	}
 	return err
