@@ -30,6 +30,7 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 
 	clusters := 2
 	wait := 3 * time.Minute
+	views := true
 	image := ""
 	var argoVersion, managedArgoVersion string
 	up := &cobra.Command{
@@ -56,6 +57,12 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 			if _, err := lab.WaitForReport(cmd.Context(), out, wait); err != nil {
 				fmt.Fprintf(out, "  %v\n", err)
 			}
+			viewsErr := error(nil)
+			if views && len(lab.Managed) > 0 {
+				fmt.Fprintf(out, "Turning OCM's channel on (managedServiceAccountRef: %s) and creating ApplicationSet %s/%s, the documents' in the hardened form\n",
+					sandbox.ChannelAccount, sandbox.ArgoNamespace, sandbox.HardenedApplicationSetName)
+				viewsErr = lab.ShowViews(cmd.Context(), max(wait, time.Minute))
+			}
 			fmt.Fprintf(out, "\nThe lab runs. Use it with kubectl:\n  KUBECONFIG=%s kubectl get managedclusters,manifestworks -A\n", lab.Hub.Kubeconfig)
 			for _, c := range lab.Managed {
 				fmt.Fprintf(out, "  KUBECONFIG=%s kubectl get applications -A\n", c.Kubeconfig)
@@ -76,6 +83,18 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 			} else {
 				fmt.Fprintf(out, "No web UI: %s\n", lab.ArgoCD.NoWebUI)
 			}
+			if views && len(lab.Managed) > 0 {
+				app := sandbox.HardenedApplication(lab.Managed[0].Name)
+				switch {
+				case viewsErr != nil:
+					fmt.Fprintf(out, "\nOCM's channel is not up yet (%v): the hub's views of each cluster come once it is\n", viewsErr)
+				case lab.ArgoCD.NoWebUI == "":
+					fmt.Fprintf(out, "\nClick a resource of %s/%s (the documents' ApplicationSet in the hardened form: its destination\nnames the cluster): its panel, DIFF and EVENTS are %s's own, read through OCM's channel, read-only:\n  http://%s/applications/%s/%s\n",
+						sandbox.ArgoNamespace, app, lab.Managed[0].Name, lab.ArgoCD.Addr, sandbox.ArgoNamespace, app)
+				}
+				fmt.Fprintf(out, "  %s app get-resource %s/%s --kind ConfigMap --resource-name guestbook-ui --config %s\n", lab.ArgoCDCLI, sandbox.ArgoNamespace, app, filepath.Join(abs, "argocd.config"))
+				fmt.Fprintf(out, "The documents' own Applications (%s-guestbook-app) show what the cluster reports, without live\nmanifests: their destination, the in-cluster server, is the hub to Argo CD's API server (argocd-pull doctor says so).\n", lab.Managed[0].Name)
+			}
 			if len(lab.Managed) > 0 {
 				ca, err := filepath.Abs(lab.ClusterProxy.CA)
 				if err != nil {
@@ -91,6 +110,7 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 	up.Flags().IntVar(&clusters, "clusters", clusters, "Number of managed clusters (cluster1, cluster2, ...)")
 	up.Flags().StringVar(&image, "controller-image", "", "Run the hub controller from this image with podman (make image), as the chart's Deployment runs it: read-only, non-root, no capabilities; default: this binary as a process")
 	up.Flags().DurationVar(&wait, "wait", wait, "How long to follow the report converging (0: do not wait)")
+	up.Flags().BoolVar(&views, "views", views, "Turn OCM's channel on and add the documents' ApplicationSet in the hardened form, whose Applications' resources the hub's Argo CD UI shows live from each cluster (false: the documents' setup only)")
 	up.Flags().StringVar(&argoVersion, "argocd-version", "", "Argo CD release on the hub, e.g. v3.4.7 (default: $ARGOCD_VERSION, else the one hack/tools/argocd/VERSION pins); built by 'make argocd-assets ARGOCD_VERSION=...'")
 	up.Flags().StringVar(&managedArgoVersion, "managed-argocd-version", "", "Argo CD release on the managed clusters, as a fleet in the middle of an upgrade runs (default: $MANAGED_ARGOCD_VERSION, else the hub's)")
 

@@ -136,6 +136,19 @@ func gitHead(dir string) (string, error) {
 // applyDocumentsApplicationSet creates the documents' pull-model ApplicationSet with only its
 // repoURL pointed at the local repository.
 func applyDocumentsApplicationSet(ctx context.Context, c client.Client, root, repoURL string) (*unstructured.Unstructured, error) {
+	appSet, err := documentsApplicationSet(root, repoURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Create(ctx, appSet); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating the ApplicationSet: %w", err)
+	}
+	return appSet, nil
+}
+
+// documentsApplicationSet is the documents' pull-model ApplicationSet with only its repoURL pointed
+// at the local repository.
+func documentsApplicationSet(root, repoURL string) (*unstructured.Unstructured, error) {
 	data, err := os.ReadFile(filepath.Join(root, "test", "testdata", "docs", "pull-applicationset.yaml"))
 	if err != nil {
 		return nil, err
@@ -152,9 +165,6 @@ func applyDocumentsApplicationSet(ctx context.Context, c client.Client, root, re
 	}
 	if err := unstructured.SetNestedSlice(appSet.Object, sources, "spec", "template", "spec", "sources"); err != nil {
 		return nil, err
-	}
-	if err := c.Create(ctx, appSet); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating the ApplicationSet: %w", err)
 	}
 	return appSet, nil
 }
