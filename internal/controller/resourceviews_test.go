@@ -551,6 +551,19 @@ func TestTheViewsReadOnlyWhatTheApplicationsProjectPermitsThere(t *testing.T) {
 	for _, m := range managedOf(h.g, rdb, "guestbook") {
 		h.g.Expect(m).NotTo(MatchRegexp(`^(ConfigMap|ClusterRole)/.* live=[^f]`), "no live state of what the project does not permit")
 	}
+
+	// The grant changes under the tree: the project narrows its namespaced kinds to ConfigMaps.
+	// The Deployment, the Service and their children lose their uids at once, with no change of
+	// the Application or of what its cluster reports.
+	h.g.Expect(h.c.Get(ctx, client.ObjectKeyFromObject(team), team)).To(Succeed())
+	patch = client.MergeFrom(team.DeepCopy())
+	team.Object["spec"].(map[string]any)["namespaceResourceWhitelist"] = []any{map[string]any{"group": "", "kind": "ConfigMap"}}
+	h.g.Expect(h.c.Patch(ctx, team, patch)).To(Succeed())
+	h.g.Eventually(func(g Gomega) {
+		for _, l := range lines(rawTree(g, rdb, "guestbook")) {
+			g.Expect(strings.Fields(l)).To(HaveLen(2), "a node with a uid: %s", l)
+		}
+	}, timeout, interval).Should(Succeed(), "no uid for what the narrowed project no longer permits")
 }
 
 // Revocation stops the views at once: an Application whose right to its cluster goes (here its
