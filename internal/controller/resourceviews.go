@@ -326,14 +326,21 @@ func (r *ResourceTreeReconciler) applicationsOfProject(ctx context.Context, o cl
 	return applicationRequests(ctx, r.Client, client.MatchingFields{appProjectIndex: o.GetName()})
 }
 
-// destinationsChanged says whether an AppProject's update changed what its destinations permit.
+// destinationsChanged says whether an AppProject's update changed what it permits its Applications' trees: its
+// destinations (resourceviews.Route) and its resource lists (tenancy.ResourceRefused).
 func destinationsChanged(old, updated client.Object) bool {
 	o, okOld := old.(*unstructured.Unstructured)
 	n, okNew := updated.(*unstructured.Unstructured)
 	if !okOld || !okNew {
 		return true
 	}
-	return fieldChanged(o, n, "spec", "destinations") || fieldChanged(o, n, "spec", "permitOnlyProjectScopedClusters")
+	for _, field := range []string{"destinations", "permitOnlyProjectScopedClusters", "namespaceResourceWhitelist", "namespaceResourceBlacklist",
+		"clusterResourceWhitelist", "clusterResourceBlacklist"} {
+		if fieldChanged(o, n, "spec", field) {
+			return true
+		}
+	}
+	return false
 }
 
 // channelChanged passes the cluster secrets whose server or credentials changed, and their
