@@ -202,12 +202,13 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 	if !ct.begin(cluster) {
 		return builtTree{busy: true}
 	}
-	defer ct.end(cluster)
 	server := ct.Channel.Server(cluster)
 	refused := func(id resourcetree.Ref) string {
 		return tenancy.ResourceRefused(project, cluster, server, id.Group, id.Kind, id.Namespace, id.Name)
 	}
 	facts, reads, err := resourceviews.Read(ctx, cfg, resources, ct.Limits, refused)
+	// The cluster is read: the hub's Argo CD API server's manifests below are not the cluster's.
+	ct.end(cluster)
 	metrics.ClusterTreeReads.Add(float64(reads.Requests))
 	if err != nil {
 		// The cluster's answer is in the error: bounded before it reaches an event or a log.
