@@ -319,6 +319,7 @@ func TestObserveSyncReadsWhatObserveReads(t *testing.T) {
 			lightMember, _ := MemberOf(app, light)
 			fullMember, _ := MemberOf(app, full)
 			g.Expect(lightMember).To(Equal(fullMember))
+			g.Expect(ReportedResources(w)).To(Equal(full.Resources), "ReportedResources reads what Observe reads")
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
+	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 )
@@ -26,6 +27,17 @@ var (
 // from this list (internal/resourcetree) and must name only what Kubernetes could hold. trimmed
 // says what was cut, dropped or ignored: a warning on the hub Application only, since the report
 // reads the raw list with caps of its own.
+// ReportedResources is what Observe(work).Resources would be, read alone: the resources the
+// cluster's Argo CD reports for the work's Application, validated and cut to their caps (nil when
+// the work is not the hub's or the Application is not there).
+func ReportedResources(work *workv1.ManifestWork) []any {
+	if _, r := observeSync(work); r != nil {
+		out, _ := hubResources(r.raw(manifestwork.FeedbackResources))
+		return out
+	}
+	return nil
+}
+
 func hubResources(raw string) (out []any, trimmed []string) {
 	if raw == "" {
 		return nil, nil

@@ -220,7 +220,7 @@ func (r *GitOpsClusterReconciler) grantRights(ctx context.Context, account clust
 		if w.Annotations[api.FrozenAnnotation] != "" {
 			continue
 		}
-		for _, res := range appstatus.Observe(w).Resources {
+		for _, res := range appstatus.ReportedResources(w) {
 			if m, ok := res.(map[string]any); ok {
 				if g, _ := m["group"].(string); g != "" && !slices.Contains(groups, g) {
 					groups = append(groups, g)
