@@ -145,13 +145,17 @@ func (r *GitOpsClusterReconciler) reconcile(ctx context.Context, gc *gitopsv1bet
 	if observed.Err = r.ensurePlacementGenerator(ctx, argoNS); observed.Err != nil {
 		return result, observed
 	}
-	if observed.Err = r.ensureSecrets(ctx, gc, clusters, &observed); observed.Err != nil {
+	askers, err := r.channelAskers(ctx, gc, clusters)
+	if observed.Err = err; err != nil {
+		return result, observed
+	}
+	if observed.Err = r.ensureSecrets(ctx, gc, clusters, askers, &observed); observed.Err != nil {
 		return result, observed
 	}
 	if result, observed.Err = r.removeUnselected(ctx, gc, clusters); observed.Err != nil {
 		return result, observed
 	}
-	observed.Err = r.sweepGrants(ctx, gc, clusters)
+	observed.Err = r.sweepGrants(ctx, gc, clusters, askers)
 	if observed.Recheck > 0 {
 		result = soonest(result, observed.Recheck)
 	}
@@ -251,7 +255,7 @@ func (r *GitOpsClusterReconciler) finalize(ctx context.Context, gc *gitopsv1beta
 			}
 		}
 	}
-	if err := r.sweepGrants(ctx, gc, nil); err != nil {
+	if err := r.sweepGrants(ctx, gc, nil, nil); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(gc.DeepCopy())

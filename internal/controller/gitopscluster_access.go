@@ -55,15 +55,12 @@ const accountValidity = "168h"
 // clusterAccess decides, for one selected cluster of gc, whether its secret carries OCM's channel,
 // and acts on the decision. It reads nothing when gc asks for no channel, or when the install
 // could not give it one.
-func (r *GitOpsClusterReconciler) clusterAccess(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, cluster string) (clusteraccess.Access, error) {
+func (r *GitOpsClusterReconciler) clusterAccess(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, cluster string, askers channelAskers) (clusteraccess.Access, error) {
 	ref, ch, now := gc.Spec.ManagedServiceAccountRef, r.Options.Channel, time.Now()
 	if ref == "" || !ch.Configured() || !slices.Contains(ch.Accounts, ref) {
 		return clusteraccess.DecideAccess(ch, cluster, ref, clusteraccess.Facts{}, now), nil
 	}
-	switch refusal, err := r.askerRefusal(ctx, gc, cluster); {
-	case err != nil:
-		return clusteraccess.Access{}, err
-	case refusal.Refused():
+	if refusal := askers.refusal(cluster); refusal.Refused() {
 		return clusteraccess.Access{Refusal: refusal}, nil
 	}
 	owner := gc.Namespace + "/" + gc.Name
@@ -85,27 +82,42 @@ func (r *GitOpsClusterReconciler) clusterAccess(ctx context.Context, gc *gitopsv
 	return access, nil
 }
 
-// askerRefusal says why gc may not ask for the channel to cluster at all
-// (clusteraccess.DecideAsker), from its namespace, the cluster's ManagedCluster and the sets bound
-// to that namespace.
-func (r *GitOpsClusterReconciler) askerRefusal(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, cluster string) (clusteraccess.Refusal, error) {
-	asker := clusteraccess.Asker{Namespace: gc.Namespace, Cluster: cluster, Allowed: r.Options.ArgoCDNamespaces()}
-	mc := &clusterv1.ManagedCluster{}
-	switch err := r.Get(ctx, types.NamespacedName{Name: cluster}, mc); {
-	case apierrors.IsNotFound(err):
-		mc = nil
-	case err != nil:
-		return clusteraccess.Refusal{}, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+// channelAskers are, for each cluster a GitOpsCluster selects, why it may not ask for OCM's
+// channel to it (clusteraccess.DecideAsker; no entry: it may), decided once per reconcile for its
+// secrets (clusterAccess) and its accounts (sweepGrants) alike.
+type channelAskers map[string]clusteraccess.Refusal
+
+func (a channelAskers) refusal(cluster string) clusteraccess.Refusal { return a[cluster] }
+
+// channelAskers decides the channelAskers of gc's selected clusters, reading its namespace's
+// bindings once; none when gc asks for no channel.
+func (r *GitOpsClusterReconciler) channelAskers(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, clusters []string) (channelAskers, error) {
+	if gc.Spec.ManagedServiceAccountRef == "" || !r.Options.Channel.Configured() || len(clusters) == 0 {
+		return nil, nil
 	}
-	asker.Hub = tenancy.IsHub(cluster, mc)
-	if mc != nil {
-		bindings, err := tenancy.ReadBindings(ctx, r.Client, gc.Namespace)
-		if err != nil {
-			return clusteraccess.Refusal{}, err
+	bindings, err := tenancy.ReadBindings(ctx, r.Client, gc.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := channelAskers{}
+	for _, cluster := range clusters {
+		asker := clusteraccess.Asker{Namespace: gc.Namespace, Cluster: cluster, Allowed: r.Options.ArgoCDNamespaces()}
+		mc := &clusterv1.ManagedCluster{}
+		switch err := r.Get(ctx, types.NamespacedName{Name: cluster}, mc); {
+		case apierrors.IsNotFound(err):
+			mc = nil
+		case err != nil:
+			return nil, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
 		}
-		asker.Bound, _ = bindings.Allows(mc)
+		asker.Hub = tenancy.IsHub(cluster, mc)
+		if mc != nil {
+			asker.Bound, _ = bindings.Allows(mc)
+		}
+		if refusal := clusteraccess.DecideAsker(asker); refusal.Refused() {
+			out[cluster] = refusal
+		}
 	}
-	return clusteraccess.DecideAsker(asker), nil
+	return out, nil
 }
 
 // accessFacts reads the cluster's add-ons, its ManagedServiceAccount named ref, and that
@@ -277,7 +289,7 @@ func sameKeys(have, want map[string]string) bool {
 // read, by their clusteraccess.OwnerLabel, server-side: another GitOpsCluster's are never looked
 // at, whatever it names. The cluster's ServiceAccount goes with its ManagedServiceAccount, and the
 // token with it. Nothing is read without the channel, which made none.
-func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, selected []string) error {
+func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, selected []string, askers channelAskers) error {
 	if !r.Options.Channel.Configured() {
 		return nil
 	}
@@ -313,11 +325,7 @@ func (r *GitOpsClusterReconciler) sweepGrants(ctx context.Context, gc *gitopsv1b
 	if ref := gc.Spec.ManagedServiceAccountRef; ref != "" && gc.DeletionTimestamp.IsZero() {
 		for _, c := range selected {
 			// A cluster it may no longer ask for (its binding gone): its account goes.
-			refusal, err := r.askerRefusal(ctx, gc, c)
-			if err != nil {
-				return err
-			}
-			if !refusal.Refused() {
+			if !askers.refusal(c).Refused() {
 				asked = append(asked, clusteraccess.Grant{Cluster: c, Account: ref})
 			}
 		}

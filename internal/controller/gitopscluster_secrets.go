@@ -45,7 +45,7 @@ func (r *GitOpsClusterReconciler) upstreamSecrets(ctx context.Context, argoNS st
 
 // ensureSecrets creates the secret of each selected cluster, or claims and updates an existing
 // one; a cluster that RHACM's cluster secret registers gets none. It records in o what it found.
-func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, clusters []string, o *gitops.Observation) error {
+func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv1beta1.GitOpsCluster, clusters []string, askers channelAskers, o *gitops.Observation) error {
 	argoNS := gc.Spec.ArgoServer.ArgoNamespace
 	claim := gitops.ClaimKey(gc.Namespace, gc.Name)
 	log := ctrl.LoggerFrom(ctx)
@@ -62,7 +62,7 @@ func (r *GitOpsClusterReconciler) ensureSecrets(ctx context.Context, gc *gitopsv
 			}
 			return fmt.Errorf("reading ManagedCluster %s: %w", name, err)
 		}
-		access, err := r.clusterAccess(ctx, gc, name)
+		access, err := r.clusterAccess(ctx, gc, name, askers)
 		if err != nil {
 			return err
 		}
