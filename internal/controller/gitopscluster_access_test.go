@@ -583,4 +583,12 @@ func TestOnlyThePlatformsGitOpsClustersGetTheChannelToTheirBoundClusters(t *test
 		h.g.Expect(h.managedServiceAccount(c, "argocd-pull")).To(BeNil(), "no account on %s", c)
 		h.g.Expect(h.c.Get(context.Background(), types.NamespacedName{Namespace: c, Name: clusteraccess.AccessWorkName("argocd-pull")}, &workv1.ManifestWork{})).NotTo(Succeed(), "no rights on %s", c)
 	}
+
+	// The grant is judged again: the bound cluster's binding revoked, its account and rights go.
+	binding := &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "set-" + bound, Namespace: h.ns}}
+	h.g.Expect(h.c.Delete(context.Background(), binding)).To(Succeed())
+	h.g.Eventually(func() *unstructured.Unstructured { return h.managedServiceAccount(bound, "argocd-pull") }, timeout, interval).Should(BeNil(), "the account of a cluster no longer bound")
+	h.g.Eventually(func() error {
+		return h.c.Get(context.Background(), types.NamespacedName{Namespace: bound, Name: clusteraccess.AccessWorkName("argocd-pull")}, &workv1.ManifestWork{})
+	}, timeout, interval).ShouldNot(Succeed(), "its rights")
 }

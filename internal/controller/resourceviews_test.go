@@ -582,6 +582,12 @@ func TestRevocationStopsTheViewsAtOnce(t *testing.T) {
 	h.g.Eventually(func() map[string]string { return h.work("guestbook", f.cluster).Annotations }, timeout, interval).Should(HaveKey(api.FrozenAnnotation))
 	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(
 		[]string{"Service/guestbook-ui  Healthy", "Deployment/guestbook-ui  Healthy"}), "the frozen Application's tree: the display tree, no uid")
+
+	// The right back, the work delivered again: the cluster's own tree returns.
+	h.create(&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: "set-" + f.cluster, Namespace: h.ns},
+		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "set-" + f.cluster}})
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, interval).Should(Equal(f.ownTree()),
+		"thawed: the cluster's own tree again")
 }
 
 // deliverGuestbook delivers the documents' guestbook to the fixture's cluster, aimed at the
