@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
 	"github.com/argocd-pull/argocd-pull/internal/assets"
+	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
 )
 
@@ -41,14 +41,8 @@ func (l *Lab) ShowViews(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	gc := &gitopsv1beta1.GitOpsCluster{}
-	if err := hub.Get(ctx, client.ObjectKey{Namespace: ArgoNamespace, Name: GitOpsClusterName}, gc); err != nil {
-		return fmt.Errorf("reading the lab's GitOpsCluster: %w", err)
-	}
-	patch := client.MergeFrom(gc.DeepCopy())
-	gc.Spec.ManagedServiceAccountRef = ChannelAccount
-	if err := hub.Patch(ctx, gc, patch); err != nil {
-		return fmt.Errorf("turning OCM's channel on: %w", err)
+	if err := l.SetChannelAccount(ctx, ChannelAccount); err != nil {
+		return err
 	}
 	root, err := assets.RepoRoot()
 	if err != nil {
@@ -66,12 +60,27 @@ func (l *Lab) ShowViews(ctx context.Context, timeout time.Duration) error {
 		if err := hub.Get(ctx, client.ObjectKey{Namespace: ArgoNamespace, Name: gitops.SecretName(cluster)}, s); err != nil {
 			return false, nil
 		}
-		var config struct {
-			BearerToken string `json:"bearerToken"`
-		}
-		_ = json.Unmarshal(s.Data["config"], &config)
-		return config.BearerToken != "", nil
+		token, _, err := clusteraccess.ParseClusterConfig(s.Data["config"])
+		return err == nil && token != "", nil
 	})
+}
+
+// SetChannelAccount sets the lab GitOpsCluster's managedServiceAccountRef ("": OCM's channel off).
+func (l *Lab) SetChannelAccount(ctx context.Context, ref string) error {
+	hub, err := l.Hub.Client()
+	if err != nil {
+		return err
+	}
+	gc := &gitopsv1beta1.GitOpsCluster{}
+	if err := hub.Get(ctx, client.ObjectKey{Namespace: ArgoNamespace, Name: GitOpsClusterName}, gc); err != nil {
+		return fmt.Errorf("reading the lab's GitOpsCluster: %w", err)
+	}
+	patch := client.MergeFrom(gc.DeepCopy())
+	gc.Spec.ManagedServiceAccountRef = ref
+	if err := hub.Patch(ctx, gc, patch); err != nil {
+		return fmt.Errorf("setting the lab GitOpsCluster's managedServiceAccountRef to %q: %w", ref, err)
+	}
+	return nil
 }
 
 // RemoveViews undoes ShowViews: the hardened ApplicationSet (its Applications with it) and the
@@ -89,13 +98,7 @@ func (l *Lab) RemoveViews(ctx context.Context) error {
 	if err := hub.Delete(ctx, set); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	gc := &gitopsv1beta1.GitOpsCluster{}
-	if err := hub.Get(ctx, client.ObjectKey{Namespace: ArgoNamespace, Name: GitOpsClusterName}, gc); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(gc.DeepCopy())
-	gc.Spec.ManagedServiceAccountRef = ""
-	return hub.Patch(ctx, gc, patch)
+	return l.SetChannelAccount(ctx, "")
 }
 
 // applyHardenedApplicationSet creates the documents' ApplicationSet in the hardened form: another

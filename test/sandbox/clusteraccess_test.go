@@ -23,7 +23,6 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gitopsv1beta1 "github.com/argocd-pull/argocd-pull/api/v1beta1"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
 	"github.com/argocd-pull/argocd-pull/internal/controller"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
@@ -44,7 +43,7 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	c1 := lab.Managed[0]
-	setRef := func(ref string) { setManagedServiceAccountRef(ctx, t, hub, ref) }
+	setRef := func(ref string) { setManagedServiceAccountRef(ctx, t, ref) }
 	secretOf := func(cluster string) (string, map[string]any, string) { return channelSecretOf(ctx, hub, cluster) }
 	server, config := useChannel(ctx, t, hub, c1.Name)
 	if want := lab.ClusterProxy.ClusterURL(c1.Name); server != want {
@@ -179,15 +178,9 @@ func TestTheHubReadsAClusterThroughOCMsChannel(t *testing.T) {
 func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 
 // setManagedServiceAccountRef sets the lab GitOpsCluster's managedServiceAccountRef ("": none).
-func setManagedServiceAccountRef(ctx context.Context, t testing.TB, hub client.Client, ref string) {
+func setManagedServiceAccountRef(ctx context.Context, t testing.TB, ref string) {
 	t.Helper()
-	gc := &gitopsv1beta1.GitOpsCluster{}
-	if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: sandbox.GitOpsClusterName}, gc); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(gc.DeepCopy())
-	gc.Spec.ManagedServiceAccountRef = ref
-	if err := hub.Patch(ctx, gc, patch); err != nil {
+	if err := lab.SetChannelAccount(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -213,14 +206,9 @@ func useChannel(ctx context.Context, t testing.TB, hub client.Client, cluster st
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		gc := &gitopsv1beta1.GitOpsCluster{}
-		if err := hub.Get(ctx, client.ObjectKey{Namespace: sandbox.ArgoNamespace, Name: sandbox.GitOpsClusterName}, gc); err == nil {
-			patch := client.MergeFrom(gc.DeepCopy())
-			gc.Spec.ManagedServiceAccountRef = ""
-			_ = hub.Patch(ctx, gc, patch)
-		}
+		_ = lab.SetChannelAccount(ctx, "")
 	})
-	setManagedServiceAccountRef(ctx, t, hub, "argocd-pull")
+	setManagedServiceAccountRef(ctx, t, "argocd-pull")
 	said := ""
 	eventually(t, cluster+"'s secret reaching it through cluster-proxy", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
 		var why string

@@ -328,14 +328,7 @@ func TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack(t *testing.T) {
 	driftToTheDisplayTree(ctx, t, hub, cluster1, cli, app.GetName(), deployment, "No agent available")
 	// The cluster reports again (its Deployment scaled back by hand) while the channel is down: the
 	// tree is built again, the display tree, and nothing more is said.
-	live := &appsv1.Deployment{}
-	if err := cluster1.Get(ctx, deployment, live); err != nil {
-		t.Fatal(err)
-	}
-	live.Spec.Replicas = ptr.To[int32](2)
-	if err := cluster1.Update(ctx, live); err != nil {
-		t.Fatal(err)
-	}
+	scaleByHand(ctx, t, cluster1, deployment, 2)
 	key := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: app.GetName()}
 	eventually(t, "the hub Application Synced again, as cluster1 reports it, with the display tree", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
 		sync, _, _ := unstructured.NestedString(hubApp(hub, key).Object, "status", "sync", "status")
@@ -457,20 +450,26 @@ func viewsTree(cli argocdCLI, name string, withPods bool) func() (bool, error) {
 	}
 }
 
+// scaleByHand sets the replicas of cluster's Deployment, as a person with kubectl there would.
+func scaleByHand(ctx context.Context, t *testing.T, cluster client.Client, deployment types.NamespacedName, replicas int32) {
+	t.Helper()
+	live := &appsv1.Deployment{}
+	if err := cluster.Get(ctx, deployment, live); err != nil {
+		t.Fatal(err)
+	}
+	live.Spec.Replicas = ptr.To(replicas)
+	if err := cluster.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // driftToTheDisplayTree scales the Deployment app delivers on cluster1 by hand (2 to 3), with
 // cluster1's own tree unreadable, and waits for what the hub must still do: the hub Application
 // OutOfSync as cluster1's work agent reports it, with the display tree (argocd app resources lists
 // no Pod), and one ClusterTreeNotRead event on it whose message says why (one of the words given).
 func driftToTheDisplayTree(ctx context.Context, t *testing.T, hub, cluster1 client.Client, cli argocdCLI, app string, deployment types.NamespacedName, why ...string) {
 	t.Helper()
-	live := &appsv1.Deployment{}
-	if err := cluster1.Get(ctx, deployment, live); err != nil {
-		t.Fatal(err)
-	}
-	live.Spec.Replicas = ptr.To[int32](3)
-	if err := cluster1.Update(ctx, live); err != nil {
-		t.Fatal(err)
-	}
+	scaleByHand(ctx, t, cluster1, deployment, 3)
 	key := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: app}
 	work, err := guestbookWorkOf(hub, "cluster1", key)
 	if err != nil {
