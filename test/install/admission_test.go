@@ -85,9 +85,16 @@ func TestThePolicyKeepsAPullModelApplicationOnItsDestination(t *testing.T) {
 	hub := map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"}
 	views := app("views", true, named)
 
-	// The policy is in force once the apiserver has loaded it (a few seconds).
-	g.Eventually(func() error { return edit(tenant, views, destination(hub)) }, time.Minute, 200*time.Millisecond).Should(
-		MatchError(ContainSubstring("is fixed")), "the destination aimed at the hub")
+	// The policy is in force once the apiserver has loaded it (a few seconds; longer on a busy
+	// machine). An edit that passed before then is undone, so that the next try starts again from
+	// the named destination (from the in-cluster one, the move back would be allowed).
+	g.Eventually(func() error {
+		err := edit(tenant, views, destination(hub))
+		if err == nil {
+			g.Expect(edit(admin, views, destination(named))).To(Succeed())
+		}
+		return err
+	}, 3*time.Minute, 200*time.Millisecond).Should(MatchError(ContainSubstring("is fixed")), "the destination aimed at the hub")
 	refused := func(what string, c client.Client, change func(a *unstructured.Unstructured), words string) {
 		t.Helper()
 		err := edit(c, views, change)
