@@ -5,6 +5,18 @@ SHELL := /usr/bin/env bash -o pipefail
 .DEFAULT_GOAL := help
 
 BIN := $(CURDIR)/bin
+# The tools below are built once per machine, not once per checkout: each bin/<tool> is a link to
+# TOOLS_CACHE/<tool> (by default under the user's data directory, as setup-envtest keeps its
+# binaries), so a second clone finds them built (hack/tools/cache.sh; a checkout whose bin/ holds
+# them already hands them over). TOOLS_CACHE= keeps them in bin/ alone.
+TOOLS_CACHE ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/argocd-pull/tools
+TOOL_DIRS := k8s ocm cluster-proxy managed-serviceaccount argocd helm go-tools
+ifneq ($(TOOLS_CACHE),)
+$(shell hack/tools/cache.sh '$(TOOLS_CACHE)' '$(BIN)' $(TOOL_DIRS) >&2)
+ifneq ($(.SHELLSTATUS),0)
+$(error hack/tools/cache.sh could not link bin/ to the tool cache $(TOOLS_CACHE): set TOOLS_CACHE= to build the tools into bin/)
+endif
+endif
 # The apiserver and etcd version is the one hack/tools/kube pins; tests find the binaries here.
 KUBE_VERSION := $(shell sed -n 's/^\tk8s.io\/kubernetes v//p' hack/tools/kube/go.mod)
 KUBE_ASSETS := $(BIN)/k8s/$(KUBE_VERSION)
@@ -42,11 +54,11 @@ HELM := $(HELM_ASSETS)/helm
 CHART := charts/argocd-pull
 
 CONTROLLER_GEN_VERSION := v0.21.0
-CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+CONTROLLER_GEN := $(BIN)/go-tools/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT_VERSION := v2.6.2
-GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+GOLANGCI_LINT := $(BIN)/go-tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 ACTIONLINT_VERSION := v1.7.12
-ACTIONLINT := $(BIN)/actionlint-$(ACTIONLINT_VERSION)
+ACTIONLINT := $(BIN)/go-tools/actionlint-$(ACTIONLINT_VERSION)
 
 # The release this tree builds: the chart's appVersion, which the chart and kustomize also take as
 # the image tag. Every build stamps it and the commit into the binary (argocd-pull version).
@@ -76,7 +88,7 @@ demo: build kube-assets ocm-assets addon-assets argocd-assets sandbox-deps $(if 
 	$(BIN)/argocd-pull sandbox up --clusters 2 --dir .sandbox $(if $(DEMO_IMAGE),--controller-image $(IMAGE))
 
 .PHONY: demo-image
-demo-image: container-deps ## Build the image for this machine's platform only, for make demo DEMO_IMAGE=1
+demo-image: container-deps ## Build the image for this machine's platform only: make test's image tests, and make demo DEMO_IMAGE=1 (make image builds every platform)
 	$(MAKE) image PLATFORMS=linux/$$(go env GOARCH)
 
 .PHONY: build
@@ -149,13 +161,23 @@ helm-lint: $(HELM) ## Lint the Helm chart
 # shutdown: kubernetes-sigs/controller-runtime#3538, fixed in v0.25.)
 RACE_PACKAGES := ./internal/controller/... ./internal/report/... ./internal/appstatus/... ./internal/dashboard/... ./internal/intern/... ./internal/propagation/... ./internal/manifestwork/...
 OTHER_PACKAGES = $(shell go list ./... | grep -vE '/internal/(controller|report|appstatus|dashboard|intern|propagation|manifestwork)(/|$$)')
+# make test prints what a plain go test prints, then the wall time of each step, each package and
+# the ten slowest tests (hack/testtime, from go test -json; the results stay in TEST_EVENTS).
+TEST_EVENTS := tmp/test-events.json
 TEST_ENV = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) CLUSTER_PROXY_ASSETS=$(CLUSTER_PROXY_ASSETS) MSA_ASSETS=$(MSA_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
 	ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1
 
 .PHONY: test
-test: kube-assets ocm-assets addon-assets argocd-assets install-tools sandbox-deps chromium container-deps image ## Run all tests: unit, real-apiserver (the cache's sharers under -race), install manifests, the image, end-to-end and the sandbox
-	$(TEST_ENV) go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) $(RACE_PACKAGES)
-	$(TEST_ENV) go test -count=1 -timeout 40m $(GO_TEST_FLAGS) $(OTHER_PACKAGES)
+test: kube-assets ocm-assets addon-assets argocd-assets install-tools sandbox-deps chromium container-deps demo-image ## Run all tests: unit, real-apiserver (the cache's sharers under -race), install manifests, the image, end-to-end and the sandbox
+	@mkdir -p tmp && rm -f $(TEST_EVENTS) && go build -o $(BIN)/testtime ./hack/testtime
+	@status=0; \
+	echo "go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) <the cache's sharers>"; \
+	$(TEST_ENV) go test -json -race -count=1 -timeout 20m $(GO_TEST_FLAGS) $(RACE_PACKAGES) | $(BIN)/testtime -events $(TEST_EVENTS) -step race || status=$$?; \
+	if [ $$status -eq 0 ]; then \
+		echo "go test -count=1 -timeout 40m $(GO_TEST_FLAGS) <the others, with the lab>"; \
+		$(TEST_ENV) go test -json -count=1 -timeout 40m $(GO_TEST_FLAGS) $(OTHER_PACKAGES) | $(BIN)/testtime -events $(TEST_EVENTS) -step others || status=$$?; \
+	fi; \
+	$(BIN)/testtime -table $(TEST_EVENTS); exit $$status
 
 # The lab's tests of Argo CD's own clients on a pull-model Application: the argocd CLI through the
 # API server, the web UI it serves, the ApplicationSet controller's RollingSync, the documents'
@@ -312,7 +334,7 @@ addon-assets: $(CLUSTER_PROXY_ASSETS)/proxy-server $(CLUSTER_PROXY_ASSETS)/proxy
 ocm-assets: $(OCM_ASSETS)/work-agent $(OCM_ASSETS)/placement $(OCM_ASSETS)/registration-controller $(OCM_ASSETS)/registration-agent ## Build the OCM agents and hub controllers the lab runs, once, and print their directory
 	@echo $(OCM_ASSETS)
 
-##@ Tools (built once into bin/, never rebuilt while present)
+##@ Tools (built once per machine into TOOLS_CACHE, which bin/ links to; never rebuilt while present)
 
 $(OCM_ASSETS)/work-agent:
 	@echo "Building the OCM work agent $(OCM_VERSION) into $(OCM_ASSETS) (first time only, ~5 min)" >&2
@@ -379,13 +401,13 @@ $(HELM):
 	cd hack/tools/helm && go build -ldflags "-X helm.sh/helm/v3/internal/version.version=v$(HELM_VERSION)" -o $@ helm.sh/helm/v3/cmd/helm
 
 $(CONTROLLER_GEN):
-	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
-	mv $(BIN)/controller-gen $@
+	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(dir $@)controller-gen $@
 
 $(GOLANGCI_LINT):
-	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
-	mv $(BIN)/golangci-lint $@
+	GOBIN=$(dir $@) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(dir $@)golangci-lint $@
 
 $(ACTIONLINT):
-	GOBIN=$(BIN) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
-	mv $(BIN)/actionlint $@
+	GOBIN=$(dir $@) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	mv $(dir $@)actionlint $@
