@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -37,6 +38,8 @@ import (
 // from the edits every view (get-resource, patch-resource, delete-resource, logs, events) reaches
 // cluster1 only, read-only: the hub's and cluster2's objects of the same name are never read or
 // changed. Before the policy, the first edit passed, and get-resource answered the hub's object.
+// Last, the Application deleted and made again under its name, aimed at the hub, while its tree of
+// uids is still in the cache: refused (the policy argocd-pull-resource-view-holders).
 func TestATenantCannotAimItsClustersViewsAtTheHubOrAnotherCluster(t *testing.T) {
 	ctx, hub, cluster1, admin := onTheChannel(t, 12*time.Minute, "a tenant's ConfigMap named as the hub's",
 		map[string]string{"tenantaim/cm.yaml": configMap("aim-target", nil, map[string]string{"owner": "cluster1"})})
@@ -159,6 +162,57 @@ func TestATenantCannotAimItsClustersViewsAtTheHubOrAnotherCluster(t *testing.T) 
 		}
 		time.Sleep(time.Second)
 	}
+
+	// Deleted and made again at once under the same name, aimed at the hub. Argo CD finds a tree by
+	// the Application's name, so the first one's tree of cluster1's uids would serve the second
+	// one's views for as long as it outlives the first: argocd-pull's queue time, and all the time
+	// argocd-pull is stopped (stopped here, to hold that window open as long as the attack needs).
+	// Before the record of the names that hold such a tree, the create passed and get-resource
+	// answered the hub's object. Now the create is refused while the tree stands; the same
+	// destination passes (the ApplicationSet controller making its Application again), and gets
+	// cluster1's views once argocd-pull is back.
+	if err := lab.Stop("argocd-pull"); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			_ = lab.Start(ctx, "argocd-pull")
+		}
+	})
+	if err := tenantKube.Delete(ctx, argocdApp(key)); err != nil {
+		t.Fatalf("the tenant deletes its Application: %v", err)
+	}
+	eventually(t, "the Application gone", time.Minute, "hub-apiserver.log", func() (bool, error) {
+		err := hub.Get(ctx, key, argocdApp(key))
+		return apierrors.IsNotFound(err), err
+	})
+	again := func(destination map[string]any) *unstructured.Unstructured {
+		return tenantApp("aim", "tenantaim", func(u *unstructured.Unstructured) {
+			u.Object["spec"].(map[string]any)["project"] = project.GetName()
+			u.Object["spec"].(map[string]any)["destination"] = destination
+		})
+	}
+	err := tenantKube.Create(ctx, again(map[string]any{"server": argocd.LocalServer, "namespace": ns}))
+	if err == nil {
+		out, gerr := cli.run(time.Minute, get...)
+		t.Fatalf("the tenant made its Application again, aimed at the hub, while its tree of cluster1's uids was in the hub's cache; argocd app get-resource: %v\n%s", gerr, out)
+	}
+	if !strings.Contains(err.Error(), "still holds its cluster resource tree") || !strings.Contains(err.Error(), `"cluster1 "`) {
+		t.Errorf("kubectl, as the tenant, made its Application again aimed at the hub: %v; want the policy's refusal naming the destination the tree was for", err)
+	}
+	t.Logf("kubectl create, at the hub: %v", err)
+	if err := tenantKube.Create(ctx, again(map[string]any{"name": "cluster1", "namespace": ns})); err != nil {
+		t.Fatalf("the tenant makes its Application again on cluster1: %v", err)
+	}
+	if err := lab.Start(ctx, "argocd-pull"); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	eventually(t, "argocd app get-resource answering with cluster1's ConfigMap again", 4*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		out, err := cli.run(time.Minute, get...)
+		return err == nil && strings.Contains(out, "owner: cluster1") && !strings.Contains(out, "-itself"), fmt.Errorf("%v: %s", err, out)
+	})
 
 	for c, was := range map[client.Client]*corev1.ConfigMap{hub: onHub, cluster2: onCluster2, cluster1: onCluster1} {
 		now := &corev1.ConfigMap{}
