@@ -1,5 +1,6 @@
 // Package v1alpha1 holds the MulticlusterApplicationSetReport API: one report per ApplicationSet
-// that aggregates the status of its pull-model Applications across managed clusters.
+// that aggregates the status of its pull-model Applications across managed clusters; and
+// ResourceViewHolders, argocd-pull's own records that the hub's admission policy reads.
 //
 // +kubebuilder:object:generate=true
 // +groupName=apps.open-cluster-management.io
@@ -23,7 +24,8 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &MulticlusterApplicationSetReport{}, &MulticlusterApplicationSetReportList{})
+	s.AddKnownTypes(GroupVersion, &MulticlusterApplicationSetReport{}, &MulticlusterApplicationSetReportList{},
+		&ResourceViewHolders{}, &ResourceViewHoldersList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/metrics"
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
+	"github.com/argocd-pull/argocd-pull/internal/viewholders"
 )
 
 // Event reasons of the resource tree controller.
@@ -68,6 +69,9 @@ type ResourceTreeReconciler struct {
 	ClusterTrees *ClusterTrees
 	// Warnings take what a cluster's own tree left out, for the status controller (nil: logged only).
 	Warnings *TreeWarnings
+	// Holders records each name that holds a tree of its cluster's uids, and the destination, for
+	// the hub's admission policy; no name holds one without it (nil: the display tree for all).
+	Holders *viewholders.Registry
 
 	written sync.Map // types.NamespacedName → treeRecord
 	outage  outage
@@ -130,6 +134,27 @@ func (r *ResourceTreeReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		// while no new one can come): its trees turn to the display tree within a probe period.
 		if r.ClusterTrees.ProbeEvery > 0 {
 			if err := mgr.Add(manager.RunnableFunc(r.probeClusters)); err != nil {
+				return err
+			}
+		}
+		if r.Holders != nil {
+			// The names recorded before a restart are looked at again: one whose Application went
+			// meanwhile has its tree removed and its record released.
+			recorded := make(chan event.GenericEvent)
+			r.Holders.Loaded = func(ctx context.Context, names []types.NamespacedName) {
+				for _, n := range names {
+					app := argocd.NewApplication()
+					app.SetNamespace(n.Namespace)
+					app.SetName(n.Name)
+					select {
+					case recorded <- event.GenericEvent{Object: app}:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+			b = b.WatchesRawSource(source.Channel(recorded, &handler.EnqueueRequestForObject{}))
+			if err := mgr.Add(r.Holders); err != nil {
 				return err
 			}
 		}
@@ -214,6 +239,10 @@ func (r *ResourceTreeReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			return ctrl.Result{RequeueAfter: until.Sub(now) + jitter()}, nil
 		}
 		metrics.TreeWrites.WithLabelValues("delete", "ok", "").Inc()
+		if r.Holders != nil {
+			// The tree is gone: the name may be created again with any destination.
+			r.Holders.Release(viewholders.Key(key.Namespace, key.Name))
+		}
 		r.Warnings.set(ctx, key, "")
 		if last, _ := r.record(key); last.managed {
 			if err := r.deleteManaged(ctx, instance); err != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/resourceviews"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
+	"github.com/argocd-pull/argocd-pull/internal/viewholders"
 )
 
 // Event reason of a tree the cluster could not give.
@@ -157,7 +158,14 @@ type builtTree struct {
 	// forbidden: the cluster refused some reads with 403 (the account's rights delivered a moment
 	// ago, not in force yet, or a kind outside them): read once more soon (forbiddenRetry).
 	forbidden bool
+	// awaiting: the display tree, while the hub's admission policy does not know yet the
+	// destination this name would hold a tree of uids for (viewholders.Pending): built again soon.
+	awaiting bool
 }
+
+// viewHoldSettle is how long after the write of a name's record (internal/viewholders) its first
+// tree of uids waits: the apiserver's admission policy reads the records from a watch.
+var viewHoldSettle = time.Second
 
 // forbiddenRetry is when a tree some of whose reads the cluster refused is read once more: the
 // account's rights are delivered by a ManifestWork of their own, and the first tree after the
@@ -196,6 +204,18 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 		return display("")
 	}
 	now, channel := time.Now(), channelOf(cfg)
+	// Argo CD finds a tree by the Application's name: the name's destination is recorded for the
+	// hub's admission policy first, so that no Application made again under this name with another
+	// destination can use the tree (internal/viewholders).
+	hold := viewholders.Pending
+	if r.Holders != nil {
+		hold = r.Holders.Hold(viewholders.Key(app.GetNamespace(), app.GetName()), viewholders.Value(dest.Name, dest.Server), now)
+	}
+	if hold != viewholders.Held {
+		b := display("")
+		b.awaiting = r.Holders != nil && hold == viewholders.Pending
+		return b
+	}
 	if why, down := ct.downFor(cluster, channel, now); down {
 		return display(why)
 	}
@@ -278,6 +298,8 @@ func (w *TreeWarnings) set(ctx context.Context, key types.NamespacedName, warnin
 // with the channel, with no change of the Application.
 func (b builtTree) next(renew time.Duration, last treeRecord) time.Duration {
 	switch {
+	case b.awaiting:
+		return min(renew, viewHoldSettle+jitter())
 	case b.unread != "":
 		return min(renew, clusterTreeBackoff+jitter())
 	case b.forbidden && !last.forbidden:

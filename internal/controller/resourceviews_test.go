@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/argocd-pull/argocd-pull/api"
+	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/clusteraccess"
@@ -40,6 +41,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/resourceviews"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
+	"github.com/argocd-pull/argocd-pull/internal/viewholders"
 )
 
 // userServer stands in for cluster-proxy's user server: TLS, and /<cluster>/<path> sent to that
@@ -502,6 +504,42 @@ func TestATreeLosesItsUidsTheMomentItsApplicationLeavesItsChannel(t *testing.T) 
 	h.create(narrow)
 	move([]string{"spec", "project"}, "narrow")
 	h.g.Eventually(noUID, timeout, interval).Should(Succeed(), "a project that does not permit its cluster: no uid")
+}
+
+// Argo CD finds a tree by the Application's name, and sends each view of it to the destination of
+// the Application it finds at that request: an Application deleted and made again at once under
+// the name, aimed elsewhere, would find the first one's tree of uids for as long as the tree
+// outlives it (issue 92). So the name and its destination are recorded for the hub's admission
+// policy (internal/viewholders; the policy's refusal: TestAnApplicationMadeAgainKeepsTheDestination-
+// ItsNameHoldsATreeFor in test/install) before the name's first tree of uids, and the record goes
+// only once the tree has gone with the Application.
+func TestANameHoldsItsClustersTreeOnlyWhileTheHubKnowsItsDestination(t *testing.T) {
+	f := onItsChannel(t, time.Second, nil)
+	h, rdb := f.h, f.rdb
+	ctx := context.Background()
+	h.create(f.secret(f.token))
+	key := viewholders.Key(h.ns, "guestbook")
+	recorded := func() (string, bool) {
+		held := &v1alpha1.ResourceViewHolders{}
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: viewholders.ObjectName(viewholders.Shard(key))}, held); err != nil {
+			return "", false
+		}
+		v, ok := held.Holders[key]
+		return v, ok
+	}
+	f.deliverGuestbook(t)
+	// At the first sight of a uid, the record is there.
+	h.g.Eventually(func(g Gomega) []string { return lines(rawTree(g, rdb, "guestbook")) }, timeout, 10*time.Millisecond).Should(Equal(f.ownTree()))
+	value, ok := recorded()
+	h.g.Expect(ok).To(BeTrue(), "a tree of uids before its name's record")
+	h.g.Expect(value).To(Equal(f.cluster+" "), "the destination: the cluster's name, no server")
+
+	app := argocd.NewApplication()
+	app.SetNamespace(h.ns)
+	app.SetName("guestbook")
+	h.g.Expect(h.c.Delete(ctx, app)).To(Succeed())
+	h.g.Eventually(func() bool { _, ok := recorded(); return ok }, timeout, interval).Should(BeFalse(), "the record, once the Application went")
+	h.g.Expect(rawTree(h.g, rdb, "guestbook")).To(BeNil(), "the record went before the tree")
 }
 
 // The views read only what the Application's AppProject permits on its destination, as Argo CD's

@@ -38,6 +38,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/resourceviews"
 	"github.com/argocd-pull/argocd-pull/internal/search"
 	"github.com/argocd-pull/argocd-pull/internal/tenancy"
+	"github.com/argocd-pull/argocd-pull/internal/viewholders"
 )
 
 // Options configure the controllers. Start from DefaultOptions.
@@ -328,7 +329,7 @@ func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options,
 			return err
 		}
 	}
-	if err := (&ResourceTreeReconciler{
+	r := &ResourceTreeReconciler{
 		Client:          mgr.GetClient(),
 		Recorder:        mgr.GetEventRecorder("argocd-pull-resourcetree"),
 		Cache:           cache,
@@ -337,7 +338,14 @@ func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options,
 		TTL:             treeOpts.TTL,
 		ClusterTrees:    trees,
 		Warnings:        warnings,
-	}).SetupWithManager(mgr, copts); err != nil {
+	}
+	if trees.Channel.Configured() {
+		// A name holds a tree of its cluster's uids only once the hub's admission policy knows
+		// the destination it holds it for (internal/viewholders).
+		r.Holders = &viewholders.Registry{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: opts.ArgoCDNamespace,
+			Settle: viewHoldSettle, Every: 250 * time.Millisecond, Log: mgr.GetLogger().WithName("viewholders")}
+	}
+	if err := r.SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the resource tree controller: %w", err)
 	}
 	return nil

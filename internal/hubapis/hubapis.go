@@ -52,6 +52,7 @@ var (
 		Resources: []string{
 			"multiclusterapplicationsetreports.apps.open-cluster-management.io",
 			"gitopsclusters.apps.open-cluster-management.io",
+			"resourceviewholders.apps.open-cluster-management.io",
 		},
 		Fix: "install argocd-pull's CRDs: kubectl apply -f config/crd/bases (the Helm chart installs them)",
 	}

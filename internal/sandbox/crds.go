@@ -126,11 +126,21 @@ func installAdmissionPolicies(ctx context.Context, cfg *rest.Config, root string
 	if err != nil {
 		return err
 	}
-	objs, err := readObjects(filepath.Join(root, "config", "admission", "resource_views_policy.yaml"))
-	if err != nil {
-		return err
+	var objs []*unstructured.Unstructured
+	for _, file := range []string{"resource_views_policy.yaml", "view_holders_policy.yaml"} {
+		read, err := readObjects(filepath.Join(root, "config", "admission", file))
+		if err != nil {
+			return err
+		}
+		objs = append(objs, read...)
 	}
 	for _, obj := range objs {
+		if _, ok, _ := unstructured.NestedString(obj.Object, "spec", "paramRef", "namespace"); ok {
+			// The Argo CD namespace, the lab's instead of the install's default.
+			if err := unstructured.SetNestedField(obj.Object, ArgoNamespace, "spec", "paramRef", "namespace"); err != nil {
+				return err
+			}
+		}
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}

@@ -42,20 +42,7 @@ func TestThePolicyKeepsAPullModelApplicationOnItsDestination(t *testing.T) {
 	ns := env.Namespace(t)
 	admin := env.Client
 
-	// The tenant: its Applications in its namespace, nothing else.
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant-applications", Namespace: ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant-applications", Namespace: ns},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}}
-	g.Expect(admin.Create(ctx, role)).To(Succeed())
-	g.Expect(admin.Create(ctx, binding)).To(Succeed())
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "tenant"}
-	tenant, err := client.New(cfg, client.Options{Scheme: admin.Scheme()})
-	g.Expect(err).NotTo(HaveOccurred())
-
+	tenant := tenantOf(t, env, ns)
 	app := func(name string, pull bool, dest map[string]any) types.NamespacedName {
 		a := argocd.NewApplication()
 		a.SetName(name)
@@ -125,4 +112,28 @@ func TestThePolicyKeepsAPullModelApplicationOnItsDestination(t *testing.T) {
 	push := app("push", false, named)
 	g.Expect(edit(tenant, push, destination(hub))).To(Succeed(), "a push-model Application is not argocd-pull's")
 	g.Expect(strings.Contains(k.run("get", "validatingadmissionpolicybinding", "argocd-pull-resource-views", "-o", "jsonpath={.spec.validationActions}"), "Deny")).To(BeTrue())
+}
+
+// tenantOf is a client with a tenant's rights: its Applications in namespace ns, nothing else.
+func tenantOf(t *testing.T, env *testenv.Env, ns string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant-applications", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant-applications", Namespace: ns},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}}
+	for _, o := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "tenant"}
+	tenant, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tenant
 }

@@ -48,10 +48,13 @@ var (
 		"clusterrolebinding.rbac.authorization.k8s.io/" + clusterRole,
 		"validatingadmissionpolicy.admissionregistration.k8s.io/" + resourceViewsPolicy,
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/" + resourceViewsPolicy,
+		"validatingadmissionpolicy.admissionregistration.k8s.io/" + viewHoldersPolicy,
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/" + viewHoldersPolicy,
 	}
 	crds = []string{
 		"customresourcedefinition.apiextensions.k8s.io/gitopsclusters.apps.open-cluster-management.io",
 		"customresourcedefinition.apiextensions.k8s.io/multiclusterapplicationsetreports.apps.open-cluster-management.io",
+		"customresourcedefinition.apiextensions.k8s.io/resourceviewholders.apps.open-cluster-management.io",
 	}
 )
 
@@ -167,6 +170,13 @@ func checkServiceAccountPermissions(t *testing.T, k kube) {
 		{"create", "applications.argoproj.io", "", argoCDNamespace, false},
 		{"update", "gitopsclusters.apps.open-cluster-management.io", "status", argoCDNamespace, true},
 		{"create", "multiclusterapplicationsetreports.apps.open-cluster-management.io", "", argoCDNamespace, true},
+		// The resource view holders: argocd-pull's own records, in the Argo CD namespace, by name.
+		{"create", "resourceviewholders.apps.open-cluster-management.io", "", argoCDNamespace, true},
+		{"get", "resourceviewholders.apps.open-cluster-management.io/shard-0", "", argoCDNamespace, true},
+		{"update", "resourceviewholders.apps.open-cluster-management.io/shard-7", "", argoCDNamespace, true},
+		{"delete", "resourceviewholders.apps.open-cluster-management.io/shard-0", "", argoCDNamespace, false},
+		{"list", "resourceviewholders.apps.open-cluster-management.io", "", argoCDNamespace, false},
+		{"create", "resourceviewholders.apps.open-cluster-management.io", "", tenant, false},
 		{"delete", "namespaces", "", "", false},
 		{"create", "clusterrolebindings.rbac.authorization.k8s.io", "", "", false},
 

@@ -36,7 +36,9 @@ const (
 	clusterRole      = "argocd-pull"
 	// resourceViewsPolicy names the ValidatingAdmissionPolicy of config/admission and its binding.
 	resourceViewsPolicy = "argocd-pull-resource-views"
-	leaderElection      = "argocd-pull-leader-election"
+	// viewHoldersPolicy names the one that keeps a name made again on its tree's destination.
+	viewHoldersPolicy = "argocd-pull-resource-view-holders"
+	leaderElection    = "argocd-pull-leader-election"
 	// argocd-pull's Role and RoleBinding in each Argo CD namespace of the install.
 	argoCDNamespaceRole = "argocd-pull"
 	argoCDNamespace     = "openshift-gitops"

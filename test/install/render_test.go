@@ -26,6 +26,7 @@ import (
 var wantObjects = []string{
 	"CustomResourceDefinition/gitopsclusters.apps.open-cluster-management.io",
 	"CustomResourceDefinition/multiclusterapplicationsetreports.apps.open-cluster-management.io",
+	"CustomResourceDefinition/resourceviewholders.apps.open-cluster-management.io",
 	"ServiceAccount/" + installNamespace + "/" + serviceAccount,
 	"ClusterRole/" + clusterRole,
 	"ClusterRoleBinding/" + clusterRole,
@@ -38,6 +39,8 @@ var wantObjects = []string{
 	"NetworkPolicy/" + argoCDNamespace + "/argocd-pull-redis",
 	"ValidatingAdmissionPolicy/" + resourceViewsPolicy,
 	"ValidatingAdmissionPolicyBinding/" + resourceViewsPolicy,
+	"ValidatingAdmissionPolicy/" + viewHoldersPolicy,
+	"ValidatingAdmissionPolicyBinding/" + viewHoldersPolicy,
 }
 
 func TestKustomizeAndHelmRenderTheSameObjects(t *testing.T) {

@@ -28,6 +28,28 @@ rules:
   verbs:
   - get
 - apiGroups:
+  - apps.open-cluster-management.io
+  resources:
+  - resourceviewholders
+  verbs:
+  - create
+- apiGroups:
+  - apps.open-cluster-management.io
+  resources:
+  - resourceviewholders
+  resourceNames:
+  - shard-0
+  - shard-1
+  - shard-2
+  - shard-3
+  - shard-4
+  - shard-5
+  - shard-6
+  - shard-7
+  verbs:
+  - get
+  - update
+- apiGroups:
   - ""
   resources:
   - configmaps
