@@ -33,11 +33,7 @@ import (
 func TestThePolicyKeepsAPullModelApplicationOnItsDestination(t *testing.T) {
 	g := NewWithT(t)
 	env := testenv.Get(t)
-	k := newKube(t, env)
-	k.run("apply", "--server-side", "--field-manager=argocd-pull-install", "-k", "config/admission")
-	t.Cleanup(func() {
-		k.run("delete", "validatingadmissionpolicy,validatingadmissionpolicybinding", "argocd-pull-resource-views", "--ignore-not-found")
-	})
+	k := withTheAdmissionPolicies(t, env)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	admin := env.Client
@@ -136,4 +132,15 @@ func tenantOf(t *testing.T, env *testenv.Env, ns string) client.Client {
 		t.Fatal(err)
 	}
 	return tenant
+}
+
+// withTheAdmissionPolicies applies config/admission as the install does, and deletes its policies
+// and bindings when the test ends.
+func withTheAdmissionPolicies(t *testing.T, env *testenv.Env) kube {
+	k := newKube(t, env)
+	k.run("apply", "--server-side", "--field-manager=argocd-pull-install", "-k", "config/admission")
+	t.Cleanup(func() {
+		k.run("delete", "validatingadmissionpolicy,validatingadmissionpolicybinding", resourceViewsPolicy, viewHoldersPolicy, "--ignore-not-found")
+	})
+	return k
 }

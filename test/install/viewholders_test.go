@@ -31,11 +31,7 @@ import (
 func TestAnApplicationMadeAgainKeepsTheDestinationItsNameHoldsATreeFor(t *testing.T) {
 	g := NewWithT(t)
 	env := testenv.Get(t)
-	k := newKube(t, env)
-	k.run("apply", "--server-side", "--field-manager=argocd-pull-install", "-k", "config/admission")
-	t.Cleanup(func() {
-		k.run("delete", "validatingadmissionpolicy,validatingadmissionpolicybinding", resourceViewsPolicy, viewHoldersPolicy, "--ignore-not-found")
-	})
+	k := withTheAdmissionPolicies(t, env)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	admin := env.Client
