@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/argocd-pull/argocd-pull/api"
 )
 
 func workWith(uid, resourceVersion string) *workv1.ManifestWork {
@@ -55,4 +57,40 @@ func (c *createdWorks) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.byUID)
+}
+
+// Between a create and its event the cache does not show the work: the Application waits (behind)
+// until the event, or until the cache shows the work to one of its reconciles (shown), or at most
+// pendingCreateBound; another Application does not wait.
+func TestAnApplicationWaitsForTheWorkItCreatedToReachTheCache(t *testing.T) {
+	var c createdWorks
+	now := time.Now()
+	web := types.NamespacedName{Namespace: "argocd", Name: "web"}
+	work := workWith("a", "10")
+	work.Annotations = map[string]string{api.HubApplicationNamespaceAnnotation: web.Namespace, api.HubApplicationNameAnnotation: web.Name}
+	if c.behind(web, now) {
+		t.Error("an Application that created nothing waits")
+	}
+	c.add(work, now)
+	if !c.behind(web, now.Add(time.Millisecond)) {
+		t.Error("an Application whose new work the cache does not show yet does not wait: it would create it again")
+	}
+	if c.behind(types.NamespacedName{Namespace: "argocd", Name: "db"}, now) {
+		t.Error("another Application waits")
+	}
+	c.take(work)
+	if c.behind(web, now.Add(time.Millisecond)) {
+		t.Error("the Application waits after its work's creation event")
+	}
+
+	c.add(work, now)
+	c.shown(web)
+	if c.behind(web, now) {
+		t.Error("the Application waits although the cache showed it its work")
+	}
+
+	c.add(work, now)
+	if c.behind(web, now.Add(pendingCreateBound+time.Millisecond)) {
+		t.Error("the Application waits past the bound (its work deleted before it saw it)")
+	}
 }

@@ -98,6 +98,11 @@ func (r *PropagationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	if r.behindOwnWrite(g.Facts.Existing) {
 		return ctrl.Result{}, nil // the update's event brings the Application back
 	}
+	if g.Facts.Existing != nil {
+		r.created.shown(req.NamespacedName)
+	} else if r.created.behind(req.NamespacedName, time.Now()) {
+		return ctrl.Result{RequeueAfter: pendingCreateRecheck}, nil // the cache does not show its new work yet
+	}
 	verdict, err := propagation.Ladder(g.Facts)
 	if err != nil {
 		return ctrl.Result{}, err
