@@ -92,11 +92,16 @@ func requireLab(t testing.TB) {
 // eventually polls cond every 500ms until it holds, or fails naming the log to read.
 func eventually(t testing.TB, what string, timeout time.Duration, log string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {
 		ok, err := cond()
 		if ok {
+			if took := time.Since(start); took >= 5*time.Second {
+				// Where a lab test spends its time (go test -v, or a failure's output).
+				t.Logf("%s: %s", what, took.Round(100*time.Millisecond))
+			}
 			return
 		}
 		last = err
