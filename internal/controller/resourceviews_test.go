@@ -539,7 +539,7 @@ func TestANameHoldsItsClustersTreeOnlyWhileTheHubKnowsItsDestination(t *testing.
 	app.SetName("guestbook")
 	h.g.Expect(h.c.Delete(ctx, app)).To(Succeed())
 	h.g.Eventually(func() bool { _, ok := recorded(); return ok }, timeout, interval).Should(BeFalse(), "the record, once the Application went")
-	h.g.Expect(rawTree(h.g, rdb, "guestbook")).To(BeNil(), "the record went before the tree")
+	h.g.Expect(rawTree(h.g, rdb, "guestbook")).To(BeNil(), "the record released while the tree still stood")
 }
 
 // The views read only what the Application's AppProject permits on its destination, as Argo CD's
