@@ -182,23 +182,28 @@ func (r *Registry) flush(ctx context.Context, i int) {
 	} else {
 		err = r.Writer.Update(ctx, held)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if err != nil {
-		s.dirty = true
+		// Written again at the next tick. On a conflict, or an object made or deleted by someone
+		// else, its version is read first (outside the lock: Hold is on the trees' path).
+		version, known := "", false
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) {
-			// Someone else wrote it (or deleted it): take its version, and write ours next time.
 			now := &v1alpha1.ResourceViewHolders{}
-			if gerr := r.Reader.Get(ctx, client.ObjectKeyFromObject(held), now); gerr == nil {
-				s.version = now.ResourceVersion
-			} else if apierrors.IsNotFound(gerr) {
-				s.version = ""
+			if gerr := r.Reader.Get(ctx, client.ObjectKeyFromObject(held), now); gerr == nil || apierrors.IsNotFound(gerr) {
+				version, known = now.ResourceVersion, true
 			}
-			return
+		} else {
+			r.Log.Error(err, "Writing the resource view holders; trying again", "name", held.Name)
 		}
-		r.Log.Error(err, "Writing the resource view holders; trying again", "name", held.Name)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		s.dirty = true
+		if known {
+			s.version = version
+		}
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	s.version = held.ResourceVersion
 	now := time.Now()
 	for k, v := range data {
