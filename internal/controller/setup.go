@@ -343,7 +343,7 @@ func setupResourceTree(mgr ctrl.Manager, opts Options, copts controller.Options,
 		// A name holds a tree of its cluster's uids only once the hub's admission policy knows
 		// the destination it holds it for (internal/viewholders).
 		r.Holders = &viewholders.Registry{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: opts.ArgoCDNamespace,
-			Settle: viewHoldSettle, Every: 250 * time.Millisecond, Log: mgr.GetLogger().WithName("viewholders")}
+			Settle: viewHoldSettle, Every: 250 * time.Millisecond, Check: time.Minute, Log: mgr.GetLogger().WithName("viewholders")}
 	}
 	if err := r.SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the resource tree controller: %w", err)

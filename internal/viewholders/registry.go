@@ -41,6 +41,9 @@ type Registry struct {
 	Settle time.Duration
 	// Every is how often the records asked for are written (one write per changed object).
 	Every time.Duration
+	// Check is how often the objects are read back (one GET each): a record someone removed or
+	// changed is no longer held, and is written again (0: never).
+	Check time.Duration
 	// Loaded is called once after Start has read the objects, with each name they record, for
 	// the tree controller to look at again: one whose Application is gone has its tree removed
 	// and its record released.
@@ -148,6 +151,12 @@ func (r *Registry) Start(ctx context.Context) error {
 	}
 	t := time.NewTicker(r.Every)
 	defer t.Stop()
+	var check <-chan time.Time
+	if r.Check > 0 {
+		c := time.NewTicker(r.Check)
+		defer c.Stop()
+		check = c.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -156,7 +165,35 @@ func (r *Registry) Start(ctx context.Context) error {
 			for i := range r.shards {
 				r.flush(ctx, i)
 			}
+		case <-check:
+			for i := range r.shards {
+				r.check(ctx, i)
+			}
 		}
+	}
+}
+
+// check reads shard i back: a record its object no longer holds as written (deleted, or changed,
+// by someone else) is no longer held, and the shard is written again.
+func (r *Registry) check(ctx context.Context, i int) {
+	now := &v1alpha1.ResourceViewHolders{}
+	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: ObjectName(i)}, now)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &r.shards[i]
+	drifted := false
+	for k, h := range s.have {
+		if v, ok := now.Holders[k]; !ok || v != h.value {
+			delete(s.have, k)
+			drifted = true
+		}
+	}
+	if drifted || (err != nil && len(s.want) > 0) {
+		r.Log.Info("A ResourceViewHolders object lost records argocd-pull wrote: writing them again; their names get the display tree until then", "name", ObjectName(i))
+		s.version, s.dirty = now.ResourceVersion, true
 	}
 }
 

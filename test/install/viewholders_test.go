@@ -26,8 +26,9 @@ import (
 // cluster (issue 92). While the name is recorded (internal/viewholders, written here by the
 // controller's own Registry), the policy of config/admission refuses that create, for anyone, with
 // a message that says why and until when; the same destination passes (the ApplicationSet
-// controller making its Application again), other names pass, and once the record is released
-// (the tree gone) every destination passes again.
+// controller making its Application again), other names pass; records someone deletes are found
+// at the next check and written again; and once the record is released (the tree gone) every
+// destination passes again.
 func TestAnApplicationMadeAgainKeepsTheDestinationItsNameHoldsATreeFor(t *testing.T) {
 	g := NewWithT(t)
 	env := testenv.Get(t)
@@ -43,7 +44,7 @@ func TestAnApplicationMadeAgainKeepsTheDestinationItsNameHoldsATreeFor(t *testin
 	ns := env.Namespace(t)
 	tenant := tenantOf(t, env, ns)
 
-	holders := &viewholders.Registry{Reader: admin, Writer: admin, Namespace: argo.Name, Every: 50 * time.Millisecond, Log: testr.New(t)}
+	holders := &viewholders.Registry{Reader: admin, Writer: admin, Namespace: argo.Name, Every: 50 * time.Millisecond, Check: 200 * time.Millisecond, Log: testr.New(t)}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = holders.Start(ctx) }()
 	t.Cleanup(func() {
@@ -114,6 +115,22 @@ func TestAnApplicationMadeAgainKeepsTheDestinationItsNameHoldsATreeFor(t *testin
 	g.Expect(create(tenant, ns, "other", hub)).To(Succeed(), "a name that holds no tree")
 	other := env.Namespace(t)
 	g.Expect(create(admin, other, "views", hub)).To(Succeed(), "the same name in another namespace")
+
+	// Someone deletes the records: argocd-pull finds it at its next check and writes them again,
+	// and the policy refuses again (until then the name gets no tree of uids: Hold is Pending).
+	g.Expect(admin.Delete(ctx, held)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		again := &v1alpha1.ResourceViewHolders{}
+		g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(held), again)).To(Succeed())
+		g.Expect(again.Holders).To(HaveKeyWithValue(key, "cluster1 "))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed(), "the records written again after someone deleted them")
+	g.Eventually(func() error {
+		err := create(tenant, ns, "views", hub)
+		if err == nil {
+			remove("views") // made in the moment before the records were back in the policy
+		}
+		return err
+	}, time.Minute, 200*time.Millisecond).Should(MatchError(ContainSubstring("still holds its cluster resource tree")), "the policy refusing again")
 
 	// The tree gone, the record released: any destination again.
 	holders.Release(key)
