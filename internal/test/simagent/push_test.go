@@ -65,3 +65,51 @@ func TestPushSyncsTheHubApplicationItself(t *testing.T) {
 	g.Expect(p.Writes.Load()).To(Equal(writes), "its own writes seen again are no change")
 	g.Expect(p.Redeliveries()).To(BeZero())
 }
+
+// A version of the hub Application read while the sync ran (its request still there) and handed
+// over after the push wrote the sync's end is older than that write: the finished sync does not
+// run again. (A caller's own Get, as the test above makes, did this under load.)
+func TestPushDoesNotRunAFinishedSyncForAVersionReadBeforeItsEnd(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	app := argocd.NewApplication()
+	app.SetNamespace(ns)
+	app.SetName("guestbook")
+	app.Object["spec"] = map[string]any{"project": "default", "destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "guestbook"},
+		"source": map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps.git", "path": "guestbook", "targetRevision": "v1"}}
+	app.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": "applicationset-controller", "automated": true}, "sync": map[string]any{}}
+	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
+
+	p := NewPush(env.Client, Behaviour{SyncDuration: 2 * time.Second})
+	p.Run(ctx, 2)
+	p.Observe(app)
+	get := func() *unstructured.Unstructured {
+		got := argocd.NewApplication()
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(app), got)).To(Succeed())
+		return got
+	}
+	// Read while the sync runs: its start written, its request still on the Application.
+	var running *unstructured.Unstructured
+	g.Eventually(func(g Gomega) {
+		running = get()
+		phase, _, _ := unstructured.NestedString(running.Object, "status", "operationState", "phase")
+		g.Expect(phase).To(Equal("Running"))
+		g.Expect(running.Object).To(HaveKey("operation"))
+	}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(get().Object).NotTo(HaveKey("operation"), "the finished request is removed from the hub Application")
+	}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+
+	writes := p.Writes.Load()
+	p.Observe(running)
+	time.Sleep(time.Second)
+	sim, ok := p.App(client.ObjectKeyFromObject(app))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(sim.Runs()).To(Equal(1), "the sync ran again for a version older than its own end")
+	g.Expect(p.Writes.Load()).To(Equal(writes))
+	g.Expect(p.Redeliveries()).To(BeZero())
+}
