@@ -110,6 +110,12 @@ func (p *Push) sync(ctx context.Context, key types.NamespacedName) error {
 	p.mu.Lock()
 	if a := p.entries[key]; a != nil {
 		a.written = status
+		// What this write made is the newest version seen: a caller's read made before it (the
+		// sync's start still requested) and handed over after it is older, and is not acted on
+		// again (observe). An informer would hand this version over before any later one.
+		if !older(out, a.seen) {
+			a.seen = out
+		}
 		if clear {
 			// The hub Application without the request is what this Argo CD made it: seeing it
 			// come back is no change to act on.
