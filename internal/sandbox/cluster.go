@@ -20,7 +20,24 @@ type Cluster struct {
 	URL        string
 	Kubeconfig string
 	Config     *rest.Config
+	// AuditLog is the apiserver's audit log (JSON lines) of the requests that run something in a
+	// Pod (exec, attach, port-forward), at the Metadata level: who asked, for which Pod, and the
+	// answer's code (auditPolicy).
+	AuditLog string
 }
+
+// auditPolicy makes each apiserver record the requests that run something in a Pod, and nothing
+// else: the record of where a terminal opened from the hub's Argo CD went, and as whom.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  resources:
+  - group: ""
+    resources: [pods/exec, pods/attach, pods/portforward]
+- level: None
+`
 
 // startCluster starts etcd and kube-apiserver for name under dir/name and waits until the
 // apiserver is ready. Its ports and certificates are those of the lab's first start; apiserverArgs
@@ -54,6 +71,10 @@ func startCluster(ctx context.Context, dir, binDir, name string, ports *portBook
 		return nil, err
 	}
 	url := "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	auditPolicyFile, auditLog := filepath.Join(cdir, "audit-policy.yaml"), filepath.Join(cdir, "audit.log")
+	if err := os.WriteFile(auditPolicyFile, []byte(auditPolicy), 0o644); err != nil {
+		return nil, err
+	}
 	if _, err := start(dir, name+"-apiserver", filepath.Join(binDir, "kube-apiserver"), append([]string{
 		"--etcd-servers=" + etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(apiPort), "--cert-dir=" + filepath.Join(cdir, "certs"),
@@ -61,10 +82,11 @@ func startCluster(ctx context.Context, dir, binDir, name string, ports *portBook
 		"--service-cluster-ip-range=10.0.0.0/24", "--service-account-issuer=" + url,
 		"--service-account-key-file=" + p.serviceAccountPub, "--service-account-signing-key-file=" + p.serviceAccountKey,
 		"--authorization-mode=RBAC", "--allow-privileged=true",
+		"--audit-policy-file=" + auditPolicyFile, "--audit-log-path=" + auditLog, "--audit-log-maxsize=10",
 	}, apiserverArgs...)); err != nil {
 		return nil, err
 	}
-	c := &Cluster{Name: name, URL: url, Kubeconfig: filepath.Join(dir, name+".kubeconfig")}
+	c := &Cluster{Name: name, URL: url, Kubeconfig: filepath.Join(dir, name+".kubeconfig"), AuditLog: auditLog}
 	if err := writeKubeconfig(c.Kubeconfig, name, url, p); err != nil {
 		return nil, err
 	}

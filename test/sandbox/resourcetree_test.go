@@ -48,7 +48,8 @@ data:
 // its Argo CD namespace, for both destination forms: the documents' in-cluster one
 // (https://kubernetes.default.svc, which is the hub itself to the hub's API server) and the
 // hardened one naming the cluster (its GitOpsCluster secret on the hub, which holds no
-// credentials). The hub objects are unchanged, and no answer carries their data.
+// credentials). The hub objects are unchanged, and no answer carries their data. The web terminal,
+// on a Pod running on the hub, runs nothing there (the hub apiserver's audit log).
 // docs/security.md lists each row.
 func TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject(t *testing.T) {
 	requireLab(t)
@@ -61,6 +62,8 @@ func TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject(t *testing.T) {
 		out, err := cli.run(time.Minute, "app", "resources", docs.Namespace+"/"+docs.Name)
 		return err == nil && strings.Contains(out, "guestbook-ui"), fmt.Errorf("%v: %s", err, out)
 	})
+	// The web terminal on a Pod running on the hub, through the documents' Application.
+	t.Run("terminal", func(t *testing.T) { terminalReachesNoHubPod(t, hub, docs) })
 	if _, err := lab.CommitFiles("objects named as the hub's", hubNamedManifests); err != nil {
 		t.Fatal(err)
 	}

@@ -50,8 +50,10 @@ spec:
 // the live manifest from cluster1, a value set there by hand included. Scaled on cluster1 by hand,
 // the Deployment's live state and its diff from Git show in argocd app manifests --source live and
 // argocd app diff, and in the UI's resource panel (its summary, Diff and EVENTS, from cluster1);
-// argocd app logs and the panel's LOGS get cluster1's own answer. Writes still reach nothing: cluster1's Deployment is
-// unchanged. Single-source, and multi-source as the documents' own Applications are.
+// argocd app logs and the panel's LOGS get cluster1's own answer. The web terminal on a Pod runs
+// its exec on cluster1 only, as the read-only account, which refuses it (the apiservers' audit
+// logs). Writes still reach nothing: cluster1's Deployment is unchanged. Single-source, and
+// multi-source as the documents' own Applications are.
 func TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree(t *testing.T) {
 	ctx, hub, cluster1, cli := onTheChannel(t, 8*time.Minute, "a Deployment for the views", viewsManifests)
 
@@ -125,7 +127,7 @@ func showsTheClustersOwnTree(ctx context.Context, t *testing.T, hub, cluster1 cl
 	// kubelet: a Pod without a node has no logs (an empty answer, as from any cluster), so one Pod
 	// is bound to a Node that has no address, and cluster1's apiserver answers that it cannot
 	// reach its kubelet: its own answer, as the UI and the CLI show it.
-	bindToANodeWithoutKubelet(ctx, t, cluster1, "views", "views-web")
+	pod := bindToANodeWithoutKubelet(ctx, t, cluster1, "views", "views-web")
 	var logs string
 	eventually(t, "argocd app logs answering with cluster1's own word", time.Minute, "hub-argocd-server.log", func() (bool, error) {
 		out, err := cli.run(time.Minute, "app", "logs", name, "--group", "apps", "--kind", "Deployment", "--name", "views-web", "--namespace", "views")
@@ -149,6 +151,11 @@ func showsTheClustersOwnTree(ctx context.Context, t *testing.T, hub, cluster1 cl
 	ui.click("LOGS", ".sliding-panel__body *", "LOGS")
 	ui.waitText("cluster1's own answer to the Deployment's logs", ".sliding-panel__body", time.Minute, "no preferred addresses found")
 	ui.noErrorToasts()
+
+	// The terminal: Argo CD finds the Pod by its uid in cluster1's tree and runs a shell in it on
+	// cluster1, as the read-only account, which cluster1 refuses (its audit log's 403); nothing
+	// runs in a Pod of the hub.
+	terminalReachesOnlyTheCluster(ctx, t, hub, cluster1, app.GetName(), types.NamespacedName{Namespace: "views", Name: pod}, "web")
 
 	// The write verbs reach cluster1, which refuses each as the read-only account (its own 403,
 	// naming the ManagedServiceAccount): a delete, a patch, and Argo CD's built-in restart of a
@@ -184,15 +191,16 @@ func refusedByTheAccount(out string) bool {
 }
 
 // bindToANodeWithoutKubelet binds one Pod of the Deployment name in ns of cluster to a Node made for
-// it, with no address (the lab runs no kubelet); the Node goes at the test's end, and its Pods
-// with it.
-func bindToANodeWithoutKubelet(ctx context.Context, t *testing.T, cluster client.Client, ns, name string) {
+// it, with no address (the lab runs no kubelet), and returns the Pod's name; the Node goes at the
+// test's end, and its Pods with it.
+func bindToANodeWithoutKubelet(ctx context.Context, t *testing.T, cluster client.Client, ns, name string) string {
 	t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "no-kubelet-" + strings.ToLower(t.Name()[strings.LastIndex(t.Name(), "/")+1:])}}
 	if err := cluster.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cluster.Delete(context.Background(), node) })
+	var bound string
 	eventually(t, "a Pod of "+name+" bound to "+node.Name, time.Minute, "cluster1-kube-controller-manager.log", func() (bool, error) {
 		pods := &corev1.PodList{}
 		if err := cluster.List(ctx, pods, client.InNamespace(ns)); err != nil {
@@ -204,6 +212,7 @@ func bindToANodeWithoutKubelet(ctx context.Context, t *testing.T, cluster client
 				continue
 			}
 			if p.Spec.NodeName == node.Name {
+				bound = p.Name
 				return true, nil
 			}
 			if p.Spec.NodeName == "" {
@@ -213,6 +222,7 @@ func bindToANodeWithoutKubelet(ctx context.Context, t *testing.T, cluster client
 		}
 		return false, fmt.Errorf("no Pod of %s to bind", name)
 	})
+	return bound
 }
 
 // On its cluster's channel, an Application's tree carries the uids of cluster1's objects, so the
