@@ -110,11 +110,15 @@ func (ui *argoUI) eval(expr string) (any, error) {
 // waitFor polls expr until it is true.
 func (ui *argoUI) waitFor(what string, timeout time.Duration, expr string) {
 	ui.t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	var last any
 	var err error
 	for time.Now().Before(deadline) {
 		if last, err = ui.eval(expr); err == nil && last == true {
+			if took := time.Since(start); took >= 5*time.Second {
+				ui.t.Logf("the UI: %s: %s", what, took.Round(100*time.Millisecond)) // as eventually logs
+			}
 			return
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -126,7 +130,8 @@ func (ui *argoUI) waitFor(what string, timeout time.Duration, expr string) {
 // returns it.
 func (ui *argoUI) waitText(what, selector string, timeout time.Duration, want ...string) string {
 	ui.t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	var text string
 	for time.Now().Before(deadline) {
 		// The editors' text (Monaco) spaces with no-break spaces: read as plain spaces.
@@ -139,6 +144,9 @@ func (ui *argoUI) waitText(what, selector string, timeout time.Duration, want ..
 			}
 		}
 		if !missing {
+			if took := time.Since(start); took >= 5*time.Second {
+				ui.t.Logf("the UI: %s: %s", what, took.Round(100*time.Millisecond))
+			}
 			ui.shot(what)
 			return text
 		}
@@ -157,6 +165,12 @@ func (ui *argoUI) click(what, selector, label string) {
 
 // shot takes a screenshot, kept under name (see argoUI).
 func (ui *argoUI) shot(name string) {
+	start := time.Now()
+	defer func() {
+		if took := time.Since(start); took >= time.Second {
+			ui.t.Logf("the UI: screenshot %s: %s", name, took.Round(100*time.Millisecond))
+		}
+	}()
 	png, err := chromedp.Run(ui.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		ui.t.Logf("screenshot %s: %v", name, err)
