@@ -29,6 +29,12 @@ func Browser(t testing.TB, ctx context.Context) context.Context {
 		chromedp.ExecPath(bin),
 		chromedp.WindowSize(1366, 768), // a laptop screen
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// A page navigated away from stays in the back/forward cache with its requests open:
+		// the Argo CD UI's watch streams (server-sent events) of the pages before held the six
+		// HTTP/1.1 connections Chromium allows a host for about a minute each, and each new
+		// page's requests waited for one (35 s a click in the UI test, a delete stalled for
+		// minutes). A person's next page is a link inside the UI's single page, not a new load.
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,BackForwardCache"), // the first two: chromedp's default
 		chromedp.UserDataDir(t.TempDir()),
 	)
 	if os.Geteuid() == 0 {
