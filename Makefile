@@ -159,7 +159,7 @@ helm-lint: $(HELM) ## Lint the Helm chart
 # run under the race detector first; the rest after them. (internal/controller was out of this list
 # under controller-runtime v0.24, whose priority queue could deadlock at shutdown:
 # kubernetes-sigs/controller-runtime#3538, fixed in v0.25.) The lab's tests (test/sandbox, about
-# 32 minutes, mostly waiting on its clusters: a load of about 1.2 of 2 cores) run from the start
+# 26 minutes, mostly waiting on its clusters: a load of about 1.2 of 2 cores) run from the start
 # beside both steps, so the wall time is the lab's; their output follows the others'.
 RACE_PACKAGES := ./internal/controller/... ./internal/report/... ./internal/appstatus/... ./internal/dashboard/... ./internal/intern/... ./internal/propagation/... ./internal/manifestwork/...
 LAB_PACKAGES := ./test/sandbox

@@ -313,6 +313,14 @@ func TestArgoCDsWebUIOnPullModelApplications(t *testing.T) {
 			return sync == argocd.SyncOutOfSync, nil
 		})
 	}
+	// The documents' Applications as their clusters report them (run first, the lab may have
+	// just started).
+	for _, cluster := range []string{"cluster1", "cluster2"} {
+		eventually(t, appKey(cluster).Name+" Synced and Healthy", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+			sync, health, _ := hubState(hub, appKey(cluster))
+			return sync == argocd.SyncSynced && health == "Healthy", fmt.Errorf("%s/%s", health, sync)
+		})
+	}
 	ui := openArgoUI(t)
 
 	// The list: every pull-model Application, with the health and sync status its cluster reports.
