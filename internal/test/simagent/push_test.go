@@ -15,23 +15,28 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// The push-model fleet syncs a hub Application on the request the hub carries, writes the outcome
-// to that Application and removes the finished request, as Argo CD does on the cluster it runs
-// on; seeing its own write come back, it writes nothing more.
-func TestPushSyncsTheHubApplicationItself(t *testing.T) {
-	env := testenv.Get(t)
-	ns := env.Namespace(t)
-	g := NewWithT(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
+// requestedSync creates in ns a hub Application with a sync request, as the ApplicationSet
+// controller's RollingSync writes one.
+func requestedSync(ctx context.Context, g Gomega, c client.Client, ns string) *unstructured.Unstructured {
 	app := argocd.NewApplication()
 	app.SetNamespace(ns)
 	app.SetName("guestbook")
 	app.Object["spec"] = map[string]any{"project": "default", "destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "guestbook"},
 		"source": map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps.git", "path": "guestbook", "targetRevision": "v1"}}
 	app.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": "applicationset-controller", "automated": true}, "sync": map[string]any{}}
-	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
+	g.Expect(c.Create(ctx, app)).To(Succeed())
+	return app
+}
+
+// The push-model fleet syncs a hub Application on the request the hub carries, writes the outcome
+// to that Application and removes the finished request, as Argo CD does on the cluster it runs
+// on; seeing its own write come back, it writes nothing more.
+func TestPushSyncsTheHubApplicationItself(t *testing.T) {
+	env := testenv.Get(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	app := requestedSync(ctx, g, env.Client, env.Namespace(t))
 
 	p := NewPush(env.Client, Behaviour{SyncDuration: 200 * time.Millisecond})
 	p.Run(ctx, 2)
@@ -71,18 +76,10 @@ func TestPushSyncsTheHubApplicationItself(t *testing.T) {
 // run again. (A caller's own Get, as the test above makes, did this under load.)
 func TestPushDoesNotRunAFinishedSyncForAVersionReadBeforeItsEnd(t *testing.T) {
 	env := testenv.Get(t)
-	ns := env.Namespace(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-
-	app := argocd.NewApplication()
-	app.SetNamespace(ns)
-	app.SetName("guestbook")
-	app.Object["spec"] = map[string]any{"project": "default", "destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "guestbook"},
-		"source": map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps.git", "path": "guestbook", "targetRevision": "v1"}}
-	app.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": "applicationset-controller", "automated": true}, "sync": map[string]any{}}
-	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
+	app := requestedSync(ctx, g, env.Client, env.Namespace(t))
 
 	p := NewPush(env.Client, Behaviour{SyncDuration: 2 * time.Second})
 	p.Run(ctx, 2)
