@@ -67,12 +67,11 @@ type terminalAnswer struct {
 	said   string
 }
 
-// openTerminal opens the hub Argo CD's web terminal as the lab's admin, on container of the Pod
-// namespace/pod in the Application appNamespace/app of project, as the UI's TERMINAL tab does,
-// and reads the session until the server closes it (or 20 s).
-func openTerminal(t *testing.T, appNamespace, app, project, namespace, pod, container string) terminalAnswer {
+// openTerminal opens the hub Argo CD's web terminal with the session token (argoCDSessionToken),
+// on container of the Pod namespace/pod in the Application appNamespace/app of project, as the
+// UI's TERMINAL tab does, and reads the session until the server closes it (or 20 s).
+func openTerminal(t *testing.T, token, appNamespace, app, project, namespace, pod, container string) terminalAnswer {
 	t.Helper()
-	token := argoCDSessionToken(t)
 	q := url.Values{"pod": {pod}, "container": {container}, "appName": {app}, "appNamespace": {appNamespace},
 		"projectName": {project}, "namespace": {namespace}}
 	u := url.URL{Scheme: "ws", Host: lab.ArgoCD.Addr, Path: "/terminal", RawQuery: q.Encode()}
@@ -205,10 +204,11 @@ func terminalReachesOnlyTheCluster(ctx context.Context, t *testing.T, hub, clust
 	markRunning(ctx, t, cluster1, pod, container)
 	since := time.Now().Add(-time.Second)
 	account := "system:serviceaccount:" + clusteraccess.DefaultServiceAccountNamespace + ":argocd-pull"
+	token := argoCDSessionToken(t)
 	var answer terminalAnswer
 	var onCluster1 []runInPod
 	eventually(t, "the terminal's exec reaching cluster1 as the read-only account", 2*time.Minute, "hub-argocd-server.log", func() (bool, error) {
-		answer = openTerminal(t, sandbox.ArgoNamespace, app, "default", pod.Namespace, pod.Name, container)
+		answer = openTerminal(t, token, sandbox.ArgoNamespace, app, "default", pod.Namespace, pod.Name, container)
 		onCluster1 = runsInPods(t, lab.Managed[0], since)
 		return answer.status == http.StatusSwitchingProtocols && len(onCluster1) > 0,
 			fmt.Errorf("the terminal answered %d %q; cluster1's audit: %v", answer.status, answer.said, onCluster1)
@@ -240,9 +240,10 @@ func terminalReachesNoHubPod(t *testing.T, hub client.Client, app types.Namespac
 	t.Cleanup(func() { _ = hub.Delete(context.Background(), target, client.GracePeriodSeconds(0)) })
 	markRunning(ctx, t, hub, client.ObjectKeyFromObject(target), "shell")
 	since := time.Now().Add(-time.Second)
+	token := argoCDSessionToken(t)
 	var answer terminalAnswer
 	eventually(t, "the terminal on the hub's Pod refused by the hub's Argo CD", time.Minute, "hub-argocd-server.log", func() (bool, error) {
-		answer = openTerminal(t, app.Namespace, app.Name, "default", target.Namespace, target.Name, "shell")
+		answer = openTerminal(t, token, app.Namespace, app.Name, "default", target.Namespace, target.Name, "shell")
 		return answer.status != http.StatusNotFound, fmt.Errorf("%d %q", answer.status, answer.said)
 	})
 	t.Logf("the terminal on the hub's %s through %s answered %d %q", client.ObjectKeyFromObject(target), app, answer.status, answer.said)
