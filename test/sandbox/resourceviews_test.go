@@ -25,7 +25,9 @@ import (
 )
 
 // A Deployment whose Pods cluster1's kube-controller-manager makes (they stay Pending: the lab's
-// clusters run no kubelet).
+// clusters run no kubelet). Their grace period is 0: a Pod a test bound to a node goes with its
+// Deployment at once, where a graceful delete would wait for a kubelet that never confirms it
+// (cluster1's pod GC force-deletes it some 50 s after its node is gone).
 var viewsManifests = map[string]string{"views/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -38,6 +40,7 @@ spec:
     metadata:
       labels: {app: views-web}
     spec:
+      terminationGracePeriodSeconds: 0
       containers:
       - name: web
         image: registry.invalid/views-web:1
