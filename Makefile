@@ -159,32 +159,40 @@ helm-lint: $(HELM) ## Lint the Helm chart
 # run under the race detector first; the rest after them. (internal/controller was out of this list
 # under controller-runtime v0.24, whose priority queue could deadlock at shutdown:
 # kubernetes-sigs/controller-runtime#3538, fixed in v0.25.) The lab's tests (test/sandbox, about
-# 26 minutes, mostly waiting on its clusters: a load of about 1.2 of 2 cores) run from the start
-# beside both steps, so the wall time is the lab's; their output follows the others'.
+# 25 minutes on one lab, mostly waiting on its clusters: alone, it leaves about 64% of 2 cores
+# idle) run from the start beside both steps, as two shards, each on a lab of its own: the tests of
+# OCM's channel, the resource views and Argo CD's CLI and UI (LAB_VIEWS_TESTS, go test -run), and
+# all the others (go test -skip of the same names), so that every test is in one shard and a new
+# one is in the second unless it is named here. Each lab takes its ports from a range of its own
+# (LAB_PORTS). The wall time is the slower shard's; their output follows the others'.
 RACE_PACKAGES := ./internal/controller/... ./internal/report/... ./internal/appstatus/... ./internal/dashboard/... ./internal/intern/... ./internal/propagation/... ./internal/manifestwork/...
 LAB_PACKAGES := ./test/sandbox
+LAB_VIEWS_TESTS := ^(TestArgoCDCLIOnAPullModelApplication|TestArgoCDCLIOnTheDocumentsMultiSourceApplication|TestArgoCDCLITerminatesASyncStuckInAHook|TestTheHubServesArgoCDsWebUI|TestArgoCDsWebUIOnPullModelApplications|TestAClusterCannotAimItsClusterSecretAtTheHub|TestTheHubReadsAClusterThroughOCMsChannel|TestTheHubReachesAClusterThroughClusterProxy|TestTheDemosHardenedApplicationShowsTheClustersOwnResources|TestAManagedServiceAccountsTokenIsItsClusterAccount|TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject|TestATenantCannotAimItsClustersViewsAtTheHubOrAnotherCluster|TestAnApplicationOnItsClustersChannelShowsTheClustersOwnTree|TestResourceLevelVerbsOnTheClustersOwnTreeReachOnlyTheClusterReadOnly|TestAChannelThatIsDownGivesTheDisplayTreeUntilItIsBack|TestATokenTheClusterRefusesGivesItsOwnErrorAndTheDisplayTree|TestATenantsProjectKeepsItFromTheClustersViews)$$
 OTHER_PACKAGES = $(shell go list ./... | grep -vE '/internal/(controller|report|appstatus|dashboard|intern|propagation|manifestwork)(/|$$)|/test/sandbox$$')
 # make test prints what a plain go test prints, then the wall time of each step, each package and
 # the ten slowest tests (hack/testtime, from go test -json; the results stay in TEST_EVENTS).
 TEST_EVENTS := tmp/test-events.json
-LAB_TEST_OUTPUT := tmp/lab-test.out
+LAB_TEST_OUTPUT := tmp/lab-test
 TEST_ENV = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) CLUSTER_PROXY_ASSETS=$(CLUSTER_PROXY_ASSETS) MSA_ASSETS=$(MSA_ASSETS) KUBECTL=$(KUBECTL) HELM=$(HELM) REQUIRE_CHROMIUM=1 \
 	ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1
 
 .PHONY: test
 test: kube-assets ocm-assets addon-assets argocd-assets install-tools sandbox-deps chromium container-deps demo-image ## Run all tests: unit, real-apiserver (the cache's sharers under -race), install manifests, the image, end-to-end, and the lab beside them
-	@mkdir -p tmp && rm -f $(TEST_EVENTS) $(LAB_TEST_OUTPUT) && go build -o $(BIN)/testtime ./hack/testtime
+	@mkdir -p tmp && rm -f $(TEST_EVENTS) $(LAB_TEST_OUTPUT)-*.out && go build -o $(BIN)/testtime ./hack/testtime
 	@status=0; \
-	echo "go test -count=1 -timeout 45m $(GO_TEST_FLAGS) $(LAB_PACKAGES) (the lab, beside the steps below; its output follows theirs)"; \
-	( $(TEST_ENV) go test -json -count=1 -timeout 45m $(GO_TEST_FLAGS) $(LAB_PACKAGES) | $(BIN)/testtime -events $(TEST_EVENTS) -step lab > $(LAB_TEST_OUTPUT) 2>&1 ) & lab=$$!; \
+	echo "go test -count=1 -timeout 45m $(GO_TEST_FLAGS) $(LAB_PACKAGES), two shards on a lab each: -run '<LAB_VIEWS_TESTS>' and -skip '<LAB_VIEWS_TESTS>' (beside the steps below; their output follows theirs)"; \
+	( $(TEST_ENV) LAB_PORTS=32768-40959 go test -json -count=1 -timeout 45m $(GO_TEST_FLAGS) -run '$(LAB_VIEWS_TESTS)' $(LAB_PACKAGES) | $(BIN)/testtime -events $(TEST_EVENTS) -step "lab: views" > $(LAB_TEST_OUTPUT)-views.out 2>&1 ) & views=$$!; \
+	( $(TEST_ENV) LAB_PORTS=40960-49151 go test -json -count=1 -timeout 45m $(GO_TEST_FLAGS) -skip '$(LAB_VIEWS_TESTS)' $(LAB_PACKAGES) | $(BIN)/testtime -events $(TEST_EVENTS) -step "lab: the rest" > $(LAB_TEST_OUTPUT)-rest.out 2>&1 ) & rest=$$!; \
 	echo "go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) <the cache's sharers>"; \
 	$(TEST_ENV) go test -json -race -count=1 -timeout 20m $(GO_TEST_FLAGS) $(RACE_PACKAGES) | $(BIN)/testtime -events $(TEST_EVENTS) -step race || status=$$?; \
 	if [ $$status -eq 0 ]; then \
 		echo "go test -count=1 -timeout 40m $(GO_TEST_FLAGS) <the others>"; \
 		$(TEST_ENV) go test -json -count=1 -timeout 40m $(GO_TEST_FLAGS) $(OTHER_PACKAGES) | $(BIN)/testtime -events $(TEST_EVENTS) -step others || status=$$?; \
 	fi; \
-	echo "the lab ($(LAB_PACKAGES)):"; \
-	wait $$lab || status=$$?; cat $(LAB_TEST_OUTPUT); \
+	echo "the lab ($(LAB_PACKAGES)), its views' shard:"; \
+	wait $$views || status=$$?; cat $(LAB_TEST_OUTPUT)-views.out; \
+	echo "the lab ($(LAB_PACKAGES)), the other tests' shard:"; \
+	wait $$rest || status=$$?; cat $(LAB_TEST_OUTPUT)-rest.out; \
 	$(BIN)/testtime -table $(TEST_EVENTS); exit $$status
 
 # The lab's tests of Argo CD's own clients on a pull-model Application: the argocd CLI through the

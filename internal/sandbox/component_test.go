@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -79,6 +80,37 @@ func TestPortsAreKeptAndATakenOneIsRefused(t *testing.T) {
 	defer func() { _ = l.Close() }()
 	if err := again.checkFree(); !errors.Is(err, errPortsTaken) {
 		t.Errorf("checkFree with hub-apiserver's port taken: %v", err)
+	}
+}
+
+// Two labs started together take their ports from ranges of their own (make test's two shards):
+// every port chosen is in the lab's range, and a range that is not one is refused with why.
+func TestALabTakesItsPortsFromItsRange(t *testing.T) {
+	r, err := ParsePortRange("40960-49151")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := loadPorts(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.within = r
+	for i := range 20 {
+		p, err := b.port(fmt.Sprintf("listener-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p < r.Low || p > r.High {
+			t.Errorf("listener-%d on port %d, outside %d-%d", i, p, r.Low, r.High)
+		}
+	}
+	if r, err := ParsePortRange(""); err != nil || r != (PortRange{}) {
+		t.Errorf(`ParsePortRange(""): %v, %v; want the zero range`, r, err)
+	}
+	for _, bad := range []string{"40960", "49151-40960", "0-100", "40960-60000", "a-b", "-1-5"} {
+		if _, err := ParsePortRange(bad); err == nil {
+			t.Errorf("ParsePortRange(%q) took it", bad)
+		}
 	}
 }
 

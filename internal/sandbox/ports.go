@@ -24,6 +24,37 @@ const portsFile = "ports.json"
 type portBook struct {
 	path  string
 	ports map[string]int
+	// within is the range new ports are taken from (PortRange; zero: up to maxPort).
+	within PortRange
+}
+
+// PortRange is a range of loopback ports, both ends included. Two labs started together on one
+// machine each take theirs from a range of its own: a port one has chosen is free until its
+// listener starts, and the other must not choose it meanwhile.
+type PortRange struct{ Low, High int }
+
+// ParsePortRange reads "low-high" ("": the zero range, which takes any port up to maxPort).
+func ParsePortRange(s string) (PortRange, error) {
+	if s == "" {
+		return PortRange{}, nil
+	}
+	low, high, ok := strings.Cut(s, "-")
+	r := PortRange{}
+	var err1, err2 error
+	r.Low, err1 = strconv.Atoi(low)
+	r.High, err2 = strconv.Atoi(high)
+	if !ok || err1 != nil || err2 != nil || r.Low < 1 || r.High > maxPort || r.Low > r.High {
+		return PortRange{}, fmt.Errorf("port range %q: want low-high, from 1 to %d", s, maxPort)
+	}
+	return r, nil
+}
+
+// holds says whether p is in r.
+func (r PortRange) holds(p int) bool {
+	if r == (PortRange{}) {
+		return p <= maxPort
+	}
+	return p >= r.Low && p <= r.High
 }
 
 func loadPorts(dir string) (*portBook, error) {
@@ -54,12 +85,12 @@ func (b *portBook) port(name string) (int, error) {
 	for _, p := range b.ports {
 		taken[p] = true
 	}
-	for range 50 {
+	for range 200 {
 		p, err := localproc.FreePort()
 		if err != nil {
 			return 0, err
 		}
-		if taken[p] || p > maxPort {
+		if taken[p] || !b.within.holds(p) {
 			continue
 		}
 		b.ports[name] = p
@@ -69,7 +100,7 @@ func (b *portBook) port(name string) (int, error) {
 		}
 		return p, os.WriteFile(b.path, data, 0o644)
 	}
-	return 0, fmt.Errorf("no free port for %s", name)
+	return 0, fmt.Errorf("no free port for %s in %d-%d", name, b.within.Low, b.within.High)
 }
 
 // addr is "127.0.0.1:<port>" of the listener.

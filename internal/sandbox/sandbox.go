@@ -60,6 +60,9 @@ type Options struct {
 	// one), ManagedArgoCDVersion that of the managed clusters (default: MANAGED_ARGOCD_VERSION,
 	// else the hub's). Each must be built under bin/argocd (make argocd-assets).
 	ArgoCDVersion, ManagedArgoCDVersion string
+	// Ports is the range the lab's listeners take their ports from on its first start (zero: any
+	// free port the konnectivity server accepts).
+	Ports PortRange
 }
 
 // Lab is a running sandbox.
@@ -135,6 +138,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	ports.within = o.Ports
 	if err := ports.checkFree(); err != nil {
 		return nil, fmt.Errorf("%w; stop that program, or start a new lab here with 'argocd-pull sandbox down --purge --dir %s'", err, o.Dir)
 	}

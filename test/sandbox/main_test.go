@@ -1,7 +1,9 @@
 // Package sandbox_test brings the local lab up once, as `argocd-pull sandbox up` does, and checks
 // the documents' flow and argocd-pull's own behaviour through its real components: OCM's placement
 // controller and work agents, Argo CD's ApplicationSet and application controllers. The tests run
-// in file order on one lab; the last one deletes the ApplicationSet.
+// in file order on one lab; the last one deletes the ApplicationSet. make test runs them as two
+// shards side by side, each on a lab of its own (LAB_VIEWS_TESTS in the Makefile), so no test may
+// count on another having run before it.
 package sandbox_test
 
 import (
@@ -55,7 +57,14 @@ func TestMain(m *testing.M) {
 			upErr = err
 			return m.Run()
 		}
-		labOptions = sandbox.Options{Dir: dir, Clusters: 2, Controller: bin, Out: &progress,
+		// LAB_PORTS: make test runs the tests as two shards, each on a lab of its own, with
+		// ports from a range of its own.
+		ports, err := sandbox.ParsePortRange(os.Getenv("LAB_PORTS"))
+		if err != nil {
+			upErr = fmt.Errorf("LAB_PORTS: %w", err)
+			return m.Run()
+		}
+		labOptions = sandbox.Options{Dir: dir, Clusters: 2, Controller: bin, Out: &progress, Ports: ports,
 			ControllerArgs: []string{"--stale-after=" + staleAfter.String(), "--adopt-upstream-works"}}
 		lab, upErr = sandbox.Up(context.Background(), labOptions)
 		return m.Run()
