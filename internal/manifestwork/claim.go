@@ -76,12 +76,14 @@ func ClaimOf(work *workv1.ManifestWork) Claim {
 	if m == nil {
 		return ClaimPending
 	}
-	return claimOfManifest(m, work.Annotations[api.HubApplicationNamespaceAnnotation]+"/"+work.Annotations[api.HubApplicationNameAnnotation])
+	return claimOfManifest(m, FeedbackHubApplication, work.Annotations[api.HubApplicationNamespaceAnnotation]+"/"+work.Annotations[api.HubApplicationNameAnnotation])
 }
 
-// claimOfManifest reads whose the Application the agent reported in m is, for the hub
-// Application hub ("<namespace>/<name>"): a pending work's, or a probe's entry.
-func claimOfManifest(m *workv1.ManifestCondition, hub string) Claim {
+// claimOfManifest reads whose the object the agent reported in m is, for the hub object hub
+// ("<namespace>/<name>") that its owner feedback value names when it is the hub's: a pending
+// work's Application or a probe's entry (FeedbackHubApplication), a credential's copy
+// (FeedbackHubSecret).
+func claimOfManifest(m *workv1.ManifestCondition, owner, hub string) Claim {
 	available := meta.FindStatusCondition(m.Conditions, workv1.ManifestAvailable)
 	switch {
 	case available == nil:
@@ -91,9 +93,9 @@ func claimOfManifest(m *workv1.ManifestCondition, hub string) Claim {
 	case available.Status != metav1.ConditionTrue:
 		return ClaimPending
 	}
-	owner, uid := claimFeedback(m)
+	said, uid := claimFeedback(m, owner)
 	switch {
-	case owner != "" && owner == hub:
+	case said != "" && said == hub:
 		return ClaimOurs
 	case uid != "":
 		return ClaimForeign
@@ -180,19 +182,19 @@ func applicationStatus(work *workv1.ManifestWork) *workv1.ManifestCondition {
 	return nil
 }
 
-// claimFeedback is what the managed cluster reported of the claim: the Application's
-// api.HubApplicationAnnotation and its UID.
-func claimFeedback(m *workv1.ManifestCondition) (owner, uid string) {
+// claimFeedback is what the managed cluster reported of the claim: the object's annotation that
+// names its hub object (the feedback value named owner) and its UID.
+func claimFeedback(m *workv1.ManifestCondition, owner string) (said, uid string) {
 	for _, v := range m.StatusFeedbacks.Values {
 		if v.Value.String == nil {
 			continue
 		}
 		switch v.Name {
-		case FeedbackHubApplication:
-			owner = *v.Value.String
+		case owner:
+			said = *v.Value.String
 		case FeedbackManagedUID:
 			uid = *v.Value.String
 		}
 	}
-	return owner, uid
+	return said, uid
 }

@@ -142,13 +142,17 @@ func ProbeAsks(probe *workv1.ManifestWork, managed string) bool {
 
 // ProbeCurrent reports whether the agent's answers in probe are about its current generation
 // (see above).
-func ProbeCurrent(probe *workv1.ManifestWork) bool {
-	if probe == nil {
+func ProbeCurrent(probe *workv1.ManifestWork) bool { return answersCurrent(probe) }
+
+// answersCurrent reports whether the agent's Applied and Available conditions of work are about
+// its current generation: then every manifest's Available was read again since the last write.
+func answersCurrent(work *workv1.ManifestWork) bool {
+	if work == nil {
 		return false
 	}
 	for _, t := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
-		c := meta.FindStatusCondition(probe.Status.Conditions, t)
-		if c == nil || c.ObservedGeneration != probe.Generation {
+		c := meta.FindStatusCondition(work.Status.Conditions, t)
+		if c == nil || c.ObservedGeneration != work.Generation {
 			return false
 		}
 	}
@@ -184,7 +188,7 @@ func answered(reports map[string]*workv1.ManifestCondition, current bool, key st
 	if m == nil {
 		return ClaimPending
 	}
-	claim := claimOfManifest(m, hub.String())
+	claim := claimOfManifest(m, FeedbackHubApplication, hub.String())
 	if claim != ClaimForeign && !current {
 		return ClaimPending
 	}
