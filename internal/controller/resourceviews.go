@@ -44,9 +44,25 @@ const ReasonClusterTreeNotRead = "ClusterTreeNotRead"
 // a log line.
 const maxClusterText = 512
 
-// clusterTreeBackoff is how long the reads of a cluster whose read failed wait: meanwhile its
-// Applications keep the display tree and no reconcile waits on a channel that is down.
-var clusterTreeBackoff = time.Minute
+// How long the reads of a cluster whose read failed wait: meanwhile its Applications keep the
+// display tree and no reconcile waits on a channel that is down. The first failure waits
+// clusterTreeFirstBackoff, so that a channel back after a moment (cluster-proxy's tunnel
+// reconnecting, an agent restarted) gives the views back within seconds; each failure after it
+// through the same channel, with no read between, doubles the wait, up to clusterTreeBackoff: a
+// cluster that stays away costs one read a minute.
+var (
+	clusterTreeFirstBackoff = 10 * time.Second
+	clusterTreeBackoff      = time.Minute
+)
+
+// backoffAfter is the wait after a cluster's failures-th failed read in a row (1 for the first).
+func backoffAfter(failures int) time.Duration {
+	d := clusterTreeFirstBackoff
+	for i := 1; i < failures && d < clusterTreeBackoff; i++ {
+		d *= 2
+	}
+	return min(d, clusterTreeBackoff)
+}
 
 // ClusterTrees reads the cluster's own trees (nil: every tree is the display tree).
 type ClusterTrees struct {
@@ -76,14 +92,20 @@ type ClusterTrees struct {
 	wentDown chan event.GenericEvent
 }
 
-// failed marks cluster down for reads through channel until the backoff ends, and tells the
-// cluster's other Applications when it was not down through that channel before (a full queue drops
-// the word: they find out at their own reads).
-func (ct *ClusterTrees) failed(cluster string, channel [sha256.Size]byte, why string, now time.Time) {
+// failed marks cluster down for reads through channel until the backoff ends (backoffAfter: the
+// failures through that channel since its last read count), and tells the cluster's other
+// Applications when it was not down through that channel before (a full queue drops the word: they
+// find out at their own reads). It returns how long the reads wait.
+func (ct *ClusterTrees) failed(cluster string, channel [sha256.Size]byte, why string, now time.Time) time.Duration {
 	ct.up.Delete(cluster)
-	prev, was := ct.down.Swap(cluster, clusterDown{until: now.Add(clusterTreeBackoff), why: why, channel: channel})
+	failures := 1
+	if d, ok := ct.down.Load(cluster); ok && d.(clusterDown).channel == channel {
+		failures = d.(clusterDown).failures + 1
+	}
+	wait := backoffAfter(failures)
+	prev, was := ct.down.Swap(cluster, clusterDown{until: now.Add(wait), why: why, channel: channel, failures: failures})
 	if (was && prev.(clusterDown).channel == channel) || ct.wentDown == nil {
-		return
+		return wait
 	}
 	o := &metav1.PartialObjectMetadata{}
 	o.SetName(cluster)
@@ -91,17 +113,19 @@ func (ct *ClusterTrees) failed(cluster string, channel [sha256.Size]byte, why st
 	case ct.wentDown <- event.GenericEvent{Object: o}:
 	default:
 	}
+	return wait
 }
 
-// downFor says why reads of cluster through channel wait at now ("", false: they don't). A mark
-// left by another channel (the secret's token or server before it changed) holds nothing: a new
-// token is tried at once, even when a read with the old one fails after it came.
-func (ct *ClusterTrees) downFor(cluster string, channel [sha256.Size]byte, now time.Time) (string, bool) {
+// downFor says why reads of cluster through channel wait at now, and for how long ("", 0, false:
+// they don't). A mark left by another channel (the secret's token or server before it changed)
+// holds nothing: a new token is tried at once, even when a read with the old one fails after it
+// came.
+func (ct *ClusterTrees) downFor(cluster string, channel [sha256.Size]byte, now time.Time) (string, time.Duration, bool) {
 	d, ok := ct.down.Load(cluster)
 	if !ok || d.(clusterDown).channel != channel || !now.Before(d.(clusterDown).until) {
-		return "", false
+		return "", 0, false
 	}
-	return d.(clusterDown).why, true
+	return d.(clusterDown).why, d.(clusterDown).until.Sub(now), true
 }
 
 // begin claims the one read of cluster at a time: false when another is under way (the caller
@@ -128,6 +152,8 @@ type clusterDown struct {
 	until   time.Time
 	why     string
 	channel [sha256.Size]byte
+	// failures are the failed reads through channel since the last read that succeeded.
+	failures int
 }
 
 // channelOf identifies the server and credentials cfg reads with.
@@ -150,8 +176,10 @@ type builtTree struct {
 	managed *resourceviews.Managed
 	// warning says what of the cluster's objects the tree and the managed resources left out.
 	warning string
-	// unread says why the cluster's own tree was asked for and could not be read ("" otherwise).
+	// unread says why the cluster's own tree was asked for and could not be read ("" otherwise),
+	// and retry when the cluster is read again (its backoff).
 	unread string
+	retry  time.Duration
 	// busy: another read of the same cluster is under way; nothing was built, and the
 	// Application is reconciled again a moment later.
 	busy bool
@@ -216,8 +244,10 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 		b.awaiting = r.Holders != nil && hold == viewholders.Pending
 		return b
 	}
-	if why, down := ct.downFor(cluster, channel, now); down {
-		return display(why)
+	if why, wait, down := ct.downFor(cluster, channel, now); down {
+		b := display(why)
+		b.retry = wait
+		return b
 	}
 	if !ct.begin(cluster) {
 		return builtTree{busy: true}
@@ -233,8 +263,9 @@ func (r *ResourceTreeReconciler) build(ctx context.Context, app *unstructured.Un
 	if err != nil {
 		// The cluster's answer is in the error: bounded before it reaches an event or a log.
 		why := appstatus.Truncate(err.Error(), maxClusterText)
-		ct.failed(cluster, channel, why, now)
-		return display(why)
+		b := display(why)
+		b.retry = ct.failed(cluster, channel, why, now)
+		return b
 	}
 	ct.read(cluster, channel, now)
 	facts.HubUIDs = map[string]bool{string(app.GetUID()): true}
@@ -301,7 +332,7 @@ func (b builtTree) next(renew time.Duration, last treeRecord) time.Duration {
 	case b.awaiting:
 		return min(renew, viewHoldSettle+jitter())
 	case b.unread != "":
-		return min(renew, clusterTreeBackoff+jitter())
+		return min(renew, b.retry+jitter())
 	case b.forbidden && !last.forbidden:
 		// Once: a kind the account may never read would read again every time otherwise.
 		return min(renew, forbiddenRetry+jitter())

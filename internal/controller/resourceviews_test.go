@@ -674,29 +674,29 @@ func TestAFailedReadHoldsOnlyItsOwnChannel(t *testing.T) {
 
 	ct.failed("cluster1", old, "Unauthorized", now)
 	g.Expect(ct.wentDown).To(HaveLen(1), "the cluster's Applications are told once")
-	why, down := ct.downFor("cluster1", old, now.Add(time.Second))
+	why, _, down := ct.downFor("cluster1", old, now.Add(time.Second))
 	g.Expect(down).To(BeTrue())
 	g.Expect(why).To(Equal("Unauthorized"))
-	_, down = ct.downFor("cluster1", renewed, now.Add(time.Second))
+	_, _, down = ct.downFor("cluster1", renewed, now.Add(time.Second))
 	g.Expect(down).To(BeFalse(), "a new token is read at once")
-	_, down = ct.downFor("cluster2", old, now)
+	_, _, down = ct.downFor("cluster2", old, now)
 	g.Expect(down).To(BeFalse(), "another cluster")
-	_, down = ct.downFor("cluster1", old, now.Add(clusterTreeBackoff))
+	_, _, down = ct.downFor("cluster1", old, now.Add(clusterTreeBackoff))
 	g.Expect(down).To(BeFalse(), "the backoff ended")
 
 	ct.failed("cluster1", old, "Unauthorized", now.Add(2*time.Second))
 	g.Expect(ct.wentDown).To(HaveLen(1), "the same channel failing again is no news")
 	ct.failed("cluster1", renewed, "connection refused", now.Add(3*time.Second))
 	g.Expect(ct.wentDown).To(HaveLen(2), "the new channel failing is")
-	why, down = ct.downFor("cluster1", renewed, now.Add(4*time.Second))
+	why, _, down = ct.downFor("cluster1", renewed, now.Add(4*time.Second))
 	g.Expect(down).To(BeTrue())
 	g.Expect(why).To(Equal("connection refused"))
 
 	ct.read("cluster1", old, now)
-	_, down = ct.downFor("cluster1", renewed, now.Add(4*time.Second))
+	_, _, down = ct.downFor("cluster1", renewed, now.Add(4*time.Second))
 	g.Expect(down).To(BeTrue(), "a read through another channel leaves the mark")
 	ct.read("cluster1", renewed, now)
-	_, down = ct.downFor("cluster1", renewed, now.Add(4*time.Second))
+	_, _, down = ct.downFor("cluster1", renewed, now.Add(4*time.Second))
 	g.Expect(down).To(BeFalse(), "a read through it ends it")
 
 	// The probe asks the clusters read within the TTL, and no cluster marked down since.
@@ -705,6 +705,30 @@ func TestAFailedReadHoldsOnlyItsOwnChannel(t *testing.T) {
 	g.Expect(ct.toProbe(now, 3*time.Hour)).To(Equal([]string{"cluster1"}), "and it is forgotten")
 	ct.failed("cluster1", renewed, "Unauthorized", now)
 	g.Expect(ct.toProbe(now, time.Hour)).To(BeEmpty(), "a cluster down is read again after its backoff, not probed")
+}
+
+// A cluster's reads wait 10 s after its first failed read, so that a channel back after a moment
+// gives the views back within seconds, and twice as long after each failure after it through the
+// same channel, up to a minute; a read that succeeds, or another channel (a new token), starts
+// again from 10 s.
+func TestAClusterThatKeepsFailingIsReadLessOften(t *testing.T) {
+	g := NewWithT(t)
+	ct := &ClusterTrees{}
+	now := time.Now()
+	old := channelOf(&rest.Config{Host: "https://proxy/cluster1", BearerToken: "old"})
+	renewed := channelOf(&rest.Config{Host: "https://proxy/cluster1", BearerToken: "new"})
+	var waits []time.Duration
+	for range 5 {
+		waits = append(waits, ct.failed("cluster1", old, "connection refused", now))
+	}
+	g.Expect(waits).To(Equal([]time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute}))
+	_, wait, down := ct.downFor("cluster1", old, now.Add(30*time.Second))
+	g.Expect(down).To(BeTrue())
+	g.Expect(wait).To(Equal(30*time.Second), "the wait left of the last failure's minute")
+
+	g.Expect(ct.failed("cluster1", renewed, "Unauthorized", now)).To(Equal(10*time.Second), "a new token starts again")
+	ct.read("cluster1", renewed, now)
+	g.Expect(ct.failed("cluster1", renewed, "Unauthorized", now)).To(Equal(10*time.Second), "after a read, a failure is the first again")
 }
 
 // channelFixture is a managed cluster on OCM's channel for the tree controller's tests: a real
@@ -720,7 +744,7 @@ type channelFixture struct {
 	uids                      map[string]string
 }
 
-// onItsChannel starts a channelFixture whose cluster reads back off for backoff after a failure;
+// onItsChannel starts a channelFixture whose cluster reads back off for backoff after each failure;
 // more sets more options (nil: none).
 func onItsChannel(t *testing.T, backoff time.Duration, more func(o *Options)) channelFixture {
 	t.Helper()
@@ -736,9 +760,9 @@ func onItsChannel(t *testing.T, backoff time.Duration, more func(o *Options)) ch
 	f.rdb = redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
 	t.Cleanup(func() { _ = f.rdb.Close() })
 	f.proxy = newUserServer(t, managed.Config)
-	was := clusterTreeBackoff
-	clusterTreeBackoff = backoff
-	t.Cleanup(func() { clusterTreeBackoff = was })
+	wasFirst, was := clusterTreeFirstBackoff, clusterTreeBackoff
+	clusterTreeFirstBackoff, clusterTreeBackoff = backoff, backoff
+	t.Cleanup(func() { clusterTreeFirstBackoff, clusterTreeBackoff = wasFirst, was })
 	f.h = start(t, func(o *Options, _ string) {
 		o.ResourceTree.Address = addr
 		o.Channel = f.proxy.channel
