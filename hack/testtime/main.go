@@ -59,7 +59,7 @@ func run() int {
 	start := time.Now()
 	err := copyEvents(os.Stdin, sink, p)
 	if err == nil && *step != "" {
-		line, _ := json.Marshal(event{Action: actionStep, Package: *step, Elapsed: time.Since(start).Seconds(), Failed: p.failed})
+		line, _ := json.Marshal(event{Action: actionStep, Package: *step, Elapsed: time.Since(start).Seconds(), Failed: p.failed, Time: time.Now()})
 		_, err = fmt.Fprintf(sink, "%s\n", line)
 	}
 	if file != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 )
 
 // event is one line of `go test -json` (cmd/test2json), or a step this command adds.
@@ -17,6 +18,8 @@ type event struct {
 	ImportPath  string  `json:",omitempty"`
 	FailedBuild string  `json:",omitempty"`
 	Failed      bool    `json:",omitempty"`
+	// Time is when go test wrote the event; on a step, when the step ended.
+	Time time.Time `json:",omitzero"`
 }
 
 const actionStep = "step"

@@ -22,6 +22,7 @@ type timed struct {
 	name    string
 	seconds float64
 	failed  bool
+	end     time.Time // a step's end (zero in a record written before steps had one)
 }
 
 func readRecord(r io.Reader) (record, error) {
@@ -35,12 +36,12 @@ func readRecord(r io.Reader) (record, error) {
 		}
 		switch {
 		case e.Action == actionStep:
-			rec.steps = append(rec.steps, timed{e.Package, e.Elapsed, e.Failed})
+			rec.steps = append(rec.steps, timed{e.Package, e.Elapsed, e.Failed, e.Time})
 		case e.Action != "pass" && e.Action != "fail":
 		case e.Test == "":
-			rec.packages = append(rec.packages, timed{e.Package, e.Elapsed, e.Action == "fail"})
+			rec.packages = append(rec.packages, timed{name: e.Package, seconds: e.Elapsed, failed: e.Action == "fail"})
 		case !strings.Contains(e.Test, "/"):
-			rec.tests = append(rec.tests, timed{e.Package + " " + e.Test, e.Elapsed, e.Action == "fail"})
+			rec.tests = append(rec.tests, timed{name: e.Package + " " + e.Test, seconds: e.Elapsed, failed: e.Action == "fail"})
 		}
 	}
 	for i, p := range rec.packages {
@@ -77,11 +78,7 @@ func (r record) write(w io.Writer, n int) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", strings.TrimPrefix(t.name, r.prefix), d, result)
 		}
 	}
-	var total float64
-	for _, s := range r.steps {
-		total += s.seconds
-	}
-	section("step", append(slices.Clone(r.steps), timed{name: "all steps", seconds: total}))
+	section("step", append(slices.Clone(r.steps), timed{name: "all steps", seconds: r.wall()}))
 	section("package (slowest first)", slowest(r.packages))
 	tests := slowest(r.tests)
 	if len(tests) > n {
@@ -89,4 +86,27 @@ func (r record) write(w io.Writer, n int) error {
 	}
 	section(fmt.Sprintf("the %d slowest tests", len(tests)), tests)
 	return tw.Flush()
+}
+
+// wall is the time from the first step's start to the last one's end: steps that run side by side
+// (make test's lab beside the others) count once. A record whose steps have no end sums them.
+func (r record) wall() float64 {
+	var first, last time.Time
+	var total float64
+	ends := true
+	for _, s := range r.steps {
+		total += s.seconds
+		ends = ends && !s.end.IsZero()
+		start := s.end.Add(-time.Duration(s.seconds * float64(time.Second)))
+		if first.IsZero() || start.Before(first) {
+			first = start
+		}
+		if s.end.After(last) {
+			last = s.end
+		}
+	}
+	if !ends || len(r.steps) == 0 {
+		return total
+	}
+	return last.Sub(first).Seconds()
 }

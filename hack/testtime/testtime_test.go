@@ -60,6 +60,22 @@ FAIL	example.com/m/d [build failed]
 	}
 }
 
+// Steps that run side by side count once in the whole: from the first one's start to the last
+// one's end.
+func TestAllStepsIsTheWallTime(t *testing.T) {
+	events := `{"Action":"step","Package":"lab","Elapsed":600,"Time":"2026-12-07T20:10:00Z"}
+{"Action":"step","Package":"race","Elapsed":300,"Time":"2026-12-07T20:05:00Z"}
+{"Action":"step","Package":"others","Elapsed":120,"Time":"2026-12-07T20:07:00Z"}
+`
+	rec, err := readRecord(strings.NewReader(events))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.wall(); got != 600 {
+		t.Errorf("all steps: %vs, want 600s (the lab's, from 20:00 to 20:10)", got)
+	}
+}
+
 func TestTheTableNamesTheSlowest(t *testing.T) {
 	events := recorded + `{"Action":"step","Package":"race","Elapsed":600}
 {"Action":"step","Package":"others","Elapsed":2500,"Failed":true}
