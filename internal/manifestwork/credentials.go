@@ -138,14 +138,8 @@ func CredentialClaims(carrier *workv1.ManifestWork) map[string]Claim {
 	current := answersCurrent(carrier)
 	out := map[string]Claim{}
 	for _, m := range carrier.Spec.Workload.Manifests {
-		var obj struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Namespace, Name string
-				Annotations     map[string]string
-			} `json:"metadata"`
-		}
-		if json.Unmarshal(m.Raw, &obj) != nil || obj.Kind != "Secret" {
+		obj, ok := readHead(m)
+		if !ok || obj.Kind != "Secret" {
 			continue
 		}
 		key := obj.Metadata.Namespace + "/" + obj.Metadata.Name

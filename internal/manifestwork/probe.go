@@ -107,6 +107,22 @@ func DesiredProbe(cluster string, entries []ProbeEntry) (*workv1.ManifestWork, e
 	return work, nil
 }
 
+// manifestHead is what the claims read of a manifest they wrote: its kind, namespace, name and
+// annotations.
+type manifestHead struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Namespace, Name string
+		Annotations     map[string]string
+	} `json:"metadata"`
+}
+
+// readHead decodes m's head; false when m is not an object.
+func readHead(m workv1.Manifest) (manifestHead, bool) {
+	var h manifestHead
+	return h, json.Unmarshal(m.Raw, &h) == nil
+}
+
 // ProbeEntries are the entries probe asks about, in its order; nil for a nil probe. A manifest
 // that is not a probe entry is skipped.
 func ProbeEntries(probe *workv1.ManifestWork) []ProbeEntry {
@@ -115,14 +131,8 @@ func ProbeEntries(probe *workv1.ManifestWork) []ProbeEntry {
 	}
 	out := make([]ProbeEntry, 0, len(probe.Spec.Workload.Manifests))
 	for _, m := range probe.Spec.Workload.Manifests {
-		var obj struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Namespace, Name string
-				Annotations     map[string]string
-			} `json:"metadata"`
-		}
-		if json.Unmarshal(m.Raw, &obj) != nil || obj.Kind != argocd.ApplicationGVK.Kind {
+		obj, ok := readHead(m)
+		if !ok || obj.Kind != argocd.ApplicationGVK.Kind {
 			continue
 		}
 		ns, name, ok := strings.Cut(obj.Metadata.Annotations[api.HubApplicationAnnotation], "/")
