@@ -85,6 +85,27 @@ func NewAppProject() *unstructured.Unstructured {
 	return u
 }
 
+// RepoURLs are the repository URLs an Application's Argo CD fetches from: its source's, each of
+// its sources', and its source hydrator's dry source's, in that order, without repeats.
+func RepoURLs(app *unstructured.Unstructured) []string {
+	var out []string
+	add := func(source any) {
+		m, _ := source.(map[string]any)
+		if u, _ := m["repoURL"].(string); u != "" && !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	spec, _ := app.Object["spec"].(map[string]any)
+	add(spec["source"])
+	sources, _ := spec["sources"].([]any)
+	for _, s := range sources {
+		add(s)
+	}
+	hydrator, _ := spec["sourceHydrator"].(map[string]any)
+	add(hydrator["drySource"])
+	return out
+}
+
 // Project is the Application's spec.project ("default" when empty).
 func Project(app *unstructured.Unstructured) string {
 	p, _, _ := unstructured.NestedString(app.Object, "spec", "project")

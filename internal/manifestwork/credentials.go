@@ -74,7 +74,8 @@ func (c CredentialCopy) Key() string { return c.Namespace + "/" + c.Hub.Name }
 // Applications that need them to say so.
 func DesiredCredentials(cluster string, copies []CredentialCopy) (*workv1.ManifestWork, []CredentialCopy, error) {
 	work := &workv1.ManifestWork{
-		ObjectMeta: metav1.ObjectMeta{Name: CredentialsWorkName, Namespace: cluster, Labels: map[string]string{CredentialsLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: CredentialsWorkName, Namespace: cluster,
+			Labels: map[string]string{CredentialsLabel: "true"}, Annotations: map[string]string{}},
 	}
 	copies = slices.Clone(copies)
 	slices.SortStableFunc(copies, func(a, b CredentialCopy) int {
@@ -117,12 +118,18 @@ func DesiredCredentials(cluster string, copies []CredentialCopy) (*workv1.Manife
 			FeedbackRules:      []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: slices.Clone(credentialPaths)}},
 		})
 	}
+	// The spec's hash (UpToDate): a carrier is rewritten only when what it carries changed.
+	if _, err := Rehash(work); err != nil {
+		return nil, nil, err
+	}
 	return work, left, nil
 }
 
 // CredentialClaims reads whose each Secret the carrier names is on the cluster, by its
-// "<namespace>/<name>" there, for the hub Secret its manifest copies: ClaimPending while the agent
-// has not answered about the carrier's current generation, except a foreign one, which stays
+// "<namespace>/<name>" there, for the hub Secret its manifest copies: a copy held is ours (as
+// ClaimOf reads a held work's Application: the agent owns it from then on, and a rotation must not
+// send it back to read only while the agent answers); one only read is ClaimPending while the
+// agent has not answered about the carrier's current generation, except a foreign one, which stays
 // foreign until the agent says otherwise (as the claim probe's answers, probe.go). A nil carrier
 // claims nothing.
 func CredentialClaims(carrier *workv1.ManifestWork) map[string]Claim {
@@ -135,6 +142,13 @@ func CredentialClaims(carrier *workv1.ManifestWork) map[string]Claim {
 			reports[m.ResourceMeta.Namespace+"/"+m.ResourceMeta.Name] = &carrier.Status.ResourceStatus.Manifests[i]
 		}
 	}
+	held := map[string]bool{}
+	for _, cfg := range carrier.Spec.ManifestConfigs {
+		if cfg.ResourceIdentifier.Group == "" && cfg.ResourceIdentifier.Resource == "secrets" &&
+			cfg.UpdateStrategy != nil && cfg.UpdateStrategy.Type == workv1.UpdateStrategyTypeServerSideApply {
+			held[cfg.ResourceIdentifier.Namespace+"/"+cfg.ResourceIdentifier.Name] = true
+		}
+	}
 	current := answersCurrent(carrier)
 	out := map[string]Claim{}
 	for _, m := range carrier.Spec.Workload.Manifests {
@@ -143,6 +157,10 @@ func CredentialClaims(carrier *workv1.ManifestWork) map[string]Claim {
 			continue
 		}
 		key := obj.Metadata.Namespace + "/" + obj.Metadata.Name
+		if held[key] {
+			out[key] = ClaimOurs
+			continue
+		}
 		claim := ClaimPending
 		if r := reports[key]; r != nil {
 			claim = claimOfManifest(r, FeedbackHubSecret, obj.Metadata.Annotations[HubSecretAnnotation])

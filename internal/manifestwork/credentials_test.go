@@ -161,4 +161,31 @@ func TestCredentialClaims(t *testing.T) {
 		"openshift-gitops/copied-elsewhere": manifestwork.ClaimForeign,
 		"openshift-gitops/unanswered":       manifestwork.ClaimPending,
 	}), "an answer about an older generation")
+
+	// A copy held stays held, whatever the agent says and about whichever generation: it is the
+	// agent's from then on (a rotation rewrites it; the answer about it comes later).
+	rotated, _, err := manifestwork.DesiredCredentials("cluster1", []manifestwork.CredentialCopy{credentialCopy("ours", true), credentialCopy("free", false)})
+	g.Expect(err).NotTo(HaveOccurred())
+	rotated.Generation = 4
+	rotated.Status = stale.Status
+	g.Expect(manifestwork.CredentialClaims(rotated)).To(Equal(map[string]manifestwork.Claim{
+		"openshift-gitops/ours": manifestwork.ClaimOurs,
+		"openshift-gitops/free": manifestwork.ClaimPending,
+	}))
+}
+
+// The carrier carries its spec's hash: the same copies give the same carrier, and a rotation (a
+// new value) another.
+func TestTheCarrierIsRewrittenOnlyWhenWhatItCarriesChanged(t *testing.T) {
+	g := NewWithT(t)
+	a, _, err := manifestwork.DesiredCredentials("cluster1", []manifestwork.CredentialCopy{credentialCopy("repo-a", true), credentialCopy("repo-b", false)})
+	g.Expect(err).NotTo(HaveOccurred())
+	b, _, err := manifestwork.DesiredCredentials("cluster1", []manifestwork.CredentialCopy{credentialCopy("repo-b", false), credentialCopy("repo-a", true)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(manifestwork.UpToDate(a, b)).To(BeTrue(), "the same copies in another order")
+	rotated := credentialCopy("repo-a", true)
+	rotated.Data["password"] = []byte("rotated")
+	c, _, err := manifestwork.DesiredCredentials("cluster1", []manifestwork.CredentialCopy{rotated, credentialCopy("repo-b", false)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(manifestwork.UpToDate(a, c)).To(BeFalse(), "a rotation")
 }

@@ -237,6 +237,19 @@ func PayloadRequests(work *workv1.ManifestWork) (operation map[string]any, refre
 	return nil, ""
 }
 
+// PayloadRepoURLs are the repository URLs of the Application the work carries (argocd.RepoURLs):
+// what the managed cluster's Argo CD fetches, paused or not; nil when it carries none.
+func PayloadRepoURLs(work *workv1.ManifestWork) []string {
+	for _, m := range work.Spec.Workload.Manifests {
+		var obj map[string]any
+		if json.Unmarshal(m.Raw, &obj) != nil || obj["kind"] != argocd.ApplicationGVK.Kind {
+			continue
+		}
+		return argocd.RepoURLs(&unstructured.Unstructured{Object: obj})
+	}
+	return nil
+}
+
 // localDestination points the Application at the managed cluster itself, keeping its namespace,
 // unless the destination-name or destination-server annotation says otherwise.
 func localDestination(app *unstructured.Unstructured, current any) map[string]any {

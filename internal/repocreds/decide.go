@@ -43,7 +43,15 @@ func Admits(c Credential, app Application) (bool, string) {
 // the longest prefix of repoURL as well. Where Argo CD would take either of two equal candidates,
 // the first by namespace and name is taken. nil where there is none.
 func Select(creds []Credential, repoURL, project string) (repository, template *Credential) {
-	sorted := slices.SortedFunc(slices.Values(creds), func(a, b Credential) int { return compareKeys(a.Key, b.Key) })
+	return selectSorted(sortedByKey(creds), repoURL, project)
+}
+
+func sortedByKey(creds []Credential) []Credential {
+	return slices.SortedFunc(slices.Values(creds), func(a, b Credential) int { return compareKeys(a.Key, b.Key) })
+}
+
+// selectSorted is Select among creds sorted by their keys.
+func selectSorted(sorted []Credential, repoURL, project string) (repository, template *Credential) {
 	for i := range sorted {
 		c := &sorted[i]
 		if c.Kind != Repository || !SameURL(c.URL, repoURL) {
@@ -86,14 +94,24 @@ type Decision struct {
 	// Lacking holds, per Application, the credentials its repositories would use that its
 	// cluster does not receive for it.
 	Lacking map[types.NamespacedName][]Lack
+	// Users holds, per credential delivered, the Applications that use it and for which URL, in
+	// the order of apps: what each lacks if its copy cannot reach the cluster (Carry).
+	Users map[types.NamespacedName][]User
+}
+
+// User is an Application that uses a credential, for one of its sources' URLs.
+type User struct {
+	App types.NamespacedName
+	URL string
 }
 
 // Decide gives each cluster the credentials its Applications use, each chosen as Argo CD would
 // among those the Application admits (Admits); where a repository would use a credential the
 // Application does not admit, and none it admits serves it, the Application lacks it.
 func Decide(creds []Credential, apps []Application) Decision {
-	d := Decision{Deliver: map[string][]types.NamespacedName{}, Lacking: map[types.NamespacedName][]Lack{}}
+	d := Decision{Deliver: map[string][]types.NamespacedName{}, Lacking: map[types.NamespacedName][]Lack{}, Users: map[types.NamespacedName][]User{}}
 	deliver := map[string]map[types.NamespacedName]bool{}
+	creds = sortedByKey(creds) // once: sorted, every subset below is too
 	for _, app := range apps {
 		var admitted []Credential
 		for _, c := range creds {
@@ -102,13 +120,14 @@ func Decide(creds []Credential, apps []Application) Decision {
 			}
 		}
 		for _, u := range app.URLs {
-			repository, template := Select(admitted, u, app.Project)
+			repository, template := selectSorted(admitted, u, app.Project)
 			for _, c := range []*Credential{repository, template} {
 				if c != nil {
 					if deliver[app.Cluster] == nil {
 						deliver[app.Cluster] = map[types.NamespacedName]bool{}
 					}
 					deliver[app.Cluster][c.Key] = true
+					d.Users[c.Key] = append(d.Users[c.Key], User{App: app.Key, URL: u})
 				}
 			}
 			if (repository != nil && repository.HasCredentials) || template != nil {
@@ -116,7 +135,7 @@ func Decide(creds []Credential, apps []Application) Decision {
 			}
 			// Served by nothing it admits: name what it would use with every credential.
 			var wanted *Credential
-			if anyRepository, anyTemplate := Select(creds, u, app.Project); anyRepository != nil && anyRepository.HasCredentials {
+			if anyRepository, anyTemplate := selectSorted(creds, u, app.Project); anyRepository != nil && anyRepository.HasCredentials {
 				wanted = anyRepository
 			} else {
 				wanted = anyTemplate
