@@ -196,6 +196,9 @@ type Status struct {
 	Warnings []string
 	// Stale, when not "", is the StaleCondition's message (Observed.Stale).
 	Stale string
+	// LacksCredential, when not "", is the CredentialWarningCondition's message: the repository
+	// credentials the Application would use that do not reach its cluster for it.
+	LacksCredential string
 }
 
 // OperationState is the last sync operation on the managed cluster.

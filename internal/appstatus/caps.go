@@ -65,6 +65,13 @@ const (
 // shows conditions whose type ends in "Warning" as warnings.
 const FeedbackWarningCondition = "PullFeedbackWarning"
 
+// CredentialWarningCondition is the condition type argocd-pull sets on a hub Application whose
+// repositories would use a hub credential that does not reach its cluster for it
+// (docs/design-private-repositories.md): its project or namespace is not the credential's, or the
+// cluster holds a Secret of that name that argocd-pull did not write. Only names and URLs, never a
+// value. A warning, to Argo CD.
+const CredentialWarningCondition = "PullCredentialWarning"
+
 // StaleCondition is the condition type argocd-pull sets on a hub Application whose cluster's
 // status is not current: its ManagedCluster is not available, or its work agent has not applied
 // the current ManifestWork in time (the report's StaleStatus says the same). A warning, to Argo CD.

@@ -76,6 +76,7 @@ func WithStatus(app *unstructured.Unstructured, st Status) (updated *unstructure
 	setListOrDelete(status, "history", st.History)
 	setCondition(status, FeedbackWarningCondition, warningMessage(st.Warnings))
 	setCondition(status, StaleCondition, Truncate(st.Stale, MaxWarningLength))
+	setCondition(status, CredentialWarningCondition, Truncate(st.LacksCredential, MaxWarningLength))
 	updated.Object["status"] = status
 	before, _ := app.Object["status"].(map[string]any)
 	return updated, !jsonEqual(before, status)

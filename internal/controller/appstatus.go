@@ -55,6 +55,9 @@ type AppStatusReconciler struct {
 	// TreeWarnings say what the cluster's own tree of an Application left out: said in its
 	// PullFeedbackWarning beside what its feedback had cut (nil: nothing).
 	TreeWarnings *TreeWarnings
+	// CredentialLacks say which repository credentials an Application would use that do not reach
+	// its cluster for it (the credentials controller): said in its PullCredentialWarning.
+	CredentialLacks *CredentialLacks
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -215,6 +218,7 @@ func (r *AppStatusReconciler) write(ctx context.Context, app *unstructured.Unstr
 	if w := r.TreeWarnings.Get(key); w != "" {
 		st.Warnings = append(st.Warnings, w)
 	}
+	st.LacksCredential = r.CredentialLacks.Get(key)
 	hub.Synced = obs.HubSynced
 	if hubPhase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase"); hubPhase == manifestwork.PhaseTerminating &&
 		!obs.HubTerminating && st.Operation != nil && !manifestwork.Finished(st.Operation.Phase) {

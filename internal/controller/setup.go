@@ -276,13 +276,20 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	// What the cluster's own trees leave out, said with what the status controller cuts.
 	treeWarnings := &TreeWarnings{}
+	// What each Application lacks of the repository credentials, said by the status controller too.
+	lacks := &CredentialLacks{}
 	statuses := &AppStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("argocd-pull-appstatus"), StaleAfter: opts.StaleAfter,
 		Barrier:      appstatus.BarrierLimits{UnconfirmedHold: opts.RollingSyncUnconfirmedHold, UnconfirmedChanges: appstatus.DefaultUnconfirmedChanges},
-		TreeWarnings: treeWarnings}
+		TreeWarnings: treeWarnings, CredentialLacks: lacks}
 	if err := statuses.SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the application status controller: %w", err)
 	}
 	treeWarnings.changed = statuses.again
+	lacks.changed = statuses.again
+	if err := (&CredentialsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("argocd-pull-credentials"), Options: opts, Lacks: lacks}).
+		SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("setting up the repository credentials controller: %w", err)
+	}
 	reports := &ReportReconciler{Client: mgr.GetClient(), Options: opts}
 	if opts.Search.URL != "" {
 		s, err := newReportSearch(mgr.GetClient(), opts)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/cli"
 	"github.com/argocd-pull/argocd-pull/internal/doctor"
 	"github.com/argocd-pull/argocd-pull/internal/gitops"
+	"github.com/argocd-pull/argocd-pull/internal/repocreds"
 	"github.com/argocd-pull/argocd-pull/internal/resourcetree"
 	"github.com/argocd-pull/argocd-pull/internal/scheme"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
@@ -648,4 +650,49 @@ func TestClusterSetsJoinedByAClustersOwnLabels(t *testing.T) {
 	s.create(s.hub.Client, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: joined.Name}, Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: joined.Name}})
 	r := s.expect("cluster-set-labels", doctor.StatusWarn, joined.Name+" in "+s.ns+" (env=prod)")
 	s.g.Expect(r.Fix).To(ContainSubstring("may update its own ManagedCluster's labels"))
+}
+
+// The repository-credentials check against the real apiserver: the hub's credential of a platform
+// Application's repository, not opted in, is named with its fix; opted in, the check passes; a
+// Secret opted in that cannot be one is named. No value reaches the report.
+func TestRepositoryCredentialsTheClustersLack(t *testing.T) {
+	s := newScenario(t)
+	s.registered()
+	app := argocd.NewApplication()
+	app.SetName("private")
+	app.SetNamespace(s.ns)
+	app.SetLabels(map[string]string{api.PullLabel: "true"})
+	app.SetAnnotations(map[string]string{api.ClusterAnnotation: s.cluster})
+	app.Object["spec"] = map[string]any{"project": "default", "destination": map[string]any{"server": argocd.LocalServer, "namespace": "web"},
+		"source": map[string]any{"repoURL": "https://git.example/private.git", "path": "web"}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "repo-private", Namespace: s.ns, Labels: map[string]string{repocreds.SecretTypeLabel: "repository"}},
+		StringData: map[string]string{"url": "https://git.example/private", "password": "s3cret-value"}}
+	s.create(s.hub.Client, app, secret)
+	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+	defer cancel()
+
+	r := s.result(doctor.Run(ctx, s.options()), "repository-credentials")
+	s.g.Expect(r.Status).To(Equal(doctor.StatusWarn))
+	s.g.Expect(r.Message).To(Equal("1 problem: " + s.ns + "/private: repository https://git.example/private.git uses the hub credential repo-private, which is not opted in"))
+	s.g.Expect(r.Fix).To(ContainSubstring("pull-credentials=true"))
+
+	secret.Labels[repocreds.OptInLabel] = "true"
+	s.g.Expect(s.hub.Client.Update(s.ctx, secret)).To(Succeed())
+	bad := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "everything", Namespace: s.ns,
+		Labels: map[string]string{repocreds.SecretTypeLabel: "repo-creds", repocreds.OptInLabel: "true"}},
+		StringData: map[string]string{"url": "https://", "password": "s3cret-value"}}
+	s.create(s.hub.Client, bad)
+	report := doctor.Run(ctx, s.options())
+	r = s.result(report, "repository-credentials")
+	s.g.Expect(r.Status).To(Equal(doctor.StatusWarn))
+	s.g.Expect(r.Message).To(Equal(`1 problem: the opted-in Secret everything (EveryRepository: url prefix "https://" names no host: it would be every repository's credential) is delivered nowhere`))
+
+	s.g.Expect(s.hub.Client.Delete(s.ctx, bad)).To(Succeed())
+	report = doctor.Run(ctx, s.options())
+	r = s.result(report, "repository-credentials")
+	s.g.Expect(r.Status).To(Equal(doctor.StatusPass), r.Message)
+	s.g.Expect(r.Message).To(Equal("pull-model Applications on a hub credential: 1 of 1, each opted in and delivered to its cluster; 1 credential opted in"))
+	var out strings.Builder
+	s.g.Expect(doctor.WriteJSON(&out, report)).To(Succeed())
+	s.g.Expect(out.String()).NotTo(ContainSubstring("s3cret"))
 }

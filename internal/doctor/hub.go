@@ -264,6 +264,8 @@ type pullApp struct {
 	cluster         string
 	appNamespace    string // on the managed cluster
 	destNamespace   string // where its resources go on the managed cluster
+	project         string
+	repoURLs        []string // what its cluster's Argo CD fetches from (argocd.RepoURLs)
 }
 
 // pullApplications reads the pull-model Applications in the Argo CD namespace; Applications
@@ -288,7 +290,8 @@ func (h *hub) pullApplications(ctx context.Context) ([]pullApp, error) {
 			}
 			dest, _, _ := unstructured.NestedString(app.Object, "spec", "destination", "namespace")
 			apps = append(apps, pullApp{name: app.GetName(), namespace: app.GetNamespace(),
-				cluster: target.Cluster, appNamespace: target.AppNamespace, destNamespace: dest})
+				cluster: target.Cluster, appNamespace: target.AppNamespace, destNamespace: dest,
+				project: argocd.Project(app), repoURLs: argocd.RepoURLs(app)})
 		}
 		return apps, nil
 	})

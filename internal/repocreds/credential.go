@@ -43,7 +43,7 @@ type Credential struct {
 	// URL is the Secret's url, as written.
 	URL string
 	// Project is the Secret's project, "" for none: then the credential serves only the
-	// platform's Applications (those in the install's own Argo CD namespaces).
+	// platform's Applications (those in the hub Argo CD's namespace).
 	Project string
 	// HasCredentials says whether a Repository carries credentials of its own; one that does not
 	// takes a Template's, as Argo CD does.

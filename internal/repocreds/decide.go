@@ -16,8 +16,8 @@ type Application struct {
 	// Cluster is the managed cluster it is delivered to.
 	Cluster string
 	Project string
-	// Platform says whether it is in one of the install's own Argo CD namespaces (a tenant's
-	// Applications are in the namespaces it was given).
+	// Platform says whether it is in the hub Argo CD's namespace, as the propagation ladder reads
+	// the platform's Applications (a tenant's are in the namespaces it was given).
 	Platform bool
 	// URLs are its sources' repoURLs.
 	URLs []string
@@ -32,7 +32,7 @@ func Admits(c Credential, app Application) (bool, string) {
 	case c.Project != "" && c.Project != app.Project:
 		return false, fmt.Sprintf("it serves project %s only", c.Project)
 	case c.Project == "" && !app.Platform:
-		return false, "it has no project, and serves only the Applications of the platform's Argo CD namespaces"
+		return false, "it has no project, and serves only the Applications of the hub Argo CD's namespace"
 	}
 	return true, ""
 }

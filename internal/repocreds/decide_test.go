@@ -106,8 +106,8 @@ func TestATenantNamingThePlatformsRepositoryGetsNoCredential(t *testing.T) {
 		t.Errorf("Deliver = %v, want nothing for the tenant's cluster", d.Deliver)
 	}
 	want := []Lack{
-		{URL: "https://git.example.com/platform/secrets", Credential: key("platform-repo"), Why: "it has no project, and serves only the Applications of the platform's Argo CD namespaces"},
-		{URL: "https://git.example.com/platform/other", Credential: key("platform-prefix"), Why: "it has no project, and serves only the Applications of the platform's Argo CD namespaces"},
+		{URL: "https://git.example.com/platform/secrets", Credential: key("platform-repo"), Why: "it has no project, and serves only the Applications of the hub Argo CD's namespace"},
+		{URL: "https://git.example.com/platform/other", Credential: key("platform-prefix"), Why: "it has no project, and serves only the Applications of the hub Argo CD's namespace"},
 		{URL: "https://git.example.com/team-b/charts/x", Credential: key("team-b-prefix"), Why: "it serves project team-b only"},
 	}
 	if got := d.Lacking[tenant.Key]; !reflect.DeepEqual(got, want) {
