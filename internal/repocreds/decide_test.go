@@ -85,6 +85,13 @@ func TestDecideGivesEachClusterWhatItsApplicationsUseOnce(t *testing.T) {
 	if len(d.Lacking) != 0 {
 		t.Errorf("Lacking = %v, want none", d.Lacking)
 	}
+	// Who uses each credential, for which URL: what lacks it if its copy cannot reach the cluster.
+	if got := d.Users[key("team-a")]; !reflect.DeepEqual(got, []User{{App: apps[6].Key, URL: "https://git.example.com/team-a/app"}}) {
+		t.Errorf("Users of team-a = %v", got)
+	}
+	if got := len(d.Users[key("platform")]); got != 6 {
+		t.Errorf("%d users of platform, want 6", got)
+	}
 }
 
 // The attack: a tenant's Application names the platform's private repository. The platform's
