@@ -199,6 +199,9 @@ func (r *CredentialsReconciler) write(ctx context.Context, carrier, desired *wor
 	switch {
 	case desired == nil && carrier == nil:
 		return nil
+	case carrier != nil && !carrier.DeletionTimestamp.IsZero():
+		// Going (the agent deletes its copies first): its deletion wakes the cluster again.
+		return nil
 	case desired == nil:
 		log.Info("Deleting the credentials' carrier: no Application delivered there uses a credential", "manifestWork", klog.KObj(carrier))
 		op = metrics.OpDelete
