@@ -203,7 +203,7 @@ func ArgoCDBinDir(root, version string) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(root, "bin", "argocd", version)
-	if _, err := os.Stat(filepath.Join(dir, "argocd-server")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "argocd-git-ask-pass")); err != nil {
 		return "", fmt.Errorf("no Argo CD %s built under bin/argocd: run 'make argocd-assets ARGOCD_VERSION=%s'", version, version)
 	}
 	return dir, nil

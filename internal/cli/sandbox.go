@@ -21,7 +21,8 @@ kube-apiserver, etcd and kube-controller-manager each), the real OCM registratio
 and the real Argo CD application controller, repo-server and redis per managed cluster, the real
 OCM registration and placement controllers, Argo CD ApplicationSet controller and API server (with
 its redis and repo-server: the argocd CLI's) and argocd-pull's controller on the hub, a local Git
-repository, and the documents' pull-model ApplicationSet.
+repository (served over HTTP with a password too, as a private one), and the documents' pull-model
+ApplicationSet.
 Clusters join as with clusteradm: a bootstrap token, a CSR approved on the hub, the cluster accepted,
 a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once).`,
 	}
@@ -102,6 +103,13 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 				}
 				fmt.Fprintf(out, "\nOCM's channel from the hub to each cluster (cluster-proxy's user server), with a token the cluster\naccepts, e.g. a ManagedServiceAccount's (its Secret in the cluster's namespace on the hub):\n  kubectl --kubeconfig /dev/null --server %s --certificate-authority %s --token \"$TOKEN\" auth whoami\n",
 					lab.ClusterProxy.ClusterURL(lab.Managed[0].Name), ca)
+			}
+			if password, err := lab.GitPassword(); err == nil {
+				fmt.Fprintf(out, "\nThe same Git repository, private (HTTP, user %s): %s. Give its credential to the hub's Argo CD and\nopt it in: each cluster whose Applications use it receives it (docs/install.md#private-repositories):\n",
+					sandbox.GitUser, lab.PrivateRepoURL)
+				fmt.Fprintf(out, "  %s repo add %s --username %s --password %s --config %s\n", lab.ArgoCDCLI, lab.PrivateRepoURL, sandbox.GitUser, password, filepath.Join(abs, "argocd.config"))
+				fmt.Fprintf(out, "  KUBECONFIG=%s kubectl -n %s label secret -l argocd.argoproj.io/secret-type=repository apps.open-cluster-management.io/pull-credentials=true\n",
+					lab.Hub.Kubeconfig, sandbox.ArgoNamespace)
 			}
 			fmt.Fprintf(out, "\nLogs: %s\nStop it: argocd-pull sandbox down --dir %s\n", filepath.Join(abs, "logs"), dir)
 			return nil
@@ -210,6 +218,19 @@ or any process name 'sandbox status' lists.`
 			return w.Flush()
 		},
 	}
-	cmd.AddCommand(up, down, stop, startCmd, status)
+	var gitListen, gitRoot, gitPasswordFile string
+	gitServer := &cobra.Command{
+		Use:    "git-server",
+		Short:  "Serve the lab's Git repositories over HTTP with basic authentication (the lab starts it)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return sandbox.ServeGit(cmd.Context(), gitListen, gitRoot, gitPasswordFile)
+		},
+	}
+	gitServer.Flags().StringVar(&gitListen, "listen", "127.0.0.1:0", "Address to listen on")
+	gitServer.Flags().StringVar(&gitRoot, "root", "", "Directory of the repositories")
+	gitServer.Flags().StringVar(&gitPasswordFile, "password-file", "", "File holding the password of user "+sandbox.GitUser+", read at each request")
+	cmd.AddCommand(up, down, stop, startCmd, status, gitServer)
 	return cmd
 }

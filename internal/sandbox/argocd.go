@@ -172,7 +172,11 @@ func startManagedArgoCD(dir string, argo argoCDRelease, c *Cluster, ports *portB
 		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace, "--application-namespaces=" + TenantNamespace,
 		"--repo-server=" + repo, "--repo-server-plaintext", "--redis=" + redis,
 		"--metrics-port=" + strconv.Itoa(metrics), "--app-resync=10", "--app-resync-jitter=0", "--logformat=text",
-	}, argoEnv(c.Kubeconfig)...)
+	}, append(argoEnv(c.Kubeconfig),
+		// A repository the cluster can no longer fetch (a credential gone) shows as a
+		// ComparisonError after 30 s of failures, not after Argo CD's 3 minutes: set by the
+		// environment (a duration, whatever its name says), which a release without it ignores.
+		"ARGOCD_REPO_ERROR_GRACE_PERIOD_SECONDS=30s")...)
 	return err
 }
 

@@ -175,16 +175,40 @@ func startClusterProxyHub(dir, bin string, p clusterProxyPKI, hub *Cluster, port
 	}); err != nil {
 		return "", err
 	}
-	if _, err := start(dir, "hub-cluster-proxy-user-server", filepath.Join(bin, "cluster-proxy"), []string{
+	userServer, err := start(dir, "hub-cluster-proxy-user-server", filepath.Join(bin, "cluster-proxy"), []string{
 		"user-server", "--kubeconfig=" + hub.Kubeconfig,
 		"--host=127.0.0.1", "--port=" + front,
 		"--proxy-ca-cert=" + p.CA(), "--proxy-cert=" + p.path("proxy-client.crt"), "--proxy-key=" + p.path("proxy-client.key"),
 		"--server-port=" + user, "--server-cert=" + p.path("user-server.crt"), "--server-key=" + p.path("user-server.key"),
 		"--service-proxy-ca-cert=" + p.CA(), "--agent-install-namespace=open-cluster-management-agent-addon",
-	}); err != nil {
+	})
+	if err != nil {
 		return "", err
 	}
+	// It serves its port, then binds :8000 for its probes and exits when that is taken (another
+	// lab's user server): it is up once it still runs a moment after its port answers.
+	if err := waitListening("127.0.0.1:"+user, 30*time.Second); err == nil {
+		time.Sleep(time.Second)
+	}
+	if !userServer.Running() {
+		return "", fmt.Errorf("cluster-proxy's user server stopped (see %s): it binds :8000 for its probes, so one lab with OCM's channel runs on a machine at a time (a lab without it: Options.NoChannel)", userServer.Log)
+	}
 	return "https://127.0.0.1:" + user, nil
+}
+
+// waitListening waits until something accepts connections on addr.
+func waitListening(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // startClusterProxyAgent starts a cluster's konnectivity agent and its pod network: loopback

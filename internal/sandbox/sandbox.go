@@ -63,6 +63,11 @@ type Options struct {
 	// Ports is the range the lab's listeners take their ports from on its first start (zero: any
 	// free port the konnectivity server accepts).
 	Ports PortRange
+	// NoChannel starts the lab without OCM's channel (cluster-proxy and managed-serviceaccount):
+	// cluster-proxy's user server binds :8000 for its probes, which it does not let one move, so
+	// one lab with the channel runs on a machine at a time. make test's second shard, whose tests
+	// do not use the channel, runs without it (LAB_CHANNEL=off).
+	NoChannel bool
 }
 
 // Lab is a running sandbox.
@@ -71,6 +76,9 @@ type Lab struct {
 	Managed []*Cluster
 	Dir     string
 	RepoURL string
+	// PrivateRepoURL is the same repository over HTTP, to the GitUser with the password in
+	// GitPasswordFile only (gitserver.go).
+	PrivateRepoURL string
 	// Revision is the commit the lab's Git repository started at.
 	Revision string
 	// ArgoCD is the hub's Argo CD API server, and ArgoCDCLI the argocd CLI built with it.
@@ -249,11 +257,13 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		done()
 	}
 
-	if err := lab.startClusterProxy(ctx, proxyBin, proxyPKI, ports); err != nil {
-		return lab, err
-	}
-	if err := lab.startManagedServiceAccount(ctx, msaBin); err != nil {
-		return lab, err
+	if !o.NoChannel {
+		if err := lab.startClusterProxy(ctx, proxyBin, proxyPKI, ports); err != nil {
+			return lab, err
+		}
+		if err := lab.startManagedServiceAccount(ctx, msaBin); err != nil {
+			return lab, err
+		}
 	}
 
 	done = lab.progress.step("hub: OCM placement controller")
@@ -307,11 +317,13 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		// The hub Argo CD's redis, where argocd-pull writes the resource trees the UI shows, as
 		// its own ACL user, which may write the trees only.
 		"--argocd-redis=" + hubRedis, "--argocd-redis-username=" + HubRedisTreeUser, "--argocd-redis-secret=" + HubRedisTreeSecret,
-		"--cluster-proxy-url=" + lab.ClusterProxy.URL, "--cluster-proxy-ca-file=" + lab.ClusterProxy.CA, "--cluster-probe-interval=2m", // OCM's channel
 		// The Git side of the managed resources' diff, from the hub's API server, as argocd-pull's
 		// own Argo CD account.
 		"--argocd-server=http://" + lab.ArgoCD.Addr, "--argocd-server-token-file=" + argoCDToken,
 	}, o.ControllerArgs...)
+	if !o.NoChannel {
+		args = append(args, "--cluster-proxy-url="+lab.ClusterProxy.URL, "--cluster-proxy-ca-file="+lab.ClusterProxy.CA, "--cluster-probe-interval=2m") // OCM's channel
+	}
 	if o.ControllerImage != "" {
 		// A copy for the container's uid to own: the lab's own kubeconfig stays the user's.
 		kubeconfig := filepath.Join(o.Dir, "hub-controller-image.kubeconfig")
@@ -355,6 +367,12 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	lab.RepoURL = repoURL
 	if lab.Revision, err = gitHead(o.Dir); err != nil {
+		return lab, err
+	}
+	done()
+
+	done = lab.progress.step("the same repository over HTTP with a password (a private repository)")
+	if lab.PrivateRepoURL, err = startGitServer(o.Dir, o.Controller, ports); err != nil {
 		return lab, err
 	}
 	done()

@@ -67,6 +67,9 @@ func (l *Lab) ShowViews(ctx context.Context, timeout time.Duration) error {
 
 // SetChannelAccount sets the lab GitOpsCluster's managedServiceAccountRef ("": OCM's channel off).
 func (l *Lab) SetChannelAccount(ctx context.Context, ref string) error {
+	if ref != "" && l.ClusterProxy.URL == "" {
+		return fmt.Errorf("this lab runs without OCM's channel (Options.NoChannel; make test's second shard, LAB_CHANNEL=off): name the test in LAB_VIEWS_TESTS")
+	}
 	hub, err := l.Hub.Client()
 	if err != nil {
 		return err

@@ -64,7 +64,9 @@ func TestMain(m *testing.M) {
 			upErr = fmt.Errorf("LAB_PORTS: %w", err)
 			return m.Run()
 		}
-		labOptions = sandbox.Options{Dir: dir, Clusters: 2, Controller: bin, Out: &progress, Ports: ports,
+		// LAB_CHANNEL=off: the shard whose tests do not use OCM's channel runs a lab without it
+		// (one lab with the channel per machine: sandbox.Options.NoChannel).
+		labOptions = sandbox.Options{Dir: dir, Clusters: 2, Controller: bin, Out: &progress, Ports: ports, NoChannel: os.Getenv("LAB_CHANNEL") == "off",
 			ControllerArgs: []string{"--stale-after=" + staleAfter.String(), "--adopt-upstream-works"}}
 		lab, upErr = sandbox.Up(context.Background(), labOptions)
 		return m.Run()
