@@ -20,6 +20,7 @@ import (
 
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/internal/appstatus"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/repocreds"
 	"github.com/argocd-pull/argocd-pull/internal/test/testenv"
@@ -157,14 +158,7 @@ func secretStatus(namespace, name, uid, hubSecret string) workv1.ManifestConditi
 
 // lacks is the Application's PullCredentialWarning, "" when it has none.
 func (h *harness) lacks(name string) string {
-	conditions, _, _ := unstructured.NestedSlice(h.getApp(name).Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, _ := c.(map[string]any); m["type"] == appstatus.CredentialWarningCondition {
-			msg, _ := m["message"].(string)
-			return msg
-		}
-	}
-	return ""
+	return argocd.ConditionMessage(h.getApp(name), appstatus.CredentialWarningCondition)
 }
 
 // A credential opted in reaches the cluster whose delivered Application uses its repository, and

@@ -41,14 +41,7 @@ func comparisonError(c client.Client, cluster string) string {
 	if c.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: sandbox.PrivateApplication(cluster)}, app) != nil {
 		return ""
 	}
-	conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, _ := c.(map[string]any); m["type"] == "ComparisonError" {
-			msg, _ := m["message"].(string)
-			return msg
-		}
-	}
-	return ""
+	return argocd.ConditionMessage(app, "ComparisonError")
 }
 
 // The documents' ApplicationSet on a private repository (the lab's Git over HTTP with a
