@@ -229,7 +229,7 @@ BENCH_RUN = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) go run ./
 BENCH_ROLLOUTS = new-revision,second-commit,failing-revision,no-rollingsync
 
 .PHONY: bench
-bench: ## Run every benchmark, one run after another, in the order docs/benchmarks.md gives: bench-rollouts-concurrent and its limit, bench-rollouts, bench-rollouts-default-templating, bench-fleet, bench-fleet-5000, bench-go, then bench-cluster-tree; not part of make test
+bench: ## Run every benchmark, one run after another, in the order docs/benchmarks.md gives: bench-rollouts-concurrent and its limit, bench-rollouts, bench-rollouts-default-templating, bench-fleet, bench-fleet-5000, bench-go, bench-credentials, then bench-cluster-tree; not part of make test
 	$(MAKE) --no-print-directory bench-rollouts-concurrent
 	$(MAKE) --no-print-directory bench-rollouts-concurrent-limit
 	$(MAKE) --no-print-directory bench-rollouts
@@ -237,6 +237,7 @@ bench: ## Run every benchmark, one run after another, in the order docs/benchmar
 	$(MAKE) --no-print-directory bench-fleet
 	$(MAKE) --no-print-directory bench-fleet-5000
 	$(MAKE) --no-print-directory bench-go
+	$(MAKE) --no-print-directory bench-credentials
 	$(MAKE) --no-print-directory bench-cluster-tree
 
 # Ten RollingSync ApplicationSets of 1,000 clusters each, a new revision committed to all at once,
@@ -301,6 +302,21 @@ bench-cluster-tree: kube-assets ocm-assets addon-assets argocd-assets install-to
 	@grep -q '^ok ' $(BENCH_TREE).new && mv $(BENCH_TREE).new $(BENCH_TREE)
 	$(MAKE) --no-print-directory docs
 
+# What one private repository's credential costs a fleet (docs/install.md#private-repositories):
+# 1,000 clusters with a delivered Application each on that repository, with the real apiserver and
+# manager (envtest) and each cluster's agent answering its carrier: carriers and their writes per
+# cluster, then those of one rotation.
+BENCH_CREDENTIALS := test/bench/results/credentials.txt
+
+.PHONY: bench-credentials
+bench-credentials: kube-assets ## Run the repository credentials' benchmark (1,000 clusters on one credential: carriers and writes per cluster, and one rotation) into test/bench/results/credentials.txt, then make docs; prints how long the last run took first
+	@t=$$({ sed -n -E 's/^ok .*[[:space:]]([0-9.]+)s$$/\1/p' $(BENCH_CREDENTIALS) 2>/dev/null || true; } | head -1); \
+		if [ -n "$$t" ]; then echo "The last run took $$t s ($(BENCH_CREDENTIALS))."; else echo "No earlier run: $(BENCH_CREDENTIALS) does not exist yet."; fi
+	@echo "# make bench-credentials, revision $(REVISION):" > $(BENCH_CREDENTIALS).new
+	KUBEBUILDER_ASSETS=$(KUBE_ASSETS) go test -count=1 -timeout 30m -run '^$$' -bench '^BenchmarkCredentialsOfAFleet$$' -benchtime=1x ./internal/controller | tee -a $(BENCH_CREDENTIALS).new
+	@grep -q '^ok ' $(BENCH_CREDENTIALS).new && mv $(BENCH_CREDENTIALS).new $(BENCH_CREDENTIALS)
+	$(MAKE) --no-print-directory docs
+
 .PHONY: bench-age
 bench-age: ## Print how many commits under internal/ and cmd/ each results file is behind; fail when one the README quotes is behind (the rule: docs/benchmarks.md)
 	@go run ./hack/benchage
@@ -308,7 +324,7 @@ bench-age: ## Print how many commits under internal/ and cmd/ each results file 
 .PHONY: bench-go
 bench-go: kube-assets chromium ## Run the Go benchmarks (feedback -> report latency, a report rebuild, the RollingSync barrier per change, the cache's interning, the fleet view at 5,000 clusters in Chromium) into test/bench/results/gobench.txt, then make docs
 	@echo "# make bench-go at $(REVISION), one command per package:" > $(BENCH_GO)
-	for cmd in "-benchtime=1x ./internal/controller" "./internal/report" "./internal/appstatus" "./internal/intern" "-short -benchtime=1x ./internal/dashboard"; do \
+	for cmd in "-benchtime=1x -skip ^BenchmarkCredentialsOfAFleet$$ ./internal/controller" "./internal/report" "./internal/appstatus" "./internal/intern" "-short -benchtime=1x ./internal/dashboard"; do \
 		echo "# go test -run '^\$$' -bench . $$cmd" | tee -a $(BENCH_GO); \
 		KUBEBUILDER_ASSETS=$(KUBE_ASSETS) REQUIRE_CHROMIUM=1 go test -run '^$$' -bench . $$cmd | tee -a $(BENCH_GO); done
 	$(MAKE) --no-print-directory docs

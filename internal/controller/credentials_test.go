@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,45 +96,49 @@ func copies(carrier *workv1.ManifestWork) map[string]string {
 	return out
 }
 
-// answerCarrier answers cluster's carrier as its work agent would, about its current generation:
-// each held copy present as argocd-pull's, each Secret named in foreign present as something else
-// (a uid, no hub-Secret annotation), the others absent. more are reported as well, whatever the
-// carrier holds: what a compromised agent may write.
-func (h *harness) answerCarrier(cluster string, foreign map[string]bool, more ...workv1.ManifestCondition) {
+// answerCarrier answers cluster's carrier as its work agent would, about its current generation
+// (answerCarrier below). more are reported as well, whatever the carrier holds: what a compromised
+// agent may write.
+func (h *harness) answerCarrier(cluster string, foreign []string, more ...workv1.ManifestCondition) {
 	h.t.Helper()
 	h.g.Eventually(func() error {
 		w := h.carrier(cluster)
 		if w == nil {
 			return fmt.Errorf("no carrier on %s", cluster)
 		}
-		now := metav1.Now()
-		w.Status.Conditions = testenv.AppliedConditions(w.Generation, now)
-		w.Status.ResourceStatus.Manifests = nil
-		claims := manifestwork.CredentialClaims(w)
-		for _, m := range w.Spec.Workload.Manifests {
-			var s struct {
-				Metadata struct {
-					Namespace, Name string
-					Annotations     map[string]string
-				}
-			}
-			if err := json.Unmarshal(m.Raw, &s); err != nil {
-				return err
-			}
-			key := s.Metadata.Namespace + "/" + s.Metadata.Name
-			switch {
-			case foreign[s.Metadata.Name]:
-				w.Status.ResourceStatus.Manifests = append(w.Status.ResourceStatus.Manifests, secretStatus(s.Metadata.Namespace, s.Metadata.Name, "uid-theirs", ""))
-			case claims[key] == manifestwork.ClaimOurs:
-				w.Status.ResourceStatus.Manifests = append(w.Status.ResourceStatus.Manifests,
-					secretStatus(s.Metadata.Namespace, s.Metadata.Name, "uid-ours", s.Metadata.Annotations[manifestwork.HubSecretAnnotation]))
-			default:
-				w.Status.ResourceStatus.Manifests = append(w.Status.ResourceStatus.Manifests, secretStatus(s.Metadata.Namespace, s.Metadata.Name, "", ""))
-			}
-		}
+		answerCarrier(w, foreign...)
 		w.Status.ResourceStatus.Manifests = append(w.Status.ResourceStatus.Manifests, more...)
 		return h.c.Status().Update(context.Background(), w)
 	}, timeout, interval).Should(Succeed())
+}
+
+// answerCarrier sets the status the work agent writes of carrier w: Applied at its generation, each
+// held copy present as argocd-pull's (its hub-Secret annotation), each named in foreign present as
+// something else (a uid, no annotation), the others absent.
+func answerCarrier(w *workv1.ManifestWork, foreign ...string) {
+	w.Status.Conditions = testenv.AppliedConditions(w.Generation, metav1.Now())
+	w.Status.ResourceStatus.Manifests = nil
+	claims := manifestwork.CredentialClaims(w)
+	for _, m := range w.Spec.Workload.Manifests {
+		var s struct {
+			Metadata struct {
+				Namespace, Name string
+				Annotations     map[string]string
+			}
+		}
+		if err := json.Unmarshal(m.Raw, &s); err != nil {
+			panic(err)
+		}
+		ns, name := s.Metadata.Namespace, s.Metadata.Name
+		switch {
+		case slices.Contains(foreign, name):
+			w.Status.ResourceStatus.Manifests = append(w.Status.ResourceStatus.Manifests, secretStatus(ns, name, "uid-theirs", ""))
+		case claims[ns+"/"+name] == manifestwork.ClaimOurs:
+			w.Status.ResourceStatus.Manifests = append(w.Status.ResourceStatus.Manifests, secretStatus(ns, name, "uid-ours", s.Metadata.Annotations[manifestwork.HubSecretAnnotation]))
+		default:
+			w.Status.ResourceStatus.Manifests = append(w.Status.ResourceStatus.Manifests, secretStatus(ns, name, "", ""))
+		}
+	}
 }
 
 // secretStatus is the agent's report of a Secret: absent when uid is "", else present with its uid
@@ -245,7 +250,7 @@ func TestACredentialWhoseNameTheClusterHoldsIsLeftAlone(t *testing.T) {
 	h.app("uses", cluster, fromRepo(privateRepo))
 	h.work("uses", cluster)
 	h.g.Eventually(func() *workv1.ManifestWork { return h.carrier(cluster) }, timeout, interval).ShouldNot(BeNil())
-	h.answerCarrier(cluster, map[string]bool{"private-repo": true},
+	h.answerCarrier(cluster, []string{"private-repo"},
 		secretStatus(h.ns, "unused-repo", "uid-x", h.ns+"/unused-repo"))
 	h.g.Eventually(func() string { return h.lacks("uses") }, timeout, interval).Should(Equal(
 		"repository " + privateRepo + " would use the credential " + h.ns + "/private-repo, which does not reach the cluster for it: " +
