@@ -486,7 +486,7 @@ func TestDoctorCommand(t *testing.T) {
 	s.g.Expect(err).NotTo(HaveOccurred(), out)
 	s.g.Expect(out).To(ContainSubstring("[ok]   Pull-model ApplicationSet template (" + s.ns + "/guestbook-allclusters-app-set)"))
 	// cluster-access skips: no GitOpsCluster here sets managedServiceAccountRef.
-	s.g.Expect(out).To(HaveSuffix("\n19 checks: 18 passed, 0 warnings, 0 failed, 1 skipped\n"))
+	s.g.Expect(out).To(HaveSuffix("\n20 checks: 19 passed, 0 warnings, 0 failed, 1 skipped\n"))
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: gitops.SecretName(s.cluster), Namespace: s.ns}}
 	s.g.Expect(s.hub.Client.Delete(s.ctx, secret)).To(Succeed())
@@ -498,7 +498,7 @@ func TestDoctorCommand(t *testing.T) {
 	s.g.Expect(err).To(MatchError("1 check failed"))
 	var report doctor.Report
 	s.g.Expect(json.Unmarshal([]byte(out), &report)).To(Succeed(), out)
-	s.g.Expect(report.Summary).To(Equal(doctor.Summary{Pass: 17, Fail: 1, Skip: 1}))
+	s.g.Expect(report.Summary).To(Equal(doctor.Summary{Pass: 18, Fail: 1, Skip: 1}))
 	s.g.Expect(report.Checks).To(ContainElement(And(
 		HaveField("ID", "cluster-secrets"), HaveField("Status", doctor.StatusFail), HaveField("Fix", ContainSubstring("GitOpsCluster")))))
 

@@ -10,27 +10,33 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/argocd-pull/argocd-pull/internal/appstatus"
+	"github.com/argocd-pull/argocd-pull/internal/argocd"
 	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
+	"github.com/argocd-pull/argocd-pull/internal/repocreds"
 )
 
-// The carrier of a cluster's repository credentials (manifestwork.DesiredCredentials) with the
-// real work agent: a Secret of a copy's name that the cluster already holds is only read, reported
-// by its uid and no hub-Secret annotation (CredentialClaims: foreign), never by its data, and left
-// as it was: no owner, no change, not deleted with the work. A held copy is created, owned by the
-// agent, reported as argocd-pull's (ours), and deleted once it leaves the work.
+// The credentials' carrier, written by the controller, with the real work agent: an Application
+// on two private repositories, each with a hub credential opted in. The cluster already holds a
+// Secret of the first's name: it is only read, reported by its uid and no hub-Secret annotation
+// (CredentialClaims: foreign), never by its data, left as it was (no owner, no change, not deleted
+// with the carrier), and the hub Application says it lacks that credential. The second is held:
+// created, owned by the agent, reported as argocd-pull's, and deleted once its opt-in goes.
 func TestTheCarrierReadsASecretItDoesNotOwnAndLeavesIt(t *testing.T) {
 	requireLab(t)
 	ctx := context.Background()
 	hub, spoke := lab.hub.Client, lab.spoke.Client
 	const theirs = "the cluster's own password"
+	const takenURL, copyURL = "https://git.example/taken", "https://git.example/copy"
 
 	foreign := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: argoNamespace, Name: "repo-taken", Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}},
-		StringData: map[string]string{"url": "https://git.example/private", "password": theirs},
+		ObjectMeta: metav1.ObjectMeta{Namespace: argoNamespace, Name: "repo-taken", Labels: map[string]string{repocreds.SecretTypeLabel: "repository"}},
+		StringData: map[string]string{"url": "https://git.example/elsewhere", "password": theirs},
 	}
 	if err := spoke.Create(ctx, foreign); err != nil {
 		t.Fatalf("creating the cluster's own Secret: %v", err)
@@ -40,31 +46,36 @@ func TestTheCarrierReadsASecretItDoesNotOwnAndLeavesIt(t *testing.T) {
 	if err := spoke.Get(ctx, client.ObjectKeyFromObject(foreign), before); err != nil {
 		t.Fatal(err)
 	}
-
-	copyOf := func(name string, held bool) manifestwork.CredentialCopy {
-		return manifestwork.CredentialCopy{Hub: types.NamespacedName{Namespace: argoNamespace, Name: name}, Namespace: argoNamespace, Held: held,
-			Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"},
-			Data:   map[string][]byte{"url": []byte("https://git.example/private"), "password": []byte("the hub's password")}}
+	for name, url := range map[string]string{"repo-taken": takenURL, "repo-copy": copyURL} {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: argoNamespace, Name: name,
+				Labels: map[string]string{repocreds.SecretTypeLabel: "repository", repocreds.OptInLabel: "true"}},
+			StringData: map[string]string{"url": url, "password": "the hub's password"},
+		}
+		if err := hub.Create(ctx, s); err != nil {
+			t.Fatalf("creating the hub credential %s: %v", name, err)
+		}
+		t.Cleanup(func() { _ = hub.Delete(context.Background(), s) })
 	}
-	work, left, err := manifestwork.DesiredCredentials(clusterName, []manifestwork.CredentialCopy{copyOf("repo-taken", false), copyOf("repo-copy", true)})
-	if err != nil || len(left) > 0 {
-		t.Fatalf("the carrier: %v, left out %v", err, left)
-	}
-	if err := hub.Create(ctx, work); err != nil {
-		t.Fatalf("creating the work: %v", err)
-	}
-	workKey := client.ObjectKeyFromObject(work)
-	t.Cleanup(func() {
-		_ = hub.Delete(context.Background(), &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: clusterName, Name: workKey.Name}})
+	key, _ := pullApp(t, "private", func(app *unstructured.Unstructured) {
+		spec := app.Object["spec"].(map[string]any)
+		delete(spec, "source")
+		spec["sources"] = []any{
+			map[string]any{"repoURL": takenURL, "path": "guestbook", "targetRevision": "main"},
+			map[string]any{"repoURL": copyURL, "path": "guestbook", "targetRevision": "main"},
+		}
 	})
 
+	workKey := types.NamespacedName{Namespace: clusterName, Name: manifestwork.CredentialsWorkName}
+	copyKey := types.NamespacedName{Namespace: argoNamespace, Name: "repo-copy"}
 	var reported *workv1.ManifestWork
-	eventually(t, "the agent reporting the cluster's own Secret as foreign", step, func(ctx context.Context) (bool, error) {
+	eventually(t, "the agent reporting the cluster's own Secret as foreign, and the copy held", step, func(ctx context.Context) (bool, error) {
 		reported = &workv1.ManifestWork{}
 		if err := hub.Get(ctx, workKey, reported); err != nil {
-			return false, err
+			return false, client.IgnoreNotFound(err)
 		}
-		return manifestwork.CredentialClaims(reported)[argoNamespace+"/repo-taken"] == manifestwork.ClaimForeign, nil
+		claims := manifestwork.CredentialClaims(reported)
+		return claims[argoNamespace+"/repo-taken"] == manifestwork.ClaimForeign && claims[copyKey.String()] == manifestwork.ClaimOurs, nil
 	})
 	status, err := json.Marshal(reported.Status)
 	if err != nil {
@@ -75,19 +86,21 @@ func TestTheCarrierReadsASecretItDoesNotOwnAndLeavesIt(t *testing.T) {
 			t.Errorf("the work's status carries the cluster's own Secret's data: %s", status)
 		}
 	}
-
-	copyKey := types.NamespacedName{Namespace: argoNamespace, Name: "repo-copy"}
-	eventually(t, "the held copy on the cluster, the agent's, reported as argocd-pull's", step, func(ctx context.Context) (bool, error) {
+	eventually(t, "the held copy on the cluster, the agent's", step, func(ctx context.Context) (bool, error) {
 		copied := &corev1.Secret{}
 		if err := spoke.Get(ctx, copyKey, copied); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		w := &workv1.ManifestWork{}
-		if err := hub.Get(ctx, workKey, w); err != nil {
+		return string(copied.Data["password"]) == "the hub's password" && len(copied.OwnerReferences) == 1, nil
+	})
+	eventually(t, "the hub Application saying which credential it lacks", step, func(ctx context.Context) (bool, error) {
+		app := argocd.NewApplication()
+		if err := hub.Get(ctx, key, app); err != nil {
 			return false, err
 		}
-		return string(copied.Data["password"]) == "the hub's password" && len(copied.OwnerReferences) == 1 &&
-			manifestwork.CredentialClaims(w)[copyKey.String()] == manifestwork.ClaimOurs, nil
+		msg := argocd.ConditionMessage(app, appstatus.CredentialWarningCondition)
+		return strings.Contains(msg, "repository "+takenURL+" would use the credential "+argoNamespace+"/repo-taken") &&
+			strings.Contains(msg, "holds a Secret "+argoNamespace+"/repo-taken that argocd-pull did not write"), nil
 	})
 	untouched := func(when string) {
 		t.Helper()
@@ -99,37 +112,29 @@ func TestTheCarrierReadsASecretItDoesNotOwnAndLeavesIt(t *testing.T) {
 			t.Errorf("%s, the cluster's own Secret changed: resourceVersion %s (was %s), owners %v", when, now.ResourceVersion, before.ResourceVersion, now.OwnerReferences)
 		}
 	}
-	untouched("read by the work")
+	untouched("read by the carrier")
 
-	// The copy leaves the work: the agent deletes it.
-	fewer, _, err := manifestwork.DesiredCredentials(clusterName, []manifestwork.CredentialCopy{copyOf("repo-taken", false)})
-	if err != nil {
+	// The copy's opt-in goes: the agent deletes it.
+	optedOut := &corev1.Secret{}
+	if err := hub.Get(ctx, copyKey, optedOut); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the copy out of the work", step, func(ctx context.Context) (bool, error) {
-		w := &workv1.ManifestWork{}
-		if err := hub.Get(ctx, workKey, w); err != nil {
-			return false, err
-		}
-		w.Spec = fewer.Spec
-		err := hub.Update(ctx, w)
-		if apierrors.IsConflict(err) {
-			return false, err // read again
-		}
-		return err == nil, err
-	})
+	delete(optedOut.Labels, repocreds.OptInLabel)
+	if err := hub.Update(ctx, optedOut); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "the copy gone from the cluster", step, func(ctx context.Context) (bool, error) {
 		err := spoke.Get(ctx, copyKey, &corev1.Secret{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 
-	// The work goes: the Secret it only read stays as it was.
-	if err := hub.Delete(ctx, work); err != nil {
+	// The Application goes, and the carrier with it: the Secret it only read stays as it was.
+	if err := hub.Delete(ctx, application(key.Name)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the work gone", step, func(ctx context.Context) (bool, error) {
+	eventually(t, "the carrier gone", step, func(ctx context.Context) (bool, error) {
 		err := hub.Get(ctx, workKey, &workv1.ManifestWork{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
-	untouched("the work deleted")
+	untouched("the carrier deleted")
 }

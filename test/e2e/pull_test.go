@@ -300,8 +300,9 @@ func waitHubCleared(t *testing.T, key types.NamespacedName) {
 	})
 }
 
-// pullApp creates a pull-model Application on the hub and waits for it on the managed cluster.
-func pullApp(t *testing.T, name string) (types.NamespacedName, managedArgoCD) {
+// pullApp creates a pull-model Application on the hub (changed by mutate) and waits for it on the
+// managed cluster.
+func pullApp(t *testing.T, name string, mutate ...func(*unstructured.Unstructured)) (types.NamespacedName, managedArgoCD) {
 	t.Helper()
 	key := types.NamespacedName{Namespace: argoNamespace, Name: name}
 	app := application(key.Name)
@@ -311,6 +312,9 @@ func pullApp(t *testing.T, name string) (types.NamespacedName, managedArgoCD) {
 		"project":     "default",
 		"source":      map[string]any{"repoURL": "https://git.example/apps", "path": "guestbook", "targetRevision": "main"},
 		"destination": map[string]any{"server": argocd.LocalServer, "namespace": "guestbook"},
+	}
+	for _, m := range mutate {
+		m(app)
 	}
 	if err := lab.hub.Client.Create(context.Background(), app); err != nil {
 		t.Fatalf("creating the hub Application: %v", err)
