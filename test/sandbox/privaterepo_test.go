@@ -48,8 +48,9 @@ func comparisonError(c client.Client, cluster string) string {
 // password), driven as a platform engineer would: the credential added on the hub as `argocd repo
 // add` writes it, then opted in. Before the opt-in each cluster's Argo CD is refused by the Git
 // server; after it, both clusters sync; the password rotated on the hub and in the server, a new
-// commit reaches both; the opt-in removed, the copy leaves each cluster and the next commit fails
-// there with Argo CD's own authentication error, which the report shows (and the hub
+// commit reaches both; the opt-in removed, the copy leaves each cluster (one cut off meanwhile: once
+// it is back) and the next commit fails there with Argo CD's own authentication error, which the
+// report shows (and the hub
 // Applications' sync status Unknown: their clusters cannot compare).
 func TestAPrivateRepositorysCredentialReachesItsClusters(t *testing.T) {
 	requireLab(t)
@@ -170,17 +171,31 @@ func TestAPrivateRepositorysCredentialReachesItsClusters(t *testing.T) {
 	}
 	synced("a new commit on every cluster with the rotated password", "private two")
 
-	// The opt-in removed: the copies leave, and the next commit fails on each cluster with Argo
-	// CD's own authentication error, which the report shows.
+	// The opt-in removed while cluster1 is cut off: the copy leaves cluster2 at once and cluster1
+	// once it is back; then the next commit fails on each cluster with Argo CD's own
+	// authentication error, which the report shows.
+	if err := lab.Stop("cluster1-agents"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lab.Start(ctx, "cluster1-agents") })
 	optIn(false)
-	eventually(t, "the copies gone from every cluster", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
-		for name, spoke := range spokes {
-			err := spoke.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: secret.Name}, &corev1.Secret{})
-			if !apierrors.IsNotFound(err) {
-				return false, fmt.Errorf("%s: %v", name, err)
-			}
-		}
-		return true, nil
+	copied := func(cluster string) (bool, error) {
+		err := spokes[cluster].Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: secret.Name}, &corev1.Secret{})
+		return err == nil, client.IgnoreNotFound(err)
+	}
+	eventually(t, "the copy gone from cluster2", time.Minute, "cluster2-work-agent.log", func() (bool, error) {
+		there, err := copied("cluster2")
+		return !there, err
+	})
+	if there, err := copied("cluster1"); !there {
+		t.Fatalf("the copy left cluster1 while it was cut off: %v", err)
+	}
+	if err := lab.Start(ctx, "cluster1-agents"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the copy gone from cluster1 once it is back", 2*time.Minute, "cluster1-work-agent.log", func() (bool, error) {
+		there, err := copied("cluster1")
+		return !there, err
 	})
 	if _, err := lab.CommitFiles("private three", map[string]string{sandbox.PrivatePath + "/private-ui.yaml": privateManifest("private three")}); err != nil {
 		t.Fatal(err)
