@@ -84,7 +84,7 @@ help: ## Show this help
 ##@ Development
 
 .PHONY: demo
-demo: build kube-assets ocm-assets addon-assets argocd-assets sandbox-deps $(if $(DEMO_IMAGE),demo-image) ## Start the local lab (hub + 2 managed clusters, real components); DEMO_IMAGE=1 runs its controller from the image; 'bin/argocd-pull sandbox down' stops it
+demo: build kube-assets node-assets ocm-assets addon-assets argocd-assets sandbox-deps $(if $(DEMO_IMAGE),demo-image) ## Start the local lab (hub + 2 managed clusters, real components); DEMO_IMAGE=1 runs its controller from the image; 'bin/argocd-pull sandbox down' stops it
 	$(BIN)/argocd-pull sandbox up --clusters 2 --dir .sandbox $(if $(DEMO_IMAGE),--controller-image $(IMAGE))
 
 .PHONY: demo-image
@@ -179,7 +179,7 @@ TEST_ENV = KUBEBUILDER_ASSETS=$(KUBE_ASSETS) OCM_ASSETS=$(OCM_ASSETS) CLUSTER_PR
 	ARGOCD_PULL_IMAGE=$(IMAGE) REQUIRE_CONTAINER=1
 
 .PHONY: test
-test: kube-assets ocm-assets addon-assets argocd-assets install-tools sandbox-deps chromium container-deps demo-image ## Run all tests: unit, real-apiserver (the cache's sharers under -race), install manifests, the image, end-to-end, and the lab beside them
+test: kube-assets node-assets ocm-assets addon-assets argocd-assets install-tools sandbox-deps chromium container-deps demo-image ## Run all tests: unit, real-apiserver (the cache's sharers under -race), install manifests, the image, end-to-end, and the lab beside them
 	@mkdir -p tmp && rm -f $(TEST_EVENTS) $(LAB_TEST_OUTPUT)-*.out && go build -o $(BIN)/testtime ./hack/testtime
 	@status=0; \
 	echo "go test -count=1 -timeout 45m $(GO_TEST_FLAGS) $(LAB_PACKAGES), two shards on a lab each: -run '<LAB_VIEWS_TESTS>' and -skip '<LAB_VIEWS_TESTS>' (beside the steps below; their output follows theirs)"; \
@@ -203,7 +203,7 @@ test: kube-assets ocm-assets addon-assets argocd-assets install-tools sandbox-de
 ARGOCD_CLIENT_TESTS := TestArgoCDCLIOnAPullModelApplication|TestResourceLevelVerbsOnTheHubsTreeReachNoHubObject|TestArgoCDCLITerminatesASyncStuckInAHook|TestArgoCDCLIOnTheDocumentsMultiSourceApplication|TestTheHubServesArgoCDsWebUI|TestArgoCDsWebUIOnPullModelApplications|TestDocumentsFlowConverges|TestTheHubShowsWhatTheClusterReports|TestRefreshAndSyncFromTheHubReachTheClusterOnce|TestRollingSyncStepsThroughTheFleet
 
 .PHONY: test-argocd
-test-argocd: kube-assets ocm-assets addon-assets argocd-assets sandbox-deps chromium ## Run the lab's Argo CD client tests on ARGOCD_VERSION (hub) and MANAGED_ARGOCD_VERSION (managed clusters); the pull-request workflow runs them on each supported version
+test-argocd: kube-assets node-assets ocm-assets addon-assets argocd-assets sandbox-deps chromium ## Run the lab's Argo CD client tests on ARGOCD_VERSION (hub) and MANAGED_ARGOCD_VERSION (managed clusters); the pull-request workflow runs them on each supported version
 	$(TEST_ENV) go test -count=1 -timeout 30m -run '^($(ARGOCD_CLIENT_TESTS))$$' -v ./test/sandbox
 
 .PHONY: test-unit
@@ -294,7 +294,7 @@ BENCH_TREE := test/bench/results/cluster-tree.txt
 BENCH_TREE_CHANGES ?= 40
 
 .PHONY: bench-cluster-tree
-bench-cluster-tree: kube-assets ocm-assets addon-assets argocd-assets install-tools sandbox-deps ## Run the lab's benchmark of an Application's own tree read through OCM's channel ($(BENCH_TREE_CHANGES) changes on its cluster: time to the hub's views, reads per change) into test/bench/results/cluster-tree.txt, then make docs; prints how long the last run took first
+bench-cluster-tree: kube-assets node-assets ocm-assets addon-assets argocd-assets install-tools sandbox-deps ## Run the lab's benchmark of an Application's own tree read through OCM's channel ($(BENCH_TREE_CHANGES) changes on its cluster: time to the hub's views, reads per change) into test/bench/results/cluster-tree.txt, then make docs; prints how long the last run took first
 	@t=$$({ sed -n -E 's/^ok .*[[:space:]]([0-9.]+)s$$/\1/p' $(BENCH_TREE) 2>/dev/null || true; } | head -1); \
 		if [ -n "$$t" ]; then echo "The last run took $$t s ($(BENCH_TREE))."; else echo "No earlier run: $(BENCH_TREE) does not exist yet."; fi
 	@echo "# make bench-cluster-tree, revision $(REVISION):" > $(BENCH_TREE).new
@@ -343,10 +343,10 @@ argocd-assets: $(sort $(ARGOCD_ASSETS)/argocd-git-ask-pass $(MANAGED_ARGOCD_ASSE
 	@echo $(sort $(ARGOCD_ASSETS) $(MANAGED_ARGOCD_ASSETS))
 
 .PHONY: sandbox-deps
-sandbox-deps: ## Install what the sandbox runs from Debian: redis-server (Argo CD's cache) and git
-	@command -v redis-server >/dev/null && command -v git >/dev/null || { \
-		echo "Installing redis-server and git from Debian" >&2; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server git >/dev/null; }
+sandbox-deps: ## Install what the sandbox runs from Debian: redis-server (Argo CD's cache), git, and its nodes' containerd, runc and CNI plugins
+	@command -v redis-server >/dev/null && command -v git >/dev/null && command -v containerd >/dev/null && command -v runc >/dev/null && [ -x /usr/lib/cni/bridge ] || { \
+		echo "Installing redis-server, git, containerd, runc and containernetworking-plugins from Debian" >&2; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server git containerd runc containernetworking-plugins >/dev/null; }
 
 .PHONY: chromium
 chromium: ## Install Debian's headless Chromium, which the fleet view's browser tests drive
@@ -422,6 +422,18 @@ $(MSA_ASSETS)/agent: hack/tools/managed-serviceaccount/agent/main.go
 $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd:
 	@echo "Building kube-apiserver and etcd $(KUBE_VERSION) into $(KUBE_ASSETS) (first time only, ~5 min)" >&2
 	cd hack/tools/kube && go build -o $(KUBE_ASSETS)/ ./kube-apiserver ./etcd
+
+# The lab's nodes (internal/sandbox/node.go): the kubelet, the scheduler, and the one program of the
+# images they run (no registry answers here).
+.PHONY: node-assets
+node-assets: $(KUBE_ASSETS)/kubelet $(KUBE_ASSETS)/kube-scheduler $(KUBE_ASSETS)/lab-workload ## Build the lab nodes' kubelet, kube-scheduler and image program once
+
+$(KUBE_ASSETS)/kubelet $(KUBE_ASSETS)/kube-scheduler:
+	@echo "Building kubelet and kube-scheduler $(KUBE_VERSION) into $(KUBE_ASSETS) (first time only, ~5 min)" >&2
+	cd hack/tools/kube && go build -o $(KUBE_ASSETS)/ ./kubelet ./kube-scheduler
+
+$(KUBE_ASSETS)/lab-workload: hack/tools/kube/lab-workload/main.go
+	cd hack/tools/kube && CGO_ENABLED=0 go build -o $@ ./lab-workload
 
 $(KUBE_ASSETS)/kube-controller-manager:
 	@echo "Building kube-controller-manager $(KUBE_VERSION) into $(KUBE_ASSETS) (first time only)" >&2

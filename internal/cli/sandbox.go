@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -90,10 +91,13 @@ a lease kept by the agent. Binaries come from bin/ ('make demo' builds them once
 				case viewsErr != nil:
 					fmt.Fprintf(out, "\nOCM's channel is not up yet (%v): the hub's views of each cluster come once it is\n", viewsErr)
 				case lab.ArgoCD.NoWebUI == "":
-					fmt.Fprintf(out, "\nClick a resource of %s/%s (the documents' ApplicationSet in the hardened form: its destination\nnames the cluster): its panel, DIFF and EVENTS are %s's own, read through OCM's channel, read-only:\n  http://%s/applications/%s/%s\n",
-						sandbox.ArgoNamespace, app, lab.Managed[0].Name, lab.ArgoCD.Addr, sandbox.ArgoNamespace, app)
+					fmt.Fprintf(out, "\nClick the Deployment guestbook-ui of %s/%s (the documents' ApplicationSet in the hardened form: its\ndestination names the cluster): its panel, DIFF, EVENTS and LOGS (its Pod runs on %s's node) are\n%s's own, read through OCM's channel, read-only:\n  http://%s/applications/%s/%s?node=%s\n",
+						sandbox.ArgoNamespace, app, lab.Managed[0].Name, lab.Managed[0].Name, lab.ArgoCD.Addr, sandbox.ArgoNamespace, app,
+						url.QueryEscape("apps/Deployment/"+sandbox.HardenedNamespace+"/guestbook-ui/0"))
 				}
-				fmt.Fprintf(out, "  %s app get-resource %s/%s --kind ConfigMap --resource-name guestbook-ui --config %s\n", lab.ArgoCDCLI, sandbox.ArgoNamespace, app, filepath.Join(abs, "argocd.config"))
+				config := filepath.Join(abs, "argocd.config")
+				fmt.Fprintf(out, "  %s app get-resource %s/%s --kind Deployment --resource-name guestbook-ui --config %s\n", lab.ArgoCDCLI, sandbox.ArgoNamespace, app, config)
+				fmt.Fprintf(out, "  %s app logs %s/%s --kind Deployment --group apps --name guestbook-ui --config %s\n", lab.ArgoCDCLI, sandbox.ArgoNamespace, app, config)
 				fmt.Fprintf(out, "The documents' own Applications (%s-guestbook-app) show what the cluster reports, without live\nmanifests: their destination, the in-cluster server, is the hub to Argo CD's API server (argocd-pull doctor says so).\n", lab.Managed[0].Name)
 			}
 			if len(lab.Managed) > 0 {

@@ -82,6 +82,8 @@ func startCluster(ctx context.Context, dir, binDir, name string, ports *portBook
 		"--service-cluster-ip-range=10.0.0.0/24", "--service-account-issuer=" + url,
 		"--service-account-key-file=" + p.serviceAccountPub, "--service-account-signing-key-file=" + p.serviceAccountKey,
 		"--authorization-mode=RBAC", "--allow-privileged=true",
+		// Logs and exec go to a node's kubelet (node.go) at its address, as the cluster's admin.
+		"--kubelet-client-certificate=" + p.adminCert, "--kubelet-client-key=" + p.adminKey, "--kubelet-preferred-address-types=InternalIP",
 		"--audit-policy-file=" + auditPolicyFile, "--audit-log-path=" + auditLog, "--audit-log-maxsize=10",
 	}, apiserverArgs...)); err != nil {
 		return nil, err

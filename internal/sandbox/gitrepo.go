@@ -19,8 +19,8 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/assets"
 )
 
-// sampleApp is what the local Git repository holds: a ConfigMap-only app, which a managed Argo CD
-// can sync to Healthy without a kube-controller-manager.
+// sampleApp is what the local Git repository holds at path guestbook, the documents'
+// ApplicationSet's: a ConfigMap-only app, Healthy on any cluster, with or without a node.
 const sampleApp = `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -29,18 +29,47 @@ data:
   greeting: hello from the pull model
 `
 
+// webApp is what path WebAppPath holds, the hardened ApplicationSet's (views.go): the sample app's
+// ConfigMap and a Deployment, whose Pod runs on the cluster's node (node.go) from the lab's own
+// image, so that its logs show in the hub's Argo CD.
+const webApp = sampleApp + `---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: guestbook-ui
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: guestbook-ui}
+  template:
+    metadata:
+      labels: {app: guestbook-ui}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: guestbook-ui
+        image: registry.invalid/guestbook-ui:1
+        ports:
+        - containerPort: 8080
+`
+
+// WebAppPath is the path of webApp in the lab's Git repository.
+const WebAppPath = "guestbook-web"
+
 // initGitRepo makes the local Git repository the ApplicationSet points at, with the sample app at
-// path guestbook on branch main, and returns its file:// URL.
+// path guestbook and webApp at WebAppPath on branch main, and returns its file:// URL.
 func initGitRepo(dir string) (string, error) {
 	repo := filepath.Join(dir, "git", "apps")
 	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
 		return "file://" + repo, nil // a restarted lab keeps its repository and its commits
 	}
-	if err := os.MkdirAll(filepath.Join(repo, "guestbook"), 0o755); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(repo, "guestbook", "guestbook-ui.yaml"), []byte(sampleApp), 0o644); err != nil {
-		return "", err
+	for path, data := range map[string]string{"guestbook/guestbook-ui.yaml": sampleApp, WebAppPath + "/guestbook-ui.yaml": webApp} {
+		if err := os.MkdirAll(filepath.Join(repo, filepath.Dir(path)), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(repo, path), []byte(data), 0o644); err != nil {
+			return "", err
+		}
 	}
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},

@@ -160,8 +160,16 @@ func Down(dir string) ([]Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	drainNodes(dir, procs)
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].stop(10 * time.Second)
+	}
+	var errs []error
+	for _, n := range nodesOf(dir, procs) {
+		errs = append(errs, unmountUnder(n.dir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return procs, err
 	}
 	_ = os.RemoveAll(filepath.Join(dir, "commands"))
 	if err := os.Remove(filepath.Join(dir, processesFile)); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -258,6 +258,14 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 
 	if !o.NoChannel {
+		// Real Pods, whose logs and terminal the hub's views reach through the channel (node.go).
+		for _, c := range lab.Managed {
+			done := lab.progress.step("%s: node %s: containerd, kubelet and kube-scheduler", c.Name, Node(c.Name))
+			if err := lab.startNode(ctx, kubeBin, c, ports); err != nil {
+				return lab, err
+			}
+			done()
+		}
 		if err := lab.startClusterProxy(ctx, proxyBin, proxyPKI, ports); err != nil {
 			return lab, err
 		}

@@ -105,7 +105,8 @@ func (l *Lab) RemoveViews(ctx context.Context) error {
 }
 
 // applyHardenedApplicationSet creates the documents' ApplicationSet in the hardened form: another
-// name, its Applications' destination the cluster by name, into HardenedNamespace.
+// name, its Applications' destination the cluster by name, into HardenedNamespace, from
+// WebAppPath (the guestbook's ConfigMap and a Deployment).
 func applyHardenedApplicationSet(ctx context.Context, c client.Client, root, repoURL string) (*unstructured.Unstructured, error) {
 	set, err := documentsApplicationSet(root, repoURL)
 	if err != nil {
@@ -116,6 +117,16 @@ func applyHardenedApplicationSet(ctx context.Context, c client.Client, root, rep
 		return nil, err
 	}
 	if err := unstructured.SetNestedMap(set.Object, map[string]any{"name": "{{name}}", "namespace": HardenedNamespace}, "spec", "template", "spec", "destination"); err != nil {
+		return nil, err
+	}
+	// The guestbook with a Deployment beside its ConfigMap: a Pod whose logs the views show.
+	sources, _, _ := unstructured.NestedSlice(set.Object, "spec", "template", "spec", "sources")
+	for _, s := range sources {
+		if m, ok := s.(map[string]any); ok {
+			m["path"] = WebAppPath
+		}
+	}
+	if err := unstructured.SetNestedSlice(set.Object, sources, "spec", "template", "spec", "sources"); err != nil {
 		return nil, err
 	}
 	if err := c.Create(ctx, set); err != nil && !apierrors.IsAlreadyExists(err) {

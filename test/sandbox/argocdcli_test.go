@@ -465,8 +465,9 @@ func TestArgoCDCLIOnTheDocumentsMultiSourceApplication(t *testing.T) {
 	}
 }
 
-// stuckHook is a PreSync hook the lab's managed clusters never finish: they run no kubelet, so its
-// Job's pod never runs and Argo CD waits on it (Running) until the operation is terminated.
+// stuckHook is a PreSync hook the lab's managed clusters never finish: its image is none a node
+// has or can pull, so its Job's pod never runs and Argo CD waits on it (Running) until the
+// operation is terminated.
 const stuckHook = `apiVersion: batch/v1
 kind: Job
 metadata:

@@ -24,10 +24,8 @@ import (
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
 
-// A Deployment whose Pods cluster1's kube-controller-manager makes (they stay Pending: the lab's
-// clusters run no kubelet). Their grace period is 0: a Pod a test bound to a node goes with its
-// Deployment at once, where a graceful delete would wait for a kubelet that never confirms it
-// (cluster1's pod GC force-deletes it some 50 s after its node is gone).
+// A Deployment whose Pods run on cluster1's node (the lab's stand-in image, which writes a log
+// line every 10 s). Their grace period is 0: they go with their Deployment at once.
 var viewsManifests = map[string]string{"views/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -126,16 +124,15 @@ func showsTheClustersOwnTree(ctx context.Context, t *testing.T, hub, cluster1 cl
 	})
 	t.Logf("argocd app diff %s:\n%s", name, diff)
 
-	// Logs reach cluster1's apiserver as the ManagedServiceAccount. The lab's clusters run no
-	// kubelet: a Pod without a node has no logs (an empty answer, as from any cluster), so one Pod
-	// is bound to a Node that has no address, and cluster1's apiserver answers that it cannot
-	// reach its kubelet: its own answer, as the UI and the CLI show it.
-	pod := bindToANodeWithoutKubelet(ctx, t, cluster1, "views", "views-web")
+	// Logs reach cluster1's apiserver as the ManagedServiceAccount, and its kubelet: the Pods run
+	// on cluster1's node, from the lab's stand-in image, which writes a line every 10 s.
+	pod := runningPodOn(ctx, t, cluster1, "views", "views-web")
+	const standIn = "the lab's stand-in for registry.invalid/views-web:1"
 	var logs string
-	eventually(t, "argocd app logs answering with cluster1's own word", time.Minute, "hub-argocd-server.log", func() (bool, error) {
+	eventually(t, "argocd app logs showing the Pods' own lines from cluster1", time.Minute, "hub-argocd-server.log", func() (bool, error) {
 		out, err := cli.run(time.Minute, "app", "logs", name, "--group", "apps", "--kind", "Deployment", "--name", "views-web", "--namespace", "views")
 		logs = out
-		return strings.Contains(out, "no preferred addresses found"), fmt.Errorf("%v: %s", err, out)
+		return err == nil && strings.Contains(out, standIn) && strings.Contains(out, pod), fmt.Errorf("%v: %s", err, out)
 	})
 	t.Logf("argocd app logs %s --group apps --kind Deployment --name views-web --namespace views:\n%s", name, logs)
 
@@ -150,9 +147,9 @@ func showsTheClustersOwnTree(ctx context.Context, t *testing.T, hub, cluster1 cl
 	ui.click("EVENTS", ".sliding-panel__body *", "EVENTS")
 	ui.waitText("cluster1's events of the Deployment", ".sliding-panel__body", time.Minute, "ScalingReplicaSet")
 	// LOGS: the API server asks cluster1's apiserver, as the ManagedServiceAccount, for the logs
-	// of the Deployment's Pods, and the panel shows cluster1's own answer as the log's line.
+	// of the Deployment's Pods, and the panel shows their lines, from cluster1's kubelet.
 	ui.click("LOGS", ".sliding-panel__body *", "LOGS")
-	ui.waitText("cluster1's own answer to the Deployment's logs", ".sliding-panel__body", time.Minute, "no preferred addresses found")
+	ui.waitText("the Deployment's logs from cluster1's Pods", ".sliding-panel__body", time.Minute, standIn)
 	ui.noErrorToasts()
 
 	// The terminal: Argo CD finds the Pod by its uid in cluster1's tree and runs a shell in it on
@@ -193,39 +190,31 @@ func refusedByTheAccount(out string) bool {
 		strings.Contains(out, "cannot ")
 }
 
-// bindToANodeWithoutKubelet binds one Pod of the Deployment name in ns of cluster to a Node made for
-// it, with no address (the lab runs no kubelet), and returns the Pod's name; the Node goes at the
-// test's end, and its Pods with it.
-func bindToANodeWithoutKubelet(ctx context.Context, t *testing.T, cluster client.Client, ns, name string) string {
+// runningPodOn waits until a Pod of the Deployment name in ns of cluster runs on the cluster's
+// node (the scheduler placed it, the kubelet started it: node.go) and returns its name.
+func runningPodOn(ctx context.Context, t *testing.T, cluster client.Client, ns, name string) string {
 	t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "no-kubelet-" + strings.ToLower(t.Name()[strings.LastIndex(t.Name(), "/")+1:])}}
-	if err := cluster.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cluster.Delete(context.Background(), node) })
-	var bound string
-	eventually(t, "a Pod of "+name+" bound to "+node.Name, time.Minute, "cluster1-kube-controller-manager.log", func() (bool, error) {
+	var running string
+	eventually(t, "a Pod of "+name+" running on "+sandbox.Node("cluster1"), 2*time.Minute, "cluster1-kubelet.log", func() (bool, error) {
 		pods := &corev1.PodList{}
 		if err := cluster.List(ctx, pods, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
+		var seen []string
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			if !strings.HasPrefix(p.Name, name+"-") || p.DeletionTimestamp != nil {
 				continue
 			}
-			if p.Spec.NodeName == node.Name {
-				bound = p.Name
+			if p.Spec.NodeName == sandbox.Node("cluster1") && p.Status.Phase == corev1.PodRunning {
+				running = p.Name
 				return true, nil
 			}
-			if p.Spec.NodeName == "" {
-				binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns}, Target: corev1.ObjectReference{Kind: "Node", Name: node.Name}}
-				return false, cluster.SubResource("binding").Create(ctx, p, binding)
-			}
+			seen = append(seen, fmt.Sprintf("%s on %q: %s", p.Name, p.Spec.NodeName, p.Status.Phase))
 		}
-		return false, fmt.Errorf("no Pod of %s to bind", name)
+		return false, fmt.Errorf("no Pod of %s running: %v", name, seen)
 	})
-	return bound
+	return running
 }
 
 // On its cluster's channel, an Application's tree carries the uids of cluster1's objects, so the
