@@ -113,7 +113,8 @@ func (n labNode) cniConfig() string {
 // kubeletConfig is the node's kubelet: on the node's address only, clients authenticated by the
 // cluster's CA (its apiserver's client certificate) and authorized by the apiserver, cgroupfs
 // under the node's cgroup on the machine's hybrid cgroups (v1: allowed again with failCgroupV1),
-// and no eviction or image collection the lab's disk would set off.
+// the Pods' logs under the node's directory (not the machine's /var/log/pods, which another node
+// would share), and no eviction or image collection the lab's disk would set off.
 func (n labNode) kubeletConfig(port int, clientCA string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -136,9 +137,10 @@ authorization:
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
 imageGCHighThresholdPercent: 100
 containerRuntimeEndpoint: unix://%s
+podLogsDir: %q
 serializeImagePulls: false
 localStorageCapacityIsolation: false
-`, n.ip(), port, n.cgroup(), clientCA, n.socket())
+`, n.ip(), port, n.cgroup(), clientCA, n.socket(), filepath.Join(n.dir, "pod-logs"))
 }
 
 // prepareHost gives the node what the machine must hold before its kubelet starts: its address on
