@@ -465,9 +465,11 @@ func TestArgoCDCLIOnTheDocumentsMultiSourceApplication(t *testing.T) {
 	}
 }
 
-// stuckHook is a PreSync hook the lab's managed clusters never finish: its image is none a node
-// has or can pull, so its Job's pod never runs and Argo CD waits on it (Running) until the
-// operation is terminated.
+// stuckHook is a PreSync hook the lab's managed clusters never finish: its Job's pod selects no
+// node, so it stays Pending and Argo CD waits on it (Running) until the operation is terminated.
+// Unscheduled, it also goes at once when the hook is deleted: bound to a node, its delete waits for
+// the kubelet, and the next sync met the terminated hook still there and failed at once ("one or
+// more synchronization tasks completed unsuccessfully", in the lab with a node).
 const stuckHook = `apiVersion: batch/v1
 kind: Job
 metadata:
@@ -480,6 +482,7 @@ spec:
   template:
     spec:
       restartPolicy: Never
+      nodeSelector: {argocd-pull.lab/no-such-node: "true"}
       containers:
       - name: wait
         image: registry.invalid/wait:never
