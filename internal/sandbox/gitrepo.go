@@ -186,14 +186,19 @@ func documentsApplicationSet(root, repoURL string) (*unstructured.Unstructured, 
 	if err := yaml.Unmarshal(data, &appSet.Object); err != nil {
 		return nil, fmt.Errorf("reading the documents' ApplicationSet: %w", err)
 	}
-	sources, _, _ := unstructured.NestedSlice(appSet.Object, "spec", "template", "spec", "sources")
-	for _, s := range sources {
-		if m, ok := s.(map[string]any); ok {
-			m["repoURL"] = repoURL
-		}
-	}
-	if err := unstructured.SetNestedSlice(appSet.Object, sources, "spec", "template", "spec", "sources"); err != nil {
+	if err := setEachSource(appSet, "repoURL", repoURL); err != nil {
 		return nil, err
 	}
 	return appSet, nil
+}
+
+// setEachSource sets key to value in each source of an ApplicationSet's template.
+func setEachSource(set *unstructured.Unstructured, key, value string) error {
+	sources, _, _ := unstructured.NestedSlice(set.Object, "spec", "template", "spec", "sources")
+	for _, s := range sources {
+		if m, ok := s.(map[string]any); ok {
+			m[key] = value
+		}
+	}
+	return unstructured.SetNestedSlice(set.Object, sources, "spec", "template", "spec", "sources")
 }

@@ -120,13 +120,7 @@ func applyHardenedApplicationSet(ctx context.Context, c client.Client, root, rep
 		return nil, err
 	}
 	// The guestbook with a Deployment beside its ConfigMap: a Pod whose logs the views show.
-	sources, _, _ := unstructured.NestedSlice(set.Object, "spec", "template", "spec", "sources")
-	for _, s := range sources {
-		if m, ok := s.(map[string]any); ok {
-			m["path"] = WebAppPath
-		}
-	}
-	if err := unstructured.SetNestedSlice(set.Object, sources, "spec", "template", "spec", "sources"); err != nil {
+	if err := setEachSource(set, "path", WebAppPath); err != nil {
 		return nil, err
 	}
 	if err := c.Create(ctx, set); err != nil && !apierrors.IsAlreadyExists(err) {
