@@ -7,6 +7,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -48,6 +49,9 @@ const (
 // credentialsRetry is when a cluster is decided again after its carrier's write met a newer
 // carrier (a conflict), or one the cache did not show yet.
 const credentialsRetry = time.Second
+
+// errCarrierUnanswered says a carrier's change waits: the agent has not applied its generation yet.
+var errCarrierUnanswered = errors.New("the agent has not applied the carrier's generation yet")
 
 // CredentialsReconciler keeps, in each cluster namespace, the carrier of the repository
 // credentials that the Applications delivered there use. Its key is a cluster: the request's
@@ -103,6 +107,9 @@ func (r *CredentialsReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	}
 	if err := r.write(ctx, carrier, desired); apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{RequeueAfter: credentialsRetry}, nil
+	} else if errors.Is(err, errCarrierUnanswered) {
+		// The agent's answer (the carrier's status) wakes the cluster again.
+		return ctrl.Result{}, nil
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -212,6 +219,14 @@ func (r *CredentialsReconciler) write(ctx context.Context, carrier, desired *wor
 		err = r.Create(ctx, desired)
 	case manifestwork.UpToDate(carrier, desired):
 		return nil
+	case !manifestwork.CarrierAnswered(carrier):
+		// One change at a time: OCM's work agent (v1.2) computes the copies to delete from its
+		// AppliedManifestWork as its cache holds it, so a generation that drops a copy, arriving
+		// before that cache shows the copy the previous generation applied, leaves the copy on the
+		// cluster for good (an opt-out right after a copy was held kept it: the e2e
+		// TestTheCarrierReadsASecretItDoesNotOwnAndLeavesIt). The next change waits for the agent
+		// to say it applied this one.
+		return errCarrierUnanswered
 	default:
 		updated := carrier.DeepCopy()
 		updated.Labels = desired.Labels

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,6 +124,13 @@ func DesiredCredentials(cluster string, copies []CredentialCopy) (*workv1.Manife
 		return nil, nil, err
 	}
 	return work, left, nil
+}
+
+// CarrierAnswered is true when the agent has applied, or tried to apply, the carrier's current
+// generation: its Applied condition is about it, whatever it says.
+func CarrierAnswered(carrier *workv1.ManifestWork) bool {
+	c := meta.FindStatusCondition(carrier.Status.Conditions, workv1.WorkApplied)
+	return c != nil && c.ObservedGeneration == carrier.Generation
 }
 
 // CredentialClaims reads whose each Secret the carrier names is on the cluster, by its
