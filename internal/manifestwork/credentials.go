@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,11 +126,9 @@ func DesiredCredentials(cluster string, copies []CredentialCopy) (*workv1.Manife
 }
 
 // CarrierAnswered is true when the agent has applied, or tried to apply, the carrier's current
-// generation: its Applied condition is about it, whatever it says.
-func CarrierAnswered(carrier *workv1.ManifestWork) bool {
-	c := meta.FindStatusCondition(carrier.Status.Conditions, workv1.WorkApplied)
-	return c != nil && c.ObservedGeneration == carrier.Generation
-}
+// generation: its Applied and Available conditions are about it, whatever they say (as the
+// claims read it).
+func CarrierAnswered(carrier *workv1.ManifestWork) bool { return answersCurrent(carrier) }
 
 // CredentialClaims reads whose each Secret the carrier names is on the cluster, by its
 // "<namespace>/<name>" there, for the hub Secret its manifest copies: a copy held is ours (as

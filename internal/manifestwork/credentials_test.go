@@ -190,16 +190,22 @@ func TestTheCarrierIsRewrittenOnlyWhenWhatItCarriesChanged(t *testing.T) {
 	g.Expect(manifestwork.UpToDate(a, c)).To(BeFalse(), "a rotation")
 }
 
-// A carrier is answered once the agent's Applied condition is about its current generation,
-// whatever the condition says (a copy it could not apply is an answer too).
+// A carrier is answered once the agent's Applied and Available conditions are about its current
+// generation, whatever they say (a copy it could not apply is an answer too).
 func TestCarrierAnswered(t *testing.T) {
 	g := NewWithT(t)
 	work, _, err := manifestwork.DesiredCredentials("cluster1", []manifestwork.CredentialCopy{credentialCopy("free", false)})
 	g.Expect(err).NotTo(HaveOccurred())
 	work.Generation = 2
 	g.Expect(manifestwork.CarrierAnswered(work)).To(BeFalse(), "no condition yet")
-	work.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, ObservedGeneration: 1}}
+	work.Status.Conditions = []metav1.Condition{
+		{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, ObservedGeneration: 1},
+		{Type: workv1.WorkAvailable, Status: metav1.ConditionTrue, ObservedGeneration: 1},
+	}
 	g.Expect(manifestwork.CarrierAnswered(work)).To(BeFalse(), "about the previous generation")
-	work.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: metav1.ConditionFalse, ObservedGeneration: 2}}
+	work.Status.Conditions = []metav1.Condition{
+		{Type: workv1.WorkApplied, Status: metav1.ConditionFalse, ObservedGeneration: 2},
+		{Type: workv1.WorkAvailable, Status: metav1.ConditionFalse, ObservedGeneration: 2},
+	}
 	g.Expect(manifestwork.CarrierAnswered(work)).To(BeTrue(), "a failed apply of this generation")
 }

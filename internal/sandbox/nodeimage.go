@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -90,22 +91,20 @@ func writeNodeImages(path, program string, refs []string) error {
 	}
 	var out bytes.Buffer
 	tw := tar.NewWriter(&out)
-	files := []struct {
-		name string
-		data []byte
-	}{{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)}, {"index.json", index}}
-	seen := map[string]bool{}
-	for _, b := range blobs {
-		if name := "blobs/sha256/" + b.digest()[len("sha256:"):]; !seen[name] {
-			seen[name] = true
-			files = append(files, struct {
-				name string
-				data []byte
-			}{name, b.data})
-		}
+	if err := writeTarFile(tw, "oci-layout", 0o644, []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
+		return err
 	}
-	for _, f := range files {
-		if err := writeTarFile(tw, f.name, 0o644, f.data); err != nil {
+	if err := writeTarFile(tw, "index.json", 0o644, index); err != nil {
+		return err
+	}
+	written := map[string]bool{}
+	for _, b := range blobs {
+		name := "blobs/sha256/" + strings.TrimPrefix(b.digest(), "sha256:")
+		if written[name] {
+			continue
+		}
+		written[name] = true
+		if err := writeTarFile(tw, name, 0o644, b.data); err != nil {
 			return err
 		}
 	}
