@@ -109,6 +109,16 @@ func Finished(phase string) bool {
 	return phase == "Succeeded" || phase == "Failed" || phase == "Error"
 }
 
+// operationRunning: the managed Application's last operation has not finished. A phase
+// Terminating beside a finishedAt is not one: a request to terminate reached the operation after
+// it had finished (the hub read it Running a moment before it ended), and Argo CD, which acts on a
+// phase only with an .operation beside it, leaves that phase as it is. (An operation that failed
+// and waits for its retry reads the same once asked to terminate; Argo CD stops it before it acts
+// on a deletion.)
+func (r Reported) operationRunning() bool {
+	return r.Phase != "" && !Finished(r.Phase) && (r.Phase != PhaseTerminating || r.FinishedAt == "")
+}
+
 // syncDone: the managed cluster finished the delivery.
 func (r Reported) syncDone(d *Delivery) bool {
 	return d != nil && r.SyncStarted == d.ID && Finished(r.Phase)

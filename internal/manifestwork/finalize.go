@@ -22,7 +22,9 @@ import (
 //     there, and the hub Application in deletion, for good.
 // FinalWork rewrites the work with both; the work is deleted once the agent applied it and no
 // operation runs, or FinalGrace after it was written: a cluster that never answers keeps nothing
-// on the hub.
+// on the hub. The hub reads the operation through the agent's status feedback, now and then: a
+// request to terminate may land on an operation that ended meanwhile, where its phase stays
+// Terminating beside the operation's finishedAt, and nothing runs (Reported.operationRunning).
 
 // FinalGrace bounds how long a work is kept for FinalWork's rewrite to reach its cluster.
 const FinalGrace = 2 * time.Minute
@@ -35,7 +37,7 @@ func FinalWork(work *workv1.ManifestWork, finalizers []string, reported Reported
 	if !slices.ContainsFunc(finalizers, IsResourcesFinalizer) || Paused(work) || Released(work) || ClaimOf(work) != ClaimOurs {
 		return nil, 0, nil
 	}
-	running := reported.Phase != "" && !Finished(reported.Phase)
+	running := reported.operationRunning()
 	out := work.DeepCopy()
 	changed := false
 	for i, m := range out.Spec.Workload.Manifests {

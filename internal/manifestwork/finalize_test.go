@@ -86,11 +86,29 @@ func TestFinalWork(t *testing.T) {
 		g.Expect(updated).NotTo(BeNil())
 		g.Expect(terminateAttempt(workfixture.Payload(t, updated, 0).Object)).To(Equal(2))
 	})
-	t.Run("applied, Terminating there: waits", func(t *testing.T) {
+	t.Run("applied, Terminating there (a running operation being stopped): waits", func(t *testing.T) {
 		g := NewWithT(t)
 		updated, wait, _ := FinalWork(terminated(4, 4, now.Add(-10*time.Second)), cascade, Reported{Phase: "Terminating", TerminateDelivered: "1"}, now)
 		g.Expect(updated).To(BeNil())
 		g.Expect(wait).To(Equal(FinalGrace - 10*time.Second))
+	})
+	t.Run("applied, Terminating over an operation that had finished: deleted", func(t *testing.T) {
+		// The hub read Running a moment before the operation ended; the attempt's phase landed on
+		// the finished operation state (its finishedAt stays). Argo CD acts on a phase only with an
+		// .operation beside it, so this one stays Terminating for good: nothing runs to wait for.
+		g := NewWithT(t)
+		updated, wait, err := FinalWork(terminated(4, 4, now.Add(-10*time.Second)), cascade,
+			Reported{Phase: "Terminating", TerminateDelivered: "1", FinishedAt: "2026-11-25T11:59:45Z"}, now)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(updated).To(BeNil())
+		g.Expect(wait).To(BeZero())
+	})
+	t.Run("a Terminating phase over a finished operation before the deletion: no attempt, deleted", func(t *testing.T) {
+		g := NewWithT(t)
+		updated, wait, err := FinalWork(held(3, 3, long), cascade, Reported{Phase: "Terminating", FinishedAt: "2026-11-25T11:00:00Z"}, now)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(updated).To(BeNil())
+		g.Expect(wait).To(BeZero())
 	})
 	t.Run("applied and the operation finished there: deleted", func(t *testing.T) {
 		g := NewWithT(t)

@@ -23,6 +23,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/api"
 	"github.com/argocd-pull/argocd-pull/api/v1alpha1"
 	"github.com/argocd-pull/argocd-pull/internal/argocd"
+	"github.com/argocd-pull/argocd-pull/internal/manifestwork"
 	"github.com/argocd-pull/argocd-pull/internal/sandbox"
 )
 
@@ -413,18 +414,6 @@ func TestCascadeDeleteWaitsForTheManagedCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	hubKey := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "cascade"}
-	workOf := func() (*workv1.ManifestWork, error) {
-		works := &workv1.ManifestWorkList{}
-		if err := hub.List(ctx, works, client.InNamespace("cluster1"), client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}); err != nil {
-			return nil, err
-		}
-		for i, w := range works.Items {
-			if w.Annotations[api.HubApplicationNameAnnotation] == "cascade" {
-				return &works.Items[i], nil
-			}
-		}
-		return nil, nil
-	}
 	eventually(t, "the ConfigMap being deleted on cluster1 by its Argo CD", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
 		cm := &corev1.ConfigMap{}
 		err := spoke.Get(ctx, held, cm)
@@ -435,7 +424,7 @@ func TestCascadeDeleteWaitsForTheManagedCluster(t *testing.T) {
 		if err := hub.Get(ctx, hubKey, hubApp); err != nil {
 			t.Fatalf("the hub Application went while the managed cluster still held a resource: %v", err)
 		}
-		w, err := workOf()
+		w, err := workOf(hub, "cluster1", hubKey.Name)
 		if err != nil || w == nil {
 			t.Fatalf("the ManifestWork went while the managed cluster still held a resource (%v)", err)
 		}
@@ -445,17 +434,95 @@ func TestCascadeDeleteWaitsForTheManagedCluster(t *testing.T) {
 	}
 
 	retry(t, nil, "releasing the ConfigMap", func() error { return setHold(false) })
-	eventually(t, "the ConfigMap, the managed Application, the work and the hub Application gone", 2*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
-		if err := spoke.Get(ctx, held, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+	eventually(t, "the ConfigMap, the managed Application, the work and the hub Application gone", 2*time.Minute, "hub-argocd-pull.log",
+		cascadeGone(hub, spoke, "cluster1", hubKey, held))
+}
+
+// The hub reads the managed Application's operation through the agent's status feedback, a read
+// now and then: it may read Running a moment before the operation ends. Deleting the hub
+// Application then writes a request to terminate, which lands on the finished operation (phase
+// Terminating beside its finishedAt, no .operation). Argo CD acts on a phase only with an
+// .operation beside it, so that phase stays: the deletion goes on at once, it does not wait out
+// the grace (manifestwork.FinalGrace) for an answer that never comes.
+func TestCascadeDeleteAfterTheOperationEndedUnseen(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	spoke := spokes["cluster1"]
+	if _, err := lab.CommitFiles("a ConfigMap synced once", map[string]string{"ended/ended.yaml": configMap("ended", nil, map[string]string{"k": "v"})}); err != nil {
+		t.Fatal(err)
+	}
+	app := outageApp("ended", "cluster1")
+	_ = unstructured.SetNestedField(app.Object, "ended", "spec", "source", "path")
+	_ = unstructured.SetNestedField(app.Object, map[string]any{"automated": map[string]any{"prune": true}}, "spec", "syncPolicy")
+	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "ended"}
+	ended := types.NamespacedName{Namespace: "guestbook", Name: "ended"}
+	eventually(t, "the automated sync finished on cluster1", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
+		managed := argocd.NewApplication()
+		if err := spoke.Get(ctx, key, managed); err != nil {
+			return false, err
+		}
+		phase, _, _ := unstructured.NestedString(managed.Object, "status", "operationState", "phase")
+		finishedAt, _, _ := unstructured.NestedString(managed.Object, "status", "operationState", "finishedAt")
+		return phase == "Succeeded" && finishedAt != "" && configMapData(spoke, ended.Namespace, ended.Name, "k") == "v", fmt.Errorf("phase %q", phase)
+	})
+	// What the hub read mid-operation, made to stay: the phase Running again over the finished
+	// operation state, with no .operation (Argo CD leaves it, as it leaves the Terminating below).
+	running := client.RawPatch(types.MergePatchType, []byte(`{"status":{"operationState":{"phase":"Running"}}}`))
+	managed := argocd.NewApplication()
+	managed.SetNamespace(key.Namespace)
+	managed.SetName(key.Name)
+	if err := spoke.Patch(ctx, managed, running); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the hub reading the operation Running", time.Minute, "cluster1-work-agent.log", func() (bool, error) {
+		return feedbackValue(hub, "cluster1", key, manifestwork.FeedbackPhase) == "Running", nil
+	})
+
+	if err := hub.Delete(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the request to terminate on cluster1's Application", time.Minute, "hub-argocd-pull.log", func() (bool, error) {
+		managed := argocd.NewApplication()
+		err := spoke.Get(ctx, key, managed)
+		phase, _, _ := unstructured.NestedString(managed.Object, "status", "operationState", "phase")
+		return phase == manifestwork.PhaseTerminating || managed.GetDeletionTimestamp() != nil || apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	eventually(t, "the ConfigMap, the managed Application, the work and the hub Application gone, before the grace", manifestwork.FinalGrace-30*time.Second,
+		"hub-argocd-pull.log", cascadeGone(hub, spoke, "cluster1", key, ended))
+}
+
+// cascadeGone is true once a cascading deletion of the hub Application app on cluster is done:
+// the resource it deployed there, the managed Application, the work and the hub Application gone.
+func cascadeGone(hub, spoke client.Client, cluster string, app, deployed types.NamespacedName) func() (bool, error) {
+	return func() (bool, error) {
+		if err := spoke.Get(ctx, deployed, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("ConfigMap: %v", err)
 		}
-		if err := spoke.Get(ctx, hubKey, argocd.NewApplication()); !apierrors.IsNotFound(err) {
+		if err := spoke.Get(ctx, app, argocd.NewApplication()); !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("managed Application: %v", err)
 		}
-		if w, err := workOf(); w != nil || err != nil {
+		if w, err := workOf(hub, cluster, app.Name); w != nil || err != nil {
 			return false, fmt.Errorf("work still there (%v)", err)
 		}
-		err := hub.Get(ctx, hubKey, argocd.NewApplication())
+		err := hub.Get(ctx, app, argocd.NewApplication())
 		return apierrors.IsNotFound(err), fmt.Errorf("hub Application: %v", err)
-	})
+	}
+}
+
+// workOf is the work on cluster of the hub Application name, nil when there is none.
+func workOf(hub client.Client, cluster, name string) (*workv1.ManifestWork, error) {
+	works := &workv1.ManifestWorkList{}
+	if err := hub.List(ctx, works, client.InNamespace(cluster), client.MatchingLabels{api.ManagedByLabel: api.ManagedByValue}); err != nil {
+		return nil, err
+	}
+	for i, w := range works.Items {
+		if w.Annotations[api.HubApplicationNameAnnotation] == name {
+			return &works.Items[i], nil
+		}
+	}
+	return nil, nil
 }
