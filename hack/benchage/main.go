@@ -15,7 +15,7 @@ import (
 	"github.com/argocd-pull/argocd-pull/test/bench/benchresults"
 )
 
-const resultsDir = "test/bench/results"
+const resultsDir = benchresults.ResultsDir
 
 func main() {
 	ages, err := gather()
@@ -30,6 +30,10 @@ func main() {
 			fmt.Fprintf(os.Stderr, "The README quotes %s, but %s.\n", a.File, why)
 			failed = true
 		}
+	}
+	for _, why := range benchresults.UnknownNames(ages) {
+		fmt.Fprintln(os.Stderr, why)
+		failed = true
 	}
 	if failed {
 		os.Exit(1)
@@ -75,6 +79,7 @@ func gather() ([]benchresults.Age, error) {
 // commitsSince lists the commits after rev that changed the measured code, with their trailers;
 // unknown when this clone's history does not hold rev.
 func commitsSince(rev string) (commits []benchresults.Commit, unknown bool) {
+	named := namingCommits()
 	const sep = "\x1f"
 	format := "--format=%h" + sep + "%s" + sep + "%(trailers:key=" + benchresults.UnaffectedTrailer + ",valueonly,separator=; )"
 	args := append([]string{"log", "-z", format, rev + "..HEAD", "--"}, benchresults.MeasuredCode...)
@@ -87,7 +92,22 @@ func commitsSince(rev string) (commits []benchresults.Commit, unknown bool) {
 		if len(f) < 3 {
 			continue
 		}
-		commits = append(commits, benchresults.Commit{Hash: strings.TrimSpace(f[0]), Subject: f[1], Unaffected: strings.TrimSpace(f[2])})
+		hash := strings.TrimSpace(f[0])
+		commits = append(commits, benchresults.Commit{Hash: hash, Subject: f[1], Unaffected: strings.TrimSpace(f[2]), NamesFiles: named[hash]})
 	}
 	return commits, false
+}
+
+// namingCommits are the commits after benchresults.TrailersNameFilesAfter, by abbreviated hash.
+// A clone whose history does not hold it reads every commit as one.
+func namingCommits() map[string]bool {
+	named := map[string]bool{}
+	out, err := exec.Command("git", "log", "--format=%h", benchresults.TrailersNameFilesAfter+"..HEAD").Output()
+	if err != nil {
+		out, _ = exec.Command("git", "log", "--format=%h").Output()
+	}
+	for _, h := range strings.Fields(string(out)) {
+		named[h] = true
+	}
+	return named
 }

@@ -4,15 +4,21 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
 
 // The rule for a figure's age (make verify, hack/benchage): each results file records the revision
 // it measured. A commit since then that changed the measured code (MeasuredCode) makes the file
-// behind by one, unless its message carries an UnaffectedTrailer saying why the figures stand. A
-// file the README quotes may not be behind at all; the others are reported, not refused.
+// behind by one, unless its message carries an UnaffectedTrailer that names the file and says why
+// its figures stand (Commit.Unexplained). A file the README quotes may not be behind at all; the
+// others are reported, not refused.
 const UnaffectedTrailer = "Bench-unaffected"
+
+// TrailersNameFilesAfter is the last commit whose UnaffectedTrailer covered every results file;
+// a trailer of a later commit covers only the files it names, and a promise covers none.
+const TrailersNameFilesAfter = "6359cfb92428347ba4483fc719a79d62830a545a"
 
 // MeasuredCode is the git pathspec of the code the benchmarks measure: argocd-pull's Go code, tests
 // aside.
@@ -23,7 +29,41 @@ type Commit struct {
 	Hash, Subject string
 	// Unaffected is the commit's UnaffectedTrailer: why the figures stand ("" when it has none).
 	Unaffected string
+	// NamesFiles is true for a commit after TrailersNameFilesAfter: its trailer covers only the
+	// files it names.
+	NamesFiles bool
 }
+
+// Unexplained says why the commit counts against file's figures ("" when its trailer covers file).
+func (c Commit) Unexplained(file string) string {
+	switch {
+	case c.Unaffected == "":
+		return "no " + UnaffectedTrailer + " trailer"
+	case !c.NamesFiles:
+		return ""
+	case promise.MatchString(c.Unaffected):
+		return "its " + UnaffectedTrailer + " trailer promises a measurement (" + promise.FindString(c.Unaffected) + ") instead of saying why the figures stand"
+	case !slices.Contains(NamedFiles(c.Unaffected), file):
+		return "its " + UnaffectedTrailer + " trailer does not name " + file
+	}
+	return ""
+}
+
+// NamedFiles are the results files a trailer names, relative to the results directory
+// (rollouts/results.json, or test/bench/results/rollouts/results.json), in order.
+func NamedFiles(trailer string) []string {
+	var files []string
+	for _, m := range namedFile.FindAllStringSubmatch(trailer, -1) {
+		f := strings.TrimPrefix(m[1], ResultsDir+"/")
+		if !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// ResultsDir holds the results files, relative to the repository's root.
+const ResultsDir = "test/bench/results"
 
 // Age is how far behind the code a results file is.
 type Age struct {
@@ -41,7 +81,7 @@ type Age struct {
 func (a Age) Behind() int {
 	n := 0
 	for _, c := range a.Since {
-		if c.Unaffected == "" {
+		if c.Unexplained(a.File) != "" {
 			n++
 		}
 	}
@@ -72,6 +112,11 @@ var (
 	revisionOf = regexp.MustCompile(`(?:revision|make bench-go at) ([0-9a-f]{7,40})(-dirty)?\b`)
 	// A README marker names its file: <!-- bench rollouts/results.json ... --> or <!-- bench-table f -->.
 	quotedFile = regexp.MustCompile(`<!-- bench(?:-table)? (\S+)`)
+	// A results file in a trailer: a path ending in .json or .txt, after a space, a comma, a
+	// semicolon or a parenthesis.
+	namedFile = regexp.MustCompile(`(?:^|[\s,;(])([A-Za-z0-9_.\-/]+\.(?:json|txt))\b`)
+	// A measurement promised instead of a reason ("measured next", "will be re-measured").
+	promise = regexp.MustCompile(`(?i)\b(?:(?:re-?)?measured|measure(?: it)?|run|benchmarked)\s+(?:next|later|soon|again later)\b|\bwill\s+(?:be\s+)?(?:re-?)?measured?\b|\b(?:in|at) the next (?:session|run)\b`)
 )
 
 // RevisionOf is the revision a results file (results.json or Go benchmark output) says it measured,
@@ -137,12 +182,40 @@ func AgeTable(ages []Age) string {
 			continue
 		}
 		for _, c := range a.Since {
-			if c.Unaffected != "" {
+			switch why := c.Unexplained(a.File); {
+			case why == "":
 				fmt.Fprintf(&b, "%s: %s %s\n    %s: %s\n", a.File, c.Hash, c.Subject, UnaffectedTrailer, c.Unaffected)
-			} else {
+			case c.Unaffected != "":
+				fmt.Fprintf(&b, "%s: behind %s %s\n    (%s)\n", a.File, c.Hash, c.Subject, why)
+			default:
 				fmt.Fprintf(&b, "%s: behind %s %s\n", a.File, c.Hash, c.Subject)
 			}
 		}
 	}
 	return b.String()
+}
+
+// UnknownNames says, for each commit that names files, each name that is no results file: a
+// misspelt name would leave the file it meant behind, unnoticed where no document quotes it.
+func UnknownNames(ages []Age) []string {
+	files := map[string]bool{}
+	for _, a := range ages {
+		files[a.File] = true
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range ages {
+		for _, c := range a.Since {
+			if !c.NamesFiles || seen[c.Hash] {
+				continue
+			}
+			seen[c.Hash] = true
+			for _, f := range NamedFiles(c.Unaffected) {
+				if !files[f] {
+					out = append(out, fmt.Sprintf("The %s trailer of %s names %s, which is no results file under %s.", UnaffectedTrailer, c.Hash, f, ResultsDir))
+				}
+			}
+		}
+	}
+	return out
 }

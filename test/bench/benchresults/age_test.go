@@ -69,3 +69,57 @@ func TestQuotedFilesAreTheFilesTheMarkersName(t *testing.T) {
 		t.Errorf("QuotedFiles = %v, want %v", got, want)
 	}
 }
+
+// After TrailersNameFilesAfter a trailer covers only the results files it names, and a promise
+// covers none; before it, a trailer covered every file.
+func TestATrailerCoversTheFilesItNamesWithAReason(t *testing.T) {
+	const file = "rollouts/results.json"
+	for _, tc := range []struct {
+		name    string
+		commit  Commit
+		covered bool
+		why     string // a part of Unexplained, "" when covered
+	}{
+		{"no trailer", Commit{NamesFiles: true}, false, "no Bench-unaffected trailer"},
+		{"names the file", Commit{NamesFiles: true, Unaffected: "rollouts/results.json, credentials.txt: no benchmark deletes an Application"}, true, ""},
+		{"names it by its path in the repository", Commit{NamesFiles: true, Unaffected: "test/bench/results/rollouts/results.json: the lab only"}, true, ""},
+		{"names another file", Commit{NamesFiles: true, Unaffected: "rollouts-concurrent-1000/results.json: the lab only"}, false, "does not name rollouts/results.json"},
+		{"names no file", Commit{NamesFiles: true, Unaffected: "doctor only, which the benchmark does not run"}, false, "does not name"},
+		{"a promise", Commit{NamesFiles: true, Unaffected: "rollouts/results.json: the fleet's delivery is measured next"}, false, "promises a measurement (measured next)"},
+		{"a promise, another form", Commit{NamesFiles: true, Unaffected: "rollouts/results.json: it will be re-measured"}, false, "promises"},
+		{"not a promise", Commit{NamesFiles: true, Unaffected: "rollouts/results.json: a rule match is microseconds. Not re-measured."}, true, ""},
+		{"before the rule: any trailer", Commit{Unaffected: "doctor only, which the benchmark does not run"}, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			why := tc.commit.Unexplained(file)
+			if (why == "") != tc.covered || !strings.Contains(why, tc.why) {
+				t.Errorf("Unexplained(%q) = %q, want covered %v (%q)", file, why, tc.covered, tc.why)
+			}
+			age := Age{File: file, Revision: "2991a05f57ff", Quoted: true, Since: []Commit{tc.commit}}
+			if refused := age.Refused() != ""; refused == tc.covered {
+				t.Errorf("Refused() = %q with the commit covering it: %v", age.Refused(), tc.covered)
+			}
+		})
+	}
+}
+
+func TestNamedFilesAreWholePaths(t *testing.T) {
+	got := NamedFiles("rollouts/results.json, rollouts-concurrent-1000/results.json: a reason; test/bench/results/credentials.txt: another (results.json: a third); rollouts/results.json again")
+	want := []string{"rollouts/results.json", "rollouts-concurrent-1000/results.json", "credentials.txt", "results.json"}
+	if !slices.Equal(got, want) {
+		t.Errorf("NamedFiles = %q, want %q", got, want)
+	}
+}
+
+func TestATrailerNamingNoResultsFileIsRefused(t *testing.T) {
+	misspelt := Commit{Hash: "cccc", NamesFiles: true, Unaffected: "rollout/results.json, credentials.txt: the lab only"}
+	old := Commit{Hash: "dddd", Unaffected: "rollout/results.json: before the rule"}
+	ages := []Age{
+		{File: "rollouts/results.json", Since: []Commit{misspelt, old}},
+		{File: "credentials.txt", Since: []Commit{misspelt}},
+	}
+	got := UnknownNames(ages)
+	if len(got) != 1 || !strings.Contains(got[0], "cccc names rollout/results.json") {
+		t.Errorf("UnknownNames = %q, want one refusal of rollout/results.json by cccc", got)
+	}
+}
