@@ -66,6 +66,10 @@ type agents struct {
 	// directAnswered counts the works of the direct-create baseline answered: they are only
 	// answered once, and neither counted as propagated nor reconciled.
 	directAnswered atomic.Int64
+	// answered are the controller's works answered once, and lastAnswer and directLastAnswer when
+	// the last first answer of a controller's work, and of a direct one, was written (under mu).
+	answered                     map[types.NamespacedName]bool
+	lastAnswer, directLastAnswer time.Time
 }
 
 // workState is what the agent of one work last wrote, and when its Argo CD reconciles next.
@@ -88,7 +92,7 @@ type change struct {
 func newAgents(c client.Client, workers int, resync, jitter time.Duration) *agents {
 	return &agents{c: c, workers: workers, works: map[types.NamespacedName]bool{}, pending: map[string]change{},
 		reported: map[string]int{}, reportSize: map[string]int{}, appSize: map[string]int{}, delivered: map[string]time.Time{}, reportNotes: map[string][]string{}, reportListed: map[string]map[string]bool{}, queue: make(chan types.NamespacedName, 1<<16),
-		resync: resync, jitter: jitter, state: map[types.NamespacedName]*workState{}}
+		resync: resync, jitter: jitter, state: map[types.NamespacedName]*workState{}, answered: map[types.NamespacedName]bool{}}
 }
 
 // nextReconcile is when an Argo CD reconciling on resync with jitter looks at an Application again.
@@ -288,10 +292,33 @@ func (a *agents) writeStatus(ctx context.Context, key types.NamespacedName, valu
 	if err := a.c.Status().Update(ctx, w); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if direct {
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case direct:
 		a.directAnswered.Add(1)
+		a.directLastAnswer = now
+	case !a.answered[key]:
+		a.answered[key] = true
+		a.lastAnswer = now
 	}
 	return nil
+}
+
+// answers is how many of the controller's works were answered, and when the last of them was
+// first answered.
+func (a *agents) answers() (n int, last time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.answered), a.lastAnswer
+}
+
+// directAnswers is when the last work of the direct-create baseline was answered.
+func (a *agents) directAnswers() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.directLastAnswer
 }
 
 // remember records what the agent of a work wrote, for its periodic reconciliations; values

@@ -80,11 +80,11 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	}
 
 	// The physical limit: the same works created by a plain client, then removed.
-	if res.DirectPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, cfg.qps, cfg.burst, nil); err != nil {
+	if res.DirectPerSecond, _, err = directCreate(ctx, env.Config, f, cfg.concurrency, cfg.qps, cfg.burst, nil); err != nil {
 		return res, err
 	}
 	cfg.progress("direct create with the controller's concurrency %d and limits (qps %g, burst %d): %.0f works/s", cfg.concurrency, cfg.qps, cfg.burst, res.DirectPerSecond)
-	if res.DirectUnthrottledPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, -1, 0, nil); err != nil {
+	if res.DirectUnthrottledPerSecond, _, err = directCreate(ctx, env.Config, f, cfg.concurrency, -1, 0, nil); err != nil {
 		return res, err
 	}
 	cfg.progress("direct create with concurrency %d and no client limit: %.0f works/s", cfg.concurrency, res.DirectUnthrottledPerSecond)
@@ -107,13 +107,14 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	// they answer the controller's.
 	directStart := readCPUClock(nil)
 	stopDirectProfile := apiserverPhaseProfile(ctx, cfg, env.Config, fmt.Sprintf("cpu-%d-direct-answered-apiserver", clusters))
-	res.DirectAnsweredPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, cfg.qps, cfg.burst, ag)
+	res.DirectAnsweredPerSecond, res.DirectToLastAnswerPerSecond, err = directCreate(ctx, env.Config, f, cfg.concurrency, cfg.qps, cfg.burst, ag)
 	stopDirectProfile()
 	if err != nil {
 		return res, err
 	}
 	res.DirectAnsweredCPU = readCPUClock(nil).since(directStart)
-	cfg.progress("direct create with the controller's concurrency and limits while the agents answer: %.0f works/s (CPU: %s)", res.DirectAnsweredPerSecond, res.DirectAnsweredCPU)
+	cfg.progress("direct create with the controller's concurrency and limits while the agents answer: %.0f works/s, %.0f works/s to the last answer (CPU: %s)",
+		res.DirectAnsweredPerSecond, res.DirectToLastAnswerPerSecond, res.DirectAnsweredCPU)
 
 	// The hub Argo CD's redis, where the controller writes the resource trees, as an install runs it.
 	redisAddr, stopRedis, err := startRedis(filepath.Join(cfg.logDir, fmt.Sprintf("redis-%d.log", clusters)))
@@ -154,6 +155,18 @@ func measure(ctx context.Context, cfg config, clusters, appSets int) (res result
 	res.PropagationToAnswered = res.PropagationPerSecond / res.DirectAnsweredPerSecond
 	cfg.progress("propagation: %d works in %.1fs (first after %.1fs): %.0f works/s, %.2f of the direct rate, %.2f of the direct rate while the agents answer",
 		f.apps(), res.PropagationSeconds, res.FirstWorkSeconds, res.PropagationPerSecond, res.PropagationRatio, res.PropagationToAnswered)
+	// Both sides to their last answer: the direct create's clock stops at its last create, while
+	// the pull model's window already holds the agents' answers to its claim probes.
+	if err := waitFor(ctx, patience(f.apps()), "the agents answering every work", logPath, func() (bool, string) {
+		n, _ := ag.answers()
+		return n >= f.apps(), fmt.Sprintf("%d of %d works answered", n, f.apps())
+	}); err != nil {
+		return res, err
+	}
+	_, lastAnswer := ag.answers()
+	res.PropagationToLastAnswerSeconds = lastAnswer.Sub(ctl.started).Seconds()
+	res.PropagationToLastAnswerRatio = float64(f.apps()) / res.PropagationToLastAnswerSeconds / res.DirectToLastAnswerPerSecond
+	cfg.progress("propagation to the last answer: %.1fs, %.2f of the direct create to its last answer", res.PropagationToLastAnswerSeconds, res.PropagationToLastAnswerRatio)
 	if since, err := ctl.scrape(ctx); err == nil {
 		res.PropagationReconciles = printBreakdown(cfg, metricsSnapshot{}, since)
 	}

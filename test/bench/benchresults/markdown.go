@@ -2,6 +2,7 @@ package benchresults
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -68,6 +69,15 @@ func (r Report) Markdown() string {
 	row("**propagation / direct**", func(x Result) string { return fmt.Sprintf("**%.2f**", x.PropagationRatio) })
 	row("direct create while the agents answer", func(x Result) string { return fmt.Sprintf("%.0f works/s", x.DirectAnsweredPerSecond) })
 	row("**propagation / direct while the agents answer**", func(x Result) string { return fmt.Sprintf("**%.2f**", x.PropagationToAnswered) })
+	if slices.ContainsFunc(r.Results, func(x Result) bool { return x.PropagationToLastAnswerSeconds > 0 }) {
+		// Files made before both sides were timed to their last answer have no such row.
+		row("both to their last answer: propagation / direct create", func(x Result) string {
+			if x.PropagationToLastAnswerSeconds == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%s s / %.0f works/s: **%.2f**", Thousands1(x.PropagationToLastAnswerSeconds), x.DirectToLastAnswerPerSecond, x.PropagationToLastAnswerRatio)
+		})
+	}
 	row("CPU while created directly as the agents answer", func(x Result) string { return x.DirectAnsweredCPU.String() })
 	row("every report complete (every Application delivered) after", func(x Result) string {
 		return Thousands1(x.InitialReportSeconds) + " s"

@@ -88,6 +88,14 @@ type Result struct {
 	// PropagationToAnswered PropagationPerSecond / DirectAnsweredPerSecond.
 	DirectAnsweredPerSecond float64 `json:"directAnsweredWorksPerSecond"`
 	PropagationToAnswered   float64 `json:"propagationToAnsweredRatio"`
+	// Both sides timed to their last answer: DirectToLastAnswerPerSecond is the direct create's
+	// works over the time from its first create to the agents' last answer of them, and
+	// PropagationToLastAnswerSeconds the time from the controller's start until the agents first
+	// answered its last work; PropagationToLastAnswerRatio is the propagation's rate so timed over
+	// the direct one (0 in files made before they were measured).
+	DirectToLastAnswerPerSecond    float64 `json:"directToLastAnswerWorksPerSecond,omitempty"`
+	PropagationToLastAnswerSeconds float64 `json:"propagationToLastAnswerSeconds,omitempty"`
+	PropagationToLastAnswerRatio   float64 `json:"propagationToLastAnswerRatio,omitempty"`
 	// RequestsPerApplication is the controller's API requests from its start until every report
 	// is complete, per Application.
 	RequestsPerApplication float64 `json:"requestsPerApplication"`
