@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 )
 
 // A Deployment for the tree's figures, as viewsManifests' (its Pods stay Pending).
@@ -54,14 +53,7 @@ func BenchmarkAClusterTreeChangeReachesTheHub(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		replicas := int32(3 - i%2)
-		live := &appsv1.Deployment{}
-		if err := cluster1.Get(ctx, deployment, live); err != nil {
-			b.Fatal(err)
-		}
-		live.Spec.Replicas = ptr.To(replicas)
-		if err := cluster1.Update(ctx, live); err != nil {
-			b.Fatal(err)
-		}
+		scaleByHand(ctx, b, cluster1, deployment, replicas)
 		began := time.Now()
 		liveSeen, podsSeen := time.Duration(0), time.Duration(0)
 		for liveSeen == 0 || podsSeen == 0 {

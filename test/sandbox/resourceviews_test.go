@@ -80,15 +80,14 @@ func showsTheClustersOwnTree(ctx context.Context, t *testing.T, hub, cluster1 cl
 	t.Logf("argocd app resources %s --output tree=detailed:\n%s", name, tree)
 
 	// The live manifest from cluster1: a value set there by hand, which no Git or hub holds.
+	changeByHand(ctx, t, cluster1, deployment, func(d *appsv1.Deployment) {
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations["views.argocd-pull.test/set-on"] = "cluster1-by-hand"
+	})
 	live := &appsv1.Deployment{}
 	if err := cluster1.Get(ctx, deployment, live); err != nil {
-		t.Fatal(err)
-	}
-	if live.Annotations == nil {
-		live.Annotations = map[string]string{}
-	}
-	live.Annotations["views.argocd-pull.test/set-on"] = "cluster1-by-hand"
-	if err := cluster1.Update(ctx, live); err != nil {
 		t.Fatal(err)
 	}
 	var manifest string
@@ -102,13 +101,7 @@ func showsTheClustersOwnTree(ctx context.Context, t *testing.T, hub, cluster1 cl
 	// Scaled on cluster1 by hand (the automated sync does not heal): cluster1's Argo CD reports
 	// the Deployment OutOfSync, and the hub reads it again. Its live state and its diff from Git
 	// come from cluster1 and the hub's repo-server.
-	if err := cluster1.Get(ctx, deployment, live); err != nil {
-		t.Fatal(err)
-	}
-	live.Spec.Replicas = ptr.To[int32](3)
-	if err := cluster1.Update(ctx, live); err != nil {
-		t.Fatal(err)
-	}
+	scaleByHand(ctx, t, cluster1, deployment, 3)
 	eventually(t, "argocd app manifests --source live showing cluster1's 3 replicas", 3*time.Minute, "hub-argocd-pull.log", func() (bool, error) {
 		out, err := cli.run(time.Minute, "app", "manifests", name, "--source", "live")
 		manifest = out
@@ -453,14 +446,23 @@ func viewsTree(cli argocdCLI, name string, withPods bool) func() (bool, error) {
 }
 
 // scaleByHand sets the replicas of cluster's Deployment, as a person with kubectl there would.
-func scaleByHand(ctx context.Context, t *testing.T, cluster client.Client, deployment types.NamespacedName, replicas int32) {
+func scaleByHand(ctx context.Context, t testing.TB, cluster client.Client, deployment types.NamespacedName, replicas int32) {
+	t.Helper()
+	changeByHand(ctx, t, cluster, deployment, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To(replicas) })
+}
+
+// changeByHand changes cluster's Deployment with a merge patch, as kubectl does: the cluster's
+// controllers write its status meanwhile (its Pods run on the cluster's node), which an update of
+// the version read would meet as a conflict.
+func changeByHand(ctx context.Context, t testing.TB, cluster client.Client, deployment types.NamespacedName, change func(*appsv1.Deployment)) {
 	t.Helper()
 	live := &appsv1.Deployment{}
 	if err := cluster.Get(ctx, deployment, live); err != nil {
 		t.Fatal(err)
 	}
-	live.Spec.Replicas = ptr.To(replicas)
-	if err := cluster.Update(ctx, live); err != nil {
+	before := live.DeepCopy()
+	change(live)
+	if err := cluster.Patch(ctx, live, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
 }
