@@ -386,6 +386,8 @@ func TestAPausedClusterHoldsItsRollingSyncStep(t *testing.T) {
 		return revision
 	}, timeout, interval).Should(Equal("v2"))
 	h.g.Expect(workfixture.Payload(t, h.writtenWork("step1", cluster), 0).Object).To(HaveKey("operation"), "the sync requested meanwhile")
+	pin, _, _ := unstructured.NestedString(workfixture.Payload(t, h.writtenWork("step1", cluster), 0).Object, "operation", "sync", "revision")
+	h.g.Expect(pin).To(BeEmpty(), "not pinned to the revision of the source it replaces (sha-of-main): the latest of v2")
 }
 
 // The cluster that put its fleet behind leaves it: its Application is deleted, or wants another

@@ -187,7 +187,10 @@ type Hub struct {
 	RefreshCleared string
 	// ComparedRevision is the hub Application's status.sync.revision: the revision its cluster
 	// last compared with (single-source Applications), or, for a cluster behind its RollingSync
-	// fleet, the revision its fleet went ahead to (see appstatus.Derive).
+	// fleet, the revision its fleet went ahead to (see appstatus.Derive). "" when that comparison
+	// (status.sync.comparedTo.source) is of another source than the spec's: a revision of the
+	// source the Application had (a template's targetRevision changed, the cluster has not
+	// compared the new one yet).
 	ComparedRevision string
 	// Synced is true when the hub Application already shows the sync status the managed cluster
 	// settled on (set by the status controller, which derives it).
@@ -208,7 +211,9 @@ func HubOf(app *unstructured.Unstructured) Hub {
 	if op, ok := app.Object["operation"].(map[string]any); ok {
 		h.Operation = op
 	}
-	h.ComparedRevision, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
+	if !comparedAnotherSource(app) {
+		h.ComparedRevision, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
+	}
 	phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
 	// Read in place: the predicate that wakes the propagation controller calls HubOf on every
 	// update of every Application (controller/predicates.go), and only an ID is read.
@@ -315,12 +320,39 @@ func RolledOut(hub Hub) bool {
 	return initiator == RollingSyncUser
 }
 
+// comparedAnotherSource: the hub Application's status.sync.comparedTo.source differs from its
+// spec.source in a field Argo CD records there. False when no comparison is recorded (a
+// multi-source Application records sources instead). Read in place, as HubOf is.
+func comparedAnotherSource(app *unstructured.Unstructured) bool {
+	v, _, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "sync", "comparedTo", "source")
+	compared, _ := v.(map[string]any)
+	if compared == nil {
+		return false
+	}
+	v, _, _ = unstructured.NestedFieldNoCopy(app.Object, "spec", "source")
+	spec, _ := v.(map[string]any)
+	for _, field := range []string{"repoURL", "targetRevision", "path", "chart"} {
+		if stringField(compared, field) != stringField(spec, field) {
+			return true
+		}
+	}
+	return false
+}
+
+func stringField(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
 // pinnedRevision is the revision a RollingSync step's sync request is pinned to: the one the hub
 // showed (status.sync.revision: what the cluster reported, or the revision its fleet went ahead
 // to) when the request came. The ApplicationSet controller
 // asks for "the latest" (no revision), decides on a snapshot of the Application and sometimes
 // requests a step's sync a second time; unpinned, a late second request would sync a commit made
-// since, in a step the rollout has not reached. Other requests (argocd app sync) are not pinned.
+// since, in a step the rollout has not reached. Other requests (argocd app sync) are not pinned,
+// nor one whose Application's source changed since its cluster compared it (Hub.ComparedRevision
+// is ""): pinned to a revision of the old source, the cluster would sync that commit under the new
+// source, and report it OutOfSync and Healthy.
 func pinnedRevision(hub Hub) string {
 	revision, _, _ := unstructured.NestedString(hub.Operation, "sync", "revision")
 	revisions, _, _ := unstructured.NestedSlice(hub.Operation, "sync", "revisions")

@@ -285,6 +285,29 @@ func TestRollingSyncRequestsArePinned(t *testing.T) {
 	g.Expect(got.Sync).To(Equal(carried.Sync))
 }
 
+// A RollingSync request that comes with a new source (the template's targetRevision changed, and
+// the cluster has not compared it yet) is not pinned to the revision of the old source: the
+// cluster would sync that commit under the new source.
+func TestARequestWithANewSourceIsNotPinnedToTheOldOnesRevision(t *testing.T) {
+	g := NewWithT(t)
+	app := pullApp(func(u *unstructured.Unstructured) {
+		u.Object["operation"] = map[string]any{"initiatedBy": map[string]any{"username": RollingSyncUser, "automated": true}, "sync": map[string]any{}}
+		u.Object["status"] = map[string]any{"sync": map[string]any{"status": "OutOfSync", "revision": "sha-of-v1",
+			"comparedTo": map[string]any{"source": map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps.git", "path": "guestbook", "targetRevision": "v1"}}}}
+	})
+	source := func(revision string) {
+		g.Expect(unstructured.SetNestedMap(app.Object, map[string]any{"repoURL": "https://github.com/argoproj/argocd-example-apps.git", "path": "guestbook", "targetRevision": revision},
+			"spec", "source")).To(Succeed())
+	}
+	source("v1")
+	g.Expect(PlanDeliveries(HubOf(app), Deliveries{}, Reported{}, func() string { return "d1" }).Sync.Revision).To(Equal("sha-of-v1"), "the source the cluster compared: pinned")
+	source("v2")
+	g.Expect(HubOf(app).ComparedRevision).To(BeEmpty())
+	g.Expect(PlanDeliveries(HubOf(app), Deliveries{}, Reported{}, func() string { return "d1" }).Sync.Revision).To(BeEmpty(), "a new source: the latest of it")
+	delete(app.Object["status"].(map[string]any)["sync"].(map[string]any), "comparedTo")
+	g.Expect(HubOf(app).ComparedRevision).To(Equal("sha-of-v1"), "no comparison recorded: read as before")
+}
+
 func TestPinnedRevisionTravels(t *testing.T) {
 	g := NewWithT(t)
 	app := pullApp(func(u *unstructured.Unstructured) {
