@@ -380,17 +380,7 @@ func TestCascadeDeleteWaitsForTheManagedCluster(t *testing.T) {
 	requireLab(t)
 	hub, spokes := clients(t)
 	spoke := spokes["cluster1"]
-	if _, err := lab.CommitFiles("a ConfigMap to hold", map[string]string{"held/held.yaml": configMap("held", nil, map[string]string{"k": "v"})}); err != nil {
-		t.Fatal(err)
-	}
-	app := outageApp("cascade", "cluster1")
-	_ = unstructured.SetNestedField(app.Object, "held", "spec", "source", "path")
-	_ = unstructured.SetNestedField(app.Object, map[string]any{"automated": map[string]any{"prune": true}}, "spec", "syncPolicy")
-	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
-	if err := hub.Create(ctx, app); err != nil {
-		t.Fatal(err)
-	}
-	held := types.NamespacedName{Namespace: "guestbook", Name: "held"}
+	app, held := cascadingApp(t, hub, "cascade", "held")
 	eventually(t, "the ConfigMap deployed on cluster1", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
 		return configMapData(spoke, held.Namespace, held.Name, "k") == "v", nil
 	})
@@ -448,18 +438,8 @@ func TestCascadeDeleteAfterTheOperationEndedUnseen(t *testing.T) {
 	requireLab(t)
 	hub, spokes := clients(t)
 	spoke := spokes["cluster1"]
-	if _, err := lab.CommitFiles("a ConfigMap synced once", map[string]string{"ended/ended.yaml": configMap("ended", nil, map[string]string{"k": "v"})}); err != nil {
-		t.Fatal(err)
-	}
-	app := outageApp("ended", "cluster1")
-	_ = unstructured.SetNestedField(app.Object, "ended", "spec", "source", "path")
-	_ = unstructured.SetNestedField(app.Object, map[string]any{"automated": map[string]any{"prune": true}}, "spec", "syncPolicy")
-	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
-	if err := hub.Create(ctx, app); err != nil {
-		t.Fatal(err)
-	}
-	key := types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "ended"}
-	ended := types.NamespacedName{Namespace: "guestbook", Name: "ended"}
+	app, ended := cascadingApp(t, hub, "ended", "ended")
+	key := client.ObjectKeyFromObject(app)
 	eventually(t, "the automated sync finished on cluster1", 2*time.Minute, "cluster1-argocd-application-controller.log", func() (bool, error) {
 		managed := argocd.NewApplication()
 		if err := spoke.Get(ctx, key, managed); err != nil {
@@ -493,6 +473,24 @@ func TestCascadeDeleteAfterTheOperationEndedUnseen(t *testing.T) {
 	})
 	eventually(t, "the ConfigMap, the managed Application, the work and the hub Application gone, before the grace", manifestwork.FinalGrace-30*time.Second,
 		"hub-argocd-pull.log", cascadeGone(hub, spoke, "cluster1", key, ended))
+}
+
+// cascadingApp creates the hub Application name for cluster1, with Argo CD's resources finalizer
+// and an automated sync, of the lab repository's path, where it commits one ConfigMap (named as
+// the path, in the guestbook namespace) first.
+func cascadingApp(t *testing.T, hub client.Client, name, path string) (*unstructured.Unstructured, types.NamespacedName) {
+	t.Helper()
+	if _, err := lab.CommitFiles("a ConfigMap for "+name, map[string]string{path + "/" + path + ".yaml": configMap(path, nil, map[string]string{"k": "v"})}); err != nil {
+		t.Fatal(err)
+	}
+	app := outageApp(name, "cluster1")
+	_ = unstructured.SetNestedField(app.Object, path, "spec", "source", "path")
+	_ = unstructured.SetNestedField(app.Object, map[string]any{"automated": map[string]any{"prune": true}}, "spec", "syncPolicy")
+	app.SetFinalizers([]string{argocd.ResourcesFinalizer})
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	return app, types.NamespacedName{Namespace: "guestbook", Name: path}
 }
 
 // cascadeGone is true once a cascading deletion of the hub Application app on cluster is done:
