@@ -23,7 +23,9 @@ import (
 //
 // A file is named relative to the results directory (test/bench/results). In a .json file a path
 // is dotted field names, where name[field=value] picks the element of a list whose field has that
-// value and name[i] the i-th. In a .txt file of Go benchmark output it is the benchmark's name
+// value and name[i] the i-th; a key that holds spaces is written with underscores
+// (apiserverWrites.applications_PATCH for "applications PATCH") where the object has no key of
+// that spelling. In a .txt file of Go benchmark output it is the benchmark's name
 // (without its -GOMAXPROCS suffix), a slash, and the unit of the figure: BenchmarkBuild/ns/op,
 // BenchmarkObject/Application/ns/op.
 // What follows the path says how to write the figure, in order: *K or /K scales it (K a number,
@@ -128,7 +130,9 @@ func lookup(v any, path string) (any, error) {
 				return nil, fmt.Errorf("%s: not an object", m[1])
 			}
 			if v, ok = obj[m[1]]; !ok {
-				return nil, fmt.Errorf("no field %q", m[1])
+				if v, ok = obj[strings.ReplaceAll(m[1], "_", " ")]; !ok {
+					return nil, fmt.Errorf("no field %q", m[1])
+				}
 			}
 		}
 		if m[2] == "" {

@@ -16,7 +16,8 @@ func TestFillWritesFiguresAndTablesFromTheResultsFiles(t *testing.T) {
 	}
 	write("results.json", `{"machine":"m","command":"c","seconds":1653.3,"results":[
 		{"clusters":100,"propagationToAnsweredRatio":0.2260,"controller":{"peakRSSMiB":75.57}},
-		{"clusters":1000,"propagationToAnsweredRatio":0.3123,"controller":{"peakRSSMiB":1340.2},"largestReportBytes":268288}]}`)
+		{"clusters":1000,"propagationToAnsweredRatio":0.3123,"controller":{"peakRSSMiB":1340.2},"largestReportBytes":268288,
+		 "apiserverWrites":{"applications PATCH":70492,"manifestworks/status PATCH":53807}}]}`)
 	write("gobench.txt", "goos: linux\nBenchmarkFeedbackToReport-2   1   123456 ns/op   89.00 p50-ms   105 p99-ms\n"+
 		"BenchmarkObject/Application-2   1000000   1234 ns/op\nPASS\n")
 
@@ -26,13 +27,15 @@ func TestFillWritesFiguresAndTablesFromTheResultsFiles(t *testing.T) {
 		"run <!-- bench results.json seconds n1 -->1<!-- /bench --> s, " +
 		"ratio of two <!-- bench results.json results[clusters=1000].controller.peakRSSMiB /results[clusters=100].controller.peakRSSMiB %.1f -->1<!-- /bench -->x, " +
 		"p50 <!-- bench gobench.txt BenchmarkFeedbackToReport/p50-ms -->7<!-- /bench --> ms, " +
-		"object <!-- bench gobench.txt BenchmarkObject/Application/ns/op /1000 %.2f -->7<!-- /bench --> µs\n" +
+		"object <!-- bench gobench.txt BenchmarkObject/Application/ns/op /1000 %.2f -->7<!-- /bench --> µs, " +
+		"patches <!-- bench results.json results[clusters=1000].apiserverWrites.applications_PATCH -->1<!-- /bench --> and " +
+		"<!-- bench results.json results[clusters=1000].apiserverWrites.manifestworks/status_PATCH -->1<!-- /bench -->\n" +
 		"<!-- bench-table results.json -->\nhand-edited\n<!-- end bench-table -->\n"
 	got, err := Fill(doc, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"-->0.31<!--", "-->1,340<!--", "-->262<!--", "-->1,653.3<!--", "-->17.7<!--", "-->89<!--", "-->1.23<!--", "| N=1,000, A=0 (0 apps) |"} {
+	for _, want := range []string{"-->0.31<!--", "-->1,340<!--", "-->262<!--", "-->1,653.3<!--", "-->17.7<!--", "-->89<!--", "-->1.23<!--", "-->70,492<!--", "-->53,807<!--", "| N=1,000, A=0 (0 apps) |"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("filled document lacks %q:\n%s", want, got)
 		}
