@@ -47,6 +47,7 @@ func gather() ([]benchresults.Age, error) {
 		return nil, err
 	}
 	quoted := benchresults.QuotedFiles(string(readme))
+	named := namingCommits() // once: the same for every file
 	var ages []benchresults.Age
 	err = filepath.WalkDir(resultsDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || (d.Name() != "results.json" && filepath.Ext(d.Name()) != ".txt") {
@@ -63,7 +64,7 @@ func gather() ([]benchresults.Age, error) {
 		a := benchresults.Age{File: rel, Revision: rev, Dirty: dirty, Quoted: slices.Contains(quoted, rel)}
 		if rev != "" {
 			// A shallow clone may not hold the revision: the file's age is then unknown.
-			a.Since, a.Unknown = commitsSince(rev)
+			a.Since, a.Unknown = commitsSince(rev, named)
 		}
 		ages = append(ages, a)
 		return nil
@@ -76,10 +77,9 @@ func gather() ([]benchresults.Age, error) {
 	return ages, err
 }
 
-// commitsSince lists the commits after rev that changed the measured code, with their trailers;
-// unknown when this clone's history does not hold rev.
-func commitsSince(rev string) (commits []benchresults.Commit, unknown bool) {
-	named := namingCommits()
+// commitsSince lists the commits after rev that changed the measured code, with their trailers
+// (named: namingCommits); unknown when this clone's history does not hold rev.
+func commitsSince(rev string, named map[string]bool) (commits []benchresults.Commit, unknown bool) {
 	const sep = "\x1f"
 	format := "--format=%h" + sep + "%s" + sep + "%(trailers:key=" + benchresults.UnaffectedTrailer + ",valueonly,separator=; )"
 	args := append([]string{"log", "-z", format, rev + "..HEAD", "--"}, benchresults.MeasuredCode...)

@@ -63,12 +63,12 @@ type agents struct {
 	resync, jitter time.Duration
 	state          map[types.NamespacedName]*workState
 	writes         atomic.Int64 // status writes by the agents
-	// directAnswered counts the works of the direct-create baseline answered: they are only
-	// answered once, and neither counted as propagated nor reconciled.
-	directAnswered atomic.Int64
-	// answered are the controller's works answered once, and lastAnswer and directLastAnswer when
-	// the last first answer of a controller's work, and of a direct one, was written (under mu).
+	// Under mu: answered are the controller's works answered once, and lastAnswer when the last of
+	// them was first answered; directAnswered counts the works of the direct-create baseline
+	// answered (they are only answered once, and neither counted as propagated nor reconciled),
+	// and directLastAnswer is when the last of them was.
 	answered                     map[types.NamespacedName]bool
+	directAnswered               int
 	lastAnswer, directLastAnswer time.Time
 }
 
@@ -297,7 +297,7 @@ func (a *agents) writeStatus(ctx context.Context, key types.NamespacedName, valu
 	defer a.mu.Unlock()
 	switch {
 	case direct:
-		a.directAnswered.Add(1)
+		a.directAnswered++
 		a.directLastAnswer = now
 	case !a.answered[key]:
 		a.answered[key] = true
@@ -314,11 +314,12 @@ func (a *agents) answers() (n int, last time.Time) {
 	return len(a.answered), a.lastAnswer
 }
 
-// directAnswers is when the last work of the direct-create baseline was answered.
-func (a *agents) directAnswers() time.Time {
+// directAnswers is how many works of the direct-create baseline were answered, and when the last
+// of them was.
+func (a *agents) directAnswers() (n int, last time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.directLastAnswer
+	return a.directAnswered, a.directLastAnswer
 }
 
 // remember records what the agent of a work wrote, for its periodic reconciliations; values

@@ -70,12 +70,13 @@ func directCreate(ctx context.Context, base *rest.Config, f fleet, concurrency i
 	rate = float64(len(works)) / time.Since(start).Seconds()
 	if ag != nil {
 		if err := waitFor(ctx, patience(len(works)), "the agents answering every direct work", "", func() (bool, string) {
-			n := ag.directAnswered.Load()
-			return n >= int64(len(works)), fmt.Sprintf("%d of %d answered", n, len(works))
+			n, _ := ag.directAnswers()
+			return n >= len(works), fmt.Sprintf("%d of %d answered", n, len(works))
 		}); err != nil {
 			return 0, 0, err
 		}
-		toAnswered = float64(len(works)) / ag.directAnswers().Sub(start).Seconds()
+		_, last := ag.directAnswers()
+		toAnswered = float64(len(works)) / last.Sub(start).Seconds()
 	}
 	cleanup, err := client.New(base, client.Options{Scheme: s})
 	if err != nil {
