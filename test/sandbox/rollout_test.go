@@ -733,3 +733,45 @@ func TestRollingSyncFreesAClusterHeldBehind(t *testing.T) {
 	})
 	eventually(t, "cluster1 Synced at revision one once cluster2 left", 30*time.Second, "hub-argocd-pull.log", shows("Synced", sha1))
 }
+
+// A rollout made by changing the ApplicationSet template's targetRevision (a tag or a commit, as
+// platform teams bump a release), with the real ApplicationSet controller: each cluster syncs the
+// new revision in its step, not the revision its cluster compared under the old targetRevision
+// (a step's request pinned to it would deploy the old commit under the new source, and leave the
+// cluster OutOfSync and Healthy: manifestwork.HubOf).
+func TestATemplatesNewTargetRevisionRollsOutThatRevision(t *testing.T) {
+	requireLab(t)
+	hub, spokes := clients(t)
+	commit, key, sha1 := rolloutOf(t, hub, "bumped")
+	setTarget := func(revision string) {
+		t.Helper()
+		retry(t, nil, "setting the template's targetRevision to "+revision, func() error {
+			set := argocd.NewApplicationSet()
+			if err := hub.Get(ctx, types.NamespacedName{Namespace: sandbox.ArgoNamespace, Name: "bumped-rollout"}, set); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedField(set.Object, revision, "spec", "template", "spec", "source", "targetRevision"); err != nil {
+				return err
+			}
+			return hub.Update(ctx, set)
+		})
+	}
+	// Pinned to revision one's commit, the clusters no longer follow main.
+	setTarget(sha1)
+	sha2 := commit("two")
+	setTarget(sha2)
+	eventually(t, "revision two Synced and Healthy on both clusters, its ConfigMap there", 4*time.Minute, "hub-argocd-applicationset-controller.log", func() (bool, error) {
+		for _, cluster := range []string{"cluster1", "cluster2"} {
+			if !doneAt(hub, key(cluster), sha2) || configMapData(spokes[cluster], "bumped", "bumped", "revision") != "two" {
+				sync, health, revision := hubState(hub, key(cluster))
+				return false, fmt.Errorf("%s: %s %s at %s, ConfigMap %q", cluster, sync, health, revision, configMapData(spokes[cluster], "bumped", "bumped", "revision"))
+			}
+		}
+		return true, nil
+	})
+	for _, cluster := range []string{"cluster1", "cluster2"} {
+		if d := deployed(spokes[cluster], key(cluster), sha2); d.at == "" {
+			t.Errorf("%s's Argo CD has no deployment of %s in its history", cluster, sha2)
+		}
+	}
+}
